@@ -1,0 +1,55 @@
+//! simtape: a deterministic discrete-event simulation engine for testing LLM-agent pipelines.
+//!
+//! A [`Sim`] runs a pipeline (an async closure) on one thread, in **virtual time**, with a
+//! **seeded RNG**. Everything the pipeline does outside itself goes through an **actor**
+//! ([`actor`]), which answers after a virtual latency it decides. Every spawn, wake, request
+//! and reply becomes a record of the run's **tape** ([`tape`]): same seed, same inputs, same
+//! bytes. The **oracle** ([`oracle`]) diffs two tapes and names the first divergence.
+//!
+//! ```
+//! use std::time::Duration;
+//! let mut builder = simtape::Sim::builder();
+//! builder.seed(7).tape_in_memory();
+//! let report = builder.build().unwrap().run(|host| async move {
+//!     let a = host.spawn("a", async { simtape::time::sleep(Duration::from_millis(300)).await; 'a' });
+//!     let b = host.spawn("b", async { simtape::time::sleep(Duration::from_millis(100)).await; 'b' });
+//!     host.event("started", serde_json::json!({"tasks": 2})).await;
+//!     (a.await.unwrap(), b.await.unwrap(), host.now_ns())
+//! }).unwrap();
+//! assert_eq!(report.output, ('a', 'b', 300_000_000)); // the sleeps overlap
+//! ```
+//!
+//! Module map:
+//! - [`sim`]: `Sim` and `Builder` (seed, start instant, limits, tape, actors), `Host`.
+//! - `executor`: the run loop, tasks, join handles, deadlock detection.
+//! - [`time`]: virtual time, `sleep`, `sleep_until`, `timeout`, `interval`.
+//! - `timers`: the `(t_ns, seq)` timer queue.
+//! - [`sync`]: channels.
+//! - [`rng`]: per-actor ChaCha streams, integer `Ratio`s.
+//! - [`actor`]: the actor seam; the clock and user-event actors.
+//! - [`limits`]: every bound of a run.
+//! - `recorder`: records to the tape and the run fingerprint.
+//! - [`tape`]: the tape format v1, writer and reader.
+//! - [`oracle`]: tape diffs.
+//! - [`scenario`]: the TOML scenario format and its interpreter.
+//! - [`error`]: what ends a run.
+
+#![warn(missing_docs)]
+
+pub mod actor;
+pub mod error;
+mod executor;
+pub mod limits;
+pub mod oracle;
+mod recorder;
+pub mod rng;
+pub mod scenario;
+pub mod sim;
+pub mod sync;
+pub mod tape;
+pub mod time;
+mod timers;
+
+pub use error::{SimError, WaitingTask};
+pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
+pub use sim::{Builder, Host, RunError, RunReport, Sim};

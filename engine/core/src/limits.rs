@@ -1,0 +1,85 @@
+//! Every bound of a run, in one place, with units last.
+//!
+//! A run that reaches a limit ends with [`crate::SimError::LimitExceeded`], naming the limit
+//! and its value. Scenarios and the builder may lower or raise each one.
+
+use serde::{Deserialize, Serialize};
+
+/// The bounds that keep a run finite.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Timer events (wakes and actor completions) a run may pop from the timer queue.
+    pub events_max: u64,
+    /// Virtual time a run may reach, in nanoseconds from the start instant.
+    pub virtual_time_max_ns: u64,
+    /// Bytes the tape may hold (header, records, embedded blobs and footer).
+    pub tape_bytes_max: u64,
+    /// Tasks that may be runnable at once.
+    pub run_queue_len_max: usize,
+    /// Tasks a run may spawn in all.
+    pub tasks_max: u64,
+    /// Bytes of one encoded record payload (request, reply, user event).
+    pub payload_bytes_max: usize,
+    /// Messages a bounded channel holds by default.
+    pub channel_capacity: usize,
+}
+
+/// One year of virtual time, in nanoseconds: the default horizon for a run.
+const VIRTUAL_TIME_DEFAULT_MAX_NS: u64 = 24 * 3600 * 1_000_000_000 * 365;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            events_max: 100_000_000,
+            virtual_time_max_ns: VIRTUAL_TIME_DEFAULT_MAX_NS,
+            tape_bytes_max: 4 << 30,
+            run_queue_len_max: 1 << 20,
+            tasks_max: 10_000_000,
+            payload_bytes_max: 64 << 20,
+            channel_capacity: 1024,
+        }
+    }
+}
+
+// Relationships between limits, checked when the crate compiles.
+const _: () = assert!(crate::tape::BLOB_THRESHOLD_DEFAULT_BYTES < 64 << 20);
+const _: () = assert!(crate::tape::BUFFER_BYTES < (4u64 << 30) as usize);
+
+/// Which limit a run reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitName {
+    /// See [`Limits::events_max`].
+    EventsMax,
+    /// See [`Limits::virtual_time_max_ns`].
+    VirtualTimeMaxNs,
+    /// See [`Limits::tape_bytes_max`].
+    TapeBytesMax,
+    /// See [`Limits::run_queue_len_max`].
+    RunQueueLenMax,
+    /// See [`Limits::tasks_max`].
+    TasksMax,
+    /// See [`Limits::payload_bytes_max`].
+    PayloadBytesMax,
+}
+
+impl LimitName {
+    /// Returns the limit's name as written in scenarios.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitName::EventsMax => "events_max",
+            LimitName::VirtualTimeMaxNs => "virtual_time_max_ns",
+            LimitName::TapeBytesMax => "tape_bytes_max",
+            LimitName::RunQueueLenMax => "run_queue_len_max",
+            LimitName::TasksMax => "tasks_max",
+            LimitName::PayloadBytesMax => "payload_bytes_max",
+        }
+    }
+}
+
+impl std::fmt::Display for LimitName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

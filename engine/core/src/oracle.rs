@@ -1,0 +1,1 @@
+//! Tape diffs (see `docs/ARCHITECTURE.md`).

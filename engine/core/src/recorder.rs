@@ -1,0 +1,91 @@
+//! The recorder: every record of a run goes through here, to the tape when one is written,
+//! and always into a running fingerprint (so even a tape-less run can be compared).
+
+use serde::Serialize;
+
+use crate::error::SimError;
+use crate::limits::LimitName;
+use crate::tape::{RecordKind, TapeError, TapeWriter};
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    pub(crate) writer: Option<TapeWriter>,
+    fingerprint: u64,
+    records: u64,
+    payload: Vec<u8>,
+    payload_bytes_max: usize,
+}
+
+const FOLD_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+#[inline]
+fn fold(state: u64, value: u64) -> u64 {
+    (state.rotate_left(23) ^ value).wrapping_mul(FOLD_MULTIPLIER)
+}
+
+impl Recorder {
+    pub(crate) fn new(writer: Option<TapeWriter>, payload_bytes_max: usize) -> Recorder {
+        Recorder { writer, fingerprint: 0, records: 0, payload: Vec::new(), payload_bytes_max }
+    }
+
+    /// Returns the fingerprint of every record so far.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// Returns the number of records so far (not counting tape meta records).
+    pub(crate) fn records(&self) -> u64 {
+        self.records
+    }
+
+    #[inline]
+    fn fold_header(&mut self, t_ns: u64, actor: u16, task: u32, kind: RecordKind) {
+        self.records += 1;
+        let packed = (u64::from(actor) << 40) | (u64::from(task) << 8) | kind as u64;
+        self.fingerprint = fold(fold(self.fingerprint, t_ns), packed);
+    }
+
+    /// Records an empty-payload record (the hot path: timer wakes).
+    #[inline]
+    pub(crate) fn empty(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+    ) -> Result<(), SimError> {
+        self.fold_header(t_ns, actor, task, kind);
+        match &mut self.writer {
+            Some(writer) => Ok(writer.write_empty(t_ns, actor, task, kind)?),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a record whose payload is `value` encoded as MessagePack.
+    pub(crate) fn value<T: Serialize + ?Sized>(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+        value: &T,
+    ) -> Result<(), SimError> {
+        self.fold_header(t_ns, actor, task, kind);
+        self.payload.clear();
+        rmp_serde::encode::write(&mut self.payload, value)
+            .map_err(|e| TapeError::BadPayload { detail: e.to_string() })?;
+        if self.payload.len() > self.payload_bytes_max {
+            return Err(SimError::LimitExceeded {
+                limit: LimitName::PayloadBytesMax,
+                value: self.payload_bytes_max as u64,
+                t_ns,
+            });
+        }
+        self.fingerprint = fold(self.fingerprint, xxhash_rust::xxh3::xxh3_64(&self.payload));
+        match &mut self.writer {
+            Some(writer) => Ok(writer.write_payload(t_ns, actor, task, kind, &self.payload)?),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! `Sim` and its `Builder`: wire the seed, the start instant, the limits, the tape and the
+//! actors, then run a pipeline.
+
+use std::any::Any;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::actor::{Actor, ActorRef, ActorSlot, Clock, ClockRequest, Events, UserEvent};
+use crate::error::SimError;
+use crate::executor::{self, Core, JoinHandle, LoopEnd};
+use crate::limits::Limits;
+use crate::recorder::Recorder;
+use crate::rng::RngStream;
+use crate::tape::{
+    sidecar_dir, BlobMode, ScenarioStamp, TapeHeader, TapeSink, TapeSummary, TapeWriter,
+    BLOB_THRESHOLD_DEFAULT_BYTES, CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION,
+};
+use crate::time::START_DEFAULT_UNIX_NS;
+
+/// The names of the built-in actors, in actor-id order.
+pub const BUILTIN_ACTORS: [&str; 3] = ["engine", "clock", "events"];
+
+#[derive(Debug, Clone)]
+enum TapeTarget {
+    None,
+    File(PathBuf),
+    Memory,
+}
+
+type ActorFactory = Rc<dyn Fn() -> Box<dyn Any>>;
+
+/// Configures runs. One builder can build many runs (a sweep, a double run).
+///
+/// ```
+/// let mut builder = simtape::Sim::builder();
+/// builder.seed(7).start_at("2026-03-01T12:00:00Z").unwrap();
+/// let report = builder.build().unwrap().run(|host| async move {
+///     host.sleep(std::time::Duration::from_millis(5)).await;
+///     host.now_ns()
+/// }).unwrap();
+/// assert_eq!(report.output, 5_000_000);
+/// ```
+#[derive(Clone)]
+pub struct Builder {
+    seed: u64,
+    start_unix_ns: i64,
+    limits: Limits,
+    tape: TapeTarget,
+    sidecar_blobs: bool,
+    blob_threshold_bytes: usize,
+    scenario: ScenarioStamp,
+    actors: Vec<(String, ActorFactory)>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("seed", &self.seed)
+            .field("start_unix_ns", &self.start_unix_ns)
+            .field("tape", &self.tape)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            seed: 0,
+            start_unix_ns: START_DEFAULT_UNIX_NS,
+            limits: Limits::default(),
+            tape: TapeTarget::None,
+            sidecar_blobs: false,
+            blob_threshold_bytes: BLOB_THRESHOLD_DEFAULT_BYTES,
+            scenario: ScenarioStamp::default(),
+            actors: Vec::new(),
+        }
+    }
+}
+
+impl Builder {
+    /// Sets the root seed (default 0).
+    pub fn seed(&mut self, seed: u64) -> &mut Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the start instant from RFC 3339 text (default `2026-01-01T00:00:00Z`).
+    pub fn start_at(&mut self, instant: &str) -> Result<&mut Self, SimError> {
+        self.start_unix_ns = crate::time::parse_instant(instant).map_err(SimError::Config)?;
+        Ok(self)
+    }
+
+    /// Sets the start instant in nanoseconds since the Unix epoch.
+    pub fn start_unix_ns(&mut self, unix_ns: i64) -> &mut Self {
+        self.start_unix_ns = unix_ns;
+        self
+    }
+
+    /// Sets the limits.
+    pub fn limits(&mut self, limits: Limits) -> &mut Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Streams the tape to the file at `path`.
+    pub fn tape(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.tape = TapeTarget::File(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Keeps the tape in memory; [`RunReport::tape`] holds its bytes.
+    pub fn tape_in_memory(&mut self) -> &mut Self {
+        self.tape = TapeTarget::Memory;
+        self
+    }
+
+    /// Writes no tape (the run still keeps a fingerprint of every record).
+    pub fn no_tape(&mut self) -> &mut Self {
+        self.tape = TapeTarget::None;
+        self
+    }
+
+    /// Stores large payloads in `<tape>.cas/` beside a file tape instead of inside it.
+    pub fn sidecar_blobs(&mut self, sidecar: bool) -> &mut Self {
+        self.sidecar_blobs = sidecar;
+        self
+    }
+
+    /// Sets the payload size above which payloads go to the content store.
+    pub fn blob_threshold_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.blob_threshold_bytes = bytes;
+        self
+    }
+
+    /// Stamps the tape header with the scenario the run comes from.
+    pub fn scenario(&mut self, stamp: ScenarioStamp) -> &mut Self {
+        self.scenario = stamp;
+        self
+    }
+
+    /// Registers an actor under `name`; each run gets a fresh clone of `actor` and an RNG
+    /// stream forked from `(seed, name)`.
+    ///
+    /// # Panics
+    /// When `name` is already taken or more than 65,535 actors are registered.
+    pub fn actor<A: Actor + Clone>(&mut self, name: &str, actor: A) -> ActorRef<A> {
+        assert!(
+            !BUILTIN_ACTORS.contains(&name) && self.actors.iter().all(|(n, _)| n != name),
+            "actor name {name:?} is already taken"
+        );
+        let id = u16::try_from(BUILTIN_ACTORS.len() + self.actors.len())
+            .expect("fewer than 65,536 actors");
+        self.actors.push((name.to_string(), Rc::new(move || Box::new(actor.clone()))));
+        ActorRef::new(id)
+    }
+
+    /// Returns the configured seed.
+    pub fn seed_value(&self) -> u64 {
+        self.seed
+    }
+
+    fn actor_names(&self) -> Vec<String> {
+        BUILTIN_ACTORS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.actors.iter().map(|(n, _)| n.clone()))
+            .collect()
+    }
+
+    fn header(&self) -> TapeHeader {
+        TapeHeader {
+            format_version: FORMAT_VERSION,
+            engine_version: env!("CARGO_PKG_VERSION").to_string(),
+            seed: self.seed,
+            start_unix_ns: self.start_unix_ns,
+            scenario: self.scenario.clone(),
+            actors: self.actor_names(),
+            blob_mode: if self.sidecar_blobs { "sidecar" } else { "embedded" }.to_string(),
+            blob_threshold_bytes: self.blob_threshold_bytes as u64,
+            checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
+        }
+    }
+
+    fn writer(&self) -> Result<Option<TapeWriter>, SimError> {
+        let (sink, blob_mode) = match &self.tape {
+            TapeTarget::None => return Ok(None),
+            TapeTarget::Memory => (TapeSink::Memory(Vec::new()), BlobMode::Embedded),
+            TapeTarget::File(path) => {
+                let mode = if self.sidecar_blobs {
+                    BlobMode::Sidecar(sidecar_dir(path))
+                } else {
+                    BlobMode::Embedded
+                };
+                (TapeSink::create(path)?, mode)
+            }
+        };
+        let writer = TapeWriter::new(sink, &self.header(), blob_mode, self.limits.tape_bytes_max)?;
+        Ok(Some(writer))
+    }
+
+    /// Builds one run. The tape file, if any, is created now.
+    pub fn build(&mut self) -> Result<Sim, SimError> {
+        let writer = self.writer()?;
+        let recorder = Recorder::new(writer, self.limits.payload_bytes_max);
+        let mut actors: Vec<ActorSlot> = Vec::new();
+        let builtin: [Box<dyn Any>; 3] = [Box::new(()), Box::new(Clock), Box::new(Events::default())];
+        for (name, state) in BUILTIN_ACTORS.iter().zip(builtin) {
+            actors.push(ActorSlot {
+                rng: RngStream::fork(self.seed, name),
+                state: Some(state),
+            });
+        }
+        for (name, factory) in &self.actors {
+            actors.push(ActorSlot {
+                rng: RngStream::fork(self.seed, name),
+                state: Some(factory()),
+            });
+        }
+        let core = Core::new(self.seed, self.start_unix_ns, self.limits.clone(), recorder, actors);
+        Ok(Sim { core, tape_path: self.tape_file() })
+    }
+
+    fn tape_file(&self) -> Option<PathBuf> {
+        match &self.tape {
+            TapeTarget::File(path) => Some(path.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// One simulation run, ready to go.
+pub struct Sim {
+    core: Core,
+    tape_path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim").field("seed", &self.core.seed).finish_non_exhaustive()
+    }
+}
+
+/// What a completed run returns.
+#[derive(Debug)]
+pub struct RunReport<T> {
+    /// The pipeline's output.
+    pub output: T,
+    /// The seed.
+    pub seed: u64,
+    /// Virtual time at the end, in nanoseconds.
+    pub end_ns: u64,
+    /// Timer events popped.
+    pub events: u64,
+    /// Records written (not counting tape meta records).
+    pub records: u64,
+    /// A fingerprint of every record, kept even without a tape.
+    pub fingerprint: u64,
+    /// The tape, when one was written.
+    pub tape: Option<TapeSummary>,
+    /// The tape file, when the tape went to a file.
+    pub tape_path: Option<PathBuf>,
+}
+
+/// A run that ended with an error; its tape (if any) is complete, with the error as verdict.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct RunError {
+    /// What stopped the run.
+    pub error: SimError,
+    /// The seed.
+    pub seed: u64,
+    /// Virtual time at the end, in nanoseconds.
+    pub end_ns: u64,
+    /// Timer events popped.
+    pub events: u64,
+    /// The tape, when one was written and could be finished.
+    pub tape: Option<TapeSummary>,
+    /// The tape file.
+    pub tape_path: Option<PathBuf>,
+}
+
+impl Sim {
+    /// Starts configuring a run.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Runs `pipeline` as the main task until it completes; the tape's footer verdict is
+    /// `ok` or the error.
+    pub fn run<F, Fut, T>(self, pipeline: F) -> Result<RunReport<T>, RunError>
+    where
+        F: FnOnce(Host) -> Fut,
+        Fut: Future<Output = T> + 'static,
+        T: 'static,
+    {
+        self.run_with_verdict(pipeline, |outcome| match outcome {
+            Ok(_) => "ok".to_string(),
+            Err(error) => format!("error: {error}"),
+        })
+    }
+
+    /// Runs `pipeline` and writes `verdict(outcome)` into the tape footer.
+    pub fn run_with_verdict<F, Fut, T>(
+        self,
+        pipeline: F,
+        verdict: impl FnOnce(Result<&T, &SimError>) -> String,
+    ) -> Result<RunReport<T>, RunError>
+    where
+        F: FnOnce(Host) -> Fut,
+        Fut: Future<Output = T> + 'static,
+        T: 'static,
+    {
+        let seed = self.core.seed;
+        let host = Host { seed, start_unix_ns: self.core.start_unix_ns };
+        let (mut core, end, output) = executor::run_loop(self.core, pipeline(host));
+        let (end_ns, events) = (core.now_ns, core.events());
+        let outcome = match (end, output) {
+            (LoopEnd::Finished, Some(output)) => Ok(output),
+            (LoopEnd::Finished, None) => unreachable!("a finished main task has an output"),
+            (LoopEnd::Failed(error), _) => Err(error),
+        };
+        let verdict_text = verdict(outcome.as_ref());
+        let tape = core.recorder.writer.take().map(|w| w.finish(end_ns, &verdict_text)).transpose();
+        let (records, fingerprint) = (core.recorder.records(), core.recorder.fingerprint());
+        let tape_path = self.tape_path;
+        match (outcome, tape) {
+            (Ok(output), Ok(tape)) => Ok(RunReport {
+                output,
+                seed,
+                end_ns,
+                events,
+                records,
+                fingerprint,
+                tape,
+                tape_path,
+            }),
+            (Ok(_), Err(tape_error)) => Err(RunError {
+                error: SimError::Tape(tape_error),
+                seed,
+                end_ns,
+                events,
+                tape: None,
+                tape_path,
+            }),
+            (Err(error), tape) => {
+                Err(RunError { error, seed, end_ns, events, tape: tape.ok().flatten(), tape_path })
+            }
+        }
+    }
+}
+
+/// The pipeline's view of the simulation: time, tasks, the built-in actors.
+#[derive(Debug, Clone)]
+pub struct Host {
+    seed: u64,
+    start_unix_ns: i64,
+}
+
+impl Host {
+    /// Returns the run's seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Returns the start instant, nanoseconds since the Unix epoch.
+    pub fn start_unix_ns(&self) -> i64 {
+        self.start_unix_ns
+    }
+
+    /// Returns virtual time, in nanoseconds since the start of the run.
+    pub fn now_ns(&self) -> u64 {
+        crate::time::now_ns()
+    }
+
+    /// Sleeps for `duration` of virtual time (a `wake` record of the clock).
+    pub fn sleep(&self, duration: std::time::Duration) -> crate::time::Sleep {
+        crate::time::sleep(duration)
+    }
+
+    /// Spawns a named task.
+    pub fn spawn<F>(&self, name: &str, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        executor::spawn(name.to_string(), future)
+    }
+
+    /// Returns the clock actor (reads and sleeps recorded as requests and replies).
+    pub fn clock(&self) -> ActorRef<Clock> {
+        ActorRef::new(1)
+    }
+
+    /// Reads the simulated wall clock through the clock actor (recorded on the tape).
+    pub async fn wall_clock(&self) -> i64 {
+        self.clock().call(ClockRequest::Now).await
+    }
+
+    /// Logs a structured event onto the tape through the user-event actor; returns its
+    /// number (1 for the first event of the run).
+    pub async fn event(&self, name: &str, fields: serde_json::Value) -> u64 {
+        let events: ActorRef<Events> = ActorRef::new(2);
+        events.call(UserEvent { name: name.to_string(), fields }).await
+    }
+}

@@ -1,0 +1,157 @@
+//! The tape: a bit-exact, hash-chained MessagePack record of one run (format v1).
+//!
+//! The byte-level specification is `docs/tape-format.md`; this module is its implementation.
+//! [`TapeWriter`] streams records through a reused buffer; [`TapeReader`] streams them back,
+//! checking the hash chain, and names the first bad record and its byte offset.
+
+mod reader;
+mod writer;
+
+pub use reader::{RawRecord, TapeError, TapeReader, VerifyReport, verify_path};
+pub use writer::{BlobMode, TapeSink, TapeSummary, TapeWriter};
+
+use serde::{Deserialize, Serialize};
+
+/// The eight bytes every tape starts with.
+pub const MAGIC: &[u8; 8] = b"SIMTAPE\0";
+/// The tape format this engine writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Records between two checkpoints.
+pub const CHECKPOINT_INTERVAL_RECORDS: u64 = 1 << 16;
+/// Payloads larger than this go to the content store by default.
+pub const BLOB_THRESHOLD_DEFAULT_BYTES: usize = 4096;
+/// The write buffer, flushed to the sink when full.
+pub const BUFFER_BYTES: usize = 64 * 1024;
+/// The kind bit that marks a payload stored by content hash (the payload is the 32-byte hash).
+pub const KIND_BLOB_REF_BIT: u8 = 0x80;
+
+/// The record vocabulary. The numbering is part of the format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum RecordKind {
+    /// A hash-chain checkpoint: payload `[records_before, chain_hash]`.
+    Checkpoint = 0,
+    /// A task was spawned: payload `[task_id, name]`; `task` is the spawner.
+    Spawn = 1,
+    /// A sleeping task's timer fired: empty payload.
+    Wake = 2,
+    /// A task ended: payload `[status]` (`"ok"`, `"aborted"`, `"panicked"`).
+    Exit = 3,
+    /// A request to an actor: payload `[operation, body]`.
+    Request = 4,
+    /// An actor's completion: payload `[operation, body]`.
+    Reply = 5,
+    /// An embedded content-store blob: payload is the raw bytes.
+    Blob = 6,
+    /// The last record: payload `[record_count, final_hash, verdict]`.
+    Footer = 7,
+}
+
+impl RecordKind {
+    /// Decodes a kind byte (without the blob-reference bit).
+    pub fn from_u8(byte: u8) -> Option<RecordKind> {
+        Some(match byte {
+            0 => RecordKind::Checkpoint,
+            1 => RecordKind::Spawn,
+            2 => RecordKind::Wake,
+            3 => RecordKind::Exit,
+            4 => RecordKind::Request,
+            5 => RecordKind::Reply,
+            6 => RecordKind::Blob,
+            7 => RecordKind::Footer,
+            _ => return None,
+        })
+    }
+
+    /// Returns the kind's name as shown by `simtape tape show`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Checkpoint => "checkpoint",
+            RecordKind::Spawn => "spawn",
+            RecordKind::Wake => "wake",
+            RecordKind::Exit => "exit",
+            RecordKind::Request => "request",
+            RecordKind::Reply => "reply",
+            RecordKind::Blob => "blob",
+            RecordKind::Footer => "footer",
+        }
+    }
+
+    /// Returns true for records that describe the tape rather than the run (checkpoints,
+    /// blobs, the footer). The oracle skips them when it aligns two runs.
+    pub fn is_meta(self) -> bool {
+        matches!(self, RecordKind::Checkpoint | RecordKind::Blob | RecordKind::Footer)
+    }
+}
+
+/// The scenario a tape was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ScenarioStamp {
+    /// The scenario's name.
+    pub name: String,
+    /// Hex SHA-256 of the scenario source.
+    pub digest: String,
+    /// The scenario source, so a tape replays on its own.
+    pub source: String,
+}
+
+/// The tape header (the first MessagePack value after the magic).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TapeHeader {
+    /// The tape format version, [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The engine version that wrote the tape.
+    pub engine_version: String,
+    /// The root seed.
+    pub seed: u64,
+    /// The start instant, nanoseconds since the Unix epoch (UTC).
+    pub start_unix_ns: i64,
+    /// The scenario.
+    pub scenario: ScenarioStamp,
+    /// Actor names, indexed by the `actor` field of records.
+    pub actors: Vec<String>,
+    /// Where blobs live: `"embedded"` or `"sidecar"`.
+    pub blob_mode: String,
+    /// Payloads above this many bytes are stored by content hash.
+    pub blob_threshold_bytes: u64,
+    /// Records between checkpoints.
+    pub checkpoint_interval_records: u64,
+}
+
+/// The decoded footer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TapeFooter {
+    /// Records before the footer.
+    pub record_count: u64,
+    /// The chain hash after the last record before the footer.
+    pub final_hash: u64,
+    /// The run's verdict line.
+    pub verdict: String,
+}
+
+/// Folds one record's bytes into the chain.
+pub(crate) fn chain_step(previous: u64, record_bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(record_bytes, previous)
+}
+
+/// Returns the hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex_encode(&sha2::Sha256::digest(bytes))
+}
+
+/// Returns the lower-case hex of `bytes`.
+pub fn hex_encode(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// The sidecar content-store directory of a tape: `<tape>.cas`.
+pub fn sidecar_dir(tape_path: &std::path::Path) -> std::path::PathBuf {
+    let mut name = tape_path.as_os_str().to_owned();
+    name.push(".cas");
+    std::path::PathBuf::from(name)
+}

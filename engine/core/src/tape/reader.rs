@@ -1,0 +1,539 @@
+//! Streams a tape back, checking framing, the hash chain, checkpoints and the footer.
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use super::{
+    chain_step, hex_encode, sidecar_dir, RecordKind, TapeFooter, TapeHeader, FORMAT_VERSION,
+    KIND_BLOB_REF_BIT, MAGIC,
+};
+
+/// The largest header a reader accepts.
+const HEADER_BYTES_MAX: u32 = 64 << 20;
+/// The largest single payload a reader accepts (the writer's default payload limit).
+const PAYLOAD_BYTES_MAX: u32 = 64 << 20;
+
+/// What can go wrong writing or reading a tape. Every variant that concerns a record names
+/// its index (0-based, counting every record including checkpoints) and its byte offset.
+#[derive(Debug, thiserror::Error)]
+pub enum TapeError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file does not start with the tape magic.
+    #[error("not a simtape tape: expected magic {expected:?}, found {found:?}")]
+    NotATape {
+        /// The magic.
+        expected: String,
+        /// The first bytes found.
+        found: String,
+    },
+    /// The tape uses a format this engine does not read.
+    #[error("tape format version {found} is not supported (this engine reads version {supported})")]
+    UnsupportedVersion {
+        /// The version in the header.
+        found: u32,
+        /// The version this engine reads.
+        supported: u32,
+    },
+    /// The header could not be encoded or decoded.
+    #[error("bad tape header: {detail}")]
+    BadHeader {
+        /// What was wrong.
+        detail: String,
+    },
+    /// A payload could not be encoded.
+    #[error("payload does not encode: {detail}")]
+    BadPayload {
+        /// What was wrong.
+        detail: String,
+    },
+    /// A record does not decode.
+    #[error("corrupt tape: record {index} at byte offset {offset}: {detail}")]
+    Corrupt {
+        /// The record's index.
+        index: u64,
+        /// The record's offset.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A record's bytes do not match the hash chain.
+    #[error(
+        "corrupt tape: record {index} at byte offset {offset} breaks the hash chain \
+         (expected check {expected:#010x}, found {found:#010x})"
+    )]
+    ChainBroken {
+        /// The record's index.
+        index: u64,
+        /// The record's offset.
+        offset: u64,
+        /// The check the chain computes.
+        expected: u64,
+        /// The check stored in the record.
+        found: u64,
+    },
+    /// The tape ends before its footer.
+    #[error("truncated tape: {detail} (after {records} complete records, at byte offset {offset})")]
+    Truncated {
+        /// Complete records read.
+        records: u64,
+        /// Where the tape ends or the incomplete record starts.
+        offset: u64,
+        /// What was cut.
+        detail: String,
+    },
+    /// A record refers to a blob the content store does not have.
+    #[error("record {index} at byte offset {offset} refers to blob {hash}, which is missing")]
+    MissingBlob {
+        /// The record's index.
+        index: u64,
+        /// The record's offset.
+        offset: u64,
+        /// The blob's hex SHA-256.
+        hash: String,
+    },
+    /// The tape grew past `tape_bytes_max`.
+    #[error("limit tape_bytes_max = {bytes_max} reached")]
+    TooLarge {
+        /// The limit.
+        bytes_max: u64,
+    },
+}
+
+/// One record as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRecord {
+    /// Index in the file, counting every record.
+    pub index: u64,
+    /// Byte offset of the record.
+    pub offset: u64,
+    /// The `seq` field.
+    pub seq: u64,
+    /// Virtual time in nanoseconds.
+    pub t_ns: u64,
+    /// Index into the header's actor table.
+    pub actor: u16,
+    /// The task that caused the record (0 = the engine).
+    pub task: u32,
+    /// What the record is.
+    pub kind: RecordKind,
+    /// Whether `payload` is the 32-byte SHA-256 of a content-store blob.
+    pub blob_ref: bool,
+    /// The payload bytes (MessagePack), or the blob hash.
+    pub payload: Vec<u8>,
+}
+
+struct CountingReader<R> {
+    inner: R,
+    offset: u64,
+    captured: Vec<u8>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.offset += n as u64;
+        self.captured.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Reads a tape record by record; `next_record` returns `Ok(None)` after the footer.
+pub struct TapeReader<R: Read> {
+    reader: CountingReader<BufReader<R>>,
+    header: TapeHeader,
+    chain: u64,
+    chain_before: u64,
+    index: u64,
+    footer: Option<TapeFooter>,
+    sidecar: Option<PathBuf>,
+    keep_blobs: bool,
+    embedded_blobs: BTreeMap<[u8; 32], Vec<u8>>,
+}
+
+impl<R: Read> std::fmt::Debug for TapeReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapeReader").field("index", &self.index).finish_non_exhaustive()
+    }
+}
+
+fn is_eof(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::UnexpectedEof
+}
+
+impl TapeReader<std::fs::File> {
+    /// Opens the tape at `path`; a sidecar store beside it is used for blob references.
+    pub fn open(path: &Path) -> Result<Self, TapeError> {
+        let file = std::fs::File::open(path)
+            .map_err(|source| TapeError::Io { path: path.display().to_string(), source })?;
+        let mut reader = TapeReader::new(file)?;
+        reader.sidecar = Some(sidecar_dir(path));
+        Ok(reader)
+    }
+}
+
+impl<R: Read> TapeReader<R> {
+    /// Reads the magic and the header.
+    pub fn new(source: R) -> Result<Self, TapeError> {
+        let mut reader = CountingReader {
+            inner: BufReader::with_capacity(64 * 1024, source),
+            offset: 0,
+            captured: Vec::with_capacity(256),
+        };
+        let mut magic = [0u8; 8];
+        let got = read_up_to(&mut reader, &mut magic)?;
+        if got < MAGIC.len() || &magic != MAGIC {
+            return Err(TapeError::NotATape {
+                expected: String::from_utf8_lossy(MAGIC).into_owned(),
+                found: String::from_utf8_lossy(&magic[..got]).into_owned(),
+            });
+        }
+        let header_bytes = read_header_bytes(&mut reader)?;
+        let header: TapeHeader = rmp_serde::from_slice(&header_bytes)
+            .map_err(|e| TapeError::BadHeader { detail: e.to_string() })?;
+        if header.format_version != FORMAT_VERSION {
+            return Err(TapeError::UnsupportedVersion {
+                found: header.format_version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let chain = chain_step(0, &reader.captured);
+        reader.captured.clear();
+        Ok(TapeReader {
+            reader,
+            header,
+            chain,
+            chain_before: chain,
+            index: 0,
+            footer: None,
+            sidecar: None,
+            keep_blobs: false,
+            embedded_blobs: BTreeMap::new(),
+        })
+    }
+
+    /// Keeps embedded blobs in memory so [`TapeReader::resolve`] can return them.
+    pub fn keep_blobs(mut self, keep: bool) -> Self {
+        self.keep_blobs = keep;
+        self
+    }
+
+    /// Returns the header.
+    pub fn header(&self) -> &TapeHeader {
+        &self.header
+    }
+
+    /// Returns the footer, once the reader has reached it.
+    pub fn footer(&self) -> Option<&TapeFooter> {
+        self.footer.as_ref()
+    }
+
+    /// Returns the byte offset of the next record.
+    pub fn offset(&self) -> u64 {
+        self.reader.offset
+    }
+
+    /// Returns the name of actor `id`, or `"?"`.
+    pub fn actor_name(&self, id: u16) -> &str {
+        self.header.actors.get(usize::from(id)).map_or("?", String::as_str)
+    }
+
+    /// Returns the payload of `record`, fetching it from the content store when it is a
+    /// reference.
+    pub fn resolve(&self, record: &RawRecord) -> Result<Vec<u8>, TapeError> {
+        if !record.blob_ref {
+            return Ok(record.payload.clone());
+        }
+        let hash: [u8; 32] = record.payload.as_slice().try_into().map_err(|_| {
+            TapeError::Corrupt {
+                index: record.index,
+                offset: record.offset,
+                detail: format!("blob reference of {} bytes, expected 32", record.payload.len()),
+            }
+        })?;
+        if let Some(bytes) = self.embedded_blobs.get(&hash) {
+            return Ok(bytes.clone());
+        }
+        let missing = || TapeError::MissingBlob {
+            index: record.index,
+            offset: record.offset,
+            hash: hex_encode(&hash),
+        };
+        let dir = self.sidecar.as_ref().ok_or_else(missing)?;
+        std::fs::read(dir.join(hex_encode(&hash))).map_err(|_| missing())
+    }
+
+    /// Returns the next record, `Ok(None)` after the footer, or the first problem found.
+    pub fn next_record(&mut self) -> Result<Option<RawRecord>, TapeError> {
+        if self.footer.is_some() {
+            return Ok(None);
+        }
+        let offset = self.reader.offset;
+        let index = self.index;
+        self.reader.captured.clear();
+        let record = match self.decode(index, offset) {
+            Ok(record) => record,
+            Err(Decode::CleanEof) => {
+                return Err(TapeError::Truncated {
+                    records: index,
+                    offset,
+                    detail: "the footer is missing".into(),
+                })
+            }
+            Err(Decode::Eof) => {
+                return Err(TapeError::Truncated {
+                    records: index,
+                    offset,
+                    detail: format!("record {index} is incomplete"),
+                })
+            }
+            Err(Decode::Bad(detail)) => return Err(TapeError::Corrupt { index, offset, detail }),
+            Err(Decode::Io(source)) => {
+                return Err(TapeError::Io { path: "<tape>".into(), source });
+            }
+            Err(Decode::Chain { expected, found, index, offset }) => {
+                return Err(TapeError::ChainBroken { index, offset, expected, found });
+            }
+        };
+        self.index += 1;
+        self.check_meta(&record)?;
+        Ok(Some(record))
+    }
+
+    fn check_meta(&mut self, record: &RawRecord) -> Result<(), TapeError> {
+        let corrupt = |detail: String| TapeError::Corrupt {
+            index: record.index,
+            offset: record.offset,
+            detail,
+        };
+        match record.kind {
+            RecordKind::Checkpoint => {
+                let (records, hash): (u64, u64) = rmp_serde::from_slice(&record.payload)
+                    .map_err(|e| corrupt(format!("bad checkpoint: {e}")))?;
+                if records != record.index {
+                    return Err(corrupt(format!(
+                        "checkpoint counts {records} records, expected {}",
+                        record.index
+                    )));
+                }
+                if hash != self.chain_before {
+                    return Err(corrupt(format!(
+                        "checkpoint hash {hash:#018x} does not match the chain {:#018x}",
+                        self.chain_before
+                    )));
+                }
+            }
+            RecordKind::Footer => {
+                let footer: TapeFooter = rmp_serde::from_slice(&record.payload)
+                    .map_err(|e| corrupt(format!("bad footer: {e}")))?;
+                if footer.record_count != record.index {
+                    return Err(corrupt(format!(
+                        "footer counts {} records, expected {}",
+                        footer.record_count, record.index
+                    )));
+                }
+                if footer.final_hash != self.chain_before {
+                    return Err(corrupt(format!(
+                        "footer hash {:#018x} does not match the chain {:#018x}",
+                        footer.final_hash, self.chain_before
+                    )));
+                }
+                let mut trailing = [0u8; 1];
+                if read_up_to(&mut self.reader, &mut trailing)? > 0 {
+                    return Err(TapeError::Corrupt {
+                        index: record.index + 1,
+                        offset: self.reader.offset - 1,
+                        detail: "bytes after the footer".into(),
+                    });
+                }
+                self.footer = Some(footer);
+            }
+            RecordKind::Blob if self.keep_blobs => {
+                use sha2::Digest;
+                let hash: [u8; 32] = sha2::Sha256::digest(&record.payload).into();
+                self.embedded_blobs.insert(hash, record.payload.clone());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn decode(&mut self, index: u64, offset: u64) -> Result<RawRecord, Decode> {
+        let reader = &mut self.reader;
+        let len = match rmp::decode::read_array_len(reader) {
+            Ok(len) => len,
+            Err(e) if reader.captured.is_empty() && is_value_eof(&e) => return Err(Decode::CleanEof),
+            Err(e) => return Err(Decode::from_value_read(e, "record frame")),
+        };
+        if len != 7 {
+            return Err(Decode::Bad(format!("record frame has {len} fields, expected 7")));
+        }
+        let seq = read_u64(reader, "seq")?;
+        let t_ns = read_u64(reader, "t_ns")?;
+        let actor = u16::try_from(read_u64(reader, "actor")?)
+            .map_err(|_| Decode::Bad("actor does not fit in 16 bits".into()))?;
+        let task = u32::try_from(read_u64(reader, "task")?)
+            .map_err(|_| Decode::Bad("task does not fit in 32 bits".into()))?;
+        let kind_byte = read_u64(reader, "kind")?;
+        let kind_byte = u8::try_from(kind_byte)
+            .map_err(|_| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
+        let kind = RecordKind::from_u8(kind_byte & !KIND_BLOB_REF_BIT)
+            .ok_or_else(|| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
+        let payload_len = rmp::decode::read_bin_len(reader)
+            .map_err(|e| Decode::from_value_read(e, "payload"))?;
+        if payload_len > PAYLOAD_BYTES_MAX {
+            return Err(Decode::Bad(format!(
+                "payload of {payload_len} bytes exceeds the {PAYLOAD_BYTES_MAX}-byte maximum"
+            )));
+        }
+        let mut payload = Vec::new();
+        reader
+            .take(u64::from(payload_len))
+            .read_to_end(&mut payload)
+            .map_err(Decode::Io)?;
+        if payload.len() != payload_len as usize {
+            return Err(Decode::Eof);
+        }
+        let expected_chain = chain_step(self.chain, &self.reader.captured);
+        let found = read_u64(&mut self.reader, "check")?;
+        let expected = expected_chain & 0xffff_ffff;
+        if found != expected {
+            return Err(Decode::Chain { expected, found, index, offset });
+        }
+        self.chain_before = self.chain;
+        self.chain = expected_chain;
+        if seq != index {
+            return Err(Decode::Bad(format!("seq is {seq}, expected {index}")));
+        }
+        Ok(RawRecord {
+            index,
+            offset,
+            seq,
+            t_ns,
+            actor,
+            task,
+            kind,
+            blob_ref: kind_byte & KIND_BLOB_REF_BIT != 0,
+            payload,
+        })
+    }
+}
+
+enum Decode {
+    CleanEof,
+    Eof,
+    Bad(String),
+    Io(std::io::Error),
+    Chain { expected: u64, found: u64, index: u64, offset: u64 },
+}
+
+impl Decode {
+    fn from_value_read(error: rmp::decode::ValueReadError, what: &str) -> Decode {
+        if is_value_eof(&error) {
+            return Decode::Eof;
+        }
+        match error {
+            rmp::decode::ValueReadError::TypeMismatch(marker) => {
+                Decode::Bad(format!("{what}: unexpected MessagePack marker {marker:?}"))
+            }
+            other => Decode::Bad(format!("{what}: {other}")),
+        }
+    }
+}
+
+fn is_value_eof(error: &rmp::decode::ValueReadError) -> bool {
+    match error {
+        rmp::decode::ValueReadError::InvalidMarkerRead(e)
+        | rmp::decode::ValueReadError::InvalidDataRead(e) => is_eof(e),
+        rmp::decode::ValueReadError::TypeMismatch(_) => false,
+    }
+}
+
+fn read_u64<R: Read>(reader: &mut R, field: &str) -> Result<u64, Decode> {
+    rmp::decode::read_int(reader).map_err(|e| match e {
+        rmp::decode::NumValueReadError::InvalidMarkerRead(e)
+        | rmp::decode::NumValueReadError::InvalidDataRead(e)
+            if is_eof(&e) =>
+        {
+            Decode::Eof
+        }
+        other => Decode::Bad(format!("field {field}: {other}")),
+    })
+}
+
+fn read_up_to<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<usize, TapeError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => return Err(TapeError::Io { path: "<tape>".into(), source }),
+        }
+    }
+    Ok(filled)
+}
+
+fn read_header_bytes<R: Read>(reader: &mut CountingReader<R>) -> Result<Vec<u8>, TapeError> {
+    let truncated = |detail: &str| TapeError::Truncated {
+        records: 0,
+        offset: MAGIC.len() as u64,
+        detail: detail.into(),
+    };
+    let len = rmp::decode::read_bin_len(reader).map_err(|e| {
+        if is_value_eof(&e) {
+            truncated("the header is incomplete")
+        } else {
+            TapeError::BadHeader { detail: format!("expected a bin header: {e}") }
+        }
+    })?;
+    if len > HEADER_BYTES_MAX {
+        return Err(TapeError::BadHeader { detail: format!("header of {len} bytes is too large") });
+    }
+    let mut bytes = Vec::new();
+    reader
+        .take(u64::from(len))
+        .read_to_end(&mut bytes)
+        .map_err(|source| TapeError::Io { path: "<tape>".into(), source })?;
+    if bytes.len() != len as usize {
+        return Err(truncated("the header is incomplete"));
+    }
+    Ok(bytes)
+}
+
+/// What `simtape tape verify` reports about a sound tape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// The header.
+    pub header: TapeHeader,
+    /// The footer.
+    pub footer: TapeFooter,
+    /// Records including checkpoints and blobs, excluding the footer.
+    pub records: u64,
+    /// Total bytes.
+    pub bytes: u64,
+}
+
+/// Reads the whole tape at `path`, checking everything, including that every blob reference
+/// resolves.
+pub fn verify_path(path: &Path) -> Result<VerifyReport, TapeError> {
+    let mut reader = TapeReader::open(path)?.keep_blobs(true);
+    let mut records = 0;
+    while let Some(record) = reader.next_record()? {
+        if record.blob_ref {
+            reader.resolve(&record)?;
+        }
+        if record.kind != RecordKind::Footer {
+            records += 1;
+        }
+    }
+    let footer = reader.footer().cloned().expect("next_record returns None only after a footer");
+    Ok(VerifyReport { header: reader.header.clone(), footer, records, bytes: reader.offset() })
+}

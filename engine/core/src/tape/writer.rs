@@ -1,0 +1,308 @@
+//! Streams records into the tape format through one reused buffer.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{
+    chain_step, hex_encode, RecordKind, TapeError, TapeFooter, TapeHeader, BUFFER_BYTES,
+    CHECKPOINT_INTERVAL_RECORDS, KIND_BLOB_REF_BIT, MAGIC,
+};
+
+/// Where payloads above the blob threshold are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobMode {
+    /// As `blob` records inside the tape: one self-contained file.
+    Embedded,
+    /// As files named by their SHA-256 under a directory beside the tape (`<tape>.cas/`).
+    Sidecar(PathBuf),
+}
+
+impl BlobMode {
+    /// Returns the mode's name as stored in the header.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BlobMode::Embedded => "embedded",
+            BlobMode::Sidecar(_) => "sidecar",
+        }
+    }
+}
+
+/// Where the tape bytes go.
+#[derive(Debug)]
+pub enum TapeSink {
+    /// A file, written as the run goes so a killed run leaves a readable prefix.
+    File(std::fs::File, PathBuf),
+    /// Memory, returned by [`TapeWriter::finish`].
+    Memory(Vec<u8>),
+}
+
+impl TapeSink {
+    /// Creates (truncates) the file at `path`.
+    pub fn create(path: &Path) -> Result<TapeSink, TapeError> {
+        let file = std::fs::File::create(path).map_err(|source| TapeError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(TapeSink::File(file, path.to_path_buf()))
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), TapeError> {
+        match self {
+            TapeSink::File(file, path) => file
+                .write_all(bytes)
+                .map_err(|source| TapeError::Io { path: path.display().to_string(), source }),
+            TapeSink::Memory(out) => {
+                out.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Writes a tape record by record. See `docs/tape-format.md`.
+#[derive(Debug)]
+pub struct TapeWriter {
+    sink: TapeSink,
+    buffer: Vec<u8>,
+    payload: Vec<u8>,
+    chain: u64,
+    records: u64,
+    bytes_written: u64,
+    bytes_max: u64,
+    blob_mode: BlobMode,
+    blob_threshold_bytes: usize,
+    blobs_written: BTreeSet<[u8; 32]>,
+}
+
+/// Returned by [`TapeWriter::finish`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapeSummary {
+    /// Records before the footer.
+    pub record_count: u64,
+    /// The final chain hash.
+    pub final_hash: u64,
+    /// Total bytes of the tape.
+    pub bytes: u64,
+    /// The tape bytes, for a memory sink.
+    pub memory: Option<Vec<u8>>,
+}
+
+impl TapeWriter {
+    /// Starts a tape: writes the magic and the header.
+    pub fn new(
+        sink: TapeSink,
+        header: &TapeHeader,
+        blob_mode: BlobMode,
+        bytes_max: u64,
+    ) -> Result<TapeWriter, TapeError> {
+        let header_bytes =
+            rmp_serde::to_vec(header).map_err(|e| TapeError::BadHeader { detail: e.to_string() })?;
+        let mut buffer = Vec::with_capacity(BUFFER_BYTES + 1024);
+        buffer.extend_from_slice(MAGIC);
+        rmp::encode::write_bin(&mut buffer, &header_bytes).expect("writes to a Vec cannot fail");
+        if let BlobMode::Sidecar(dir) = &blob_mode {
+            std::fs::create_dir_all(dir)
+                .map_err(|source| TapeError::Io { path: dir.display().to_string(), source })?;
+        }
+        let chain = chain_step(0, &buffer);
+        let writer = TapeWriter {
+            sink,
+            buffer,
+            payload: Vec::with_capacity(256),
+            chain,
+            records: 0,
+            bytes_written: 0,
+            bytes_max,
+            blob_mode,
+            blob_threshold_bytes: header.blob_threshold_bytes as usize,
+            blobs_written: BTreeSet::new(),
+        };
+        writer.check_size()?;
+        Ok(writer)
+    }
+
+    /// Returns the records written so far (the next record's `seq`).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Returns the chain hash after the last record.
+    pub fn chain_hash(&self) -> u64 {
+        self.chain
+    }
+
+    /// Writes a record with an empty payload (the hot path for timer wakes).
+    #[inline]
+    pub fn write_empty(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+    ) -> Result<(), TapeError> {
+        self.frame(t_ns, actor, task, kind as u8, &[])
+    }
+
+    /// Encodes `value` (MessagePack, compact arrays) and writes it as a record's payload.
+    pub fn write_value<T: Serialize + ?Sized>(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+        value: &T,
+    ) -> Result<(), TapeError> {
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        let encoded = rmp_serde::encode::write(&mut payload, value);
+        let result = match encoded {
+            Ok(()) => self.write_payload(t_ns, actor, task, kind, &payload),
+            Err(e) => Err(TapeError::BadPayload { detail: e.to_string() }),
+        };
+        self.payload = payload;
+        result
+    }
+
+    /// Writes a record whose payload is already-encoded bytes, moving large payloads to the
+    /// content store.
+    pub fn write_payload(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+        payload: &[u8],
+    ) -> Result<(), TapeError> {
+        if payload.len() <= self.blob_threshold_bytes {
+            return self.frame(t_ns, actor, task, kind as u8, payload);
+        }
+        let hash: [u8; 32] = {
+            use sha2::Digest;
+            sha2::Sha256::digest(payload).into()
+        };
+        self.store_blob(t_ns, task, &hash, payload)?;
+        self.frame(t_ns, actor, task, kind as u8 | KIND_BLOB_REF_BIT, &hash)
+    }
+
+    fn store_blob(
+        &mut self,
+        t_ns: u64,
+        task: u32,
+        hash: &[u8; 32],
+        payload: &[u8],
+    ) -> Result<(), TapeError> {
+        if !self.blobs_written.insert(*hash) {
+            return Ok(());
+        }
+        match &self.blob_mode {
+            BlobMode::Embedded => self.frame(t_ns, 0, task, RecordKind::Blob as u8, payload),
+            BlobMode::Sidecar(dir) => {
+                let path = dir.join(hex_encode(hash));
+                if path.exists() {
+                    return Ok(());
+                }
+                let temp = dir.join(format!("{}.tmp", hex_encode(hash)));
+                std::fs::write(&temp, payload)
+                    .and_then(|()| std::fs::rename(&temp, &path))
+                    .map_err(|source| TapeError::Io { path: path.display().to_string(), source })
+            }
+        }
+    }
+
+    #[inline]
+    fn frame(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: u8,
+        payload: &[u8],
+    ) -> Result<(), TapeError> {
+        if self.records > 0 && self.records % CHECKPOINT_INTERVAL_RECORDS == 0 {
+            self.checkpoint(t_ns)?;
+        }
+        self.frame_unchecked(t_ns, actor, task, kind, payload)
+    }
+
+    fn checkpoint(&mut self, t_ns: u64) -> Result<(), TapeError> {
+        let mut payload = Vec::with_capacity(16);
+        rmp::encode::write_array_len(&mut payload, 2).expect("Vec write");
+        rmp::encode::write_uint(&mut payload, self.records).expect("Vec write");
+        rmp::encode::write_uint(&mut payload, self.chain).expect("Vec write");
+        self.frame_unchecked(t_ns, 0, 0, RecordKind::Checkpoint as u8, &payload)
+    }
+
+    #[inline]
+    fn frame_unchecked(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: u8,
+        payload: &[u8],
+    ) -> Result<(), TapeError> {
+        let start = self.buffer.len();
+        let buffer = &mut self.buffer;
+        buffer.push(0x97); // fixarray of 7
+        rmp::encode::write_uint(buffer, self.records).expect("Vec write");
+        rmp::encode::write_uint(buffer, t_ns).expect("Vec write");
+        rmp::encode::write_uint(buffer, u64::from(actor)).expect("Vec write");
+        rmp::encode::write_uint(buffer, u64::from(task)).expect("Vec write");
+        rmp::encode::write_uint(buffer, u64::from(kind)).expect("Vec write");
+        rmp::encode::write_bin(buffer, payload).expect("Vec write");
+        self.chain = chain_step(self.chain, &buffer[start..]);
+        rmp::encode::write_uint(buffer, self.chain & 0xffff_ffff).expect("Vec write");
+        self.records += 1;
+        if self.buffer.len() >= BUFFER_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn check_size(&self) -> Result<(), TapeError> {
+        let total = self.bytes_written + self.buffer.len() as u64;
+        if total > self.bytes_max {
+            return Err(TapeError::TooLarge { bytes_max: self.bytes_max });
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered bytes to the sink.
+    pub fn flush(&mut self) -> Result<(), TapeError> {
+        self.check_size()?;
+        self.sink.write_all(&self.buffer)?;
+        self.bytes_written += self.buffer.len() as u64;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Writes the footer and flushes; returns what was written.
+    pub fn finish(mut self, t_ns: u64, verdict: &str) -> Result<TapeSummary, TapeError> {
+        let footer = TapeFooter {
+            record_count: self.records,
+            final_hash: self.chain,
+            verdict: verdict.to_string(),
+        };
+        let payload = rmp_serde::to_vec(&footer).expect("the footer always encodes");
+        // The footer bypasses the checkpoint rule: it is the last record.
+        self.frame_unchecked(t_ns, 0, 0, RecordKind::Footer as u8, &payload)?;
+        self.flush()?;
+        if let TapeSink::File(file, path) = &mut self.sink {
+            file.flush()
+                .map_err(|source| TapeError::Io { path: path.display().to_string(), source })?;
+        }
+        let memory = match self.sink {
+            TapeSink::Memory(bytes) => Some(bytes),
+            TapeSink::File(..) => None,
+        };
+        Ok(TapeSummary {
+            record_count: footer.record_count,
+            final_hash: footer.final_hash,
+            bytes: self.bytes_written,
+            memory,
+        })
+    }
+}

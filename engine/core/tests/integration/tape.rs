@@ -1,0 +1,128 @@
+//! The tape: round trip, blobs, and detection of truncation and corruption.
+
+use std::time::Duration;
+
+use simtape::tape::{verify_path, RecordKind, TapeError, TapeReader};
+use simtape::Sim;
+
+fn write_tape(path: &std::path::Path, sidecar: bool) -> simtape::RunReport<()> {
+    let mut builder = Sim::builder();
+    builder.seed(11).tape(path).sidecar_blobs(sidecar).blob_threshold_bytes(64);
+    builder
+        .build()
+        .unwrap()
+        .run(|host| async move {
+            for i in 0..200u64 {
+                host.sleep(Duration::from_micros(1 + i % 7)).await;
+            }
+            host.event("big", serde_json::json!({"text": "x".repeat(500)})).await;
+            host.event("big", serde_json::json!({"text": "x".repeat(500)})).await;
+        })
+        .unwrap()
+}
+
+fn read_all(path: &std::path::Path) -> Result<Vec<simtape::tape::RawRecord>, TapeError> {
+    let mut reader = TapeReader::open(path)?;
+    let mut out = Vec::new();
+    while let Some(record) = reader.next_record()? {
+        out.push(record);
+    }
+    Ok(out)
+}
+
+#[test]
+fn round_trip_and_verify() {
+    // Goal: what the writer streams, the reader reads back, footer and all.
+    let dir = tempdir("round-trip");
+    let path = dir.join("run.tape");
+    let report = write_tape(&path, false);
+    let records = read_all(&path).unwrap();
+    let wakes = records.iter().filter(|r| r.kind == RecordKind::Wake).count();
+    assert_eq!(wakes, 200);
+    assert_eq!(records.last().unwrap().kind, RecordKind::Footer);
+    let verified = verify_path(&path).unwrap();
+    assert_eq!(verified.footer.verdict, "ok");
+    assert_eq!(verified.footer.final_hash, report.tape.as_ref().unwrap().final_hash);
+    assert_eq!(verified.header.seed, 11);
+    // One embedded blob for two identical large payloads.
+    assert_eq!(records.iter().filter(|r| r.kind == RecordKind::Blob).count(), 1);
+    assert_eq!(records.iter().filter(|r| r.blob_ref).count(), 2);
+}
+
+#[test]
+fn sidecar_blobs_live_beside_the_tape() {
+    // Goal: in sidecar mode blobs are files under <tape>.cas and the tape has none inside.
+    let dir = tempdir("sidecar");
+    let path = dir.join("run.tape");
+    write_tape(&path, true);
+    let records = read_all(&path).unwrap();
+    assert_eq!(records.iter().filter(|r| r.kind == RecordKind::Blob).count(), 0);
+    assert_eq!(std::fs::read_dir(dir.join("run.tape.cas")).unwrap().count(), 1);
+    verify_path(&path).unwrap();
+    std::fs::remove_dir_all(dir.join("run.tape.cas")).unwrap();
+    assert!(matches!(verify_path(&path), Err(TapeError::MissingBlob { .. })));
+}
+
+#[test]
+fn every_truncation_is_detected() {
+    // Goal: cutting the tape at any byte is reported as truncated, never accepted.
+    let dir = tempdir("truncate");
+    let path = dir.join("run.tape");
+    write_tape(&path, false);
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = dir.join("cut.tape");
+    for len in (0..bytes.len()).step_by(7).chain([bytes.len() - 1]) {
+        std::fs::write(&cut, &bytes[..len]).unwrap();
+        match verify_path(&cut) {
+            Err(TapeError::Truncated { .. }) | Err(TapeError::NotATape { .. }) => {}
+            other => panic!("cut at {len}: expected truncation, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_flipped_byte_is_detected() {
+    // Goal: corrupting any one byte fails verification with the record's index and offset.
+    let dir = tempdir("flip");
+    let path = dir.join("run.tape");
+    write_tape(&path, false);
+    let bytes = std::fs::read(&path).unwrap();
+    let bad = dir.join("bad.tape");
+    for position in (0..bytes.len()).step_by(3) {
+        let mut copy = bytes.clone();
+        copy[position] ^= 0x5a;
+        std::fs::write(&bad, &copy).unwrap();
+        assert!(verify_path(&bad).is_err(), "flipping byte {position} went unnoticed");
+    }
+}
+
+#[test]
+fn chain_error_names_the_record() {
+    // Goal: a changed payload byte is reported at exactly its record and offset.
+    let dir = tempdir("chain");
+    let path = dir.join("run.tape");
+    write_tape(&path, false);
+    let records = read_all(&path).unwrap();
+    let target = records.iter().find(|r| r.kind == RecordKind::Wake && r.index > 50).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The t_ns field is the third element: flip its low bit inside the record.
+    let t_offset = target.offset as usize + 1 + 2; // fixarray marker, seq (1-2 bytes), t marker
+    bytes[t_offset] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let error = verify_path(&path).unwrap_err();
+    match error {
+        TapeError::ChainBroken { index, offset, .. } | TapeError::Corrupt { index, offset, .. } => {
+            assert_eq!(index, target.index);
+            assert_eq!(offset, target.offset);
+        }
+        other => panic!("expected a chain error, got {other}"),
+    }
+}
+
+/// Makes an empty directory under the target directory for one test.
+pub(crate) fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tape-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
