@@ -182,6 +182,11 @@ pub(crate) fn try_with_core(f: impl FnOnce(&mut Core)) {
     });
 }
 
+/// Writes a record of the engine actor caused by the current task.
+pub(crate) fn record_engine<T: serde::Serialize + ?Sized>(kind: RecordKind, value: &T) {
+    with_core(|core| core.record_value(ENGINE_ACTOR, kind, value));
+}
+
 /// Returns true while a simulation runs on this thread.
 pub fn in_simulation() -> bool {
     ACTIVE.with(Cell::get)
@@ -228,6 +233,9 @@ impl<T> JoinHandle<T> {
         // Dropped outside the core borrow: cancelling reschedules the task.
         drop(handle);
     }
+
+    /// Lets the task run on with nobody waiting for it (the same as dropping the handle).
+    pub fn detach(self) {}
 
     /// Returns true when the task has completed or was aborted.
     pub fn is_finished(&self) -> bool {

@@ -397,6 +397,17 @@ impl Host {
         self.clock().call(ClockRequest::Now).await
     }
 
+    /// Declares a final effect of the run (an `outcome` record, compared by the oracle's
+    /// outcome mode).
+    pub fn outcome<T: serde::Serialize + ?Sized>(&self, name: &str, value: &T) {
+        executor::record_engine(crate::tape::RecordKind::Outcome, &(name, value));
+    }
+
+    /// Returns a random stream forked from `(seed, name)`, independent of every actor's.
+    pub fn rng(&self, name: &str) -> RngStream {
+        RngStream::fork(self.seed, name)
+    }
+
     /// Logs a structured event onto the tape through the user-event actor; returns its
     /// number (1 for the first event of the run).
     pub async fn event(&self, name: &str, fields: serde_json::Value) -> u64 {

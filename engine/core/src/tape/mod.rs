@@ -45,6 +45,9 @@ pub enum RecordKind {
     Blob = 6,
     /// The last record: payload `[record_count, final_hash, verdict]`.
     Footer = 7,
+    /// A final effect of the run (an fs diff digest, a world state, a declared result):
+    /// payload `[name, value]`. The oracle's outcome mode compares only these and the verdict.
+    Outcome = 8,
 }
 
 impl RecordKind {
@@ -59,6 +62,7 @@ impl RecordKind {
             5 => RecordKind::Reply,
             6 => RecordKind::Blob,
             7 => RecordKind::Footer,
+            8 => RecordKind::Outcome,
             _ => return None,
         })
     }
@@ -74,6 +78,7 @@ impl RecordKind {
             RecordKind::Reply => "reply",
             RecordKind::Blob => "blob",
             RecordKind::Footer => "footer",
+            RecordKind::Outcome => "outcome",
         }
     }
 

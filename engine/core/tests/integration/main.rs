@@ -1,6 +1,7 @@
 //! The engine's one integration-test binary: one module per area.
 
 mod executor;
+mod oracle;
 mod tape;
 
 /// Guards against a test file that exists but is not declared above.

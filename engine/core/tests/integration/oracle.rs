@@ -1,0 +1,1 @@
+//! The oracle: alignment, first divergence, modes, reports.
