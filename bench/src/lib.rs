@@ -1,1 +1,22 @@
+//! simtape-bench: simtape side by side with tokio and nexosim on the workloads of
+//! `perf.md` section 2.
+//!
+//! - [`workloads`]: W1, W1ms, W2 and W3, their SplitMix64 durations and expected figures.
+//! - [`frameworks`]: each workload written in each framework's idiom.
+//! - [`runner`]: interleaved rounds, medians, and the checks that every run did the work.
+//! - [`report`]: the table, its JSON, and the performance bars.
+//!
+//! ```
+//! use simtape_bench::frameworks::Framework;
+//! use simtape_bench::workloads::{Size, Workload};
+//! let shape = Workload::W3.shape(Size::Small);
+//! let outcome = Framework::Simtape.run(shape, std::path::Path::new("unused.tape"));
+//! assert_eq!(outcome.events, shape.expected(1).events);
+//! ```
 
+#![warn(missing_docs)]
+
+pub mod frameworks;
+pub mod report;
+pub mod runner;
+pub mod workloads;

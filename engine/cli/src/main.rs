@@ -1,1 +1,33 @@
-fn main() {}
+//! The `simtape` command line: parse, dispatch, print, exit. No simulation logic lives here;
+//! every command calls the `simtape` library.
+
+mod args;
+mod cmd_check;
+mod cmd_diff;
+mod cmd_replay;
+mod cmd_run;
+mod cmd_tape;
+mod exit;
+mod shell;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Run(a) => cmd_run::run(&a),
+        args::Command::Replay(a) => cmd_replay::run(&a),
+        args::Command::Diff(a) => cmd_diff::run(&a),
+        args::Command::Tape(a) => cmd_tape::run(&a),
+        args::Command::Check(a) => cmd_check::run(&a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: {}", error.message);
+            ExitCode::from(error.code)
+        }
+    }
+}

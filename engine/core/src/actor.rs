@@ -103,7 +103,10 @@ impl<A> std::fmt::Debug for ActorRef<A> {
 
 impl<A> ActorRef<A> {
     pub(crate) fn new(id: u16) -> Self {
-        ActorRef { id, marker: PhantomData }
+        ActorRef {
+            id,
+            marker: PhantomData,
+        }
     }
 
     /// Returns the actor id, as in the tape's actor table.
@@ -120,10 +123,19 @@ impl<A: Actor> ActorRef<A> {
             let now_ns = core.now_ns;
             let wall_clock_unix_ns = core.start_unix_ns.saturating_add(now_ns as i64);
             let slot = &mut core.actors[usize::from(id)];
-            let state = slot.state.as_mut().expect("an actor's state is present between calls");
-            let actor = state.downcast_mut::<A>().expect("an ActorRef's type matches its slot");
+            let state = slot
+                .state
+                .as_mut()
+                .expect("an actor's state is present between calls");
+            let actor = state
+                .downcast_mut::<A>()
+                .expect("an ActorRef's type matches its slot");
             let operation = actor.operation(&request);
-            let mut cx = ActorContext { now_ns, wall_clock_unix_ns, rng: &mut slot.rng };
+            let mut cx = ActorContext {
+                now_ns,
+                wall_clock_unix_ns,
+                rng: &mut slot.rng,
+            };
             let answer = actor.handle(&request, &mut cx);
             core.record_value(id, RecordKind::Request, &(operation, &request));
             (operation, answer)
@@ -141,8 +153,13 @@ impl<A: Actor> ActorRef<A> {
     pub fn with_state<R>(&self, f: impl FnOnce(&mut A) -> R) -> R {
         with_core(|core| {
             let slot = &mut core.actors[usize::from(self.id)];
-            let state = slot.state.as_mut().expect("an actor's state is present between calls");
-            f(state.downcast_mut::<A>().expect("an ActorRef's type matches its slot"))
+            let state = slot
+                .state
+                .as_mut()
+                .expect("an actor's state is present between calls");
+            f(state
+                .downcast_mut::<A>()
+                .expect("an ActorRef's type matches its slot"))
         })
     }
 }
@@ -177,7 +194,10 @@ impl Actor for Clock {
             ClockRequest::Sleep(ns) => *ns,
         };
         let response = cx.wall_clock_unix_ns.saturating_add(latency_ns as i64);
-        Answer { latency_ns, response }
+        Answer {
+            latency_ns,
+            response,
+        }
     }
 }
 
@@ -206,6 +226,9 @@ impl Actor for Events {
 
     fn handle(&mut self, _: &UserEvent, _: &mut ActorContext<'_>) -> Answer<u64> {
         self.logged += 1;
-        Answer { latency_ns: 0, response: self.logged }
+        Answer {
+            latency_ns: 0,
+            response: self.logged,
+        }
     }
 }

@@ -46,6 +46,21 @@ thread_local! {
     }) };
     static CORE: RefCell<Option<Core>> = const { RefCell::new(None) };
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    /// The task being polled (0 between polls). A plain cell, not a core field, so the hot
+    /// loop does not borrow the core around every poll.
+    static CURRENT_TASK: Cell<TaskId> = const { Cell::new(0) };
+    /// Set when the run has failed or a task has ended: the loop then consults the core.
+    static ATTENTION: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Returns the id of the task being polled (0 = the engine).
+#[inline]
+pub(crate) fn current_task() -> TaskId {
+    CURRENT_TASK.with(Cell::get)
+}
+
+fn raise_attention() {
+    ATTENTION.with(|a| a.set(true));
 }
 
 fn schedule(runnable: Runnable<TaskId>) {
@@ -75,8 +90,8 @@ struct TaskInfo {
     name: Cow<'static, str>,
     awaiting: Awaiting,
     alive: bool,
-    /// The async-task handle; dropping it cancels the task.
-    handle: Option<async_task::Task<(), TaskId>>,
+    /// A waker of the task, kept while it lives (see `spawn`).
+    waker: Option<Waker>,
 }
 
 /// The state of one running simulation.
@@ -87,7 +102,6 @@ pub(crate) struct Core {
     pub(crate) timers: TimerQueue,
     tasks: Vec<TaskInfo>,
     tasks_alive: u64,
-    pub(crate) current_task: TaskId,
     pub(crate) recorder: Recorder,
     pub(crate) limits: Limits,
     events: u64,
@@ -114,10 +128,9 @@ impl Core {
                 name: "engine".into(),
                 awaiting: Awaiting::Static("nothing"),
                 alive: false,
-                handle: None,
+                waker: None,
             }],
             tasks_alive: 0,
-            current_task: 0,
             recorder,
             limits,
             events: 0,
@@ -129,6 +142,7 @@ impl Core {
 
     /// Records a failure; the first one wins and ends the run.
     pub(crate) fn fail(&mut self, error: SimError) {
+        raise_attention();
         if self.failure.is_none() {
             self.failure = Some(error);
         }
@@ -141,7 +155,7 @@ impl Core {
         kind: RecordKind,
         value: &T,
     ) {
-        let (t_ns, task) = (self.now_ns, self.current_task);
+        let (t_ns, task) = (self.now_ns, current_task());
         if let Err(e) = self.recorder.value(t_ns, actor, task, kind, value) {
             self.fail(e);
         }
@@ -149,7 +163,7 @@ impl Core {
 
     /// Sets what the current task awaits (shown in a deadlock report).
     pub(crate) fn set_awaiting(&mut self, awaiting: Awaiting) {
-        let task = self.current_task as usize;
+        let task = current_task() as usize;
         if let Some(info) = self.tasks.get_mut(task) {
             info.awaiting = awaiting;
         }
@@ -196,14 +210,7 @@ pub fn in_simulation() -> bool {
 /// handle lets the task run on (it is detached, as with threads).
 pub struct JoinHandle<T> {
     id: TaskId,
-    state: Rc<RefCell<JoinState<T>>>,
-}
-
-struct JoinState<T> {
-    output: Option<T>,
-    waiter: Option<Waker>,
-    done: bool,
-    aborted: bool,
+    task: Option<async_task::Task<T, TaskId>>,
 }
 
 impl<T> std::fmt::Debug for JoinHandle<T> {
@@ -228,10 +235,9 @@ impl<T> JoinHandle<T> {
 
     /// Aborts the task: its future is dropped at the next turn of the executor (recorded as
     /// an `exit` with status `aborted`) and awaiting this handle gives [`JoinError::Aborted`].
-    pub fn abort(&self) {
-        let handle = with_core(|core| core.tasks.get_mut(self.id as usize).and_then(|t| t.handle.take()));
-        // Dropped outside the core borrow: cancelling reschedules the task.
-        drop(handle);
+    pub fn abort(&mut self) {
+        // Dropping an async-task `Task` cancels it; the executor then drops the future.
+        self.task.take();
     }
 
     /// Lets the task run on with nobody waiting for it (the same as dropping the handle).
@@ -239,39 +245,48 @@ impl<T> JoinHandle<T> {
 
     /// Returns true when the task has completed or was aborted.
     pub fn is_finished(&self) -> bool {
-        let state = self.state.borrow();
-        state.done || state.aborted
+        self.task.as_ref().is_none_or(|task| task.is_finished())
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.detach();
+        }
     }
 }
 
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.state.borrow_mut();
-        if let Some(output) = state.output.take() {
-            return Poll::Ready(Ok(output));
-        }
-        if state.aborted {
-            return Poll::Ready(Err(JoinError::Aborted(self.id)));
-        }
-        assert!(!state.done, "a JoinHandle is polled after it returned the output");
-        state.waiter = Some(cx.waker().clone());
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let id = self.id;
-        with_core(|core| core.set_awaiting(Awaiting::Join(id)));
-        Poll::Pending
+        let Some(task) = self.task.as_mut() else {
+            return Poll::Ready(Err(JoinError::Aborted(id)));
+        };
+        match Pin::new(task).poll(cx) {
+            Poll::Ready(output) => {
+                // A finished `Task` must not be polled again; `None` now means "taken".
+                std::mem::forget(self.task.take());
+                Poll::Ready(Ok(output))
+            }
+            Poll::Pending => {
+                with_core(|core| core.set_awaiting(Awaiting::Join(id)));
+                Poll::Pending
+            }
+        }
     }
 }
 
 /// Marks a task's end on the tape: "ok" when it completed, "aborted" when its future was
 /// dropped unfinished, "panicked" when it unwound.
-struct ExitGuard<T> {
+struct ExitGuard {
     id: TaskId,
     completed: bool,
-    state: Rc<RefCell<JoinState<T>>>,
 }
 
-impl<T> Drop for ExitGuard<T> {
+impl Drop for ExitGuard {
     fn drop(&mut self) {
         let status = if self.completed {
             "ok"
@@ -280,21 +295,16 @@ impl<T> Drop for ExitGuard<T> {
         } else {
             "aborted"
         };
-        let waiter = {
-            let mut state = self.state.borrow_mut();
-            state.aborted = !self.completed;
-            state.waiter.take()
-        };
         let id = self.id;
-        let _ = CORE.try_with(|cell| {
-            let Ok(mut guard) = cell.try_borrow_mut() else { return };
-            let Some(core) = guard.as_mut() else { return };
+        try_with_core(|core| {
             if core.shutting_down {
                 return;
             }
             if let Some(info) = core.tasks.get_mut(id as usize) {
                 info.alive = false;
                 core.tasks_alive -= 1;
+                // The loop drops the task's waker after this poll returns.
+                raise_attention();
             }
             let t_ns = core.now_ns;
             if let Err(e) = core.recorder.value(t_ns, ENGINE_ACTOR, id, RecordKind::Exit, &(status,))
@@ -302,9 +312,6 @@ impl<T> Drop for ExitGuard<T> {
                 core.fail(e);
             }
         });
-        if let Some(waiter) = waiter {
-            waiter.wake();
-        }
     }
 }
 
@@ -324,26 +331,20 @@ where
 {
     let name = name.into();
     let id = with_core(|core| core.register_task(name));
-    let state = Rc::new(RefCell::new(JoinState {
-        output: None,
-        waiter: None,
-        done: false,
-        aborted: false,
-    }));
-    let task_state = Rc::clone(&state);
     let wrapped = async move {
-        let mut guard = ExitGuard { id, completed: false, state: task_state };
+        let mut guard = ExitGuard { id, completed: false };
         let output = future.await;
         guard.completed = true;
-        let mut state = guard.state.borrow_mut();
-        state.output = Some(output);
-        state.done = true;
+        output
     };
     let (runnable, task) =
         async_task::Builder::new().metadata(id).spawn_local(move |_| wrapped, schedule);
-    with_core(|core| core.tasks[id as usize].handle = Some(task));
+    // The core keeps a waker of every live task: at teardown, waking each one and dropping
+    // its runnable drops its future, which breaks reference cycles between blocked tasks.
+    let waker = runnable.waker();
+    with_core(|core| core.tasks[id as usize].waker = Some(waker));
     runnable.schedule();
-    JoinHandle { id, state }
+    JoinHandle { id, task: Some(task) }
 }
 
 impl Core {
@@ -356,9 +357,10 @@ impl Core {
                 t_ns: self.now_ns,
             });
         }
-        let (t_ns, parent) = (self.now_ns, self.current_task);
+        let (t_ns, parent) = (self.now_ns, current_task());
         if let Err(e) =
-            self.recorder.value(t_ns, ENGINE_ACTOR, parent, RecordKind::Spawn, &(id, &*name))
+            self.recorder
+                .value(t_ns, ENGINE_ACTOR, parent, RecordKind::Spawn, &(id, &*name))
         {
             self.fail(e);
         }
@@ -366,14 +368,16 @@ impl Core {
             name,
             awaiting: Awaiting::Static("its first poll"),
             alive: true,
-            handle: None,
+            waker: None,
         });
         self.tasks_alive += 1;
         id
     }
 
     fn task_name(&self, id: TaskId) -> String {
-        self.tasks.get(id as usize).map_or_else(|| "?".into(), |t| t.name.to_string())
+        self.tasks
+            .get(id as usize)
+            .map_or_else(|| "?".into(), |t| t.name.to_string())
     }
 
     fn describe(&self, awaiting: &Awaiting) -> String {
@@ -413,7 +417,10 @@ pub(crate) fn run_loop<T: 'static>(
     core: Core,
     main: impl Future<Output = T> + 'static,
 ) -> (Core, LoopEnd, Option<T>) {
-    assert!(!in_simulation(), "a simulation is already running on this thread; runs do not nest");
+    assert!(
+        !in_simulation(),
+        "a simulation is already running on this thread; runs do not nest"
+    );
     let len_max = core.limits.run_queue_len_max;
     RUN_QUEUE.with(|q| {
         let mut q = q.borrow_mut();
@@ -423,22 +430,38 @@ pub(crate) fn run_loop<T: 'static>(
     });
     CORE.with(|cell| *cell.borrow_mut() = Some(core));
     ACTIVE.with(|a| a.set(true));
+    ATTENTION.with(|a| a.set(false));
+    CURRENT_TASK.with(|c| c.set(0));
     let handle = spawn("main", main);
     let end = drive(&handle);
-    let output = handle.state.borrow_mut().output.take();
+    let output = match &end {
+        LoopEnd::Finished => take_output(handle),
+        LoopEnd::Failed(_) => None,
+    };
     let core = teardown();
     (core, end, output)
+}
+
+fn take_output<T>(mut handle: JoinHandle<T>) -> Option<T> {
+    let mut task = handle.task.take()?;
+    // A finished task's output is ready at the first poll; no waker is needed.
+    let mut cx = Context::from_waker(Waker::noop());
+    match Pin::new(&mut task).poll(&mut cx) {
+        Poll::Ready(value) => Some(value),
+        Poll::Pending => None,
+    }
 }
 
 fn teardown() -> Core {
     // Cancel every task while the core is still installed, so their destructors can reach
     // it; their exits are not recorded (the run is over). Cancelling breaks the reference
     // cycles between tasks blocked on each other's channels, so nothing leaks into the next run.
-    let handles: Vec<_> = with_core(|core| {
+    let wakers: Vec<Waker> = with_core(|core| {
         core.shutting_down = true;
-        core.tasks.iter_mut().filter_map(|t| t.handle.take()).collect()
+        core.tasks.iter_mut().filter_map(|t| t.waker.take()).collect()
     });
-    drop(handles);
+    // Each wake schedules the task's runnable; dropping a runnable drops its future.
+    wakers.into_iter().for_each(Waker::wake);
     loop {
         let next = RUN_QUEUE.with(|q| q.borrow_mut().queue.pop_front());
         match next {
@@ -456,7 +479,8 @@ fn teardown() -> Core {
         }
     }
     ACTIVE.with(|a| a.set(false));
-    CORE.with(|cell| cell.borrow_mut().take()).expect("the core is installed during a run")
+    CORE.with(|cell| cell.borrow_mut().take())
+        .expect("the core is installed during a run")
 }
 
 fn drive<T>(main: &JoinHandle<T>) -> LoopEnd {
@@ -486,7 +510,7 @@ fn drain_run_queue() -> Option<SimError> {
         });
         let runnable = match next {
             Ok(Some(runnable)) => runnable,
-            Ok(None) => return with_core(|core| core.failure.take()),
+            Ok(None) => return None,
             Err(len_max) => {
                 return Some(with_core(|core| SimError::LimitExceeded {
                     limit: LimitName::RunQueueLenMax,
@@ -496,8 +520,9 @@ fn drain_run_queue() -> Option<SimError> {
             }
         };
         let id = *runnable.metadata();
-        with_core(|core| core.current_task = id);
+        CURRENT_TASK.with(|c| c.set(id));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runnable.run()));
+        CURRENT_TASK.with(|c| c.set(0));
         if let Err(panic) = result {
             let message = panic_message(&panic);
             return Some(with_core(|core| SimError::TaskPanicked {
@@ -507,15 +532,16 @@ fn drain_run_queue() -> Option<SimError> {
                 message,
             }));
         }
-        let (failure, finished) = with_core(|core| {
-            core.current_task = 0;
-            let info = &mut core.tasks[id as usize];
-            let finished = if info.alive { None } else { info.handle.take() };
-            (core.failure.take(), finished)
-        });
-        drop(finished);
-        if let Some(error) = failure {
-            return Some(error);
+        if ATTENTION.with(|a| a.replace(false)) {
+            let (failure, finished) = with_core(|core| {
+                let info = &mut core.tasks[id as usize];
+                let finished = if info.alive { None } else { info.waker.take() };
+                (core.failure.take(), finished)
+            });
+            drop(finished);
+            if let Some(error) = failure {
+                return Some(error);
+            }
         }
     }
 }
@@ -535,9 +561,14 @@ impl Core {
     /// waker. `Ok(None)` means a cancelled timer was skipped.
     fn next_timer(&mut self) -> Result<Option<Waker>, SimError> {
         let Some(fired) = self.timers.pop() else {
-            return Err(SimError::Deadlock { t_ns: self.now_ns, waiting: self.waiting_tasks() });
+            return Err(SimError::Deadlock {
+                t_ns: self.now_ns,
+                waiting: self.waiting_tasks(),
+            });
         };
-        let Some(waker) = fired.waker else { return Ok(None) };
+        let Some(waker) = fired.waker else {
+            return Ok(None);
+        };
         if fired.t_ns > self.limits.virtual_time_max_ns {
             return Err(SimError::LimitExceeded {
                 limit: LimitName::VirtualTimeMaxNs,
@@ -556,7 +587,8 @@ impl Core {
         debug_assert!(fired.t_ns >= self.now_ns, "timers never fire in the past");
         self.now_ns = fired.t_ns;
         if fired.recorded {
-            self.recorder.empty(fired.t_ns, fired.actor, fired.task, RecordKind::Wake)?;
+            self.recorder
+                .empty(fired.t_ns, fired.actor, fired.task, RecordKind::Wake)?;
         }
         Ok(Some(waker))
     }

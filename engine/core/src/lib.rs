@@ -20,19 +20,19 @@
 //! ```
 //!
 //! Module map:
-//! - [`sim`]: `Sim` and `Builder` (seed, start instant, limits, tape, actors), `Host`.
-//! - `executor`: the run loop, tasks, join handles, deadlock detection.
-//! - [`time`]: virtual time, `sleep`, `sleep_until`, `timeout`, `interval`.
-//! - `timers`: the `(t_ns, seq)` timer queue.
-//! - [`sync`]: channels.
-//! - [`rng`]: per-actor ChaCha streams, integer `Ratio`s.
-//! - [`actor`]: the actor seam; the clock and user-event actors.
-//! - [`limits`]: every bound of a run.
-//! - `recorder`: records to the tape and the run fingerprint.
-//! - [`tape`]: the tape format v1, writer and reader.
-//! - [`oracle`]: tape diffs.
-//! - [`scenario`]: the TOML scenario format and its interpreter.
-//! - [`error`]: what ends a run.
+//! - [`sim`] — `Sim` and `Builder` (seed, start instant, limits, tape, actors), `Host`.
+//! - `executor` — the run loop, tasks, join handles, deadlock detection.
+//! - [`time`] — virtual time, `sleep`, `sleep_until`, `timeout`, `interval`.
+//! - `timers` — the `(t_ns, seq)` timer queue.
+//! - [`sync`] — channels.
+//! - [`rng`] — per-actor ChaCha streams, integer `Ratio`s.
+//! - [`actor`] — the actor seam; the clock and user-event actors.
+//! - [`limits`] — every bound of a run.
+//! - `recorder` — records to the tape and the run fingerprint.
+//! - [`tape`] — the tape format v1, writer and reader.
+//! - [`oracle`] — tape diffs.
+//! - [`scenario`] — the TOML scenario format and its interpreter.
+//! - [`error`] — what ends a run.
 
 #![warn(missing_docs)]
 
@@ -53,3 +53,8 @@ mod timers;
 pub use error::{SimError, WaitingTask};
 pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
 pub use sim::{Builder, Host, RunError, RunReport, Sim};
+
+/// The README's Rust example, compiled and run as a doctest so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

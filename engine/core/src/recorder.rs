@@ -26,7 +26,13 @@ fn fold(state: u64, value: u64) -> u64 {
 
 impl Recorder {
     pub(crate) fn new(writer: Option<TapeWriter>, payload_bytes_max: usize) -> Recorder {
-        Recorder { writer, fingerprint: 0, records: 0, payload: Vec::new(), payload_bytes_max }
+        Recorder {
+            writer,
+            fingerprint: 0,
+            records: 0,
+            payload: Vec::new(),
+            payload_bytes_max,
+        }
     }
 
     /// Returns the fingerprint of every record so far.
@@ -73,8 +79,9 @@ impl Recorder {
     ) -> Result<(), SimError> {
         self.fold_header(t_ns, actor, task, kind);
         self.payload.clear();
-        rmp_serde::encode::write(&mut self.payload, value)
-            .map_err(|e| TapeError::BadPayload { detail: e.to_string() })?;
+        rmp_serde::encode::write(&mut self.payload, value).map_err(|e| TapeError::BadPayload {
+            detail: e.to_string(),
+        })?;
         if self.payload.len() > self.payload_bytes_max {
             return Err(SimError::LimitExceeded {
                 limit: LimitName::PayloadBytesMax,

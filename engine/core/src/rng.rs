@@ -23,13 +23,22 @@ pub struct Ratio {
 
 impl Ratio {
     /// Never.
-    pub const ZERO: Ratio = Ratio { numerator: 0, denominator: 1 };
+    pub const ZERO: Ratio = Ratio {
+        numerator: 0,
+        denominator: 1,
+    };
     /// Always.
-    pub const ONE: Ratio = Ratio { numerator: 1, denominator: 1 };
+    pub const ONE: Ratio = Ratio {
+        numerator: 1,
+        denominator: 1,
+    };
 
     /// Returns the ratio, or `None` when the denominator is zero or the ratio exceeds one.
     pub fn new(numerator: u64, denominator: u64) -> Option<Ratio> {
-        (denominator != 0 && numerator <= denominator).then_some(Ratio { numerator, denominator })
+        (denominator != 0 && numerator <= denominator).then_some(Ratio {
+            numerator,
+            denominator,
+        })
     }
 
     /// Parses `"n/d"`, `"n%"`, `"0"` or `"1"`.
@@ -83,7 +92,9 @@ impl RngStream {
         hasher.update(seed.to_le_bytes());
         hasher.update(name.as_bytes());
         let key: [u8; 32] = hasher.finalize().into();
-        RngStream { inner: ChaCha12Rng::from_seed(key) }
+        RngStream {
+            inner: ChaCha12Rng::from_seed(key),
+        }
     }
 
     /// Forks a child stream: the child's draws are independent of the parent's later draws.
@@ -132,7 +143,9 @@ impl RngStream {
     /// Picks an index with probability proportional to its weight. Returns `None` when every
     /// weight is zero or the slice is empty.
     pub fn weighted_index(&mut self, weights: &[u64]) -> Option<usize> {
-        let total: u64 = weights.iter().try_fold(0u64, |sum, w| sum.checked_add(*w))?;
+        let total: u64 = weights
+            .iter()
+            .try_fold(0u64, |sum, w| sum.checked_add(*w))?;
         if total == 0 {
             return None;
         }
@@ -180,7 +193,9 @@ mod tests {
     fn chance_tracks_its_ratio() {
         // Goal: a statistical smoke test of `chance` (integer ratio 1/4 over 40,000 draws).
         let mut rng = RngStream::fork(9, "stats");
-        let hits = (0..40_000).filter(|_| rng.chance(Ratio::new(1, 4).unwrap())).count();
+        let hits = (0..40_000)
+            .filter(|_| rng.chance(Ratio::new(1, 4).unwrap()))
+            .count();
         assert!((9_400..10_600).contains(&hits), "hits={hits}");
         assert!(!rng.chance(Ratio::ZERO));
         assert!(rng.chance(Ratio::ONE));
@@ -194,7 +209,10 @@ mod tests {
         for _ in 0..50_000 {
             buckets[rng.below(10) as usize] += 1;
         }
-        assert!(buckets.iter().all(|b| (4_500..5_500).contains(b)), "{buckets:?}");
+        assert!(
+            buckets.iter().all(|b| (4_500..5_500).contains(b)),
+            "{buckets:?}"
+        );
         assert_eq!(rng.range_inclusive(5, 5), 5);
     }
 

@@ -151,7 +151,8 @@ impl Builder {
         );
         let id = u16::try_from(BUILTIN_ACTORS.len() + self.actors.len())
             .expect("fewer than 65,536 actors");
-        self.actors.push((name.to_string(), Rc::new(move || Box::new(actor.clone()))));
+        self.actors
+            .push((name.to_string(), Rc::new(move || Box::new(actor.clone()))));
         ActorRef::new(id)
     }
 
@@ -176,7 +177,12 @@ impl Builder {
             start_unix_ns: self.start_unix_ns,
             scenario: self.scenario.clone(),
             actors: self.actor_names(),
-            blob_mode: if self.sidecar_blobs { "sidecar" } else { "embedded" }.to_string(),
+            blob_mode: if self.sidecar_blobs {
+                "sidecar"
+            } else {
+                "embedded"
+            }
+            .to_string(),
             blob_threshold_bytes: self.blob_threshold_bytes as u64,
             checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
         }
@@ -204,7 +210,8 @@ impl Builder {
         let writer = self.writer()?;
         let recorder = Recorder::new(writer, self.limits.payload_bytes_max);
         let mut actors: Vec<ActorSlot> = Vec::new();
-        let builtin: [Box<dyn Any>; 3] = [Box::new(()), Box::new(Clock), Box::new(Events::default())];
+        let builtin: [Box<dyn Any>; 3] =
+            [Box::new(()), Box::new(Clock), Box::new(Events::default())];
         for (name, state) in BUILTIN_ACTORS.iter().zip(builtin) {
             actors.push(ActorSlot {
                 rng: RngStream::fork(self.seed, name),
@@ -217,8 +224,17 @@ impl Builder {
                 state: Some(factory()),
             });
         }
-        let core = Core::new(self.seed, self.start_unix_ns, self.limits.clone(), recorder, actors);
-        Ok(Sim { core, tape_path: self.tape_file() })
+        let core = Core::new(
+            self.seed,
+            self.start_unix_ns,
+            self.limits.clone(),
+            recorder,
+            actors,
+        );
+        Ok(Sim {
+            core,
+            tape_path: self.tape_file(),
+        })
     }
 
     fn tape_file(&self) -> Option<PathBuf> {
@@ -237,7 +253,9 @@ pub struct Sim {
 
 impl std::fmt::Debug for Sim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sim").field("seed", &self.core.seed).finish_non_exhaustive()
+        f.debug_struct("Sim")
+            .field("seed", &self.core.seed)
+            .finish_non_exhaustive()
     }
 }
 
@@ -266,8 +284,8 @@ pub struct RunReport<T> {
 #[derive(Debug, thiserror::Error)]
 #[error("{error}")]
 pub struct RunError {
-    /// What stopped the run.
-    pub error: SimError,
+    /// What stopped the run (boxed: it keeps `Result<_, RunError>` small).
+    pub error: Box<SimError>,
     /// The seed.
     pub seed: u64,
     /// Virtual time at the end, in nanoseconds.
@@ -312,7 +330,10 @@ impl Sim {
         T: 'static,
     {
         let seed = self.core.seed;
-        let host = Host { seed, start_unix_ns: self.core.start_unix_ns };
+        let host = Host {
+            seed,
+            start_unix_ns: self.core.start_unix_ns,
+        };
         let (mut core, end, output) = executor::run_loop(self.core, pipeline(host));
         let (end_ns, events) = (core.now_ns, core.events());
         let outcome = match (end, output) {
@@ -321,7 +342,12 @@ impl Sim {
             (LoopEnd::Failed(error), _) => Err(error),
         };
         let verdict_text = verdict(outcome.as_ref());
-        let tape = core.recorder.writer.take().map(|w| w.finish(end_ns, &verdict_text)).transpose();
+        let tape = core
+            .recorder
+            .writer
+            .take()
+            .map(|w| w.finish(end_ns, &verdict_text))
+            .transpose();
         let (records, fingerprint) = (core.recorder.records(), core.recorder.fingerprint());
         let tape_path = self.tape_path;
         match (outcome, tape) {
@@ -336,16 +362,21 @@ impl Sim {
                 tape_path,
             }),
             (Ok(_), Err(tape_error)) => Err(RunError {
-                error: SimError::Tape(tape_error),
+                error: Box::new(SimError::Tape(tape_error)),
                 seed,
                 end_ns,
                 events,
                 tape: None,
                 tape_path,
             }),
-            (Err(error), tape) => {
-                Err(RunError { error, seed, end_ns, events, tape: tape.ok().flatten(), tape_path })
-            }
+            (Err(error), tape) => Err(RunError {
+                error: Box::new(error),
+                seed,
+                end_ns,
+                events,
+                tape: tape.ok().flatten(),
+                tape_path,
+            }),
         }
     }
 }
@@ -412,6 +443,11 @@ impl Host {
     /// number (1 for the first event of the run).
     pub async fn event(&self, name: &str, fields: serde_json::Value) -> u64 {
         let events: ActorRef<Events> = ActorRef::new(2);
-        events.call(UserEvent { name: name.to_string(), fields }).await
+        events
+            .call(UserEvent {
+                name: name.to_string(),
+                fields,
+            })
+            .await
     }
 }

@@ -34,13 +34,17 @@ pub struct Receiver<T> {
 
 impl<T> std::fmt::Debug for Sender<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sender").field("channel", &self.shared.borrow().name).finish()
+        f.debug_struct("Sender")
+            .field("channel", &self.shared.borrow().name)
+            .finish()
     }
 }
 
 impl<T> std::fmt::Debug for Receiver<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Receiver").field("channel", &self.shared.borrow().name).finish()
+        f.debug_struct("Receiver")
+            .field("channel", &self.shared.borrow().name)
+            .finish()
     }
 }
 
@@ -86,13 +90,20 @@ pub fn bounded<T>(name: &str, capacity: usize) -> (Sender<T>, Receiver<T>) {
         receiver_alive: true,
         name: Rc::from(name),
     }));
-    (Sender { shared: Rc::clone(&shared) }, Receiver { shared })
+    (
+        Sender {
+            shared: Rc::clone(&shared),
+        },
+        Receiver { shared },
+    )
 }
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
         self.shared.borrow_mut().senders += 1;
-        Sender { shared: Rc::clone(&self.shared) }
+        Sender {
+            shared: Rc::clone(&self.shared),
+        }
     }
 }
 
@@ -126,7 +137,10 @@ impl<T> Drop for Receiver<T> {
 impl<T> Sender<T> {
     /// Sends `value`, waiting while the channel is full.
     pub fn send(&self, value: T) -> Send<'_, T> {
-        Send { sender: self, value: Some(value) }
+        Send {
+            sender: self,
+            value: Some(value),
+        }
     }
 
     /// Sends `value` if there is room now.
@@ -290,7 +304,12 @@ pub fn oneshot<T>(name: &str) -> (OneshotSender<T>, OneshotReceiver<T>) {
         sender_alive: true,
         name: Rc::from(name),
     }));
-    (OneshotSender { shared: Rc::clone(&shared) }, OneshotReceiver { shared })
+    (
+        OneshotSender {
+            shared: Rc::clone(&shared),
+        },
+        OneshotReceiver { shared },
+    )
 }
 
 impl<T> OneshotSender<T> {

@@ -38,8 +38,12 @@ pub fn duration_ns(duration: Duration) -> u64 {
 
 /// Formats virtual nanoseconds for people: `1.5s`, `250ms`, `12us`, `7ns`.
 pub fn format_ns(ns: u64) -> String {
-    const UNITS: [(u64, &str); 4] =
-        [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
     for (scale, unit) in UNITS {
         if ns >= scale || scale == 1 {
             let whole = ns / scale;
@@ -81,7 +85,9 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
     if let Ok(ns) = text.parse::<u64>() {
         return Ok(ns);
     }
-    humantime::parse_duration(text).map(duration_ns).map_err(|e| format!("{text:?}: {e}"))
+    humantime::parse_duration(text)
+        .map(duration_ns)
+        .map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// A future that completes at a virtual deadline. Created by [`sleep`] and [`sleep_until`].
@@ -98,7 +104,12 @@ impl Sleep {
     /// A sleep whose wake is recorded under `actor` (or not recorded at all): the seam actors
     /// use to wait out their own latency.
     pub(crate) fn for_actor(deadline_ns: u64, actor: u16, recorded: bool) -> Sleep {
-        Sleep { deadline_ns, key: None, actor, recorded }
+        Sleep {
+            deadline_ns,
+            key: None,
+            actor,
+            recorded,
+        }
     }
 
     /// Returns the deadline, in virtual nanoseconds.
@@ -121,9 +132,15 @@ impl Future for Sleep {
             match this.key {
                 Some(key) => core.timers.update_waker(key, cx.waker()),
                 None => {
-                    let task = core.current_task;
+                    let task = crate::executor::current_task();
                     let waker = cx.waker().clone();
-                    let key = core.timers.insert(this.deadline_ns, task, this.actor, this.recorded, waker);
+                    let key = core.timers.insert(
+                        this.deadline_ns,
+                        task,
+                        this.actor,
+                        this.recorded,
+                        waker,
+                    );
                     this.key = Some(key);
                     core.set_awaiting(Awaiting::Static("a timer"));
                 }
@@ -187,7 +204,11 @@ pub struct Timeout<F> {
 /// assert!(report.output.is_err());
 /// ```
 pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
-    Timeout { future: Box::pin(future), sleep: sleep(duration), duration_ns: duration_ns(duration) }
+    Timeout {
+        future: Box::pin(future),
+        sleep: sleep(duration),
+        duration_ns: duration_ns(duration),
+    }
 }
 
 impl<F: Future> Future for Timeout<F> {
@@ -220,7 +241,10 @@ pub struct Interval {
 pub fn interval(period: Duration) -> Interval {
     let period_ns = duration_ns(period);
     assert!(period_ns > 0, "an interval needs a period above zero");
-    Interval { next_ns: now_ns(), period_ns }
+    Interval {
+        next_ns: now_ns(),
+        period_ns,
+    }
 }
 
 impl Interval {
@@ -261,8 +285,14 @@ mod tests {
         assert_eq!(format_ns(250_000_000), "250ms");
         assert_eq!(format_ns(7), "7ns");
         assert_eq!(format_ns(0), "0ns");
-        assert_eq!(parse_instant("2026-01-01T00:00:00Z").unwrap(), START_DEFAULT_UNIX_NS);
-        assert_eq!(format_instant(START_DEFAULT_UNIX_NS), "2026-01-01T00:00:00.000000000Z");
+        assert_eq!(
+            parse_instant("2026-01-01T00:00:00Z").unwrap(),
+            START_DEFAULT_UNIX_NS
+        );
+        assert_eq!(
+            format_instant(START_DEFAULT_UNIX_NS),
+            "2026-01-01T00:00:00.000000000Z"
+        );
         assert_eq!(parse_duration_ns("1h 30m").unwrap(), 5_400_000_000_000);
         assert_eq!(parse_duration_ns("250ms").unwrap(), 250_000_000);
         assert!(parse_duration_ns("soon").is_err());

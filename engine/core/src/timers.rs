@@ -8,17 +8,29 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::task::Waker;
 
+/// A heap entry. `key` packs `(t_ns, seq)` into one `u128` (time in the high half), so the
+/// ordering is one integer comparison in the heap's hot loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    t_ns: u64,
-    seq: u64,
+    key: u128,
     slot: u32,
 }
 
+impl Entry {
+    fn t_ns(&self) -> u64 {
+        (self.key >> 64) as u64
+    }
+
+    fn seq(&self) -> u64 {
+        self.key as u64
+    }
+}
+
 impl Ord for Entry {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap and we want the earliest (t_ns, seq) first.
-        (other.t_ns, other.seq).cmp(&(self.t_ns, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -77,7 +89,13 @@ impl TimerQueue {
     ) -> TimerKey {
         let seq = self.seq;
         self.seq += 1;
-        let slot = Slot { seq, waker: Some(waker), task, actor, recorded };
+        let slot = Slot {
+            seq,
+            waker: Some(waker),
+            task,
+            actor,
+            recorded,
+        };
         let index = match self.free.pop() {
             Some(index) => {
                 self.slots[index as usize] = slot;
@@ -88,7 +106,10 @@ impl TimerQueue {
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 armed timers")
             }
         };
-        self.heap.push(Entry { t_ns, seq, slot: index });
+        self.heap.push(Entry {
+            key: (u128::from(t_ns) << 64) | u128::from(seq),
+            slot: index,
+        });
         TimerKey { slot: index, seq }
     }
 
@@ -118,10 +139,14 @@ impl TimerQueue {
     pub(crate) fn pop(&mut self) -> Option<Fired> {
         let entry = self.heap.pop()?;
         let slot = &mut self.slots[entry.slot as usize];
-        debug_assert_eq!(slot.seq, entry.seq, "a slot is reused only after its entry pops");
+        debug_assert_eq!(
+            slot.seq,
+            entry.seq(),
+            "a slot is reused only after its entry pops"
+        );
         slot.seq = u64::MAX;
         let fired = Fired {
-            t_ns: entry.t_ns,
+            t_ns: entry.t_ns(),
             waker: slot.waker.take(),
             task: slot.task,
             actor: slot.actor,
@@ -152,8 +177,9 @@ mod tests {
         queue.insert(10, 2, 1, true, waker.clone());
         queue.insert(20, 3, 1, true, waker.clone());
         queue.insert(10, 4, 1, true, waker.clone());
-        let order: Vec<(u64, u32)> =
-            std::iter::from_fn(|| queue.pop()).map(|f| (f.t_ns, f.task)).collect();
+        let order: Vec<(u64, u32)> = std::iter::from_fn(|| queue.pop())
+            .map(|f| (f.t_ns, f.task))
+            .collect();
         assert_eq!(order, vec![(10, 2), (10, 4), (20, 1), (20, 3)]);
     }
 

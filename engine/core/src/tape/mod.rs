@@ -4,10 +4,12 @@
 //! [`TapeWriter`] streams records through a reused buffer; [`TapeReader`] streams them back,
 //! checking the hash chain, and names the first bad record and its byte offset.
 
+mod json;
 mod reader;
 mod writer;
 
-pub use reader::{RawRecord, TapeError, TapeReader, VerifyReport, verify_path};
+pub use json::{payload_to_json, to_json};
+pub use reader::{verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
 pub use writer::{BlobMode, TapeSink, TapeSummary, TapeWriter};
 
 use serde::{Deserialize, Serialize};
@@ -85,7 +87,10 @@ impl RecordKind {
     /// Returns true for records that describe the tape rather than the run (checkpoints,
     /// blobs, the footer). The oracle skips them when it aligns two runs.
     pub fn is_meta(self) -> bool {
-        matches!(self, RecordKind::Checkpoint | RecordKind::Blob | RecordKind::Footer)
+        matches!(
+            self,
+            RecordKind::Checkpoint | RecordKind::Blob | RecordKind::Footer
+        )
     }
 }
 
@@ -148,10 +153,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Returns the lower-case hex of `bytes`.
 pub fn hex_encode(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
 }
 
 /// The sidecar content-store directory of a tape: `<tape>.cas`.

@@ -35,7 +35,9 @@ pub enum TapeError {
         found: String,
     },
     /// The tape uses a format this engine does not read.
-    #[error("tape format version {found} is not supported (this engine reads version {supported})")]
+    #[error(
+        "tape format version {found} is not supported (this engine reads version {supported})"
+    )]
     UnsupportedVersion {
         /// The version in the header.
         found: u32,
@@ -80,7 +82,9 @@ pub enum TapeError {
         found: u64,
     },
     /// The tape ends before its footer.
-    #[error("truncated tape: {detail} (after {records} complete records, at byte offset {offset})")]
+    #[error(
+        "truncated tape: {detail} (after {records} complete records, at byte offset {offset})"
+    )]
     Truncated {
         /// Complete records read.
         records: u64,
@@ -160,7 +164,9 @@ pub struct TapeReader<R: Read> {
 
 impl<R: Read> std::fmt::Debug for TapeReader<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TapeReader").field("index", &self.index).finish_non_exhaustive()
+        f.debug_struct("TapeReader")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
     }
 }
 
@@ -171,8 +177,10 @@ fn is_eof(error: &std::io::Error) -> bool {
 impl TapeReader<std::fs::File> {
     /// Opens the tape at `path`; a sidecar store beside it is used for blob references.
     pub fn open(path: &Path) -> Result<Self, TapeError> {
-        let file = std::fs::File::open(path)
-            .map_err(|source| TapeError::Io { path: path.display().to_string(), source })?;
+        let file = std::fs::File::open(path).map_err(|source| TapeError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         let mut reader = TapeReader::new(file)?;
         reader.sidecar = Some(sidecar_dir(path));
         Ok(reader)
@@ -196,8 +204,10 @@ impl<R: Read> TapeReader<R> {
             });
         }
         let header_bytes = read_header_bytes(&mut reader)?;
-        let header: TapeHeader = rmp_serde::from_slice(&header_bytes)
-            .map_err(|e| TapeError::BadHeader { detail: e.to_string() })?;
+        let header: TapeHeader =
+            rmp_serde::from_slice(&header_bytes).map_err(|e| TapeError::BadHeader {
+                detail: e.to_string(),
+            })?;
         if header.format_version != FORMAT_VERSION {
             return Err(TapeError::UnsupportedVersion {
                 found: header.format_version,
@@ -242,7 +252,10 @@ impl<R: Read> TapeReader<R> {
 
     /// Returns the name of actor `id`, or `"?"`.
     pub fn actor_name(&self, id: u16) -> &str {
-        self.header.actors.get(usize::from(id)).map_or("?", String::as_str)
+        self.header
+            .actors
+            .get(usize::from(id))
+            .map_or("?", String::as_str)
     }
 
     /// Returns the payload of `record`, fetching it from the content store when it is a
@@ -251,13 +264,19 @@ impl<R: Read> TapeReader<R> {
         if !record.blob_ref {
             return Ok(record.payload.clone());
         }
-        let hash: [u8; 32] = record.payload.as_slice().try_into().map_err(|_| {
-            TapeError::Corrupt {
-                index: record.index,
-                offset: record.offset,
-                detail: format!("blob reference of {} bytes, expected 32", record.payload.len()),
-            }
-        })?;
+        let hash: [u8; 32] =
+            record
+                .payload
+                .as_slice()
+                .try_into()
+                .map_err(|_| TapeError::Corrupt {
+                    index: record.index,
+                    offset: record.offset,
+                    detail: format!(
+                        "blob reference of {} bytes, expected 32",
+                        record.payload.len()
+                    ),
+                })?;
         if let Some(bytes) = self.embedded_blobs.get(&hash) {
             return Ok(bytes.clone());
         }
@@ -294,12 +313,31 @@ impl<R: Read> TapeReader<R> {
                     detail: format!("record {index} is incomplete"),
                 })
             }
-            Err(Decode::Bad(detail)) => return Err(TapeError::Corrupt { index, offset, detail }),
-            Err(Decode::Io(source)) => {
-                return Err(TapeError::Io { path: "<tape>".into(), source });
+            Err(Decode::Bad(detail)) => {
+                return Err(TapeError::Corrupt {
+                    index,
+                    offset,
+                    detail,
+                })
             }
-            Err(Decode::Chain { expected, found, index, offset }) => {
-                return Err(TapeError::ChainBroken { index, offset, expected, found });
+            Err(Decode::Io(source)) => {
+                return Err(TapeError::Io {
+                    path: "<tape>".into(),
+                    source,
+                });
+            }
+            Err(Decode::Chain {
+                expected,
+                found,
+                index,
+                offset,
+            }) => {
+                return Err(TapeError::ChainBroken {
+                    index,
+                    offset,
+                    expected,
+                    found,
+                });
             }
         };
         self.index += 1;
@@ -369,11 +407,15 @@ impl<R: Read> TapeReader<R> {
         let reader = &mut self.reader;
         let len = match rmp::decode::read_array_len(reader) {
             Ok(len) => len,
-            Err(e) if reader.captured.is_empty() && is_value_eof(&e) => return Err(Decode::CleanEof),
+            Err(e) if reader.captured.is_empty() && is_value_eof(&e) => {
+                return Err(Decode::CleanEof)
+            }
             Err(e) => return Err(Decode::from_value_read(e, "record frame")),
         };
         if len != 7 {
-            return Err(Decode::Bad(format!("record frame has {len} fields, expected 7")));
+            return Err(Decode::Bad(format!(
+                "record frame has {len} fields, expected 7"
+            )));
         }
         let seq = read_u64(reader, "seq")?;
         let t_ns = read_u64(reader, "t_ns")?;
@@ -386,8 +428,8 @@ impl<R: Read> TapeReader<R> {
             .map_err(|_| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
         let kind = RecordKind::from_u8(kind_byte & !KIND_BLOB_REF_BIT)
             .ok_or_else(|| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
-        let payload_len = rmp::decode::read_bin_len(reader)
-            .map_err(|e| Decode::from_value_read(e, "payload"))?;
+        let payload_len =
+            rmp::decode::read_bin_len(reader).map_err(|e| Decode::from_value_read(e, "payload"))?;
         if payload_len > PAYLOAD_BYTES_MAX {
             return Err(Decode::Bad(format!(
                 "payload of {payload_len} bytes exceeds the {PAYLOAD_BYTES_MAX}-byte maximum"
@@ -405,7 +447,12 @@ impl<R: Read> TapeReader<R> {
         let found = read_u64(&mut self.reader, "check")?;
         let expected = expected_chain & 0xffff_ffff;
         if found != expected {
-            return Err(Decode::Chain { expected, found, index, offset });
+            return Err(Decode::Chain {
+                expected,
+                found,
+                index,
+                offset,
+            });
         }
         self.chain_before = self.chain;
         self.chain = expected_chain;
@@ -431,7 +478,12 @@ enum Decode {
     Eof,
     Bad(String),
     Io(std::io::Error),
-    Chain { expected: u64, found: u64, index: u64, offset: u64 },
+    Chain {
+        expected: u64,
+        found: u64,
+        index: u64,
+        offset: u64,
+    },
 }
 
 impl Decode {
@@ -475,7 +527,12 @@ fn read_up_to<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<usize, TapeErro
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => return Err(TapeError::Io { path: "<tape>".into(), source }),
+            Err(source) => {
+                return Err(TapeError::Io {
+                    path: "<tape>".into(),
+                    source,
+                })
+            }
         }
     }
     Ok(filled)
@@ -491,17 +548,24 @@ fn read_header_bytes<R: Read>(reader: &mut CountingReader<R>) -> Result<Vec<u8>,
         if is_value_eof(&e) {
             truncated("the header is incomplete")
         } else {
-            TapeError::BadHeader { detail: format!("expected a bin header: {e}") }
+            TapeError::BadHeader {
+                detail: format!("expected a bin header: {e}"),
+            }
         }
     })?;
     if len > HEADER_BYTES_MAX {
-        return Err(TapeError::BadHeader { detail: format!("header of {len} bytes is too large") });
+        return Err(TapeError::BadHeader {
+            detail: format!("header of {len} bytes is too large"),
+        });
     }
     let mut bytes = Vec::new();
     reader
         .take(u64::from(len))
         .read_to_end(&mut bytes)
-        .map_err(|source| TapeError::Io { path: "<tape>".into(), source })?;
+        .map_err(|source| TapeError::Io {
+            path: "<tape>".into(),
+            source,
+        })?;
     if bytes.len() != len as usize {
         return Err(truncated("the header is incomplete"));
     }
@@ -534,6 +598,14 @@ pub fn verify_path(path: &Path) -> Result<VerifyReport, TapeError> {
             records += 1;
         }
     }
-    let footer = reader.footer().cloned().expect("next_record returns None only after a footer");
-    Ok(VerifyReport { header: reader.header.clone(), footer, records, bytes: reader.offset() })
+    let footer = reader
+        .footer()
+        .cloned()
+        .expect("next_record returns None only after a footer");
+    Ok(VerifyReport {
+        header: reader.header.clone(),
+        footer,
+        records,
+        bytes: reader.offset(),
+    })
 }

@@ -54,11 +54,13 @@ fn deadlock_lists_every_waiting_task() {
             waiter.await.unwrap()
         })
         .unwrap_err();
-    match &error.error {
+    match &*error.error {
         SimError::Deadlock { t_ns, waiting } => {
             assert_eq!(*t_ns, 3_000_000);
-            let described: Vec<(&str, &str)> =
-                waiting.iter().map(|w| (w.name.as_str(), w.awaiting.as_str())).collect();
+            let described: Vec<(&str, &str)> = waiting
+                .iter()
+                .map(|w| (w.name.as_str(), w.awaiting.as_str()))
+                .collect();
             assert_eq!(
                 described,
                 vec![
@@ -86,8 +88,13 @@ fn task_panic_names_the_task_and_time() {
             bad.await.unwrap();
         })
         .unwrap_err();
-    match &error.error {
-        SimError::TaskPanicked { name, t_ns, message, .. } => {
+    match &*error.error {
+        SimError::TaskPanicked {
+            name,
+            t_ns,
+            message,
+            ..
+        } => {
             assert_eq!(name, "bad-tool");
             assert_eq!(*t_ns, 7_000_000);
             assert_eq!(message, "tool exploded");
@@ -103,7 +110,7 @@ fn abort_cancels_a_sleeping_task_without_advancing_time() {
         .build()
         .unwrap()
         .run(|host| async move {
-            let long = host.spawn("long", async { sleep(Duration::from_secs(3600)).await });
+            let mut long = host.spawn("long", async { sleep(Duration::from_secs(3600)).await });
             sleep(ms(1)).await;
             long.abort();
             (long.await, now_ns())
@@ -132,7 +139,15 @@ fn timeout_and_sleep_until_and_interval() {
             (timed_out, finished, after_timeouts, ticks)
         })
         .unwrap();
-    assert_eq!(report.output, (true, true, 15_000_000, vec![100_000_000, 120_000_000, 140_000_000]));
+    assert_eq!(
+        report.output,
+        (
+            true,
+            true,
+            15_000_000,
+            vec![100_000_000, 120_000_000, 140_000_000]
+        )
+    );
 }
 
 #[test]
@@ -176,25 +191,48 @@ fn limits_are_named_errors() {
             })
             .unwrap_err()
     };
-    let events = run(Limits { events_max: 10, ..Limits::default() });
+    let events = run(Limits {
+        events_max: 10,
+        ..Limits::default()
+    });
     assert!(
-        matches!(events.error, SimError::LimitExceeded { limit: LimitName::EventsMax, value: 10, .. }),
+        matches!(
+            *events.error,
+            SimError::LimitExceeded {
+                limit: LimitName::EventsMax,
+                value: 10,
+                ..
+            }
+        ),
         "{}",
         events.error
     );
-    let horizon = run(Limits { virtual_time_max_ns: 5_500_000, ..Limits::default() });
+    let horizon = run(Limits {
+        virtual_time_max_ns: 5_500_000,
+        ..Limits::default()
+    });
     assert!(matches!(
-        horizon.error,
-        SimError::LimitExceeded { limit: LimitName::VirtualTimeMaxNs, value: 5_500_000, t_ns: 5_000_000 }
+            *horizon.error,
+        SimError::LimitExceeded {
+            limit: LimitName::VirtualTimeMaxNs,
+            value: 5_500_000,
+            t_ns: 5_000_000
+        }
     ));
-    assert_eq!(horizon.to_string(), "limit virtual_time_max_ns = 5500000 reached at t=5ms");
+    assert_eq!(
+        horizon.to_string(),
+        "limit virtual_time_max_ns = 5500000 reached at t=5ms"
+    );
 }
 
 #[test]
 fn run_queue_and_task_limits() {
     // Goal: spawning beyond tasks_max, or flooding the run queue, ends the run by name.
     let mut builder = Sim::builder();
-    builder.limits(Limits { tasks_max: 3, ..Limits::default() });
+    builder.limits(Limits {
+        tasks_max: 3,
+        ..Limits::default()
+    });
     let error = builder
         .build()
         .unwrap()
@@ -204,9 +242,18 @@ fn run_queue_and_task_limits() {
             }
         })
         .unwrap_err();
-    assert!(matches!(error.error, SimError::LimitExceeded { limit: LimitName::TasksMax, .. }));
+    assert!(matches!(
+            *error.error,
+        SimError::LimitExceeded {
+            limit: LimitName::TasksMax,
+            ..
+        }
+    ));
     let mut builder = Sim::builder();
-    builder.limits(Limits { run_queue_len_max: 4, ..Limits::default() });
+    builder.limits(Limits {
+        run_queue_len_max: 4,
+        ..Limits::default()
+    });
     let error = builder
         .build()
         .unwrap()
@@ -216,10 +263,19 @@ fn run_queue_and_task_limits() {
             }
         })
         .unwrap_err();
-    assert!(matches!(error.error, SimError::LimitExceeded { limit: LimitName::RunQueueLenMax, value: 4, .. }));
+    assert!(matches!(
+            *error.error,
+        SimError::LimitExceeded {
+            limit: LimitName::RunQueueLenMax,
+            value: 4,
+            ..
+        }
+    ));
 }
 
 #[test]
+// Threads are banned in the engine, but this test needs two to prove runs share nothing.
+#[allow(clippy::disallowed_methods)]
 fn many_runs_one_after_another_and_on_two_threads() {
     // Goal: runs share no state: sequential runs on one thread and parallel runs on two
     // threads give the same fingerprints.
@@ -241,7 +297,9 @@ fn many_runs_one_after_another_and_on_two_threads() {
     }
     let sequential: Vec<u64> = (0..4).map(one).collect();
     let threads: Vec<_> = (0..2)
-        .map(|t| std::thread::spawn(move || (0..4).filter(|s| s % 2 == t).map(one).collect::<Vec<_>>()))
+        .map(|t| {
+            std::thread::spawn(move || (0..4).filter(|s| s % 2 == t).map(one).collect::<Vec<_>>())
+        })
         .collect();
     let parallel: Vec<Vec<u64>> = threads.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(parallel[0], vec![sequential[0], sequential[2]]);
@@ -258,8 +316,15 @@ impl simtape::actor::Actor for Dice {
     fn operation(&self, _: &u64) -> &'static str {
         "roll"
     }
-    fn handle(&mut self, sides: &u64, cx: &mut simtape::actor::ActorContext<'_>) -> simtape::actor::Answer<u64> {
-        simtape::actor::Answer { latency_ns: 10, response: 1 + cx.rng.below(*sides) }
+    fn handle(
+        &mut self,
+        sides: &u64,
+        cx: &mut simtape::actor::ActorContext<'_>,
+    ) -> simtape::actor::Answer<u64> {
+        simtape::actor::Answer {
+            latency_ns: 10,
+            response: 1 + cx.rng.below(*sides),
+        }
     }
 }
 

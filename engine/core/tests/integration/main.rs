@@ -2,6 +2,7 @@
 
 mod executor;
 mod oracle;
+mod scenario;
 mod tape;
 
 /// Guards against a test file that exists but is not declared above.
@@ -14,7 +15,10 @@ fn no_forgotten_test_files() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if let Some(module) = name.strip_suffix(".rs") {
             if module != "main" {
-                assert!(main.contains(&format!("mod {module};")), "{name} is not declared in main.rs");
+                assert!(
+                    main.contains(&format!("mod {module};")),
+                    "{name} is not declared in main.rs"
+                );
             }
         }
     }

@@ -7,7 +7,11 @@ use simtape::Sim;
 
 fn write_tape(path: &std::path::Path, sidecar: bool) -> simtape::RunReport<()> {
     let mut builder = Sim::builder();
-    builder.seed(11).tape(path).sidecar_blobs(sidecar).blob_threshold_bytes(64);
+    builder
+        .seed(11)
+        .tape(path)
+        .sidecar_blobs(sidecar)
+        .blob_threshold_bytes(64);
     builder
         .build()
         .unwrap()
@@ -15,8 +19,10 @@ fn write_tape(path: &std::path::Path, sidecar: bool) -> simtape::RunReport<()> {
             for i in 0..200u64 {
                 host.sleep(Duration::from_micros(1 + i % 7)).await;
             }
-            host.event("big", serde_json::json!({"text": "x".repeat(500)})).await;
-            host.event("big", serde_json::json!({"text": "x".repeat(500)})).await;
+            host.event("big", serde_json::json!({"text": "x".repeat(500)}))
+                .await;
+            host.event("big", serde_json::json!({"text": "x".repeat(500)}))
+                .await;
         })
         .unwrap()
 }
@@ -37,15 +43,27 @@ fn round_trip_and_verify() {
     let path = dir.join("run.tape");
     let report = write_tape(&path, false);
     let records = read_all(&path).unwrap();
-    let wakes = records.iter().filter(|r| r.kind == RecordKind::Wake).count();
+    let wakes = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Wake)
+        .count();
     assert_eq!(wakes, 200);
     assert_eq!(records.last().unwrap().kind, RecordKind::Footer);
     let verified = verify_path(&path).unwrap();
     assert_eq!(verified.footer.verdict, "ok");
-    assert_eq!(verified.footer.final_hash, report.tape.as_ref().unwrap().final_hash);
+    assert_eq!(
+        verified.footer.final_hash,
+        report.tape.as_ref().unwrap().final_hash
+    );
     assert_eq!(verified.header.seed, 11);
     // One embedded blob for two identical large payloads.
-    assert_eq!(records.iter().filter(|r| r.kind == RecordKind::Blob).count(), 1);
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.kind == RecordKind::Blob)
+            .count(),
+        1
+    );
     assert_eq!(records.iter().filter(|r| r.blob_ref).count(), 2);
 }
 
@@ -56,11 +74,23 @@ fn sidecar_blobs_live_beside_the_tape() {
     let path = dir.join("run.tape");
     write_tape(&path, true);
     let records = read_all(&path).unwrap();
-    assert_eq!(records.iter().filter(|r| r.kind == RecordKind::Blob).count(), 0);
-    assert_eq!(std::fs::read_dir(dir.join("run.tape.cas")).unwrap().count(), 1);
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.kind == RecordKind::Blob)
+            .count(),
+        0
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.join("run.tape.cas")).unwrap().count(),
+        1
+    );
     verify_path(&path).unwrap();
     std::fs::remove_dir_all(dir.join("run.tape.cas")).unwrap();
-    assert!(matches!(verify_path(&path), Err(TapeError::MissingBlob { .. })));
+    assert!(matches!(
+        verify_path(&path),
+        Err(TapeError::MissingBlob { .. })
+    ));
 }
 
 #[test]
@@ -92,7 +122,10 @@ fn every_flipped_byte_is_detected() {
         let mut copy = bytes.clone();
         copy[position] ^= 0x5a;
         std::fs::write(&bad, &copy).unwrap();
-        assert!(verify_path(&bad).is_err(), "flipping byte {position} went unnoticed");
+        assert!(
+            verify_path(&bad).is_err(),
+            "flipping byte {position} went unnoticed"
+        );
     }
 }
 
@@ -103,7 +136,10 @@ fn chain_error_names_the_record() {
     let path = dir.join("run.tape");
     write_tape(&path, false);
     let records = read_all(&path).unwrap();
-    let target = records.iter().find(|r| r.kind == RecordKind::Wake && r.index > 50).unwrap();
+    let target = records
+        .iter()
+        .find(|r| r.kind == RecordKind::Wake && r.index > 50)
+        .unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     // The t_ns field is the third element: flip its low bit inside the record.
     let t_offset = target.offset as usize + 1 + 2; // fixarray marker, seq (1-2 bytes), t marker
@@ -121,7 +157,9 @@ fn chain_error_names_the_record() {
 
 /// Makes an empty directory under the target directory for one test.
 pub(crate) fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tape-tests").join(name);
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("tape-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

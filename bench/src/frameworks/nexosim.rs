@@ -1,0 +1,191 @@
+//! The workloads on nexosim 1.0, one thread, modelled as `perf.md` describes.
+//!
+//! nexosim has no task spawning and no `sleep` in its model API: a model "sleeps" by
+//! scheduling one of its own `#[nexosim(schedulable)]` inputs. So W1 is 10,000 sleeper models
+//! that re-arm themselves, W2 is two models joined by output ports that schedule `emit` 1 µs
+//! after each receive, and W3 is one model that schedules all its events from `init` (the
+//! variant where nexosim does no per-task work, as in `perf.md`'s "1 model" column).
+//!
+//! Models are moved into the simulation, so each counts its events into a shared atomic
+//! (skipped by serde: nexosim requires models to be serialisable for save/restore).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::nexosim::model::{schedulable, Context, Model};
+use ::nexosim::ports::Output;
+use ::nexosim::simulation::{Mailbox, SimInit, Simulation};
+use ::nexosim::time::MonotonicTime;
+use serde::{Deserialize, Serialize};
+
+use super::Outcome;
+use crate::workloads::{FanOut, PingPong, Shape, SplitMix64, Timers};
+
+/// Runs `shape` once; bench assembly and `init` are part of the measured time.
+pub fn run(shape: Shape) -> Outcome {
+    let events = Arc::new(AtomicU64::new(0));
+    let bench = SimInit::with_num_threads(1);
+    let bench = match shape {
+        Shape::Timers(timers_shape) => timers(bench, timers_shape, &events),
+        Shape::PingPong(ping_pong_shape) => ping_pong(bench, ping_pong_shape, &events),
+        Shape::FanOut(fan_out_shape) => fan_out(bench, fan_out_shape, &events),
+    };
+    let start = MonotonicTime::EPOCH;
+    let mut simulation: Simulation = bench
+        .init(start)
+        .unwrap_or_else(|e| panic!("nexosim init failed: {e}"));
+    simulation
+        .run()
+        .unwrap_or_else(|e| panic!("nexosim run failed: {e}"));
+    let end_ns = u64::try_from(simulation.time().duration_since(start).as_nanos())
+        .expect("the run ends within 584 years");
+    Outcome {
+        events: events.load(Ordering::Relaxed),
+        end_ns,
+        fingerprint: None,
+        tape: None,
+    }
+}
+
+/// A W1 task: sleeps `remaining` times, each for the next draw of its stream.
+#[derive(Serialize, Deserialize)]
+struct Sleeper {
+    stream: SplitMix64,
+    remaining: u64,
+    unit_ns: u64,
+    #[serde(skip)]
+    events: Arc<AtomicU64>,
+}
+
+#[Model]
+impl Sleeper {
+    #[nexosim(init)]
+    async fn init(&mut self, cx: &Context<Self>) {
+        self.arm(cx);
+    }
+
+    #[nexosim(schedulable)]
+    fn wake(&mut self, _: (), cx: &Context<Self>) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        self.arm(cx);
+    }
+
+    fn arm(&mut self, cx: &Context<Self>) {
+        if self.remaining == 0 {
+            return;
+        }
+        self.remaining -= 1;
+        let delay = Duration::from_nanos(self.stream.draw() * self.unit_ns);
+        cx.schedule_event(delay, schedulable!(Self::wake), ())
+            .expect("a delay of at least 1 µs is in the future");
+    }
+}
+
+fn timers(mut bench: SimInit, shape: Timers, events: &Arc<AtomicU64>) -> SimInit {
+    for task in 0..shape.tasks {
+        let sleeper = Sleeper {
+            stream: SplitMix64::for_task(task),
+            remaining: shape.sleeps_per_task,
+            unit_ns: shape.unit_ns,
+            events: Arc::clone(events),
+        };
+        bench = bench.add_model(sleeper, Mailbox::new(), &format!("sleeper{task}"));
+    }
+    bench
+}
+
+/// A W2 side: on each message it schedules `emit` one hop later, which sends the next one.
+#[derive(Serialize, Deserialize)]
+struct Player {
+    output: Output<u64>,
+    /// Only the first player serves the first message.
+    serves: bool,
+    messages: u64,
+    hop_ns: u64,
+    #[serde(skip)]
+    events: Arc<AtomicU64>,
+}
+
+#[Model]
+impl Player {
+    #[nexosim(init)]
+    async fn init(&mut self, cx: &Context<Self>) {
+        if self.serves {
+            self.schedule_emit(1, cx);
+        }
+    }
+
+    fn receive(&mut self, message: u64, cx: &Context<Self>) {
+        if message < self.messages {
+            self.schedule_emit(message + 1, cx);
+        }
+    }
+
+    #[nexosim(schedulable)]
+    async fn emit(&mut self, message: u64) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        self.output.send(message).await;
+    }
+
+    fn schedule_emit(&mut self, message: u64, cx: &Context<Self>) {
+        cx.schedule_event(
+            Duration::from_nanos(self.hop_ns),
+            schedulable!(Self::emit),
+            message,
+        )
+        .expect("a hop of 1 µs is in the future");
+    }
+}
+
+fn ping_pong(bench: SimInit, shape: PingPong, events: &Arc<AtomicU64>) -> SimInit {
+    let player = |serves| Player {
+        output: Output::default(),
+        serves,
+        messages: shape.messages,
+        hop_ns: shape.hop_ns,
+        events: Arc::clone(events),
+    };
+    let (mut a, mut b) = (player(true), player(false));
+    let (a_mailbox, b_mailbox) = (Mailbox::new(), Mailbox::new());
+    a.output.connect(Player::receive, &b_mailbox);
+    b.output.connect(Player::receive, &a_mailbox);
+    bench
+        .add_model(a, a_mailbox, "a")
+        .add_model(b, b_mailbox, "b")
+}
+
+/// W3: one model schedules every task's single wake from `init`.
+#[derive(Serialize, Deserialize)]
+struct FanOutModel {
+    tasks: u64,
+    unit_ns: u64,
+    #[serde(skip)]
+    events: Arc<AtomicU64>,
+}
+
+#[Model]
+impl FanOutModel {
+    #[nexosim(init)]
+    async fn init(&mut self, cx: &Context<Self>) {
+        for task in 0..self.tasks {
+            let delay = Duration::from_nanos(SplitMix64::for_task(task).draw() * self.unit_ns);
+            cx.schedule_event(delay, schedulable!(Self::wake), ())
+                .expect("a delay of at least 1 µs is in the future");
+        }
+    }
+
+    #[nexosim(schedulable)]
+    fn wake(&mut self) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn fan_out(bench: SimInit, shape: FanOut, events: &Arc<AtomicU64>) -> SimInit {
+    let model = FanOutModel {
+        tasks: shape.tasks,
+        unit_ns: shape.unit_ns,
+        events: Arc::clone(events),
+    };
+    bench.add_model(model, Mailbox::new(), "fan_out")
+}

@@ -1,0 +1,138 @@
+//! The command-line grammar (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success: the run completed, the tapes are equal, the tape is sound
+  1  a finding: tapes diverge, a run is not deterministic, a replay differs, a tape is damaged
+  2  bad usage or bad input: arguments, scenario files, unreadable tapes
+  3  the simulated run ended in error: deadlock, task panic, limit reached";
+
+/// simtape: deterministic simulation for LLM-agent pipelines.
+#[derive(Debug, Parser)]
+#[command(name = "simtape", version, about, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Runs a scenario at one seed and writes its tape.
+    #[command(after_help = EXIT_CODES)]
+    Run(RunArgs),
+    /// Re-runs the scenario and seed recorded in a tape and checks the new tape is
+    /// byte-identical.
+    #[command(after_help = EXIT_CODES)]
+    Replay(ReplayArgs),
+    /// Compares two tapes and reports the first divergence.
+    #[command(after_help = EXIT_CODES)]
+    Diff(DiffArgs),
+    /// Reads, exports and verifies tapes.
+    #[command(after_help = EXIT_CODES)]
+    Tape(TapeArgs),
+    /// Validates a scenario file and reports every problem with file, line and field.
+    #[command(after_help = EXIT_CODES)]
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The scenario file (TOML).
+    pub(crate) scenario: PathBuf,
+    /// The seed (default: the scenario's first pinned seed).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Where to write the tape (default: no tape file).
+    #[arg(long)]
+    pub(crate) tape: Option<PathBuf>,
+    /// Store large payloads beside the tape in `<tape>.cas/` instead of inside it.
+    #[arg(long, requires = "tape")]
+    pub(crate) sidecar_blobs: bool,
+    /// Run twice and compare the two tapes byte for byte.
+    #[arg(long)]
+    pub(crate) check_determinism: bool,
+    /// Print the run summary as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The tape to replay.
+    pub(crate) tape: PathBuf,
+    /// Use this scenario file instead of the source embedded in the tape (its digest must
+    /// match the tape's).
+    #[arg(long)]
+    pub(crate) scenario: Option<PathBuf>,
+    /// Keep the replayed tape at this path.
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum DiffMode {
+    /// Every field of every record, timing included.
+    Exact,
+    /// Every field except virtual time.
+    Semantic,
+    /// Only final effects (outcome records) and the verdict.
+    Outcome,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DiffArgs {
+    /// The first tape.
+    pub(crate) a: PathBuf,
+    /// The second tape.
+    pub(crate) b: PathBuf,
+    /// What counts as a difference.
+    #[arg(long, value_enum, default_value_t = DiffMode::Exact)]
+    pub(crate) mode: DiffMode,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TapeArgs {
+    #[command(subcommand)]
+    pub(crate) command: TapeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TapeCommand {
+    /// Prints the header and the records for people.
+    Show {
+        /// The tape.
+        tape: PathBuf,
+        /// Show at most this many records.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Exports the header and every record as JSON lines.
+    Export {
+        /// The tape.
+        tape: PathBuf,
+        /// Write JSON lines (the only export format).
+        #[arg(long, required = true)]
+        jsonl: bool,
+        /// Write to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Checks framing, the hash chain, checkpoints, blobs and the footer.
+    Verify {
+        /// The tape.
+        tape: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The scenario file.
+    pub(crate) scenario: PathBuf,
+}

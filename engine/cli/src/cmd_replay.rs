@@ -1,0 +1,59 @@
+//! `simtape replay`: re-run a tape's scenario and seed; the new tape must be byte-identical.
+
+use simtape::scenario::Scenario;
+use simtape::tape::{sha256_hex, TapeReader};
+
+use crate::args::ReplayArgs;
+use crate::cmd_run::scratch_dir;
+use crate::exit::{CliError, CliResult, DIVERGED, OK};
+
+pub(crate) fn run(args: &ReplayArgs) -> CliResult {
+    let header = TapeReader::open(&args.tape)
+        .map_err(|e| CliError::usage(format!("{}: {e}", args.tape.display())))?
+        .header()
+        .clone();
+    println!("seed={}", header.seed);
+    let scenario = match &args.scenario {
+        Some(path) => {
+            let scenario = Scenario::load(path).map_err(CliError::usage)?;
+            if scenario.digest() != header.scenario.digest {
+                return Err(CliError::usage(format!(
+                    "{} has digest {}, but the tape was made from digest {}",
+                    path.display(),
+                    scenario.digest(),
+                    header.scenario.digest
+                )));
+            }
+            scenario
+        }
+        None => {
+            if sha256_hex(header.scenario.source.as_bytes()) != header.scenario.digest {
+                return Err(CliError::usage("the scenario source embedded in the tape does not match its digest"));
+            }
+            let origin = args.tape.with_extension("embedded-scenario.toml");
+            Scenario::parse(&header.scenario.source, &origin).map_err(CliError::usage)?
+        }
+    };
+    let out = match &args.out {
+        Some(path) => path.clone(),
+        None => scratch_dir("replay")?.join("replay.tape"),
+    };
+    let mut builder = scenario.builder(header.seed);
+    builder.tape(&out).sidecar_blobs(header.blob_mode == "sidecar");
+    builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
+    let _ = scenario.run(&mut builder);
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))
+    };
+    if read(&args.tape)? == read(&out)? {
+        println!("replay: byte-identical ({}, scenario {}, seed {})", args.tape.display(), scenario.name(), header.seed);
+        if args.out.is_none() {
+            let _ = std::fs::remove_file(&out);
+        }
+        return Ok(OK);
+    }
+    println!("replay: the replayed tape differs from {}", args.tape.display());
+    crate::cmd_diff::print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)?;
+    println!("replayed tape: {}", out.display());
+    Ok(DIVERGED)
+}

@@ -1,0 +1,154 @@
+//! `simtape run`: one scenario at one seed, optionally twice to check determinism.
+
+use std::path::{Path, PathBuf};
+
+use simtape::scenario::{Scenario, ScenarioReport};
+use simtape::time::format_ns;
+
+use crate::args::RunArgs;
+use crate::exit::{CliError, CliResult, DIVERGED, OK, RUN_ERROR};
+use crate::shell::command_line;
+
+pub(crate) fn run(args: &RunArgs) -> CliResult {
+    let scenario = Scenario::load(&args.scenario).map_err(CliError::usage)?;
+    let seed = args.seed.unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
+    // The seed comes first, before anything can fail, so every log names it.
+    println!("seed={seed}");
+    let reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
+    let mut builder = scenario.builder(seed);
+    if let Some(tape) = &args.tape {
+        if let Some(parent) = tape.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| CliError::usage(format!("{}: {e}", parent.display())))?;
+        }
+        builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
+    }
+    let outcome = scenario.run(&mut builder);
+    let code = match &outcome {
+        Ok(report) => {
+            print_report(args, &scenario, report, &reproduce);
+            OK
+        }
+        Err(failure) => {
+            print_failure(args, &scenario, failure, &reproduce);
+            RUN_ERROR
+        }
+    };
+    if args.check_determinism {
+        let verdict = check_determinism(&scenario, seed)?;
+        if verdict != OK {
+            return Ok(verdict);
+        }
+    }
+    Ok(code)
+}
+
+/// Returns the exact command line that reproduces this run.
+pub(crate) fn reproduce_command(scenario: &Path, seed: u64, tape: Option<&Path>) -> String {
+    let mut words = vec![
+        "simtape".to_string(),
+        "run".to_string(),
+        scenario.display().to_string(),
+        "--seed".to_string(),
+        seed.to_string(),
+    ];
+    if let Some(tape) = tape {
+        words.push("--tape".into());
+        words.push(tape.display().to_string());
+    }
+    command_line(&words)
+}
+
+fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, reproduce: &str) {
+    if args.json {
+        let json = serde_json::json!({
+            "scenario": scenario.name(),
+            "seed": report.seed,
+            "verdict": "ok",
+            "end_ns": report.end_ns,
+            "events": report.events,
+            "records": report.records,
+            "fingerprint": format!("{:016x}", report.fingerprint),
+            "tape": report.tape_path.as_ref().map(|p| p.display().to_string()),
+            "tape_bytes": report.tape.as_ref().map(|t| t.bytes),
+            "final_hash": report.tape.as_ref().map(|t| format!("{:016x}", t.final_hash)),
+            "outcomes": report.outcomes.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
+            "reproduce": reproduce,
+        });
+        println!("{}", serde_json::to_string_pretty(&json).expect("JSON values serialize"));
+        return;
+    }
+    println!("scenario {} ({})", scenario.name(), args.scenario.display());
+    println!(
+        "result: ok at t={} (virtual), {} events, {} records, fingerprint {:016x}",
+        format_ns(report.end_ns),
+        report.events,
+        report.records,
+        report.fingerprint
+    );
+    for (name, value) in &report.outcomes {
+        println!("outcome {name} = {value}");
+    }
+    if let (Some(path), Some(tape)) = (&report.tape_path, &report.tape) {
+        println!("tape: {} ({} bytes, final hash {:016x})", path.display(), tape.bytes, tape.final_hash);
+        println!("replay: {}", command_line(&["simtape", "replay", &path.display().to_string()]));
+    }
+}
+
+fn print_failure(
+    args: &RunArgs,
+    scenario: &Scenario,
+    failure: &simtape::RunError,
+    reproduce: &str,
+) {
+    if args.json {
+        let json = serde_json::json!({
+            "scenario": scenario.name(),
+            "seed": failure.seed,
+            "verdict": "error",
+            "error": { "kind": failure.error.kind(), "message": failure.error.to_string() },
+            "end_ns": failure.end_ns,
+            "events": failure.events,
+            "tape": failure.tape_path.as_ref().map(|p| p.display().to_string()),
+            "reproduce": reproduce,
+        });
+        println!("{}", serde_json::to_string_pretty(&json).expect("JSON values serialize"));
+        return;
+    }
+    println!("scenario {} ({})", scenario.name(), args.scenario.display());
+    println!("result: ERROR ({}) {}", failure.error.kind(), failure.error);
+    if let Some(path) = &failure.tape_path {
+        println!("tape: {}", path.display());
+    }
+    println!("reproduce: {reproduce}");
+}
+
+/// Runs the scenario twice more into temporary tapes and compares them byte for byte.
+fn check_determinism(scenario: &Scenario, seed: u64) -> CliResult {
+    let dir = scratch_dir("check")?;
+    let tapes = [dir.join("first.tape"), dir.join("second.tape")];
+    for tape in &tapes {
+        let mut builder = scenario.builder(seed);
+        builder.tape(tape);
+        // A run error is part of the behaviour under test: its tape is compared too.
+        let _ = scenario.run(&mut builder);
+    }
+    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())));
+    if read(&tapes[0])? == read(&tapes[1])? {
+        println!("determinism: two runs of seed {seed} wrote byte-identical tapes");
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(OK);
+    }
+    println!("determinism: two runs of seed {seed} differ");
+    crate::cmd_diff::print_diff(&tapes[0], &tapes[1], simtape::oracle::Mode::Exact, false)?;
+    println!("tapes kept: {} {}", tapes[0].display(), tapes[1].display());
+    Ok(DIVERGED)
+}
+
+/// Makes a fresh scratch directory for this process under the system temp directory.
+pub(crate) fn scratch_dir(purpose: &str) -> Result<PathBuf, CliError> {
+    let dir = std::env::temp_dir().join(format!("simtape-{purpose}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+    Ok(dir)
+}

@@ -1,0 +1,130 @@
+//! `simtape tape show | export | verify`.
+
+use std::io::Write;
+use std::path::Path;
+
+use simtape::tape::{payload_to_json, verify_path, RawRecord, TapeError, TapeReader};
+use simtape::time::{format_instant, format_ns};
+
+use crate::args::{TapeArgs, TapeCommand};
+use crate::exit::{CliError, CliResult, DIVERGED, OK};
+
+pub(crate) fn run(args: &TapeArgs) -> CliResult {
+    match &args.command {
+        TapeCommand::Show { tape, limit } => show(tape, *limit),
+        TapeCommand::Export { tape, output, .. } => export(tape, output.as_deref()),
+        TapeCommand::Verify { tape } => verify(tape),
+    }
+}
+
+fn open(path: &Path) -> Result<TapeReader<std::fs::File>, CliError> {
+    TapeReader::open(path)
+        .map(|r| r.keep_blobs(true))
+        .map_err(|e| CliError { code: code_of(&e), message: format!("{}: {e}", path.display()) })
+}
+
+/// Damage found in a tape is a finding (1); a tape that cannot be opened is an input error (2).
+fn code_of(error: &TapeError) -> u8 {
+    match error {
+        TapeError::Io { .. } => crate::exit::USAGE,
+        _ => DIVERGED,
+    }
+}
+
+fn record_json(reader: &TapeReader<std::fs::File>, record: &RawRecord) -> serde_json::Value {
+    let payload = reader
+        .resolve(record)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| payload_to_json(&bytes));
+    let mut json = serde_json::json!({
+        "seq": record.seq,
+        "t_ns": record.t_ns,
+        "actor": reader.actor_name(record.actor),
+        "task": record.task,
+        "kind": record.kind.name(),
+    });
+    match payload {
+        Ok(value) => json["payload"] = value,
+        Err(error) => json["payload_error"] = serde_json::Value::String(error),
+    }
+    if record.blob_ref {
+        json["blob"] = serde_json::Value::String(simtape::tape::hex_encode(&record.payload));
+    }
+    json
+}
+
+fn show(path: &Path, limit: Option<u64>) -> CliResult {
+    let mut reader = open(path)?;
+    let header = reader.header().clone();
+    println!("tape {} (format v{}, engine {})", path.display(), header.format_version, header.engine_version);
+    println!("scenario {} (sha256 {})", header.scenario.name, header.scenario.digest);
+    println!("seed {}  start {}", header.seed, format_instant(header.start_unix_ns));
+    println!("actors {}", header.actors.join(", "));
+    let mut shown = 0u64;
+    loop {
+        let record = match reader.next_record() {
+            Ok(Some(record)) => record,
+            Ok(None) => break,
+            Err(e) => return Err(CliError { code: code_of(&e), message: e.to_string() }),
+        };
+        if limit.is_some_and(|l| shown >= l) {
+            continue;
+        }
+        shown += 1;
+        let json = record_json(&reader, &record);
+        let payload = json.get("payload").map(|p| p.to_string()).unwrap_or_default();
+        println!(
+            "{:>8} t={:<12} {:<8} task#{:<4} {:<10} {}",
+            record.seq,
+            format_ns(record.t_ns),
+            reader.actor_name(record.actor),
+            record.task,
+            record.kind.name(),
+            payload
+        );
+    }
+    Ok(OK)
+}
+
+fn export(path: &Path, output: Option<&Path>) -> CliResult {
+    let mut reader = open(path)?;
+    let mut out: Box<dyn Write> = match output {
+        Some(file) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(file)
+                .map_err(|e| CliError::usage(format!("{}: {e}", file.display())))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let io = |e: std::io::Error| CliError::usage(format!("writing the export: {e}"));
+    let header = serde_json::json!({ "header": reader.header() });
+    writeln!(out, "{header}").map_err(io)?;
+    loop {
+        match reader.next_record() {
+            Ok(Some(record)) => writeln!(out, "{}", record_json(&reader, &record)).map_err(io)?,
+            Ok(None) => break,
+            Err(e) => {
+                out.flush().map_err(io)?;
+                return Err(CliError { code: code_of(&e), message: e.to_string() });
+            }
+        }
+    }
+    out.flush().map_err(io)?;
+    Ok(OK)
+}
+
+fn verify(path: &Path) -> CliResult {
+    match verify_path(path) {
+        Ok(report) => {
+            println!(
+                "ok: {} records, {} bytes, final hash {:016x}, verdict: {}",
+                report.records, report.bytes, report.footer.final_hash, report.footer.verdict
+            );
+            Ok(OK)
+        }
+        Err(error @ TapeError::Truncated { .. }) => {
+            println!("truncated: {}: {error}", path.display());
+            Ok(DIVERGED)
+        }
+        Err(error) => Err(CliError { code: code_of(&error), message: format!("{}: {error}", path.display()) }),
+    }
+}

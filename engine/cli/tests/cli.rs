@@ -1,0 +1,227 @@
+//! The `simtape` command line, end to end: real processes, real files, exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn simtape() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_simtape"))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn scenario(name: &str) -> PathBuf {
+    repo().join("scenarios").join(name)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn run_ok(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{:?} failed:\n{}", command, text(&output));
+    output
+}
+
+#[test]
+fn run_prints_the_seed_first_and_succeeds() {
+    // Goal: the bundled scenario runs, and the first line names the seed.
+    let dir = scratch("hello");
+    let tape = dir.join("out/hello.tape");
+    let output = run_ok(simtape().arg("run").arg(scenario("hello.toml")).arg("--tape").arg(&tape));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.starts_with("seed="), "{stdout}");
+    assert!(stdout.contains("result: ok"), "{stdout}");
+    assert!(tape.exists());
+}
+
+/// Runs `scenario` at `seed` in its own process with a hostile environment, returns the tape.
+fn tape_from_process(dir: &Path, label: &str, seed: u64, env: &[(&str, &str)], cwd: &Path) -> Vec<u8> {
+    let tape = dir.join(format!("{label}.tape"));
+    let mut command = simtape();
+    command
+        .current_dir(cwd)
+        .arg("run")
+        .arg(scenario("random-delays.toml"))
+        .args(["--seed", &seed.to_string(), "--tape"])
+        .arg(&tape);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    run_ok(&mut command);
+    std::fs::read(tape).unwrap()
+}
+
+#[test]
+fn same_seed_same_bytes_across_processes_and_environments() {
+    // Goal: TZ, locale, HOME, cwd and unrelated variables never reach the tape.
+    let dir = scratch("env");
+    let elsewhere = scratch("env-cwd");
+    let a = tape_from_process(
+        &dir,
+        "a",
+        5,
+        &[("TZ", "UTC"), ("LANG", "C"), ("LC_ALL", "C"), ("HOME", "/nonexistent-a")],
+        &repo(),
+    );
+    let b = tape_from_process(
+        &dir,
+        "b",
+        5,
+        &[
+            ("TZ", "Pacific/Chatham"),
+            ("LANG", "de_DE.UTF-8"),
+            ("LC_ALL", "tr_TR.UTF-8"),
+            ("HOME", "/tmp"),
+            ("SIMTAPE_UNRELATED", "x"),
+            ("RUST_BACKTRACE", "1"),
+        ],
+        &elsewhere,
+    );
+    assert_eq!(a, b, "same seed, different environment: tapes differ");
+    let c = tape_from_process(&dir, "c", 6, &[], &repo());
+    assert_ne!(a, c, "different seeds of a randomized scenario gave identical tapes");
+}
+
+#[test]
+fn check_determinism_runs_twice() {
+    // Goal: --check-determinism reports byte-identical tapes for a deterministic scenario.
+    let output = run_ok(simtape().arg("run").arg(scenario("random-delays.toml")).arg("--check-determinism"));
+    assert!(text(&output).contains("byte-identical"), "{}", text(&output));
+}
+
+#[test]
+fn replay_is_byte_identical_and_rejects_a_damaged_tape() {
+    // Goal: `simtape replay` re-runs from the tape alone and matches it byte for byte.
+    let dir = scratch("replay");
+    let tape = dir.join("run.tape");
+    run_ok(simtape().arg("run").arg(scenario("random-delays.toml")).args(["--seed", "9", "--tape"]).arg(&tape));
+    let moved = dir.join("elsewhere.tape");
+    std::fs::rename(&tape, &moved).unwrap();
+    let output = run_ok(simtape().current_dir(&dir).arg("replay").arg(&moved));
+    assert!(text(&output).contains("byte-identical"), "{}", text(&output));
+    // Change one record's timing but keep the chain valid? Impossible: any edit breaks it.
+    let mut bytes = std::fs::read(&moved).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0xff;
+    std::fs::write(&moved, &bytes).unwrap();
+    let output = simtape().arg("tape").arg("verify").arg(&moved).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+}
+
+#[test]
+fn a_failing_run_prints_the_command_that_reproduces_it() {
+    // Goal: a deadlocked run exits 3 with its error, and the printed command reproduces it.
+    let output = simtape().arg("run").arg(scenario("deadlock.toml")).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    let stdout = String::from_utf8(output.stdout.clone()).unwrap();
+    assert!(stdout.contains("deadlock"), "{stdout}");
+    let line = stdout.lines().find_map(|l| l.strip_prefix("reproduce: ")).expect("a reproduce line");
+    let words: Vec<&str> = line.split(' ').collect();
+    assert_eq!(words[0], "simtape");
+    let again = simtape().args(&words[1..]).output().unwrap();
+    assert_eq!(again.status.code(), Some(3));
+    let result = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with("result:")).unwrap().to_string()
+    };
+    assert_eq!(result(&output), result(&again));
+}
+
+#[test]
+fn diff_exit_codes() {
+    // Goal: diff exits 0 for equal tapes, 1 for divergent ones, 2 for unreadable input.
+    let dir = scratch("diff");
+    let tape = |seed: u64| {
+        let path = dir.join(format!("{seed}.tape"));
+        run_ok(simtape().arg("run").arg(scenario("random-delays.toml")).args(["--seed", &seed.to_string(), "--tape"]).arg(&path));
+        path
+    };
+    let (a, b) = (tape(1), tape(2));
+    let equal = simtape().arg("diff").arg(&a).arg(&a).output().unwrap();
+    assert_eq!(equal.status.code(), Some(0), "{}", text(&equal));
+    let differ = simtape().arg("diff").arg(&a).arg(&b).output().unwrap();
+    assert_eq!(differ.status.code(), Some(1), "{}", text(&differ));
+    let json = simtape().arg("diff").arg(&a).arg(&b).arg("--json").output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["equal"], serde_json::Value::Bool(false));
+    let garbage = dir.join("garbage.tape");
+    std::fs::write(&garbage, b"not a tape").unwrap();
+    let error = simtape().arg("diff").arg(&a).arg(&garbage).output().unwrap();
+    assert_eq!(error.status.code(), Some(2), "{}", text(&error));
+}
+
+#[test]
+fn export_writes_one_json_line_per_record() {
+    // Goal: the JSONL export has the header first, then every record, each valid JSON.
+    let dir = scratch("export");
+    let tape = dir.join("run.tape");
+    run_ok(simtape().arg("run").arg(scenario("hello.toml")).arg("--tape").arg(&tape));
+    let output = run_ok(simtape().args(["tape", "export", "--jsonl"]).arg(&tape));
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines[0].get("header").is_some());
+    assert_eq!(lines.last().unwrap()["kind"], "footer");
+    let verify = run_ok(simtape().args(["tape", "verify"]).arg(&tape));
+    let records: usize = text(&verify).split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert_eq!(lines.len(), records + 2, "header + records + footer");
+    run_ok(simtape().args(["tape", "show"]).arg(&tape));
+}
+
+#[test]
+fn a_killed_run_leaves_a_prefix_reported_as_truncated() {
+    // Goal: SIGKILL mid-run leaves a readable prefix that verify calls truncated (exit 1).
+    let dir = scratch("killed");
+    let tape = dir.join("endless.tape");
+    let endless = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/endless.toml");
+    let mut child = simtape().arg("run").arg(endless).arg("--tape").arg(&tape).spawn().unwrap();
+    let mut waited = 0;
+    while std::fs::metadata(&tape).map(|m| m.len()).unwrap_or(0) < 256 * 1024 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(child.try_wait().unwrap().is_none(), "the endless run ended early");
+        waited += 1;
+        assert!(waited < 1500, "the endless run wrote nothing in 30 s");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let output = simtape().args(["tape", "verify"]).arg(&tape).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("truncated"), "{}", text(&output));
+}
+
+#[test]
+fn check_reports_file_line_and_field() {
+    // Goal: a broken scenario is rejected by `check` with its location, exit 2.
+    let dir = scratch("check");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[scenario]\nname = \"bad\"\n\n[[task]]\nname = \"t\"\nsteps = [{ sleep = \"soon\" }]\n").unwrap();
+    let output = simtape().arg("check").arg(&bad).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("bad.toml:6"), "{}", text(&output));
+    run_ok(simtape().arg("check").arg(scenario("hello.toml")));
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    // Goal: `--help` lists every exit code.
+    let output = run_ok(simtape().arg("--help"));
+    let help = text(&output);
+    for code in ["0  success", "1  a finding", "2  bad usage", "3  the simulated run ended in error"] {
+        assert!(help.contains(code), "missing {code:?} in:\n{help}");
+    }
+}

@@ -1,1 +1,0 @@
-//! Tape diffs (see `docs/ARCHITECTURE.md`).

@@ -1,0 +1,60 @@
+//! What stops a diff: a tape that cannot be read, named by its side and path.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::tape::TapeError;
+
+/// Which of the two compared tapes: `A` is the reference, `B` the candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Side {
+    /// The first tape given (the reference).
+    A,
+    /// The second tape given (the candidate).
+    B,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::A => "A",
+            Side::B => "B",
+        })
+    }
+}
+
+/// Why two tapes could not be compared. Every variant is fatal to the diff (the CLI exits 2):
+/// the oracle never reports on a tape it could not read to its footer.
+#[derive(Debug, thiserror::Error)]
+pub enum OracleError {
+    /// The tape is missing, not a tape, truncated or corrupt.
+    #[error("tape {side} ({path}): {source}")]
+    Tape {
+        /// Which tape.
+        side: Side,
+        /// Its path, or `<memory>`.
+        path: String,
+        /// What the tape reader found.
+        #[source]
+        source: TapeError,
+    },
+    /// The tape's bytes changed between two of the oracle's passes over it (it was being
+    /// rewritten while it was compared).
+    #[error("tape {side} ({path}) changed while it was being compared")]
+    Changed {
+        /// Which tape.
+        side: Side,
+        /// Its path, or `<memory>`.
+        path: String,
+    },
+}
+
+impl OracleError {
+    /// Returns which tape the error is about.
+    pub fn side(&self) -> Side {
+        match self {
+            OracleError::Tape { side, .. } | OracleError::Changed { side, .. } => *side,
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The first differing field of two records, and the JSON-ish text of values in reports.
+//!
+//! Payloads are decoded (with `rmpv`) only here, for the first divergence: fingerprints are
+//! enough to align and count, so the hot passes never decode a payload.
+
+use std::collections::BTreeMap;
+
+use rmpv::Value;
+
+use super::Mode;
+use crate::tape::{hex_encode, to_json, RecordKind};
+
+/// The longest rendering of one value in a report, in characters; longer ones are cut and end
+/// with `…`, so a megabyte payload cannot flood a terminal.
+pub(crate) const RENDER_CHARS_MAX: usize = 1000;
+
+/// Rendered in place of a value that one side does not have.
+const ABSENT: &str = "(absent)";
+
+/// The fields of one record, with its payload resolved (never a blob reference).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fields<'r> {
+    pub(crate) t_ns: u64,
+    pub(crate) actor: &'r str,
+    pub(crate) task: u32,
+    pub(crate) kind: RecordKind,
+    pub(crate) payload: &'r [u8],
+}
+
+/// A field and its value in each tape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FieldDiff {
+    /// `t_ns`, `actor`, `task`, `kind`, `payload`, or a path into the payload such as
+    /// `payload/1/fields/bytes` (array positions and map keys, `/` in keys written `~1`).
+    pub(crate) field: String,
+    pub(crate) a: String,
+    pub(crate) b: String,
+}
+
+/// Returns the first field in which `a` and `b` differ under `mode`: the identifying fields,
+/// then the payload, then (in exact mode) virtual time.
+pub(crate) fn first_difference(mode: Mode, a: &Fields<'_>, b: &Fields<'_>) -> Option<FieldDiff> {
+    let differ = |field: &str, a: String, b: String| FieldDiff {
+        field: field.to_string(),
+        a,
+        b,
+    };
+    if mode != Mode::Outcome && a.actor != b.actor {
+        return Some(differ("actor", quote(a.actor), quote(b.actor)));
+    }
+    if mode != Mode::Outcome && a.task != b.task {
+        return Some(differ("task", a.task.to_string(), b.task.to_string()));
+    }
+    if a.kind != b.kind {
+        return Some(differ("kind", quote(a.kind.name()), quote(b.kind.name())));
+    }
+    if let Some(diff) = payload_difference(a.payload, b.payload) {
+        return Some(diff);
+    }
+    if mode == Mode::Exact && a.t_ns != b.t_ns {
+        return Some(differ("t_ns", a.t_ns.to_string(), b.t_ns.to_string()));
+    }
+    None
+}
+
+fn payload_difference(a: &[u8], b: &[u8]) -> Option<FieldDiff> {
+    if a == b {
+        return None;
+    }
+    match (decode(a), decode(b)) {
+        (Some(x), Some(y)) => value_difference("payload".to_string(), &x, &y),
+        // Not MessagePack (the format does not require it): compare the bytes as a whole.
+        _ => Some(FieldDiff {
+            field: "payload".into(),
+            a: render_payload(a),
+            b: render_payload(b),
+        }),
+    }
+}
+
+fn value_difference(path: String, a: &Value, b: &Value) -> Option<FieldDiff> {
+    if a == b {
+        return None;
+    }
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                if let Some(diff) = value_difference(format!("{path}/{i}"), p, q) {
+                    return Some(diff);
+                }
+            }
+            let i = x.len().min(y.len());
+            Some(FieldDiff {
+                field: format!("{path}/{i}"),
+                a: x.get(i).map_or_else(|| ABSENT.to_string(), render_value),
+                b: y.get(i).map_or_else(|| ABSENT.to_string(), render_value),
+            })
+        }
+        (Value::Map(x), Value::Map(y)) => map_difference(path, a, b, x, y),
+        _ => Some(FieldDiff {
+            field: path,
+            a: render_value(a),
+            b: render_value(b),
+        }),
+    }
+}
+
+/// Compares two maps by key, in A's key order, then the keys only B has.
+fn map_difference(
+    path: String,
+    a: &Value,
+    b: &Value,
+    x: &[(Value, Value)],
+    y: &[(Value, Value)],
+) -> Option<FieldDiff> {
+    let x_by_key: BTreeMap<String, &Value> = x.iter().map(|(k, v)| (segment(k), v)).collect();
+    let y_by_key: BTreeMap<String, &Value> = y.iter().map(|(k, v)| (segment(k), v)).collect();
+    for (key, value) in x {
+        let key = segment(key);
+        let field = format!("{path}/{key}");
+        match y_by_key.get(&key) {
+            Some(other) => {
+                if let Some(diff) = value_difference(field, value, other) {
+                    return Some(diff);
+                }
+            }
+            None => {
+                return Some(FieldDiff {
+                    field,
+                    a: render_value(value),
+                    b: ABSENT.into(),
+                })
+            }
+        }
+    }
+    for (key, value) in y {
+        let key = segment(key);
+        if !x_by_key.contains_key(&key) {
+            let field = format!("{path}/{key}");
+            return Some(FieldDiff {
+                field,
+                a: ABSENT.into(),
+                b: render_value(value),
+            });
+        }
+    }
+    // Same entries in another order (or repeated keys): the map itself differs.
+    Some(FieldDiff {
+        field: path,
+        a: render_value(a),
+        b: render_value(b),
+    })
+}
+
+/// Returns a map key as one path segment, escaped as in a JSON pointer.
+fn segment(key: &Value) -> String {
+    let text = match key.as_str() {
+        Some(text) => text.to_string(),
+        None => to_json(key).to_string(),
+    };
+    text.replace('~', "~0").replace('/', "~1")
+}
+
+fn decode(bytes: &[u8]) -> Option<Value> {
+    if bytes.is_empty() {
+        return Some(Value::Nil);
+    }
+    let mut cursor = bytes;
+    let value = rmpv::decode::read_value(&mut cursor).ok()?;
+    cursor.is_empty().then_some(value)
+}
+
+/// Renders a payload as JSON, or as hex when it is not one MessagePack value.
+pub(crate) fn render_payload(bytes: &[u8]) -> String {
+    match decode(bytes) {
+        Some(value) => render_value(&value),
+        None => cut(format!("0x{}", hex_encode(bytes))),
+    }
+}
+
+fn render_value(value: &Value) -> String {
+    cut(to_json(value).to_string())
+}
+
+/// Renders a whole record, for a record that only one tape has.
+pub(crate) fn render_record(fields: &Fields<'_>) -> String {
+    let Fields {
+        t_ns,
+        actor,
+        task,
+        kind,
+        payload,
+    } = fields;
+    let kind = kind.name();
+    let actor = quote(actor);
+    let payload = render_payload(payload);
+    cut(format!(
+        r#"{{"t_ns":{t_ns},"actor":{actor},"task":{task},"kind":"{kind}","payload":{payload}}}"#
+    ))
+}
+
+/// Returns `text` as a JSON string literal.
+pub(crate) fn quote(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+fn cut(text: String) -> String {
+    match text.char_indices().nth(RENDER_CHARS_MAX) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+        rmp_serde::to_vec(value).unwrap()
+    }
+
+    fn fields(payload: &[u8]) -> Fields<'_> {
+        Fields {
+            t_ns: 5,
+            actor: "events",
+            task: 1,
+            kind: RecordKind::Request,
+            payload,
+        }
+    }
+
+    #[test]
+    fn payload_paths_name_the_leaf() {
+        // Goal: a changed map value deep in a payload is named by its path, with both values.
+        let a = encode(&("log", ("tick", serde_json::json!({"n": 1, "bytes": 10}))));
+        let b = encode(&("log", ("tick", serde_json::json!({"n": 1, "bytes": 11}))));
+        let diff = first_difference(Mode::Exact, &fields(&a), &fields(&b)).unwrap();
+        assert_eq!(
+            diff,
+            FieldDiff {
+                field: "payload/1/1/bytes".into(),
+                a: "10".into(),
+                b: "11".into()
+            }
+        );
+    }
+
+    #[test]
+    fn missing_entries_are_absent() {
+        // Goal: a key or an element only one side has is shown as absent on the other.
+        let a = encode(&serde_json::json!({"a/b": 1}));
+        let b = encode(&serde_json::json!({}));
+        let diff = first_difference(Mode::Exact, &fields(&a), &fields(&b)).unwrap();
+        assert_eq!(
+            (diff.field.as_str(), diff.b.as_str()),
+            ("payload/a~1b", ABSENT)
+        );
+        let diff = payload_difference(&encode(&[1, 2]), &encode(&[1, 2, 3])).unwrap();
+        assert_eq!(
+            (diff.field.as_str(), diff.a.as_str(), diff.b.as_str()),
+            ("payload/2", ABSENT, "3")
+        );
+    }
+
+    #[test]
+    fn identity_fields_come_before_payload_and_time() {
+        // Goal: the actor is named before the payload; time only in exact mode, and last.
+        let mut other = fields(b"\x01");
+        other.actor = "clock";
+        other.t_ns = 9;
+        let base = fields(b"\x02");
+        assert_eq!(
+            first_difference(Mode::Exact, &base, &other).unwrap().field,
+            "actor"
+        );
+        assert_eq!(
+            first_difference(Mode::Outcome, &base, &other)
+                .unwrap()
+                .field,
+            "payload"
+        );
+        let timed = Fields { t_ns: 9, ..base };
+        assert_eq!(
+            first_difference(Mode::Exact, &base, &timed).unwrap().field,
+            "t_ns"
+        );
+        assert_eq!(first_difference(Mode::Semantic, &base, &timed), None);
+    }
+
+    #[test]
+    fn long_values_are_cut() {
+        // Goal: a rendering never exceeds the character bound.
+        let long = render_payload(&encode(&"x".repeat(5000)));
+        assert_eq!(long.chars().count(), RENDER_CHARS_MAX + 1);
+        assert!(long.ends_with('…'));
+        assert_eq!(render_payload(b"\x92\x01"), "0x9201");
+    }
+}

@@ -1,1 +1,0 @@
-//! The TOML scenario format.

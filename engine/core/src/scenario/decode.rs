@@ -1,0 +1,318 @@
+//! Decoding: walks the TOML tree into a [`Spec`], collecting every problem on the way. This
+//! module reads the tables; `fields` decodes single values and `steps` the steps.
+//!
+//! Each decoding function reports what is wrong with its own field and returns `None`; its
+//! caller goes on with the other fields, so one run of the decoder finds every problem it
+//! can. A table's leftover keys are reported as unknown after its known keys are read.
+
+use super::error::Problem;
+use super::fields::{one_of, Field};
+use super::node::{Node, Span, Value};
+use super::schema::{
+    Role, Spec, TaskSpec, REPEAT_MAX, SCENARIO_KEYS, TABLES, TABLES_RESERVED, TASK_KEYS,
+    TASK_NAMES_RESERVED,
+};
+use super::steps::step_list;
+use crate::limits::Limits;
+use crate::time::{parse_duration_ns, START_DEFAULT_UNIX_NS};
+
+/// A name, or a channel, as a step or task uses it: kept for the whole-scenario checks.
+#[derive(Debug, Clone)]
+pub(crate) struct Use {
+    pub(crate) name: String,
+    pub(crate) span: Span,
+    pub(crate) field: String,
+}
+
+/// What decoding found: the spec when nothing was wrong, and what the checks of `validate`
+/// need even when something was.
+#[derive(Debug, Default)]
+pub(crate) struct Decoded {
+    pub(crate) spec: Option<Spec>,
+    pub(crate) problems: Vec<Problem>,
+    pub(crate) task_names: Vec<Use>,
+    pub(crate) channels: Vec<(Role, Use)>,
+}
+
+/// Decodes a document tree.
+pub(crate) fn decode(root: &Node) -> Decoded {
+    let mut decoded = Decoded::default();
+    decoded.spec = document(&mut decoded, root);
+    decoded
+}
+
+/// Decodes the whole document: `[scenario]`, `[limits]`, `[[task]]`.
+fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
+    let root_field = Field {
+        node: root,
+        path: String::new(),
+        span: 0..0,
+    };
+    let mut top = decoded.table(&root_field, "a TOML table")?;
+    let scenario = match top.take("scenario") {
+        Some(field) => scenario(decoded, &field),
+        None => {
+            decoded.missing(&top, "scenario", "a [scenario] table");
+            None
+        }
+    };
+    let limits = match top.take("limits") {
+        Some(field) => limits(decoded, &field),
+        None => Some(Limits::default()),
+    };
+    let tasks = match top.take("task") {
+        Some(field) => tasks(decoded, &field),
+        None => {
+            decoded.missing(&top, "task", "at least one [[task]] table");
+            None
+        }
+    };
+    for (entry, path, span) in top.unread() {
+        let message = if TABLES_RESERVED.contains(&entry.key.as_str()) {
+            format!(
+                "the [{}] table belongs to a later version of the scenario format; this version reads {}",
+                entry.key,
+                one_of(&TABLES)
+            )
+        } else {
+            format!(
+                "unknown key, expected one of the tables {}",
+                one_of(&TABLES)
+            )
+        };
+        decoded.problem(span, path, message);
+    }
+    let (name, description, start_unix_ns, seeds) = scenario?;
+    Some(Spec {
+        name,
+        description,
+        start_unix_ns,
+        seeds,
+        limits: limits?,
+        tasks: tasks?,
+    })
+}
+
+type ScenarioTable = (String, String, i64, Vec<u64>);
+
+fn scenario(decoded: &mut Decoded, field: &Field<'_>) -> Option<ScenarioTable> {
+    let mut fields = decoded.table(field, "a [scenario] table")?;
+    let name = match fields.take("name") {
+        Some(name) => decoded.name(&name),
+        None => {
+            decoded.missing(&fields, "name", "a name of a-z, 0-9 and -");
+            None
+        }
+    };
+    let description = match fields.take("description") {
+        Some(text) => decoded.string(&text, "a string").map(str::to_string),
+        None => Some(String::new()),
+    };
+    let start = match fields.take("start") {
+        Some(start) => decoded.instant(&start),
+        None => Some(START_DEFAULT_UNIX_NS),
+    };
+    let seeds = match fields.take("seeds") {
+        Some(seeds) => seed_list(decoded, &seeds),
+        None => Some(vec![0]),
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&SCENARIO_KEYS)),
+    );
+    Some((name?, description?, start?, seeds?))
+}
+
+fn seed_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<u64>> {
+    let items = decoded.array(field, "an array of seeds like [1, 2, 3]")?;
+    if items.is_empty() {
+        decoded.expected(field, "at least one seed");
+        return None;
+    }
+    let mut seeds = Vec::new();
+    let mut complete = true;
+    for item in &items {
+        match decoded.integer(item, 0, i64::MAX, "a non-negative integer") {
+            Some(seed) if seeds.contains(&(seed as u64)) => {
+                decoded.expected(item, "each seed once");
+                complete = false;
+            }
+            Some(seed) => seeds.push(seed as u64),
+            None => complete = false,
+        }
+    }
+    complete.then_some(seeds)
+}
+
+/// Decodes `[limits]`. The known keys and their kinds come from [`Limits`] itself (its
+/// serialized default), so a new limit is accepted here the day it is added there.
+fn limits(decoded: &mut Decoded, field: &Field<'_>) -> Option<Limits> {
+    let fields = decoded.table(field, "a [limits] table")?;
+    let known = toml::Table::try_from(Limits::default()).unwrap_or_default();
+    let known_keys: Vec<&str> = known.keys().map(String::as_str).collect();
+    let mut table = toml::Table::new();
+    let mut complete = true;
+    for (entry, path, key_span) in fields.unread() {
+        let span = entry.node.span.clone().unwrap_or(key_span.clone());
+        let value_field = Field {
+            node: &entry.node,
+            path: path.clone(),
+            span,
+        };
+        let value = match known.get(&entry.key) {
+            None => {
+                let message = format!("unknown limit, expected one of {}", one_of(&known_keys));
+                decoded.problem(key_span, path, message);
+                None
+            }
+            Some(toml::Value::Integer(_)) => limit_integer(decoded, &entry.key, &value_field),
+            Some(_) => limit_other(decoded, &entry.key, &value_field),
+        };
+        match value {
+            Some(value) => drop(table.insert(entry.key.clone(), value)),
+            None => complete = false,
+        }
+    }
+    if !complete {
+        return None;
+    }
+    match toml::Value::Table(table).try_into::<Limits>() {
+        Ok(limits) => Some(limits),
+        Err(error) => {
+            decoded.problem(
+                field.span.clone(),
+                field.path.clone(),
+                error.message().to_string(),
+            );
+            None
+        }
+    }
+}
+
+/// An integer limit; one whose name ends in `_ns` also takes a duration like `"10s"`.
+fn limit_integer(decoded: &mut Decoded, key: &str, field: &Field<'_>) -> Option<toml::Value> {
+    let takes_duration = key.ends_with("_ns");
+    let what = if takes_duration {
+        "a non-negative integer of nanoseconds or a duration like \"10s\""
+    } else {
+        "a non-negative integer"
+    };
+    let ns = match &field.node.value {
+        Value::String(text) if takes_duration => parse_duration_ns(text).ok(),
+        Value::Integer(n) => u64::try_from(*n).ok(),
+        _ => None,
+    };
+    match ns.and_then(|ns| i64::try_from(ns).ok()) {
+        Some(n) => Some(toml::Value::Integer(n)),
+        None => {
+            decoded.expected(field, what);
+            None
+        }
+    }
+}
+
+/// A limit of another kind than integer: serde decides, one key at a time so that its error
+/// points at the key's value.
+fn limit_other(decoded: &mut Decoded, key: &str, field: &Field<'_>) -> Option<toml::Value> {
+    let value = plain_toml(field.node);
+    let single = value
+        .clone()
+        .map(|value| toml::Table::from_iter([(key.to_string(), value)]));
+    let message = match single.map(|table| toml::Value::Table(table).try_into::<Limits>()) {
+        Some(Ok(_)) => return value,
+        Some(Err(error)) => error.message().to_string(),
+        None => format!("expected a TOML value, found {}", field.node.value.found()),
+    };
+    decoded.problem(field.span.clone(), field.path.clone(), message);
+    None
+}
+
+/// Turns a node back into a plain `toml::Value`, for values handed to serde as they are.
+fn plain_toml(node: &Node) -> Option<toml::Value> {
+    Some(match &node.value {
+        Value::String(text) => toml::Value::String(text.clone()),
+        Value::Integer(n) => toml::Value::Integer(*n),
+        Value::Float(x) => toml::Value::Float(*x),
+        Value::Boolean(b) => toml::Value::Boolean(*b),
+        Value::Datetime(text) => toml::Value::Datetime(text.parse().ok()?),
+        Value::Array(items) => {
+            toml::Value::Array(items.iter().map(plain_toml).collect::<Option<_>>()?)
+        }
+        Value::Table(entries) => toml::Value::Table(
+            entries
+                .iter()
+                .map(|e| Some((e.key.clone(), plain_toml(&e.node)?)))
+                .collect::<Option<_>>()?,
+        ),
+    })
+}
+
+fn tasks(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<TaskSpec>> {
+    let items = decoded.array(field, "an array of [[task]] tables")?;
+    if items.is_empty() {
+        decoded.expected(field, "at least one [[task]] table");
+        return None;
+    }
+    let tasks: Vec<Option<TaskSpec>> = items.iter().map(|item| task(decoded, item)).collect();
+    tasks.into_iter().collect()
+}
+
+fn task(decoded: &mut Decoded, field: &Field<'_>) -> Option<TaskSpec> {
+    let mut fields = decoded.table(field, "a [[task]] table")?;
+    let name = match fields.take("name") {
+        Some(name) => task_name(decoded, &name),
+        None => {
+            decoded.missing(&fields, "name", "a task name of a-z, 0-9 and -");
+            None
+        }
+    };
+    let repeat = match fields.take("repeat") {
+        Some(repeat) => {
+            let what = format!("an integer from 1 to {REPEAT_MAX}");
+            decoded
+                .integer(&repeat, 1, REPEAT_MAX, &what)
+                .map(|n| n as u32)
+        }
+        None => Some(1),
+    };
+    let start_after_ns = match fields.take("start_after") {
+        Some(start_after) => decoded.duration(&start_after),
+        None => Some(0),
+    };
+    let steps = match fields.take("steps") {
+        Some(steps) => step_list(decoded, &steps),
+        None => {
+            decoded.missing(
+                &fields,
+                "steps",
+                "an array of steps like [{ sleep = \"100ms\" }]",
+            );
+            None
+        }
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&TASK_KEYS)),
+    );
+    Some(TaskSpec {
+        name: name?,
+        repeat: repeat?,
+        start_after_ns: start_after_ns?,
+        steps: steps?,
+    })
+}
+
+fn task_name(decoded: &mut Decoded, field: &Field<'_>) -> Option<String> {
+    let name = decoded.name(field)?;
+    if TASK_NAMES_RESERVED.contains(&name.as_str()) {
+        let message = format!("the task name {name:?} is reserved: the engine's own tasks use it");
+        decoded.problem(field.span.clone(), field.path.clone(), message);
+        return None;
+    }
+    decoded.task_names.push(Use {
+        name: name.clone(),
+        span: field.span.clone(),
+        field: field.path.clone(),
+    });
+    Some(name)
+}

@@ -1,0 +1,138 @@
+//! The interpreter: runs a decoded scenario as the main task of a simulation.
+//!
+//! The main task opens the channels, spawns one task per `[[task]]` in file order, and joins
+//! them all in that order. Each task runs its steps `repeat` times; every step maps onto one
+//! engine call, so the tape shows exactly what the scenario asks for:
+//!
+//! | step           | engine call                                  | tape records           |
+//! |----------------|----------------------------------------------|------------------------|
+//! | `sleep`        | [`crate::time::sleep`]                       | `wake` (clock)         |
+//! | `sleep_random` | `sleep` of a draw from the task's own stream | `wake` (clock)         |
+//! | `event`        | [`Host::event`]                              | `request`, `reply`     |
+//! | `send`, `recv` | a [`crate::sync`] channel                    | none (a `recv` with `log` adds an event) |
+//! | `outcome`      | [`Host::outcome`]                            | `outcome`              |
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use super::channels::{Channels, SharedReceiver};
+use super::schema::{Spec, Step};
+use crate::rng::RngStream;
+use crate::sim::Host;
+use crate::sync::Sender;
+
+/// The outcomes a run declared, in the order it declared them.
+pub(crate) type Outcomes = Vec<(String, Json)>;
+
+/// Returns the name of the random stream of the task `task`.
+pub(crate) fn task_stream_name(task: &str) -> String {
+    format!("scenario/task/{task}")
+}
+
+/// Runs the scenario: the body of the main task.
+pub(crate) async fn run(host: Host, spec: Arc<Spec>) -> Outcomes {
+    let outcomes = Rc::new(RefCell::new(Vec::new()));
+    let channels_used = spec.channels();
+    let mut channels = Channels::open(channels_used.keys().copied());
+    let mut handles = Vec::with_capacity(spec.tasks.len());
+    for (index, task) in spec.tasks.iter().enumerate() {
+        let mut senders = BTreeMap::new();
+        let mut receivers = BTreeMap::new();
+        for (name, ends) in &channels_used {
+            if ends.senders.contains(&index) {
+                senders.insert(name.to_string(), channels.sender(name));
+            }
+            if ends.receivers.contains(&index) {
+                receivers.insert(name.to_string(), channels.receiver(name));
+            }
+        }
+        let runner = TaskRunner {
+            host: host.clone(),
+            rng: host.rng(&task_stream_name(&task.name)),
+            senders,
+            receivers,
+            outcomes: Rc::clone(&outcomes),
+        };
+        handles.push(crate::spawn(
+            task.name.clone(),
+            runner.run(Arc::clone(&spec), index),
+        ));
+    }
+    channels.close_senders();
+    for handle in handles {
+        handle.await.expect("scenario tasks are never aborted");
+    }
+    // The receivers live until here, so no send ever finds its channel gone.
+    drop(channels);
+    outcomes.take()
+}
+
+/// What one task needs to run its steps.
+struct TaskRunner {
+    host: Host,
+    rng: RngStream,
+    /// The task's own senders: dropped when the task ends, which may close the channel.
+    senders: BTreeMap<String, Sender<Json>>,
+    receivers: BTreeMap<String, Rc<SharedReceiver>>,
+    outcomes: Rc<RefCell<Outcomes>>,
+}
+
+impl TaskRunner {
+    async fn run(mut self, spec: Arc<Spec>, index: usize) {
+        let task = &spec.tasks[index];
+        if task.start_after_ns > 0 {
+            crate::time::sleep(Duration::from_nanos(task.start_after_ns)).await;
+        }
+        for _ in 0..task.repeat {
+            for step in &task.steps {
+                self.step(step).await;
+            }
+        }
+    }
+
+    async fn step(&mut self, step: &Step) {
+        match step {
+            Step::Sleep { ns } => crate::time::sleep(Duration::from_nanos(*ns)).await,
+            Step::SleepRandom { min_ns, max_ns } => {
+                let ns = self.rng.range_inclusive(*min_ns, *max_ns);
+                crate::time::sleep(Duration::from_nanos(ns)).await;
+            }
+            Step::Event { name, fields } => {
+                self.host.event(name, fields.clone()).await;
+            }
+            Step::Send { channel, value } => {
+                let sender = self
+                    .senders
+                    .get(channel)
+                    .expect("a task holds a sender for each channel it sends on");
+                sender
+                    .send(value.clone())
+                    .await
+                    .expect("the receivers outlive every task");
+            }
+            Step::Recv { channel, log } => {
+                let receiver = self
+                    .receivers
+                    .get(channel)
+                    .expect("a task holds each channel it receives from");
+                let value = receiver.recv().await;
+                if let Some(log) = log {
+                    // TOML has no null, so a null value can only mean the channel was closed.
+                    let fields = serde_json::json!({ "channel": channel, "value": value });
+                    self.host.event(log, fields).await;
+                }
+            }
+            Step::Outcome { name, value } => {
+                self.host.outcome(name, value);
+                self.outcomes
+                    .borrow_mut()
+                    .push((name.clone(), value.clone()));
+            }
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! The TOML scenario format and its interpreter: drive the engine without writing Rust.
+//!
+//! A scenario file names a run (`[scenario]`), may bound it (`[limits]`), and lists tasks
+//! (`[[task]]`) whose steps sleep, sleep a seeded random time, log events, talk over named
+//! channels and declare outcomes. The reference is `docs/scenario-format.md`.
+//!
+//! ```
+//! use std::path::Path;
+//! use simtape::scenario::Scenario;
+//!
+//! let source = r#"
+//! [scenario]
+//! name = "ping"
+//! seeds = [7]
+//!
+//! [[task]]
+//! name = "pinger"
+//! steps = [{ sleep = "250ms" }, { send = "pings", value = "ping" }]
+//!
+//! [[task]]
+//! name = "ponger"
+//! steps = [{ recv = "pings" }, { outcome = "ponged", value = true }]
+//! "#;
+//! let scenario = Scenario::parse(source, Path::new("ping.toml")).unwrap();
+//! let mut builder = scenario.builder(scenario.seeds()[0]);
+//! let report = scenario.run(&mut builder).unwrap();
+//! assert_eq!(report.end_ns, 250_000_000);
+//! assert_eq!(report.outcomes, vec![("ponged".to_string(), serde_json::json!(true))]);
+//! ```
+//!
+//! The pipeline is: `node` reads the TOML into a tree that keeps every span; `decode` turns
+//! the tree into a checked `schema::Spec`, collecting every problem (with `fields` for single
+//! values and `steps` for steps); `validate` checks across tasks (unique names, channels with
+//! both ends); `interpret` runs the spec, its channels living in `channels`. `error` places
+//! problems at a line and column.
+
+mod channels;
+mod decode;
+mod error;
+mod fields;
+mod interpret;
+mod node;
+mod schema;
+mod steps;
+mod validate;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use error::ScenarioError;
+
+use crate::limits::Limits;
+use crate::sim::{Builder, RunError, Sim};
+use crate::tape::{ScenarioStamp, TapeSummary};
+use schema::{Spec, SOURCE_BYTES_MAX};
+
+/// A checked scenario, ready to run at any seed, any number of times.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    path: PathBuf,
+    source: String,
+    spec: Arc<Spec>,
+}
+
+// A sweep shares one scenario between the threads of its pool.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<Scenario>()
+};
+
+/// What a completed scenario run returns.
+#[derive(Debug)]
+pub struct ScenarioReport {
+    /// The seed.
+    pub seed: u64,
+    /// Virtual time at the end, in nanoseconds.
+    pub end_ns: u64,
+    /// Timer events popped.
+    pub events: u64,
+    /// Records written (not counting tape meta records).
+    pub records: u64,
+    /// A fingerprint of every record, kept even without a tape.
+    pub fingerprint: u64,
+    /// The tape, when one was written.
+    pub tape: Option<TapeSummary>,
+    /// The tape file, when the tape went to a file.
+    pub tape_path: Option<PathBuf>,
+    /// Every `outcome` step that ran, as `(name, value)`, in the order they ran.
+    pub outcomes: Vec<(String, serde_json::Value)>,
+}
+
+impl Scenario {
+    /// Reads and checks the scenario file at `path`; the error is the first problem (in
+    /// source order). Files above 4 MiB are refused.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::check_all(path).map_err(first)
+    }
+
+    /// Checks scenario text; `path` names it in errors (and later anchors relative paths).
+    /// The error is the first problem, in source order.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// let source = "[scenario]\nname = \"x\"\n[[task]]\nname = \"t\"\nsteps = [{ sleep = \"soon\" }]\n";
+    /// let error = simtape::scenario::Scenario::parse(source, Path::new("x.toml")).unwrap_err();
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "x.toml:5:20: field `task[0].steps[0].sleep`: expected a duration like \"250ms\", found \"soon\"",
+    /// );
+    /// ```
+    pub fn parse(source: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::check_source(source, path).map_err(first)
+    }
+
+    /// Reads and checks the scenario file at `path`, reporting every problem it finds (for
+    /// `simtape check`), in source order.
+    pub fn check_all(path: &Path) -> Result<Scenario, Vec<ScenarioError>> {
+        let source = read_source(path).map_err(|error| vec![error])?;
+        Scenario::check_source(&source, path)
+    }
+
+    /// Checks scenario text, reporting every problem it finds, in source order. Never panics,
+    /// whatever the text.
+    pub fn check_source(source: &str, path: &Path) -> Result<Scenario, Vec<ScenarioError>> {
+        let root = match node::parse(source) {
+            Ok(root) => root,
+            Err(error) => return Err(vec![syntax_error(&error, source, path)]),
+        };
+        let decoded = decode::decode(&root);
+        let mut problems = validate::check(&decoded);
+        problems.extend(decoded.problems);
+        if problems.is_empty() {
+            let spec = decoded
+                .spec
+                .expect("decoding without problems yields a spec");
+            return Ok(Scenario {
+                path: path.to_path_buf(),
+                source: source.to_string(),
+                spec: Arc::new(spec),
+            });
+        }
+        problems.sort_by_key(|problem| problem.span.start);
+        Err(problems
+            .into_iter()
+            .map(|p| p.locate(source, path))
+            .collect())
+    }
+
+    /// Returns the scenario's name (`[scenario] name`).
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Returns the scenario's description (empty when it has none).
+    pub fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    /// Returns the pinned seeds (`[scenario] seeds`, default `[0]`); never empty.
+    pub fn seeds(&self) -> &[u64] {
+        &self.spec.seeds
+    }
+
+    /// Returns the start instant, in nanoseconds since the Unix epoch.
+    pub fn start_unix_ns(&self) -> i64 {
+        self.spec.start_unix_ns
+    }
+
+    /// Returns the limits (`[limits]` over the defaults).
+    pub fn limits(&self) -> &Limits {
+        &self.spec.limits
+    }
+
+    /// Returns the path the scenario was loaded from (or named by, for [`Scenario::parse`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Returns the scenario source text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Returns the hex SHA-256 of the source.
+    pub fn digest(&self) -> String {
+        crate::tape::sha256_hex(self.source.as_bytes())
+    }
+
+    /// Returns the stamp for the tape header: name, digest and the source itself, so a tape
+    /// can be replayed on its own.
+    pub fn stamp(&self) -> ScenarioStamp {
+        ScenarioStamp {
+            name: self.name().to_string(),
+            digest: self.digest(),
+            source: self.source.clone(),
+        }
+    }
+
+    /// Returns a builder set up for this scenario at `seed`: seed, start instant, limits and
+    /// scenario stamp. Add a tape (`.tape(path)`, `.tape_in_memory()`) before [`Scenario::run`].
+    pub fn builder(&self, seed: u64) -> Builder {
+        let mut builder = Sim::builder();
+        builder
+            .seed(seed)
+            .start_unix_ns(self.spec.start_unix_ns)
+            .limits(self.spec.limits.clone())
+            .scenario(self.stamp());
+        builder
+    }
+
+    /// Builds a run from `builder` (usually from [`Scenario::builder`]) and runs the scenario.
+    /// The tape's verdict is `ok`, or `error: <error>` when the run fails (a deadlock, a limit).
+    pub fn run(&self, builder: &mut Builder) -> Result<ScenarioReport, RunError> {
+        let seed = builder.seed_value();
+        let sim = builder.build().map_err(|error| RunError {
+            error: Box::new(error),
+            seed,
+            end_ns: 0,
+            events: 0,
+            tape: None,
+            tape_path: None,
+        })?;
+        let spec = Arc::clone(&self.spec);
+        let report = sim.run_with_verdict(
+            move |host| interpret::run(host, spec),
+            |outcome| match outcome {
+                Ok(_) => "ok".to_string(),
+                Err(error) => format!("error: {error}"),
+            },
+        )?;
+        Ok(ScenarioReport {
+            seed: report.seed,
+            end_ns: report.end_ns,
+            events: report.events,
+            records: report.records,
+            fingerprint: report.fingerprint,
+            tape: report.tape,
+            tape_path: report.tape_path,
+            outcomes: report.output,
+        })
+    }
+}
+
+/// Returns the first of a non-empty list of errors.
+fn first(mut errors: Vec<ScenarioError>) -> ScenarioError {
+    assert!(
+        !errors.is_empty(),
+        "a failed check reports at least one error"
+    );
+    errors.swap_remove(0)
+}
+
+/// Reads a scenario file as UTF-8 text of at most [`SOURCE_BYTES_MAX`] bytes.
+fn read_source(path: &Path) -> Result<String, ScenarioError> {
+    let unreadable = |error: std::io::Error| {
+        ScenarioError::whole_file(path, format!("cannot read the scenario file: {error}"))
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(SOURCE_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > SOURCE_BYTES_MAX {
+        let message = format!(
+            "expected a scenario file of at most {SOURCE_BYTES_MAX} bytes, found a larger one"
+        );
+        return Err(ScenarioError::whole_file(path, message));
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let prefix = std::str::from_utf8(valid).expect("the prefix up to valid_up_to is UTF-8");
+        let (line, column) = error::line_column(prefix, prefix.len());
+        ScenarioError {
+            file: path.to_path_buf(),
+            line,
+            column,
+            field: String::new(),
+            message: "expected UTF-8 text, found an invalid byte".to_string(),
+        }
+    })
+}
+
+/// Places a TOML syntax error. Its message is `toml`'s, on one line.
+fn syntax_error(error: &toml::de::Error, source: &str, path: &Path) -> ScenarioError {
+    let offset = error.span().map_or(0, |span| span.start);
+    let (line, column) = error::line_column(source, offset);
+    let message = error
+        .message()
+        .trim()
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join("; ");
+    ScenarioError {
+        file: path.to_path_buf(),
+        line,
+        column,
+        field: String::new(),
+        message: format!("invalid TOML: {message}"),
+    }
+}

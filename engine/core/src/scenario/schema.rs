@@ -1,0 +1,120 @@
+//! The decoded scenario: what `decode` produces and `interpret` runs.
+//!
+//! These types hold checked values only (durations in nanoseconds, names that passed their
+//! rules, TOML values turned into JSON), so the interpreter never meets a bad one.
+
+use crate::limits::Limits;
+
+/// Scenario, task and channel names: at most this many characters of `a-z`, `0-9` and `-`.
+pub(crate) const NAME_LEN_MAX: usize = 64;
+/// Event and outcome names (labels): at most this many characters.
+pub(crate) const LABEL_LEN_MAX: usize = 128;
+/// The most times a task may repeat its steps. A loop of zero-latency steps pops no timer, so
+/// `events_max` would not stop it; this bound does.
+pub(crate) const REPEAT_MAX: i64 = 1_000_000;
+/// The largest scenario file `Scenario::load` reads.
+pub(crate) const SOURCE_BYTES_MAX: u64 = 4 << 20;
+/// Task names the engine already uses in tapes and deadlock reports.
+pub(crate) const TASK_NAMES_RESERVED: [&str; 2] = ["main", "engine"];
+
+/// The top-level tables this version of the format reads.
+pub(crate) const TABLES: [&str; 3] = ["scenario", "limits", "task"];
+/// Top-level tables that later versions of the format will read (agent loop, LLM fixture,
+/// filesystem overlay, network policy, fault plan, verifiers).
+pub(crate) const TABLES_RESERVED: [&str; 6] = ["agent", "llm", "fs", "network", "faults", "verify"];
+/// The keys of `[scenario]`.
+pub(crate) const SCENARIO_KEYS: [&str; 4] = ["name", "description", "start", "seeds"];
+/// The keys of a `[[task]]`.
+pub(crate) const TASK_KEYS: [&str; 4] = ["name", "repeat", "start_after", "steps"];
+/// The keys that name a step's kind; a step has exactly one.
+pub(crate) const STEP_KINDS: [&str; 6] =
+    ["sleep", "sleep_random", "event", "send", "recv", "outcome"];
+
+/// A scenario whose every field has been checked.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Spec {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) start_unix_ns: i64,
+    pub(crate) seeds: Vec<u64>,
+    pub(crate) limits: Limits,
+    pub(crate) tasks: Vec<TaskSpec>,
+}
+
+/// One `[[task]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TaskSpec {
+    pub(crate) name: String,
+    pub(crate) repeat: u32,
+    pub(crate) start_after_ns: u64,
+    pub(crate) steps: Vec<Step>,
+}
+
+/// One step of a task.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Step {
+    /// Sleeps a fixed virtual duration.
+    Sleep { ns: u64 },
+    /// Sleeps a uniform random duration in `min_ns..=max_ns`, drawn from the task's stream.
+    SleepRandom { min_ns: u64, max_ns: u64 },
+    /// Logs a user event.
+    Event {
+        name: String,
+        fields: serde_json::Value,
+    },
+    /// Sends `value` on a channel, waiting while it is full.
+    Send {
+        channel: String,
+        value: serde_json::Value,
+    },
+    /// Receives one message from a channel; `log` names a user event that records it.
+    Recv {
+        channel: String,
+        log: Option<String>,
+    },
+    /// Declares a final effect of the run.
+    Outcome {
+        name: String,
+        value: serde_json::Value,
+    },
+}
+
+/// Which end of a channel a step uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Send,
+    Recv,
+}
+
+impl Spec {
+    /// Returns every channel the tasks mention, in name order, with the tasks (by index) that
+    /// send on it and receive from it.
+    pub(crate) fn channels(&self) -> std::collections::BTreeMap<&str, ChannelEnds> {
+        let mut channels = std::collections::BTreeMap::<&str, ChannelEnds>::new();
+        for (index, task) in self.tasks.iter().enumerate() {
+            for step in &task.steps {
+                let (channel, role) = match step {
+                    Step::Send { channel, .. } => (channel, Role::Send),
+                    Step::Recv { channel, .. } => (channel, Role::Recv),
+                    _ => continue,
+                };
+                let ends = channels.entry(channel).or_default();
+                let tasks = match role {
+                    Role::Send => &mut ends.senders,
+                    Role::Recv => &mut ends.receivers,
+                };
+                if tasks.last() != Some(&index) {
+                    tasks.push(index);
+                }
+            }
+        }
+        channels
+    }
+}
+
+/// The tasks at each end of one channel, by task index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ChannelEnds {
+    pub(crate) senders: Vec<usize>,
+    pub(crate) receivers: Vec<usize>,
+}

@@ -1,0 +1,174 @@
+//! Decoding of steps: exactly one kind key per step, then the keys that kind takes.
+
+use serde_json::Value as Json;
+
+use super::decode::{Decoded, Use};
+use super::fields::{one_of, Field, Fields};
+use super::node::Value;
+use super::schema::{Role, Step, STEP_KINDS};
+
+pub(crate) fn step_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<Step>> {
+    let items = decoded.array(field, "an array of steps like [{ sleep = \"100ms\" }]")?;
+    if items.is_empty() {
+        decoded.expected(field, "at least one step");
+        return None;
+    }
+    let steps: Vec<Option<Step>> = items.iter().map(|item| step(decoded, item)).collect();
+    steps.into_iter().collect()
+}
+
+/// Decodes one step: exactly one kind key, then the keys that kind takes.
+fn step(decoded: &mut Decoded, field: &Field<'_>) -> Option<Step> {
+    let mut fields = decoded.table(field, "a step like { sleep = \"100ms\" }")?;
+    let kinds: Vec<&str> = fields
+        .entries
+        .iter()
+        .map(|e| e.key.as_str())
+        .filter(|key| STEP_KINDS.contains(key))
+        .collect();
+    let kind = match kinds.as_slice() {
+        [kind] => *kind,
+        [] => {
+            let keys: Vec<&str> = fields.entries.iter().map(|e| e.key.as_str()).collect();
+            let found = if keys.is_empty() {
+                "an empty table".to_string()
+            } else {
+                one_of(&keys)
+            };
+            let message = format!(
+                "expected a step with one of the keys {}, found {found}",
+                one_of(&STEP_KINDS)
+            );
+            decoded.problem(field.span.clone(), field.path.clone(), message);
+            return None;
+        }
+        [first, second, ..] => {
+            let message =
+                format!("expected one kind per step, found both `{first}` and `{second}`");
+            let second = fields
+                .take(second)
+                .expect("the key was found among the entries");
+            decoded.problem(second.span, second.path, message);
+            return None;
+        }
+    };
+    let value = fields
+        .take(kind)
+        .expect("the key was found among the entries");
+    let (step, extras): (Option<Step>, &[&str]) = match kind {
+        "sleep" => (decoded.duration(&value).map(|ns| Step::Sleep { ns }), &[]),
+        "sleep_random" => (sleep_random(decoded, &value), &[]),
+        "event" => (event(decoded, &value, &mut fields), &["fields"]),
+        "send" => (send(decoded, &value, &mut fields), &["value"]),
+        "recv" => (recv(decoded, &value, &mut fields), &["log"]),
+        "outcome" => (outcome(decoded, &value, &mut fields), &["value"]),
+        _ => unreachable!("every kind in STEP_KINDS has a decoder"),
+    };
+    let message = if extras.is_empty() {
+        format!("unknown key (no other key goes with `{kind}`)")
+    } else {
+        format!(
+            "unknown key, expected {} (no other key goes with `{kind}`)",
+            one_of(extras)
+        )
+    };
+    fields.finish(decoded, &message);
+    step
+}
+
+fn sleep_random(decoded: &mut Decoded, field: &Field<'_>) -> Option<Step> {
+    let mut fields = decoded.table(field, "a range like { min = \"10ms\", max = \"50ms\" }")?;
+    let mut bound = |key: &str, decoded: &mut Decoded| match fields.take(key) {
+        Some(value) => decoded.duration(&value).map(|ns| (ns, value)),
+        None => {
+            decoded.missing(&fields, key, "a duration like \"250ms\"");
+            None
+        }
+    };
+    let min = bound("min", decoded);
+    let max = bound("max", decoded);
+    fields.finish(decoded, "unknown key, expected `min` or `max`");
+    let ((min_ns, min), (max_ns, max)) = (min?, max?);
+    if min_ns > max_ns {
+        let message = format!(
+            "expected min <= max, found min {} > max {}",
+            min.node.value.found(),
+            max.node.value.found()
+        );
+        decoded.problem(field.span.clone(), field.path.clone(), message);
+        return None;
+    }
+    Some(Step::SleepRandom { min_ns, max_ns })
+}
+
+fn event(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+    let name = decoded.label(field);
+    let values = match fields.take("fields") {
+        Some(values) => match values.node.value {
+            Value::Table(_) => decoded.json(&values),
+            _ => {
+                decoded.expected(&values, "a table like { bytes = 10 }");
+                None
+            }
+        },
+        None => Some(Json::Object(serde_json::Map::new())),
+    };
+    Some(Step::Event {
+        name: name?,
+        fields: values?,
+    })
+}
+
+/// Decodes the `value` of a `send` or `outcome` step, which is required.
+fn required_value(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Json> {
+    match fields.take("value") {
+        Some(value) => decoded.json(&value),
+        None => {
+            decoded.missing(fields, "value", "a value (any TOML value)");
+            None
+        }
+    }
+}
+
+/// Decodes a channel name and remembers who uses it, even when the rest of the step is bad,
+/// so the channel checks do not report a channel as unused because of an unrelated typo.
+fn channel(decoded: &mut Decoded, field: &Field<'_>, role: Role) -> Option<String> {
+    let channel = decoded.name(field)?;
+    let used = Use {
+        name: channel.clone(),
+        span: field.span.clone(),
+        field: field.path.clone(),
+    };
+    decoded.channels.push((role, used));
+    Some(channel)
+}
+
+fn send(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+    let channel = channel(decoded, field, Role::Send);
+    let value = required_value(decoded, fields);
+    Some(Step::Send {
+        channel: channel?,
+        value: value?,
+    })
+}
+
+fn recv(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+    let channel = channel(decoded, field, Role::Recv);
+    let log = match fields.take("log") {
+        Some(log) => decoded.label(&log).map(Some),
+        None => Some(None),
+    };
+    Some(Step::Recv {
+        channel: channel?,
+        log: log?,
+    })
+}
+
+fn outcome(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+    let name = decoded.label(field);
+    let value = required_value(decoded, fields);
+    Some(Step::Outcome {
+        name: name?,
+        value: value?,
+    })
+}

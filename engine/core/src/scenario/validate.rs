@@ -1,0 +1,72 @@
+//! Checks across the whole scenario: unique task names, and channels with both ends.
+//!
+//! They run on what decoding gathered even when some fields were bad, so `simtape check`
+//! reports them together with every other problem.
+
+use std::collections::BTreeMap;
+
+use super::decode::{Decoded, Use};
+use super::error::Problem;
+use super::schema::Role;
+
+/// Returns the problems of the whole-scenario checks, in no particular order.
+pub(crate) fn check(decoded: &Decoded) -> Vec<Problem> {
+    let mut problems = duplicate_task_names(&decoded.task_names);
+    problems.extend(one_sided_channels(&decoded.channels));
+    problems
+}
+
+/// Task names key the tasks' random streams and name them in tapes and deadlock reports, so
+/// two tasks may not share one.
+fn duplicate_task_names(names: &[Use]) -> Vec<Problem> {
+    let mut first: BTreeMap<&str, &Use> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for name in names {
+        match first.get(name.name.as_str()) {
+            Some(earlier) => problems.push(Problem {
+                span: name.span.clone(),
+                field: name.field.clone(),
+                message: format!(
+                    "expected a task name not used before, found {:?}, which `{}` already names",
+                    name.name, earlier.field
+                ),
+            }),
+            None => drop(first.insert(&name.name, name)),
+        }
+    }
+    problems
+}
+
+/// A channel that only one side uses is almost always a misspelt name: a `recv` on it could
+/// never get a message, and its sends would never be read.
+fn one_sided_channels(channels: &[(Role, Use)]) -> Vec<Problem> {
+    let mut roles: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+    for (role, used) in channels {
+        let (sends, recvs) = roles.entry(&used.name).or_default();
+        match role {
+            Role::Send => *sends = true,
+            Role::Recv => *recvs = true,
+        }
+    }
+    let mut problems = Vec::new();
+    for (role, used) in channels {
+        let (sends, recvs) = roles[used.name.as_str()];
+        let message = match role {
+            Role::Recv if !sends => format!(
+                "no task sends on channel {:?}, so this recv could never get a message",
+                used.name
+            ),
+            Role::Send if !recvs => format!(
+                "no task receives from channel {:?}, so this message would never be read",
+                used.name
+            ),
+            _ => continue,
+        };
+        problems.push(Problem {
+            span: used.span.clone(),
+            field: used.field.clone(),
+            message,
+        });
+    }
+    problems
+}
