@@ -37,6 +37,10 @@ pub(crate) enum Command {
     /// Validates a scenario file and reports every problem with file, line and field.
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
+    /// Runs every scenario at its pinned seeds and compares each tape byte for byte with its
+    /// golden tape under `tapes/`.
+    #[command(after_help = EXIT_CODES)]
+    Ci(CiArgs),
 }
 
 #[derive(Debug, Args)]
@@ -135,4 +139,14 @@ pub(crate) enum TapeCommand {
 pub(crate) struct CheckArgs {
     /// The scenario file.
     pub(crate) scenario: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CiArgs {
+    /// The project directory holding `scenarios/` and `tapes/`.
+    #[arg(default_value = ".")]
+    pub(crate) dir: PathBuf,
+    /// Rewrite the golden tapes that are missing or differ.
+    #[arg(long)]
+    pub(crate) bless: bool,
 }

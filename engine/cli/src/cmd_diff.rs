@@ -20,7 +20,10 @@ pub(crate) fn run(args: &DiffArgs) -> CliResult {
 pub(crate) fn print_diff(a: &Path, b: &Path, mode: Mode, json: bool) -> CliResult {
     let report = diff_paths(a, b, mode).map_err(CliError::usage)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("reports serialize"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("reports serialize")
+        );
     } else {
         print!("{}", report.render_text());
     }

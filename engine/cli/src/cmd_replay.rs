@@ -28,7 +28,9 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         }
         None => {
             if sha256_hex(header.scenario.source.as_bytes()) != header.scenario.digest {
-                return Err(CliError::usage("the scenario source embedded in the tape does not match its digest"));
+                return Err(CliError::usage(
+                    "the scenario source embedded in the tape does not match its digest",
+                ));
             }
             let origin = args.tape.with_extension("embedded-scenario.toml");
             Scenario::parse(&header.scenario.source, &origin).map_err(CliError::usage)?
@@ -39,20 +41,30 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         None => scratch_dir("replay")?.join("replay.tape"),
     };
     let mut builder = scenario.builder(header.seed);
-    builder.tape(&out).sidecar_blobs(header.blob_mode == "sidecar");
+    builder
+        .tape(&out)
+        .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
     let _ = scenario.run(&mut builder);
     let read = |p: &std::path::Path| {
         std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))
     };
     if read(&args.tape)? == read(&out)? {
-        println!("replay: byte-identical ({}, scenario {}, seed {})", args.tape.display(), scenario.name(), header.seed);
+        println!(
+            "replay: byte-identical ({}, scenario {}, seed {})",
+            args.tape.display(),
+            scenario.name(),
+            header.seed
+        );
         if args.out.is_none() {
             let _ = std::fs::remove_file(&out);
         }
         return Ok(OK);
     }
-    println!("replay: the replayed tape differs from {}", args.tape.display());
+    println!(
+        "replay: the replayed tape differs from {}",
+        args.tape.display()
+    );
     crate::cmd_diff::print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)?;
     println!("replayed tape: {}", out.display());
     Ok(DIVERGED)

@@ -11,7 +11,9 @@ use crate::shell::command_line;
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
     let scenario = Scenario::load(&args.scenario).map_err(CliError::usage)?;
-    let seed = args.seed.unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
+    let seed = args
+        .seed
+        .unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
     // The seed comes first, before anything can fail, so every log names it.
     println!("seed={seed}");
     let reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
@@ -75,7 +77,10 @@ fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, re
             "outcomes": report.outcomes.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
             "reproduce": reproduce,
         });
-        println!("{}", serde_json::to_string_pretty(&json).expect("JSON values serialize"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).expect("JSON values serialize")
+        );
         return;
     }
     println!("scenario {} ({})", scenario.name(), args.scenario.display());
@@ -90,8 +95,16 @@ fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, re
         println!("outcome {name} = {value}");
     }
     if let (Some(path), Some(tape)) = (&report.tape_path, &report.tape) {
-        println!("tape: {} ({} bytes, final hash {:016x})", path.display(), tape.bytes, tape.final_hash);
-        println!("replay: {}", command_line(&["simtape", "replay", &path.display().to_string()]));
+        println!(
+            "tape: {} ({} bytes, final hash {:016x})",
+            path.display(),
+            tape.bytes,
+            tape.final_hash
+        );
+        println!(
+            "replay: {}",
+            command_line(&["simtape", "replay", &path.display().to_string()])
+        );
     }
 }
 
@@ -112,7 +125,10 @@ fn print_failure(
             "tape": failure.tape_path.as_ref().map(|p| p.display().to_string()),
             "reproduce": reproduce,
         });
-        println!("{}", serde_json::to_string_pretty(&json).expect("JSON values serialize"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).expect("JSON values serialize")
+        );
         return;
     }
     println!("scenario {} ({})", scenario.name(), args.scenario.display());
@@ -133,7 +149,9 @@ fn check_determinism(scenario: &Scenario, seed: u64) -> CliResult {
         // A run error is part of the behaviour under test: its tape is compared too.
         let _ = scenario.run(&mut builder);
     }
-    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())));
+    let read = |p: &PathBuf| {
+        std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))
+    };
     if read(&tapes[0])? == read(&tapes[1])? {
         println!("determinism: two runs of seed {seed} wrote byte-identical tapes");
         let _ = std::fs::remove_dir_all(&dir);
@@ -149,6 +167,7 @@ fn check_determinism(scenario: &Scenario, seed: u64) -> CliResult {
 pub(crate) fn scratch_dir(purpose: &str) -> Result<PathBuf, CliError> {
     let dir = std::env::temp_dir().join(format!("simtape-{purpose}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
     Ok(dir)
 }

@@ -20,7 +20,10 @@ pub(crate) fn run(args: &TapeArgs) -> CliResult {
 fn open(path: &Path) -> Result<TapeReader<std::fs::File>, CliError> {
     TapeReader::open(path)
         .map(|r| r.keep_blobs(true))
-        .map_err(|e| CliError { code: code_of(&e), message: format!("{}: {e}", path.display()) })
+        .map_err(|e| CliError {
+            code: code_of(&e),
+            message: format!("{}: {e}", path.display()),
+        })
 }
 
 /// Damage found in a tape is a finding (1); a tape that cannot be opened is an input error (2).
@@ -56,23 +59,43 @@ fn record_json(reader: &TapeReader<std::fs::File>, record: &RawRecord) -> serde_
 fn show(path: &Path, limit: Option<u64>) -> CliResult {
     let mut reader = open(path)?;
     let header = reader.header().clone();
-    println!("tape {} (format v{}, engine {})", path.display(), header.format_version, header.engine_version);
-    println!("scenario {} (sha256 {})", header.scenario.name, header.scenario.digest);
-    println!("seed {}  start {}", header.seed, format_instant(header.start_unix_ns));
+    println!(
+        "tape {} (format v{}, engine {})",
+        path.display(),
+        header.format_version,
+        header.engine_version
+    );
+    println!(
+        "scenario {} (sha256 {})",
+        header.scenario.name, header.scenario.digest
+    );
+    println!(
+        "seed {}  start {}",
+        header.seed,
+        format_instant(header.start_unix_ns)
+    );
     println!("actors {}", header.actors.join(", "));
     let mut shown = 0u64;
     loop {
         let record = match reader.next_record() {
             Ok(Some(record)) => record,
             Ok(None) => break,
-            Err(e) => return Err(CliError { code: code_of(&e), message: e.to_string() }),
+            Err(e) => {
+                return Err(CliError {
+                    code: code_of(&e),
+                    message: e.to_string(),
+                })
+            }
         };
         if limit.is_some_and(|l| shown >= l) {
             continue;
         }
         shown += 1;
         let json = record_json(&reader, &record);
-        let payload = json.get("payload").map(|p| p.to_string()).unwrap_or_default();
+        let payload = json
+            .get("payload")
+            .map(|p| p.to_string())
+            .unwrap_or_default();
         println!(
             "{:>8} t={:<12} {:<8} task#{:<4} {:<10} {}",
             record.seq,
@@ -104,7 +127,10 @@ fn export(path: &Path, output: Option<&Path>) -> CliResult {
             Ok(None) => break,
             Err(e) => {
                 out.flush().map_err(io)?;
-                return Err(CliError { code: code_of(&e), message: e.to_string() });
+                return Err(CliError {
+                    code: code_of(&e),
+                    message: e.to_string(),
+                });
             }
         }
     }
@@ -125,6 +151,9 @@ fn verify(path: &Path) -> CliResult {
             println!("truncated: {}: {error}", path.display());
             Ok(DIVERGED)
         }
-        Err(error) => Err(CliError { code: code_of(&error), message: format!("{}: {error}", path.display()) }),
+        Err(error) => Err(CliError {
+            code: code_of(&error),
+            message: format!("{}: {error}", path.display()),
+        }),
     }
 }

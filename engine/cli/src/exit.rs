@@ -19,7 +19,10 @@ pub(crate) struct CliError {
 impl CliError {
     /// Bad usage or bad input (exit 2).
     pub(crate) fn usage(message: impl std::fmt::Display) -> CliError {
-        CliError { code: USAGE, message: message.to_string() }
+        CliError {
+            code: USAGE,
+            message: message.to_string(),
+        }
     }
 }
 

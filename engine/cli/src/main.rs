@@ -3,6 +3,7 @@
 
 mod args;
 mod cmd_check;
+mod cmd_ci;
 mod cmd_diff;
 mod cmd_replay;
 mod cmd_run;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         args::Command::Diff(a) => cmd_diff::run(&a),
         args::Command::Tape(a) => cmd_tape::run(&a),
         args::Command::Check(a) => cmd_check::run(&a),
+        args::Command::Ci(a) => cmd_ci::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

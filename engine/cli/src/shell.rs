@@ -3,7 +3,9 @@
 /// Quotes one argument for a POSIX shell when it needs it.
 pub(crate) fn quote(arg: &str) -> String {
     let plain = !arg.is_empty()
-        && arg.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
     if plain {
         arg.to_string()
     } else {
@@ -13,7 +15,10 @@ pub(crate) fn quote(arg: &str) -> String {
 
 /// Joins arguments into one shell command line.
 pub(crate) fn command_line<S: AsRef<str>>(args: &[S]) -> String {
-    args.iter().map(|a| quote(a.as_ref())).collect::<Vec<_>>().join(" ")
+    args.iter()
+        .map(|a| quote(a.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

@@ -8,7 +8,10 @@ fn simtape() -> Command {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn scenario(name: &str) -> PathBuf {
@@ -16,7 +19,9 @@ fn scenario(name: &str) -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -32,7 +37,12 @@ fn text(output: &Output) -> String {
 
 fn run_ok(command: &mut Command) -> Output {
     let output = command.output().unwrap();
-    assert!(output.status.success(), "{:?} failed:\n{}", command, text(&output));
+    assert!(
+        output.status.success(),
+        "{:?} failed:\n{}",
+        command,
+        text(&output)
+    );
     output
 }
 
@@ -41,7 +51,13 @@ fn run_prints_the_seed_first_and_succeeds() {
     // Goal: the bundled scenario runs, and the first line names the seed.
     let dir = scratch("hello");
     let tape = dir.join("out/hello.tape");
-    let output = run_ok(simtape().arg("run").arg(scenario("hello.toml")).arg("--tape").arg(&tape));
+    let output = run_ok(
+        simtape()
+            .arg("run")
+            .arg(scenario("hello.toml"))
+            .arg("--tape")
+            .arg(&tape),
+    );
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(stdout.starts_with("seed="), "{stdout}");
     assert!(stdout.contains("result: ok"), "{stdout}");
@@ -49,7 +65,13 @@ fn run_prints_the_seed_first_and_succeeds() {
 }
 
 /// Runs `scenario` at `seed` in its own process with a hostile environment, returns the tape.
-fn tape_from_process(dir: &Path, label: &str, seed: u64, env: &[(&str, &str)], cwd: &Path) -> Vec<u8> {
+fn tape_from_process(
+    dir: &Path,
+    label: &str,
+    seed: u64,
+    env: &[(&str, &str)],
+    cwd: &Path,
+) -> Vec<u8> {
     let tape = dir.join(format!("{label}.tape"));
     let mut command = simtape();
     command
@@ -74,7 +96,12 @@ fn same_seed_same_bytes_across_processes_and_environments() {
         &dir,
         "a",
         5,
-        &[("TZ", "UTC"), ("LANG", "C"), ("LC_ALL", "C"), ("HOME", "/nonexistent-a")],
+        &[
+            ("TZ", "UTC"),
+            ("LANG", "C"),
+            ("LC_ALL", "C"),
+            ("HOME", "/nonexistent-a"),
+        ],
         &repo(),
     );
     let b = tape_from_process(
@@ -93,14 +120,26 @@ fn same_seed_same_bytes_across_processes_and_environments() {
     );
     assert_eq!(a, b, "same seed, different environment: tapes differ");
     let c = tape_from_process(&dir, "c", 6, &[], &repo());
-    assert_ne!(a, c, "different seeds of a randomized scenario gave identical tapes");
+    assert_ne!(
+        a, c,
+        "different seeds of a randomized scenario gave identical tapes"
+    );
 }
 
 #[test]
 fn check_determinism_runs_twice() {
     // Goal: --check-determinism reports byte-identical tapes for a deterministic scenario.
-    let output = run_ok(simtape().arg("run").arg(scenario("random-delays.toml")).arg("--check-determinism"));
-    assert!(text(&output).contains("byte-identical"), "{}", text(&output));
+    let output = run_ok(
+        simtape()
+            .arg("run")
+            .arg(scenario("random-delays.toml"))
+            .arg("--check-determinism"),
+    );
+    assert!(
+        text(&output).contains("byte-identical"),
+        "{}",
+        text(&output)
+    );
 }
 
 #[test]
@@ -108,34 +147,60 @@ fn replay_is_byte_identical_and_rejects_a_damaged_tape() {
     // Goal: `simtape replay` re-runs from the tape alone and matches it byte for byte.
     let dir = scratch("replay");
     let tape = dir.join("run.tape");
-    run_ok(simtape().arg("run").arg(scenario("random-delays.toml")).args(["--seed", "9", "--tape"]).arg(&tape));
+    run_ok(
+        simtape()
+            .arg("run")
+            .arg(scenario("random-delays.toml"))
+            .args(["--seed", "9", "--tape"])
+            .arg(&tape),
+    );
     let moved = dir.join("elsewhere.tape");
     std::fs::rename(&tape, &moved).unwrap();
     let output = run_ok(simtape().current_dir(&dir).arg("replay").arg(&moved));
-    assert!(text(&output).contains("byte-identical"), "{}", text(&output));
+    assert!(
+        text(&output).contains("byte-identical"),
+        "{}",
+        text(&output)
+    );
     // Change one record's timing but keep the chain valid? Impossible: any edit breaks it.
     let mut bytes = std::fs::read(&moved).unwrap();
     let last = bytes.len() - 3;
     bytes[last] ^= 0xff;
     std::fs::write(&moved, &bytes).unwrap();
-    let output = simtape().arg("tape").arg("verify").arg(&moved).output().unwrap();
+    let output = simtape()
+        .arg("tape")
+        .arg("verify")
+        .arg(&moved)
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
 }
 
 #[test]
 fn a_failing_run_prints_the_command_that_reproduces_it() {
     // Goal: a deadlocked run exits 3 with its error, and the printed command reproduces it.
-    let output = simtape().arg("run").arg(scenario("deadlock.toml")).output().unwrap();
+    let output = simtape()
+        .arg("run")
+        .arg(scenario("deadlock.toml"))
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", text(&output));
     let stdout = String::from_utf8(output.stdout.clone()).unwrap();
     assert!(stdout.contains("deadlock"), "{stdout}");
-    let line = stdout.lines().find_map(|l| l.strip_prefix("reproduce: ")).expect("a reproduce line");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce: "))
+        .expect("a reproduce line");
     let words: Vec<&str> = line.split(' ').collect();
     assert_eq!(words[0], "simtape");
     let again = simtape().args(&words[1..]).output().unwrap();
     assert_eq!(again.status.code(), Some(3));
     let result = |o: &Output| {
-        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with("result:")).unwrap().to_string()
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find(|l| l.starts_with("result:"))
+            .unwrap()
+            .to_string()
     };
     assert_eq!(result(&output), result(&again));
 }
@@ -146,7 +211,13 @@ fn diff_exit_codes() {
     let dir = scratch("diff");
     let tape = |seed: u64| {
         let path = dir.join(format!("{seed}.tape"));
-        run_ok(simtape().arg("run").arg(scenario("random-delays.toml")).args(["--seed", &seed.to_string(), "--tape"]).arg(&path));
+        run_ok(
+            simtape()
+                .arg("run")
+                .arg(scenario("random-delays.toml"))
+                .args(["--seed", &seed.to_string(), "--tape"])
+                .arg(&path),
+        );
         path
     };
     let (a, b) = (tape(1), tape(2));
@@ -154,12 +225,23 @@ fn diff_exit_codes() {
     assert_eq!(equal.status.code(), Some(0), "{}", text(&equal));
     let differ = simtape().arg("diff").arg(&a).arg(&b).output().unwrap();
     assert_eq!(differ.status.code(), Some(1), "{}", text(&differ));
-    let json = simtape().arg("diff").arg(&a).arg(&b).arg("--json").output().unwrap();
+    let json = simtape()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .arg("--json")
+        .output()
+        .unwrap();
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(report["equal"], serde_json::Value::Bool(false));
     let garbage = dir.join("garbage.tape");
     std::fs::write(&garbage, b"not a tape").unwrap();
-    let error = simtape().arg("diff").arg(&a).arg(&garbage).output().unwrap();
+    let error = simtape()
+        .arg("diff")
+        .arg(&a)
+        .arg(&garbage)
+        .output()
+        .unwrap();
     assert_eq!(error.status.code(), Some(2), "{}", text(&error));
 }
 
@@ -168,7 +250,13 @@ fn export_writes_one_json_line_per_record() {
     // Goal: the JSONL export has the header first, then every record, each valid JSON.
     let dir = scratch("export");
     let tape = dir.join("run.tape");
-    run_ok(simtape().arg("run").arg(scenario("hello.toml")).arg("--tape").arg(&tape));
+    run_ok(
+        simtape()
+            .arg("run")
+            .arg(scenario("hello.toml"))
+            .arg("--tape")
+            .arg(&tape),
+    );
     let output = run_ok(simtape().args(["tape", "export", "--jsonl"]).arg(&tape));
     let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
         .unwrap()
@@ -178,7 +266,12 @@ fn export_writes_one_json_line_per_record() {
     assert!(lines[0].get("header").is_some());
     assert_eq!(lines.last().unwrap()["kind"], "footer");
     let verify = run_ok(simtape().args(["tape", "verify"]).arg(&tape));
-    let records: usize = text(&verify).split_whitespace().nth(1).unwrap().parse().unwrap();
+    let records: usize = text(&verify)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(lines.len(), records + 2, "header + records + footer");
     run_ok(simtape().args(["tape", "show"]).arg(&tape));
 }
@@ -189,17 +282,30 @@ fn a_killed_run_leaves_a_prefix_reported_as_truncated() {
     let dir = scratch("killed");
     let tape = dir.join("endless.tape");
     let endless = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/endless.toml");
-    let mut child = simtape().arg("run").arg(endless).arg("--tape").arg(&tape).spawn().unwrap();
+    let mut child = simtape()
+        .arg("run")
+        .arg(endless)
+        .arg("--tape")
+        .arg(&tape)
+        .spawn()
+        .unwrap();
     let mut waited = 0;
     while std::fs::metadata(&tape).map(|m| m.len()).unwrap_or(0) < 256 * 1024 {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        assert!(child.try_wait().unwrap().is_none(), "the endless run ended early");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the endless run ended early"
+        );
         waited += 1;
         assert!(waited < 1500, "the endless run wrote nothing in 30 s");
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let output = simtape().args(["tape", "verify"]).arg(&tape).output().unwrap();
+    let output = simtape()
+        .args(["tape", "verify"])
+        .arg(&tape)
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(text(&output).contains("truncated"), "{}", text(&output));
 }
@@ -209,7 +315,11 @@ fn check_reports_file_line_and_field() {
     // Goal: a broken scenario is rejected by `check` with its location, exit 2.
     let dir = scratch("check");
     let bad = dir.join("bad.toml");
-    std::fs::write(&bad, "[scenario]\nname = \"bad\"\n\n[[task]]\nname = \"t\"\nsteps = [{ sleep = \"soon\" }]\n").unwrap();
+    std::fs::write(
+        &bad,
+        "[scenario]\nname = \"bad\"\n\n[[task]]\nname = \"t\"\nsteps = [{ sleep = \"soon\" }]\n",
+    )
+    .unwrap();
     let output = simtape().arg("check").arg(&bad).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(text(&output).contains("bad.toml:6"), "{}", text(&output));
@@ -221,7 +331,46 @@ fn help_documents_exit_codes() {
     // Goal: `--help` lists every exit code.
     let output = run_ok(simtape().arg("--help"));
     let help = text(&output);
-    for code in ["0  success", "1  a finding", "2  bad usage", "3  the simulated run ended in error"] {
+    for code in [
+        "0  success",
+        "1  a finding",
+        "2  bad usage",
+        "3  the simulated run ended in error",
+    ] {
         assert!(help.contains(code), "missing {code:?} in:\n{help}");
     }
+}
+
+#[test]
+fn golden_tapes_match() {
+    // Goal: every shipped scenario at its pinned seeds reproduces its golden tape exactly.
+    let output = simtape().arg("ci").arg(repo()).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+}
+
+#[test]
+fn ci_reports_missing_and_changed_goldens_and_blesses() {
+    // Goal: `simtape ci` fails on a missing or changed golden and `--bless` rewrites it.
+    let dir = scratch("ci");
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::copy(
+        scenario("random-delays.toml"),
+        dir.join("scenarios/random-delays.toml"),
+    )
+    .unwrap();
+    let missing = simtape().arg("ci").arg(&dir).output().unwrap();
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(text(&missing).contains("MISSING"), "{}", text(&missing));
+    run_ok(simtape().arg("ci").arg(&dir).arg("--bless"));
+    run_ok(simtape().arg("ci").arg(&dir));
+    // Replace one golden with another seed's tape: the oracle explains the difference.
+    let goldens: Vec<PathBuf> = std::fs::read_dir(dir.join("tapes/random-delays"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(goldens.len() >= 2, "the scenario pins several seeds");
+    std::fs::copy(&goldens[0], &goldens[1]).unwrap();
+    let changed = simtape().arg("ci").arg(&dir).output().unwrap();
+    assert_eq!(changed.status.code(), Some(1), "{}", text(&changed));
+    assert!(text(&changed).contains("DIFFERS"), "{}", text(&changed));
 }

@@ -22,6 +22,7 @@ use crate::actor::ActorSlot;
 use crate::error::{SimError, WaitingTask};
 use crate::limits::{LimitName, Limits};
 use crate::recorder::Recorder;
+use crate::tape::encode::SmallPayload;
 use crate::tape::RecordKind;
 use crate::timers::TimerQueue;
 
@@ -86,6 +87,28 @@ pub(crate) enum Awaiting {
     Join(TaskId),
 }
 
+/// What a deadlock report says of a task waiting on a future simtape cannot see into.
+const UNSEEN: &str = "a future outside simtape's channels, timers and joins";
+
+/// Something tasks wait on (a channel, a oneshot). At a deadlock the executor asks each live
+/// probe which wakers it holds and matches them to tasks, so the hot paths (send, receive,
+/// sleep) never spend a write on describing what a task awaits.
+pub(crate) trait WaitProbe {
+    /// Appends every waker this probe holds and what its owner awaits.
+    fn waiting(&self, found: &mut Vec<(Waker, Awaiting)>);
+}
+
+/// Registers a probe with the running simulation.
+pub(crate) fn register_probe(probe: std::rc::Weak<dyn WaitProbe>) {
+    with_core(|core| {
+        // Drop the probes of dropped channels now and then, so the list stays bounded.
+        if core.probes.len() >= 64 && core.probes.len().is_power_of_two() {
+            core.probes.retain(|p| p.strong_count() > 0);
+        }
+        core.probes.push(probe);
+    });
+}
+
 struct TaskInfo {
     name: Cow<'static, str>,
     awaiting: Awaiting,
@@ -108,6 +131,7 @@ pub(crate) struct Core {
     failure: Option<SimError>,
     shutting_down: bool,
     pub(crate) actors: Vec<ActorSlot>,
+    probes: Vec<std::rc::Weak<dyn WaitProbe>>,
 }
 
 impl Core {
@@ -137,6 +161,7 @@ impl Core {
             failure: None,
             shutting_down: false,
             actors,
+            probes: Vec::new(),
         }
     }
 
@@ -267,6 +292,7 @@ impl<T> Future for JoinHandle<T> {
         };
         match Pin::new(task).poll(cx) {
             Poll::Ready(output) => {
+                with_core(|core| core.set_awaiting(Awaiting::Static(UNSEEN)));
                 // A finished `Task` must not be polled again; `None` now means "taken".
                 std::mem::forget(self.task.take());
                 Poll::Ready(Ok(output))
@@ -307,8 +333,11 @@ impl Drop for ExitGuard {
                 raise_attention();
             }
             let t_ns = core.now_ns;
-            if let Err(e) = core.recorder.value(t_ns, ENGINE_ACTOR, id, RecordKind::Exit, &(status,))
-            {
+            let payload = SmallPayload::exit(status);
+            let written =
+                core.recorder
+                    .encoded(t_ns, ENGINE_ACTOR, id, RecordKind::Exit, payload.as_bytes());
+            if let Err(e) = written {
                 core.fail(e);
             }
         });
@@ -332,19 +361,26 @@ where
     let name = name.into();
     let id = with_core(|core| core.register_task(name));
     let wrapped = async move {
-        let mut guard = ExitGuard { id, completed: false };
+        let mut guard = ExitGuard {
+            id,
+            completed: false,
+        };
         let output = future.await;
         guard.completed = true;
         output
     };
-    let (runnable, task) =
-        async_task::Builder::new().metadata(id).spawn_local(move |_| wrapped, schedule);
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(id)
+        .spawn_local(move |_| wrapped, schedule);
     // The core keeps a waker of every live task: at teardown, waking each one and dropping
     // its runnable drops its future, which breaks reference cycles between blocked tasks.
     let waker = runnable.waker();
     with_core(|core| core.tasks[id as usize].waker = Some(waker));
     runnable.schedule();
-    JoinHandle { id, task: Some(task) }
+    JoinHandle {
+        id,
+        task: Some(task),
+    }
 }
 
 impl Core {
@@ -358,10 +394,19 @@ impl Core {
             });
         }
         let (t_ns, parent) = (self.now_ns, current_task());
-        if let Err(e) =
-            self.recorder
-                .value(t_ns, ENGINE_ACTOR, parent, RecordKind::Spawn, &(id, &*name))
-        {
+        let written = match SmallPayload::spawn(id, &name) {
+            Some(payload) => {
+                let bytes = payload.as_bytes();
+                self.recorder
+                    .encoded(t_ns, ENGINE_ACTOR, parent, RecordKind::Spawn, bytes)
+            }
+            None => {
+                let value = (id, &*name);
+                self.recorder
+                    .value(t_ns, ENGINE_ACTOR, parent, RecordKind::Spawn, &value)
+            }
+        };
+        if let Err(e) = written {
             self.fail(e);
         }
         self.tasks.push(TaskInfo {
@@ -390,14 +435,25 @@ impl Core {
     }
 
     fn waiting_tasks(&self) -> Vec<WaitingTask> {
+        let mut held = Vec::new();
+        for probe in self.probes.iter().filter_map(std::rc::Weak::upgrade) {
+            probe.waiting(&mut held);
+        }
         self.tasks
             .iter()
             .enumerate()
             .filter(|(_, t)| t.alive)
-            .map(|(id, t)| WaitingTask {
-                id: id as u32,
-                name: t.name.to_string(),
-                awaiting: self.describe(&t.awaiting),
+            .map(|(id, t)| {
+                let probed = t.waker.as_ref().and_then(|waker| {
+                    held.iter()
+                        .find(|(w, _)| w.will_wake(waker))
+                        .map(|(_, awaiting)| awaiting)
+                });
+                WaitingTask {
+                    id: id as u32,
+                    name: t.name.to_string(),
+                    awaiting: self.describe(probed.unwrap_or(&t.awaiting)),
+                }
             })
             .collect()
     }
@@ -458,7 +514,10 @@ fn teardown() -> Core {
     // cycles between tasks blocked on each other's channels, so nothing leaks into the next run.
     let wakers: Vec<Waker> = with_core(|core| {
         core.shutting_down = true;
-        core.tasks.iter_mut().filter_map(|t| t.waker.take()).collect()
+        core.tasks
+            .iter_mut()
+            .filter_map(|t| t.waker.take())
+            .collect()
     });
     // Each wake schedules the task's runnable; dropping a runnable drops its future.
     wakers.into_iter().for_each(Waker::wake);

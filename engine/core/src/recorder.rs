@@ -68,6 +68,24 @@ impl Recorder {
         }
     }
 
+    /// Records a record whose payload is already encoded (the hot spawn and exit records).
+    #[inline]
+    pub(crate) fn encoded(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+        payload: &[u8],
+    ) -> Result<(), SimError> {
+        self.fold_header(t_ns, actor, task, kind);
+        self.fingerprint = fold(self.fingerprint, xxhash_rust::xxh3::xxh3_64(payload));
+        match &mut self.writer {
+            Some(writer) => Ok(writer.write_payload(t_ns, actor, task, kind, payload)?),
+            None => Ok(()),
+        }
+    }
+
     /// Records a record whose payload is `value` encoded as MessagePack.
     pub(crate) fn value<T: Serialize + ?Sized>(
         &mut self,

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use crate::executor::{with_core, Awaiting};
+use crate::executor::{register_probe, with_core, Awaiting, WaitProbe};
 
 struct Shared<T> {
     queue: VecDeque<T>,
@@ -74,13 +74,13 @@ pub enum TrySendError<T> {
 /// }).unwrap();
 /// assert_eq!(report.output, Some(7));
 /// ```
-pub fn channel<T>(name: &str) -> (Sender<T>, Receiver<T>) {
+pub fn channel<T: 'static>(name: &str) -> (Sender<T>, Receiver<T>) {
     let capacity = with_core(|core| core.limits.channel_capacity);
     bounded(name, capacity)
 }
 
 /// Creates a named channel holding at most `capacity` messages (at least one).
-pub fn bounded<T>(name: &str, capacity: usize) -> (Sender<T>, Receiver<T>) {
+pub fn bounded<T: 'static>(name: &str, capacity: usize) -> (Sender<T>, Receiver<T>) {
     let shared = Rc::new(RefCell::new(Shared {
         queue: VecDeque::new(),
         capacity: capacity.max(1),
@@ -90,6 +90,8 @@ pub fn bounded<T>(name: &str, capacity: usize) -> (Sender<T>, Receiver<T>) {
         receiver_alive: true,
         name: Rc::from(name),
     }));
+    let probe: Rc<dyn WaitProbe> = Rc::clone(&shared) as Rc<RefCell<Shared<T>>>;
+    register_probe(Rc::downgrade(&probe));
     (
         Sender {
             shared: Rc::clone(&shared),
@@ -188,12 +190,11 @@ impl<T> Future for Send<'_, T> {
             Err(TrySendError::Closed(value)) => Poll::Ready(Err(SendError(value))),
             Err(TrySendError::Full(value)) => {
                 self.value = Some(value);
-                let name = {
-                    let mut shared = self.sender.shared.borrow_mut();
-                    shared.sender_wakers.push_back(cx.waker().clone());
-                    Rc::clone(&shared.name)
-                };
-                with_core(|core| core.set_awaiting(Awaiting::Send(name)));
+                self.sender
+                    .shared
+                    .borrow_mut()
+                    .sender_wakers
+                    .push_back(cx.waker().clone());
                 Poll::Pending
             }
         }
@@ -249,15 +250,11 @@ impl<T> Future for Recv<'_, T> {
         if let Some(value) = self.receiver.try_recv() {
             return Poll::Ready(Some(value));
         }
-        let name = {
-            let mut shared = self.receiver.shared.borrow_mut();
-            if shared.senders == 0 {
-                return Poll::Ready(None);
-            }
-            shared.receiver_waker = Some(cx.waker().clone());
-            Rc::clone(&shared.name)
-        };
-        with_core(|core| core.set_awaiting(Awaiting::Recv(name)));
+        let mut shared = self.receiver.shared.borrow_mut();
+        if shared.senders == 0 {
+            return Poll::Ready(None);
+        }
+        shared.receiver_waker = Some(cx.waker().clone());
         Poll::Pending
     }
 }
@@ -297,13 +294,15 @@ impl<T> std::fmt::Debug for OneshotReceiver<T> {
 pub struct Canceled;
 
 /// Creates a named oneshot channel.
-pub fn oneshot<T>(name: &str) -> (OneshotSender<T>, OneshotReceiver<T>) {
+pub fn oneshot<T: 'static>(name: &str) -> (OneshotSender<T>, OneshotReceiver<T>) {
     let shared = Rc::new(RefCell::new(OneshotShared {
         value: None,
         waker: None,
         sender_alive: true,
         name: Rc::from(name),
     }));
+    let probe: Rc<dyn WaitProbe> = Rc::clone(&shared) as Rc<RefCell<OneshotShared<T>>>;
+    register_probe(Rc::downgrade(&probe));
     (
         OneshotSender {
             shared: Rc::clone(&shared),
@@ -343,18 +342,35 @@ impl<T> Future for OneshotReceiver<T> {
     type Output = Result<T, Canceled>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let name = {
-            let mut shared = self.shared.borrow_mut();
-            if let Some(value) = shared.value.take() {
-                return Poll::Ready(Ok(value));
-            }
-            if !shared.sender_alive {
-                return Poll::Ready(Err(Canceled));
-            }
-            shared.waker = Some(cx.waker().clone());
-            Rc::clone(&shared.name)
-        };
-        with_core(|core| core.set_awaiting(Awaiting::Recv(name)));
+        let mut shared = self.shared.borrow_mut();
+        if let Some(value) = shared.value.take() {
+            return Poll::Ready(Ok(value));
+        }
+        if !shared.sender_alive {
+            return Poll::Ready(Err(Canceled));
+        }
+        shared.waker = Some(cx.waker().clone());
         Poll::Pending
+    }
+}
+
+impl<T> WaitProbe for RefCell<Shared<T>> {
+    fn waiting(&self, found: &mut Vec<(Waker, Awaiting)>) {
+        let shared = self.borrow();
+        if let Some(waker) = &shared.receiver_waker {
+            found.push((waker.clone(), Awaiting::Recv(Rc::clone(&shared.name))));
+        }
+        for waker in &shared.sender_wakers {
+            found.push((waker.clone(), Awaiting::Send(Rc::clone(&shared.name))));
+        }
+    }
+}
+
+impl<T> WaitProbe for RefCell<OneshotShared<T>> {
+    fn waiting(&self, found: &mut Vec<(Waker, Awaiting)>) {
+        let shared = self.borrow();
+        if let Some(waker) = &shared.waker {
+            found.push((waker.clone(), Awaiting::Recv(Rc::clone(&shared.name))));
+        }
     }
 }

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::executor::{with_core, Awaiting, CLOCK_ACTOR};
+use crate::executor::{with_core, CLOCK_ACTOR};
 use crate::timers::TimerKey;
 
 /// The default start instant: 2026-01-01T00:00:00Z, in nanoseconds since the Unix epoch.
@@ -142,7 +142,6 @@ impl Future for Sleep {
                         waker,
                     );
                     this.key = Some(key);
-                    core.set_awaiting(Awaiting::Static("a timer"));
                 }
             }
             Poll::Pending

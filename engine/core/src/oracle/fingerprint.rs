@@ -3,10 +3,12 @@
 //! A fingerprint covers what a mode compares except virtual time, and never `seq` or the
 //! record index: an inserted record shifts both for every record after it, and alignment must
 //! still see those records as equal. Time is left out so that alignment pairs the same events
-//! even when they happen at different times; pass two then compares times of paired records.
+//! even when they happen at different times; the times are kept apart ([`super::times`]) and
+//! compared for paired records.
 
 use std::io::Read;
 
+use super::times::Times;
 use super::Mode;
 use crate::tape::{RawRecord, RecordKind, TapeError, TapeFooter, TapeHeader, TapeReader};
 
@@ -90,16 +92,21 @@ pub(crate) struct Scan {
     pub(crate) end: (u64, u64),
     /// One fingerprint per compared record, in tape order.
     pub(crate) fingerprints: Vec<u64>,
+    /// The virtual time of each compared record, in tape order.
+    pub(crate) times: Times,
 }
 
-/// Streams `reader` to its footer, fingerprinting the records `mode` compares.
+/// Streams `reader` to its footer, fingerprinting the records `mode` compares and keeping
+/// their times.
 pub(crate) fn scan<R: Read>(mut reader: TapeReader<R>, mode: Mode) -> Result<Scan, TapeError> {
     let actors = ActorNames::new(reader.header());
     let mut fingerprints = Vec::new();
+    let mut times = Times::default();
     let mut end = (0, 0);
     while let Some(record) = reader.next_record()? {
         if is_compared(mode, record.kind) {
             fingerprints.push(fingerprint(mode, &actors, &record));
+            times.push(record.t_ns);
         } else if record.kind == RecordKind::Footer {
             end = (record.index, record.t_ns);
         }
@@ -113,5 +120,6 @@ pub(crate) fn scan<R: Read>(mut reader: TapeReader<R>, mode: Mode) -> Result<Sca
         footer,
         end,
         fingerprints,
+        times,
     })
 }

@@ -6,21 +6,26 @@
 //! with its context (virtual time, actor, kind, task, the first differing field and both
 //! values), counts by actor and kind, and timing-only differences apart from content ones.
 //!
-//! Memory stays flat in the length of the tapes: the oracle streams each tape and keeps one
-//! `u64` per record.
-//! 1. Pass one ([`fingerprint`]) reads each tape to its footer, checking it whole (a truncated
-//!    or corrupt tape is an error), and fingerprints each compared record without its virtual
-//!    time, `seq` or index.
-//! 2. [`align`] diffs the fingerprints (Myers, after stripping the common prefix and suffix).
-//! 3. Pass two ([`walk`]) streams both tapes in lockstep along the alignment: it compares the
-//!    virtual times of paired records, tallies the hunks, and keeps only the records of the
-//!    first divergence, which [`first`] decodes ([`field`]) into a field path and two values.
-//! 4. [`report`] assembles the [`DiffReport`], with header differences as [`notes`].
+//! The oracle streams each tape and never holds a payload it does not report: memory is one
+//! `u64` fingerprint and about two bytes of virtual time per record (10 MiB for a
+//! million-record tape), plus what the report shows.
+//!
+//! 1. Pass one (`fingerprint`) reads each tape to its footer, checking it whole (a truncated or
+//!    corrupt tape is an error). It fingerprints each compared record without its virtual
+//!    time, `seq` or index, and keeps the time apart (`times`).
+//! 2. `align` diffs the fingerprints (Myers, after stripping the common prefix and suffix;
+//!    past 16,384 differing records it stops aligning and reports one changed hunk).
+//! 3. `times` compares the virtual times of the records alignment pairs up.
+//! 4. Pass two (`walk`) streams both tapes in lockstep along the alignment as far as the last
+//!    gap: it tallies the gaps and keeps only the records of the first divergence, which
+//!    `first` decodes (`field`) into a field path and two values.
+//! 5. `report` holds the [`DiffReport`]; `notes` adds header differences.
 //!
 //! Modules:
 //! - `source`: [`TapeSource`], a tape the oracle can read more than once.
 //! - `fingerprint`: pass one; which records a mode compares.
-//! - `align`: the sequence diff, in bounded windows.
+//! - `align`: the sequence diff, bounded in cost.
+//! - `times`: compact virtual times and timing-only differences.
 //! - `walk`: pass two.
 //! - `first`, `field`: the first divergence and its first differing field.
 //! - `notes`: header differences.
@@ -35,6 +40,7 @@ mod first;
 mod notes;
 mod report;
 mod source;
+mod times;
 mod walk;
 
 use std::fmt;
@@ -45,6 +51,8 @@ use serde::Serialize;
 pub use error::{OracleError, Side};
 pub use report::{DiffReport, DivergenceOp, FirstDivergence, Hunk, HunkOp, IndexRange};
 pub use source::TapeSource;
+
+use fingerprint::ActorNames;
 
 /// What the oracle compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -140,48 +148,65 @@ where
 {
     let scan_a = scan(a, Side::A, mode)?;
     let scan_b = scan(b, Side::B, mode)?;
-    let (records_a, records_b) = (scan_a.fingerprints.len(), scan_b.fingerprints.len());
-    let gaps = align::align(&scan_a.fingerprints, &scan_b.fingerprints);
-    let (mut stream_a, mut stream_b) = (
-        stream(a, Side::A, mode, &scan_a)?,
-        stream(b, Side::B, mode, &scan_b)?,
+    let (actors_a, actors_b) = (
+        ActorNames::new(&scan_a.header),
+        ActorNames::new(&scan_b.header),
     );
-    let walked = walk::walk(&mut stream_a, &mut stream_b, &gaps, records_a, mode)?;
-    let tape_a = first::Tape {
-        source: a,
-        side: Side::A,
-        actors: &stream_a.actors,
+    let (records_a, records_b) = (scan_a.fingerprints.len(), scan_b.fingerprints.len());
+    let align::Alignment { gaps, aligned } =
+        align::align(&scan_a.fingerprints, &scan_b.fingerprints);
+    // Outcome mode compares final effects, whenever they were declared.
+    let timing = match mode {
+        Mode::Outcome => times::Timing::default(),
+        Mode::Exact | Mode::Semantic => {
+            times::compare(&scan_a.times, &scan_b.times, &gaps, records_a)
+        }
     };
-    let tape_b = first::Tape {
-        source: b,
-        side: Side::B,
-        actors: &stream_b.actors,
+    // A timing difference is the first divergence in exact mode when it precedes every gap.
+    let first_timing = timing.first.filter(|(at_a, _)| {
+        mode == Mode::Exact && gaps.first().is_none_or(|gap| *at_a < gap.a.start)
+    });
+    let walked = if gaps.is_empty() && first_timing.is_none() {
+        walk::Walk::default()
+    } else {
+        let mut stream_a = stream(a, Side::A, mode, &scan_a, &actors_a)?;
+        let mut stream_b = stream(b, Side::B, mode, &scan_b, &actors_b)?;
+        walk::walk(&mut stream_a, &mut stream_b, &gaps, first_timing)?
     };
-    let verdicts_differ = scan_a.footer.verdict != scan_b.footer.verdict;
-    let verdict_divergence = mode == Mode::Outcome && verdicts_differ;
+    let verdict_divergence =
+        mode == Mode::Outcome && scan_a.footer.verdict != scan_b.footer.verdict;
     let first = match walked.first {
-        Some(found) => Some(first::describe(found, mode, &tape_a, &tape_b)?),
-        None if verdict_divergence => Some(first::verdict(&scan_a, &scan_b, &stream_a.actors)),
+        Some(found) => {
+            let tape_a = first::Tape {
+                source: a,
+                side: Side::A,
+                actors: &actors_a,
+            };
+            let tape_b = first::Tape {
+                source: b,
+                side: Side::B,
+                actors: &actors_b,
+            };
+            Some(first::describe(found, mode, &tape_a, &tape_b)?)
+        }
+        None if verdict_divergence => Some(first::verdict(&scan_a, &scan_b, &actors_a)),
         None => None,
     };
     let hunks_total = gaps.len() as u64;
-    let timing_divergences = if mode == Mode::Exact {
-        walked.timing_only
-    } else {
-        0
-    };
+    let timing_divergences = if mode == Mode::Exact { timing.count } else { 0 };
     let divergences = hunks_total + timing_divergences + u64::from(verdict_divergence);
     Ok(DiffReport {
         mode,
         equal: divergences == 0,
         divergences,
+        aligned,
         records_a: records_a as u64,
         records_b: records_b as u64,
         hunks_total,
         hunks: walked.hunks,
         content_by_actor: walked.by_actor,
         content_by_kind: walked.by_kind,
-        timing_only: walked.timing_only,
+        timing_only: timing.count,
         first,
         notes: notes::notes(mode, &scan_a, &scan_b),
         verdict_a: scan_a.footer.verdict,
@@ -204,14 +229,15 @@ fn stream<'s, S: TapeSource + ?Sized>(
     source: &'s S,
     side: Side,
     mode: Mode,
-    scan: &fingerprint::Scan,
-) -> Result<walk::Stream<S::Bytes<'s>>, OracleError> {
+    scan: &'s fingerprint::Scan,
+    actors: &'s ActorNames,
+) -> Result<walk::Stream<'s, S::Bytes<'s>>, OracleError> {
     let reader = source::open(source, side)?;
     Ok(walk::Stream::new(
         reader,
-        side,
-        source.describe(),
+        (side, source.describe()),
         mode,
         scan,
+        actors,
     ))
 }

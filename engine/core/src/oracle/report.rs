@@ -34,6 +34,10 @@ pub struct DiffReport {
     /// Hunks, plus timing-only differences in exact mode, plus a differing verdict in outcome
     /// mode.
     pub divergences: u64,
+    /// False when so many records differ (more than 16,384 inserted plus deleted) that the
+    /// oracle did not align them: everything from the first to the last difference is then
+    /// one changed hunk.
+    pub aligned: bool,
     /// Records of A the mode compares (every record but checkpoints, blobs and the footer;
     /// only `outcome` records in outcome mode).
     pub records_a: u64,
@@ -182,6 +186,13 @@ impl DiffReport {
         if self.mode == Mode::Outcome && self.verdict_a != self.verdict_b && !verdict_shown {
             let (a, b) = (quote(&self.verdict_a), quote(&self.verdict_b));
             let _ = writeln!(out, "verdicts differ: A {a}, B {b}");
+        }
+        if !self.aligned {
+            let _ = writeln!(
+                out,
+                "note: too many differences to align; the records from the first to the last \
+                 difference are one changed hunk"
+            );
         }
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");

@@ -1,14 +1,16 @@
-//! Pass two: walks both tapes in lockstep along the gaps that alignment found.
+//! Pass two: walks both tapes in lockstep along the gaps that alignment found, as far as the
+//! last thing the report shows.
 //!
-//! On the way it counts paired records whose virtual times differ (timing-only differences),
-//! tallies the records of each gap by actor and kind, turns gap positions into record indices,
-//! and keeps the records of the first divergence: only those two records are ever held whole.
+//! On the way it tallies the records of each gap by actor and kind, turns gap positions into
+//! record indices, and keeps the records of the first divergence: only those two records are
+//! ever held whole. Past the last gap (and the first divergence) nothing needs reading, so
+//! equal tapes are not read a second time at all.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 
 use super::align::Gap;
-use super::fingerprint::{is_compared, ActorNames, Scan};
+use super::fingerprint::{fingerprint, is_compared, ActorNames, Scan};
 use super::report::{Hunk, HunkOp, IndexRange};
 use super::{Mode, OracleError, Side};
 use crate::tape::{RawRecord, RecordKind, TapeReader};
@@ -18,38 +20,38 @@ use crate::tape::{RawRecord, RecordKind, TapeReader};
 pub(crate) const HUNKS_LISTED_MAX: usize = 1000;
 
 /// One tape's compared records, one at a time, with a one-record lookahead.
-pub(crate) struct Stream<R: Read> {
+pub(crate) struct Stream<'s, R: Read> {
     side: Side,
     path: String,
     mode: Mode,
     reader: TapeReader<R>,
-    pub(crate) actors: ActorNames,
+    pub(crate) actors: &'s ActorNames,
+    /// Pass one's fingerprints: every record read again must match its own.
+    fingerprints: &'s [u64],
+    position: usize,
     lookahead: Option<RawRecord>,
     /// The footer's index and virtual time, once reached.
     end: Option<(u64, u64)>,
-    /// The chain hash pass one saw in the footer: pass two must see the same tape.
-    final_hash: u64,
 }
 
-impl<R: Read> Stream<R> {
+impl<'s, R: Read> Stream<'s, R> {
     pub(crate) fn new(
         reader: TapeReader<R>,
-        side: Side,
-        path: String,
+        (side, path): (Side, String),
         mode: Mode,
-        scan: &Scan,
-    ) -> Stream<R> {
-        let actors = ActorNames::new(reader.header());
-        let final_hash = scan.footer.final_hash;
+        scan: &'s Scan,
+        actors: &'s ActorNames,
+    ) -> Stream<'s, R> {
         Stream {
             side,
             path,
             mode,
             reader,
             actors,
+            fingerprints: &scan.fingerprints,
+            position: 0,
             lookahead: None,
             end: None,
-            final_hash,
         }
     }
 
@@ -76,10 +78,6 @@ impl<R: Read> Stream<R> {
                 }
                 Some(record) if record.kind == RecordKind::Footer => {
                     self.end = Some((record.index, record.t_ns));
-                    let footer = self.reader.footer().expect("the footer was just read");
-                    if footer.final_hash != self.final_hash {
-                        return Err(self.changed());
-                    }
                 }
                 Some(_) => {}
                 None => unreachable!("the reader returns the footer before it returns None"),
@@ -88,11 +86,25 @@ impl<R: Read> Stream<R> {
         Ok(())
     }
 
-    /// Returns the next compared record; alignment says it exists, so its absence means the
-    /// tape changed since pass one.
+    /// Returns the next compared record. Alignment says it exists and what its fingerprint
+    /// is; anything else means the tape changed since pass one.
     pub(crate) fn next(&mut self) -> Result<RawRecord, OracleError> {
         self.fill()?;
-        self.lookahead.take().ok_or_else(|| self.changed())
+        let record = self.lookahead.take().ok_or_else(|| self.changed())?;
+        let expected = self.fingerprints.get(self.position);
+        if expected != Some(&fingerprint(self.mode, self.actors, &record)) {
+            return Err(self.changed());
+        }
+        self.position += 1;
+        Ok(record)
+    }
+
+    /// Steps over `count` records.
+    fn skip(&mut self, count: usize) -> Result<(), OracleError> {
+        for _ in 0..count {
+            self.next()?;
+        }
+        Ok(())
     }
 
     /// Returns the index and virtual time of the next compared record, or of the footer at
@@ -105,22 +117,13 @@ impl<R: Read> Stream<R> {
             (None, None) => unreachable!("fill stops at a record or at the footer"),
         }
     }
-
-    /// Reads to the footer; a compared record left over means the tape changed.
-    pub(crate) fn finish(&mut self) -> Result<(), OracleError> {
-        self.fill()?;
-        match self.lookahead {
-            Some(_) => Err(self.changed()),
-            None => Ok(()),
-        }
-    }
 }
 
 /// The first divergence as found, before its fields are compared.
 #[derive(Debug)]
 pub(crate) enum FirstFound {
-    /// A gap: its op, the first record of each side (if the side has one) and where each
-    /// tape stood when the gap began (index and virtual time).
+    /// A gap: its op and record count, the first record of each side (if the side has one)
+    /// and where each tape stood when the gap began (index and virtual time).
     Gap {
         op: HunkOp,
         count: u64,
@@ -136,65 +139,48 @@ pub(crate) enum FirstFound {
 /// What pass two found.
 #[derive(Debug, Default)]
 pub(crate) struct Walk {
-    pub(crate) timing_only: u64,
     pub(crate) by_actor: BTreeMap<String, u64>,
     pub(crate) by_kind: BTreeMap<String, u64>,
     pub(crate) hunks: Vec<Hunk>,
     pub(crate) first: Option<FirstFound>,
 }
 
-/// Walks `a` and `b` along `gaps`; `len_a` is the number of compared records of A.
+/// Walks `a` and `b` along `gaps`. `first_timing` is the position in A and B of a timing
+/// difference that comes before every gap and is a divergence (exact mode), if any.
 pub(crate) fn walk<RA: Read, RB: Read>(
-    a: &mut Stream<RA>,
-    b: &mut Stream<RB>,
+    a: &mut Stream<'_, RA>,
+    b: &mut Stream<'_, RB>,
     gaps: &[Gap],
-    len_a: usize,
-    mode: Mode,
+    first_timing: Option<(usize, usize)>,
 ) -> Result<Walk, OracleError> {
     let mut walk = Walk::default();
     let mut position_a = 0;
+    if let Some((at_a, at_b)) = first_timing {
+        assert_eq!(at_a, at_b, "before the first gap positions are equal");
+        a.skip(at_a)?;
+        b.skip(at_b)?;
+        walk.first = Some(FirstFound::Timing {
+            a: a.next()?,
+            b: b.next()?,
+        });
+        position_a = at_a + 1;
+    }
     for gap in gaps {
-        walk.matched(a, b, gap.a.start - position_a, mode)?;
+        let matched = gap.a.start - position_a;
+        a.skip(matched)?;
+        b.skip(matched)?;
         walk.gap(a, b, gap)?;
         position_a = gap.a.end;
     }
-    walk.matched(a, b, len_a - position_a, mode)?;
-    a.finish()?;
-    b.finish()?;
     Ok(walk)
 }
 
 impl Walk {
-    /// Steps over `count` paired records, comparing their virtual times.
-    fn matched<RA: Read, RB: Read>(
-        &mut self,
-        a: &mut Stream<RA>,
-        b: &mut Stream<RB>,
-        count: usize,
-        mode: Mode,
-    ) -> Result<(), OracleError> {
-        for _ in 0..count {
-            let (record_a, record_b) = (a.next()?, b.next()?);
-            // Outcome mode compares final effects, whenever they were declared.
-            if mode == Mode::Outcome || record_a.t_ns == record_b.t_ns {
-                continue;
-            }
-            self.timing_only += 1;
-            if mode == Mode::Exact && self.first.is_none() {
-                self.first = Some(FirstFound::Timing {
-                    a: record_a,
-                    b: record_b,
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Steps over one gap: tallies it, lists it, and keeps it if it is the first divergence.
     fn gap<RA: Read, RB: Read>(
         &mut self,
-        a: &mut Stream<RA>,
-        b: &mut Stream<RB>,
+        a: &mut Stream<'_, RA>,
+        b: &mut Stream<'_, RB>,
         gap: &Gap,
     ) -> Result<(), OracleError> {
         let (here_a, here_b) = (a.here()?, b.here()?);
@@ -236,10 +222,11 @@ impl Walk {
     }
 
     /// Reads `count` records of one side of a gap, tallying those from position `tally_from`
-    /// on; returns the first record and the index after the last.
+    /// on; returns the first record (while no first divergence is kept) and the index after
+    /// the last.
     fn side_of_gap<R: Read>(
         &mut self,
-        stream: &mut Stream<R>,
+        stream: &mut Stream<'_, R>,
         count: usize,
         tally_from: usize,
     ) -> Result<(Option<RawRecord>, Option<u64>), OracleError> {

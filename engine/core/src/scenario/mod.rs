@@ -281,8 +281,8 @@ fn read_source(path: &Path) -> Result<String, ScenarioError> {
     })
 }
 
-/// Places a TOML syntax error. Its message is `toml`'s, on one line.
-fn syntax_error(error: &toml::de::Error, source: &str, path: &Path) -> ScenarioError {
+/// Places a TOML syntax error. Its message is `toml_edit`'s, on one line.
+fn syntax_error(error: &toml_edit::TomlError, source: &str, path: &Path) -> ScenarioError {
     let offset = error.span().map_or(0, |span| span.start);
     let (line, column) = error::line_column(source, offset);
     let message = error

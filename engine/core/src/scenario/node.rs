@@ -5,27 +5,17 @@
 //! read into this loose tree (only TOML syntax errors stop it), and the typed decoding in
 //! `schema` walks the tree and collects errors as it goes.
 //!
-//! Spans come from `toml`'s `Spanned` protocol: a deserializer that knows where a value sits
-//! answers a request for the struct named [`SPANNED_NAME`] with a three-field map (start, end,
-//! value). The names are `serde_spanned`'s, which `toml::Spanned` uses; they are private to that
-//! crate, so the test `spans_point_at_keys_and_values` breaks if they ever change. Values with
-//! no known place (the root table, implicit tables) get the span of their parent.
+//! Spans come from `toml_edit`'s span-preserving parse ([`ImDocument`]): every key and value
+//! it reads knows its byte range in the source. Values with no place of their own (implicit
+//! tables such as `a` in `a.b = 1`) have no span; decoding then points at their key, or
+//! failing that at the enclosing field.
 
-use std::fmt;
 use std::ops::Range;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use toml_edit::{ImDocument, InlineTable, Item, Table, TomlError};
 
 /// A byte range of the source.
 pub(crate) type Span = Range<usize>;
-
-const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
-const SPANNED_START: &str = "$__serde_spanned_private_start";
-const SPANNED_END: &str = "$__serde_spanned_private_end";
-const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
-const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
-/// The one key of the map `toml` presents for a TOML datetime.
-const DATETIME_FIELD: &str = "$__toml_private_datetime";
 
 /// A value and where it sits.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,174 +67,73 @@ impl Value {
     }
 }
 
-/// Parses TOML text into a tree. The error is `toml`'s (syntax, or a value too deep).
-pub(crate) fn parse(source: &str) -> Result<Node, toml::de::Error> {
-    toml::from_str::<Node>(source)
+/// Parses TOML text into a tree. The error is `toml_edit`'s (syntax, a duplicate key, or
+/// nesting too deep), with the byte span of the problem.
+pub(crate) fn parse(source: &str) -> Result<Node, TomlError> {
+    let document = ImDocument::parse(source)?;
+    Ok(table_node(document.as_table()))
 }
 
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, NodeVisitor { spanned: true })
-    }
-}
-
-/// The inner value of a spanned wrapper: asking for spans again would loop forever.
-struct Bare(Node);
-
-impl<'de> Deserialize<'de> for Bare {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Bare, D::Error> {
-        deserializer
-            .deserialize_any(NodeVisitor { spanned: false })
-            .map(Bare)
-    }
-}
-
-struct NodeVisitor {
-    /// True when the deserializer may answer with a spanned wrapper map.
-    spanned: bool,
-}
-
-fn bare(value: Value) -> Node {
-    Node { span: None, value }
-}
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any TOML value")
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
-        Ok(bare(Value::Boolean(v)))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
-        Ok(bare(Value::Integer(v)))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-        let v = i64::try_from(v).map_err(|_| E::custom("integer out of range"))?;
-        Ok(bare(Value::Integer(v)))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
-        Ok(bare(Value::Float(v)))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
-        Ok(bare(Value::String(v.to_string())))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        Ok(bare(Value::String(v)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Node>()? {
-            items.push(item);
-        }
-        Ok(bare(Value::Array(items)))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let Some(first) = map.next_key::<Key>()? else {
-            return Ok(bare(Value::Table(Vec::new())));
-        };
-        if self.spanned && first.text == SPANNED_START {
-            return spanned_wrapper(map);
-        }
-        if first.text == DATETIME_FIELD {
-            let text: String = map.next_value()?;
-            return Ok(bare(Value::Datetime(text)));
-        }
-        let mut entries = vec![Entry {
-            key: first.text,
-            key_span: first.span,
-            node: map.next_value()?,
-        }];
-        while let Some(key) = map.next_key::<Key>()? {
-            entries.push(Entry {
-                key: key.text,
-                key_span: key.span,
-                node: map.next_value()?,
-            });
-        }
-        Ok(bare(Value::Table(entries)))
-    }
-}
-
-/// Reads the rest of a spanned wrapper whose start key was just read: start, end, value.
-fn spanned_wrapper<'de, A: MapAccess<'de>>(mut map: A) -> Result<Node, A::Error> {
-    let start: usize = map.next_value()?;
-    let mut end: Option<usize> = None;
-    let mut inner: Option<Node> = None;
-    while let Some(key) = map.next_key::<Key>()? {
-        match key.text.as_str() {
-            SPANNED_END => end = Some(map.next_value()?),
-            SPANNED_VALUE => inner = Some(map.next_value::<Bare>()?.0),
-            other => return Err(de::Error::unknown_field(other, SPANNED_FIELDS)),
-        }
-    }
-    let end = end.ok_or_else(|| de::Error::missing_field(SPANNED_END))?;
-    let mut node = inner.ok_or_else(|| de::Error::missing_field(SPANNED_VALUE))?;
-    node.span = Some(start..end.max(start));
-    Ok(node)
-}
-
-/// A table key, with its span when the deserializer knows it.
-struct Key {
-    text: String,
-    span: Option<Span>,
-}
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key, D::Error> {
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a table key")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(Key {
-            text: v.to_string(),
-            span: None,
+/// A `[table]`, `[[array]]` element, dotted-key table or the root; its span is the one
+/// `toml_edit` gives it (the root's is empty at offset 0, implicit tables have none).
+fn table_node(table: &Table) -> Node {
+    let entries = table
+        .iter()
+        .filter_map(|(key, item)| {
+            Some(Entry {
+                key: key.to_string(),
+                key_span: table.key(key).and_then(|key| key.span()),
+                node: item_node(item)?,
+            })
         })
+        .collect();
+    Node {
+        span: table.span(),
+        value: Value::Table(entries),
     }
+}
 
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Key, E> {
-        Ok(Key {
-            text: v,
-            span: None,
+/// An item of a table; `None` for [`Item::None`], which marks an absent value (the parser
+/// produces none, and `Table::iter` skips them anyway).
+fn item_node(item: &Item) -> Option<Node> {
+    match item {
+        Item::None => None,
+        Item::Value(value) => Some(value_node(value)),
+        Item::Table(table) => Some(table_node(table)),
+        Item::ArrayOfTables(tables) => Some(Node {
+            span: tables.span(),
+            value: Value::Array(tables.iter().map(table_node).collect()),
+        }),
+    }
+}
+
+/// A value written after `=` or inside an array or inline table.
+fn value_node(value: &toml_edit::Value) -> Node {
+    let tree = match value {
+        toml_edit::Value::String(text) => Value::String(text.value().clone()),
+        toml_edit::Value::Integer(n) => Value::Integer(*n.value()),
+        toml_edit::Value::Float(x) => Value::Float(*x.value()),
+        toml_edit::Value::Boolean(b) => Value::Boolean(*b.value()),
+        toml_edit::Value::Datetime(datetime) => Value::Datetime(datetime.value().to_string()),
+        toml_edit::Value::Array(items) => Value::Array(items.iter().map(value_node).collect()),
+        toml_edit::Value::InlineTable(table) => Value::Table(inline_entries(table)),
+    };
+    Node {
+        span: value.span(),
+        value: tree,
+    }
+}
+
+/// The entries of an inline table `{ k = v, … }`, in source order.
+fn inline_entries(table: &InlineTable) -> Vec<Entry> {
+    table
+        .iter()
+        .map(|(key, value)| Entry {
+            key: key.to_string(),
+            key_span: table.key(key).and_then(|key| key.span()),
+            node: value_node(value),
         })
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
-        let (mut start, mut end, mut text) = (None, None, None);
-        while let Some(field) = map.next_key::<String>()? {
-            match field.as_str() {
-                SPANNED_START => start = Some(map.next_value::<usize>()?),
-                SPANNED_END => end = Some(map.next_value::<usize>()?),
-                SPANNED_VALUE => text = Some(map.next_value::<String>()?),
-                other => return Err(de::Error::unknown_field(other, SPANNED_FIELDS)),
-            }
-        }
-        let text = text.ok_or_else(|| de::Error::missing_field(SPANNED_VALUE))?;
-        let span = match (start, end) {
-            (Some(start), Some(end)) => Some(start..end.max(start)),
-            _ => None,
-        };
-        Ok(Key { text, span })
-    }
+        .collect()
 }
 
 #[cfg(test)]
@@ -264,8 +153,7 @@ mod tests {
 
     #[test]
     fn spans_point_at_keys_and_values() {
-        // Goal: keys, values, inline tables and arrays of tables keep their source spans (this
-        // breaks if toml's private span protocol changes).
+        // Goal: keys, values, inline tables and arrays of tables keep their source spans.
         let source = "[scenario]\nname = \"x\"\n[[task]]\nsteps = [{ sleep = \"1s\" }]\n";
         let root = parse(source).unwrap();
         let scenario = &table(&root)[0];
@@ -297,6 +185,19 @@ mod tests {
             Value::Datetime("2026-01-01T00:00:00Z".into())
         );
         assert_eq!(entries[1].node.span, None);
+        assert_eq!(table(&entries[1].node)[0].node.value, Value::Integer(1));
+    }
+
+    #[test]
+    fn keys_named_like_serde_internals_are_plain_keys() {
+        // Goal: no key text has a special meaning (serde-based span readers took these two for
+        // a datetime and a span wrapper).
+        let source =
+            "\"$__toml_private_datetime\" = \"x\"\na.\"$__serde_spanned_private_start\" = 1\n";
+        let root = parse(source).unwrap();
+        let entries = table(&root);
+        assert_eq!(entries[0].key, "$__toml_private_datetime");
+        assert_eq!(entries[0].node.value, Value::String("x".into()));
         assert_eq!(table(&entries[1].node)[0].node.value, Value::Integer(1));
     }
 }

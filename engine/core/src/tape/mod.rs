@@ -4,6 +4,7 @@
 //! [`TapeWriter`] streams records through a reused buffer; [`TapeReader`] streams them back,
 //! checking the hash chain, and names the first bad record and its byte offset.
 
+pub(crate) mod encode;
 mod json;
 mod reader;
 mod writer;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::encode::{encode_bin_len, encode_uint, FRAME_STAGING_BYTES};
 use super::{
     chain_step, hex_encode, RecordKind, TapeError, TapeFooter, TapeHeader, BUFFER_BYTES,
     CHECKPOINT_INTERVAL_RECORDS, KIND_BLOB_REF_BIT, MAGIC,
@@ -67,7 +68,12 @@ impl TapeSink {
 #[derive(Debug)]
 pub struct TapeWriter {
     sink: TapeSink,
+    /// Always `BUFFER_BYTES + FRAME_STAGING_BYTES` long; `filled` bytes are pending. Small
+    /// records are encoded straight into it (no staging copy, no growth checks).
     buffer: Vec<u8>,
+    filled: usize,
+    /// Scratch space for records too large to encode in place.
+    large: Vec<u8>,
     payload: Vec<u8>,
     chain: u64,
     records: u64,
@@ -102,19 +108,21 @@ impl TapeWriter {
         let header_bytes = rmp_serde::to_vec(header).map_err(|e| TapeError::BadHeader {
             detail: e.to_string(),
         })?;
-        let mut buffer = Vec::with_capacity(BUFFER_BYTES + 1024);
-        buffer.extend_from_slice(MAGIC);
-        rmp::encode::write_bin(&mut buffer, &header_bytes).expect("writes to a Vec cannot fail");
+        let mut start = Vec::with_capacity(header_bytes.len() + 16);
+        start.extend_from_slice(MAGIC);
+        rmp::encode::write_bin(&mut start, &header_bytes).expect("writes to a Vec cannot fail");
         if let BlobMode::Sidecar(dir) = &blob_mode {
             std::fs::create_dir_all(dir).map_err(|source| TapeError::Io {
                 path: dir.display().to_string(),
                 source,
             })?;
         }
-        let chain = chain_step(0, &buffer);
-        let writer = TapeWriter {
+        let chain = chain_step(0, &start);
+        let mut writer = TapeWriter {
             sink,
-            buffer,
+            buffer: vec![0; BUFFER_BYTES + FRAME_STAGING_BYTES],
+            filled: 0,
+            large: Vec::new(),
             payload: Vec::with_capacity(256),
             chain,
             records: 0,
@@ -124,7 +132,7 @@ impl TapeWriter {
             blob_threshold_bytes: header.blob_threshold_bytes as usize,
             blobs_written: BTreeSet::new(),
         };
-        writer.check_size()?;
+        writer.write_bytes(&start)?;
         Ok(writer)
     }
 
@@ -256,40 +264,70 @@ impl TapeWriter {
         // The fixed fields are encoded by hand into a stack buffer: the bytes are exactly
         // what `rmp::encode::write_uint` writes (a test checks it), at a fraction of the cost
         // on the hot path, where most records are 10-20 bytes.
-        let mut head = [0u8; FRAME_STAGING_BYTES];
-        head[0] = 0x97; // fixarray of 7
-        let mut len = 1;
-        len += encode_uint(&mut head[len..], self.records);
-        len += encode_uint(&mut head[len..], t_ns);
-        len += encode_uint(&mut head[len..], u64::from(actor));
-        len += encode_uint(&mut head[len..], u64::from(task));
-        len += encode_uint(&mut head[len..], u64::from(kind));
-        len += encode_bin_len(&mut head[len..], payload.len());
-        if len + payload.len() + 5 <= FRAME_STAGING_BYTES {
-            // Small records (wakes, exits) are staged whole and appended in one copy.
-            head[len..len + payload.len()].copy_from_slice(payload);
+        if 40 + payload.len() <= FRAME_STAGING_BYTES {
+            // Small records (wakes, spawns, exits) are encoded in place in the buffer, which
+            // always has FRAME_STAGING_BYTES of room past BUFFER_BYTES.
+            let start = self.filled;
+            // A fixed-size view: one bounds check here instead of one per field below.
+            let out: &mut [u8; FRAME_STAGING_BYTES] = (&mut self.buffer
+                [start..start + FRAME_STAGING_BYTES])
+                .try_into()
+                .expect("the buffer keeps FRAME_STAGING_BYTES of room past BUFFER_BYTES");
+            let mut len = encode_head(out, self.records, t_ns, actor, task, kind, payload.len());
+            out[len..len + payload.len()].copy_from_slice(payload);
             len += payload.len();
-            self.chain = chain_step(self.chain, &head[..len]);
-            len += encode_uint(&mut head[len..], self.chain & 0xffff_ffff);
-            self.buffer.extend_from_slice(&head[..len]);
-        } else {
-            let start = self.buffer.len();
-            self.buffer.extend_from_slice(&head[..len]);
-            self.buffer.extend_from_slice(payload);
-            self.chain = chain_step(self.chain, &self.buffer[start..]);
-            let mut check = [0u8; 5];
-            let check_len = encode_uint(&mut check, self.chain & 0xffff_ffff);
-            self.buffer.extend_from_slice(&check[..check_len]);
+            self.chain = chain_step(self.chain, &out[..len]);
+            len += encode_uint(&mut out[len..], self.chain & 0xffff_ffff);
+            self.filled += len;
+            self.records += 1;
+            if self.filled >= BUFFER_BYTES {
+                self.flush()?;
+            }
+            return Ok(());
         }
+        let mut large = std::mem::take(&mut self.large);
+        large.clear();
+        large.resize(40, 0);
+        let head_len = encode_head(
+            &mut large,
+            self.records,
+            t_ns,
+            actor,
+            task,
+            kind,
+            payload.len(),
+        );
+        large.truncate(head_len);
+        large.extend_from_slice(payload);
+        self.chain = chain_step(self.chain, &large);
+        let mut check = [0u8; 5];
+        let check_len = encode_uint(&mut check, self.chain & 0xffff_ffff);
+        large.extend_from_slice(&check[..check_len]);
         self.records += 1;
-        if self.buffer.len() >= BUFFER_BYTES {
+        let written = self.write_bytes(&large);
+        self.large = large;
+        written
+    }
+
+    /// Appends `bytes` to the buffer, flushing as needed; large writes go straight through.
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), TapeError> {
+        if self.filled + bytes.len() <= self.buffer.len() {
+            self.buffer[self.filled..self.filled + bytes.len()].copy_from_slice(bytes);
+            self.filled += bytes.len();
+        } else {
+            self.flush()?;
+            self.bytes_written += bytes.len() as u64;
+            self.check_size()?;
+            self.sink.write_all(bytes)?;
+        }
+        if self.filled >= BUFFER_BYTES {
             self.flush()?;
         }
         Ok(())
     }
 
     fn check_size(&self) -> Result<(), TapeError> {
-        let total = self.bytes_written + self.buffer.len() as u64;
+        let total = self.bytes_written + self.filled as u64;
         if total > self.bytes_max {
             return Err(TapeError::TooLarge {
                 bytes_max: self.bytes_max,
@@ -301,9 +339,9 @@ impl TapeWriter {
     /// Writes the buffered bytes to the sink.
     pub fn flush(&mut self) -> Result<(), TapeError> {
         self.check_size()?;
-        self.sink.write_all(&self.buffer)?;
-        self.bytes_written += self.buffer.len() as u64;
-        self.buffer.clear();
+        self.sink.write_all(&self.buffer[..self.filled])?;
+        self.bytes_written += self.filled as u64;
+        self.filled = 0;
         Ok(())
     }
 
@@ -337,74 +375,25 @@ impl TapeWriter {
     }
 }
 
-/// Bytes of the stack buffer a small record is assembled in before one copy to the buffer.
-const FRAME_STAGING_BYTES: usize = 96;
-
-/// Writes `value` as the smallest MessagePack unsigned integer into `out`; returns the length.
-#[inline]
-fn encode_uint(out: &mut [u8], value: u64) -> usize {
-    if value < 0x80 {
-        out[0] = value as u8;
-        1
-    } else if value <= 0xff {
-        out[0] = 0xcc;
-        out[1] = value as u8;
-        2
-    } else if value <= 0xffff {
-        out[0] = 0xcd;
-        out[1..3].copy_from_slice(&(value as u16).to_be_bytes());
-        3
-    } else if value <= 0xffff_ffff {
-        out[0] = 0xce;
-        out[1..5].copy_from_slice(&(value as u32).to_be_bytes());
-        5
-    } else {
-        out[0] = 0xcf;
-        out[1..9].copy_from_slice(&value.to_be_bytes());
-        9
-    }
-}
-
-/// Writes a MessagePack bin length marker into `out`; returns its length.
-#[inline]
-fn encode_bin_len(out: &mut [u8], len: usize) -> usize {
-    if len <= 0xff {
-        out[0] = 0xc4;
-        out[1] = len as u8;
-        2
-    } else if len <= 0xffff {
-        out[0] = 0xc5;
-        out[1..3].copy_from_slice(&(len as u16).to_be_bytes());
-        3
-    } else {
-        out[0] = 0xc6;
-        let len = u32::try_from(len).expect("payloads are limited far below 4 GiB");
-        out[1..5].copy_from_slice(&len.to_be_bytes());
-        5
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hand_encoding_matches_rmp() {
-        // Goal: the hot-path encoder writes exactly the bytes rmp writes, at every boundary.
-        let values = [0, 1, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x1_0000, 0xffff_ffff, 0x1_0000_0000, u64::MAX];
-        for value in values {
-            let mut ours = [0u8; 9];
-            let len = encode_uint(&mut ours, value);
-            let mut theirs = Vec::new();
-            rmp::encode::write_uint(&mut theirs, value).unwrap();
-            assert_eq!(&ours[..len], theirs.as_slice(), "uint {value}");
-        }
-        for len in [0usize, 1, 0xff, 0x100, 0xffff, 0x1_0000] {
-            let mut ours = [0u8; 5];
-            let n = encode_bin_len(&mut ours, len);
-            let mut theirs = Vec::new();
-            rmp::encode::write_bin_len(&mut theirs, len as u32).unwrap();
-            assert_eq!(&ours[..n], theirs.as_slice(), "bin len {len}");
-        }
-    }
+/// Encodes a record's array marker and fixed fields (`seq` … the payload's bin length) into
+/// `out`, which has room for 40 bytes; returns the length.
+#[inline(always)]
+fn encode_head(
+    out: &mut [u8],
+    seq: u64,
+    t_ns: u64,
+    actor: u16,
+    task: u32,
+    kind: u8,
+    payload_len: usize,
+) -> usize {
+    out[0] = 0x97; // fixarray of 7
+    let mut len = 1;
+    len += encode_uint(&mut out[len..], seq);
+    len += encode_uint(&mut out[len..], t_ns);
+    len += encode_uint(&mut out[len..], u64::from(actor));
+    len += encode_uint(&mut out[len..], u64::from(task));
+    len += encode_uint(&mut out[len..], u64::from(kind));
+    len += encode_bin_len(&mut out[len..], payload_len);
+    len
 }

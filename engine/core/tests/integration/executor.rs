@@ -212,7 +212,7 @@ fn limits_are_named_errors() {
         ..Limits::default()
     });
     assert!(matches!(
-            *horizon.error,
+        *horizon.error,
         SimError::LimitExceeded {
             limit: LimitName::VirtualTimeMaxNs,
             value: 5_500_000,
@@ -243,7 +243,7 @@ fn run_queue_and_task_limits() {
         })
         .unwrap_err();
     assert!(matches!(
-            *error.error,
+        *error.error,
         SimError::LimitExceeded {
             limit: LimitName::TasksMax,
             ..
@@ -264,7 +264,7 @@ fn run_queue_and_task_limits() {
         })
         .unwrap_err();
     assert!(matches!(
-            *error.error,
+        *error.error,
         SimError::LimitExceeded {
             limit: LimitName::RunQueueLenMax,
             value: 4,

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use simtape::oracle::{
-    diff_bytes, diff_paths, DiffReport, DivergenceOp, HunkOp, IndexRange, Mode, OracleError, Side,
+    diff_bytes, diff_paths, diff_sources, DiffReport, DivergenceOp, HunkOp, IndexRange, Mode,
+    OracleError, Side, TapeSource,
 };
 use simtape::tape::{
     BlobMode, RawRecord, RecordKind, ScenarioStamp, TapeError, TapeHeader, TapeReader, TapeSink,
@@ -416,6 +417,52 @@ fn unreadable_tapes_are_errors_naming_the_side() {
             ..
         }
     ));
+}
+
+/// A tape in memory whose bytes change after the first time it is opened.
+struct Rewritten {
+    before: Vec<u8>,
+    after: Vec<u8>,
+    opened: std::cell::Cell<u32>,
+}
+
+impl TapeSource for Rewritten {
+    type Bytes<'s> = &'s [u8];
+
+    fn open_tape(&self) -> Result<TapeReader<&[u8]>, TapeError> {
+        self.opened.set(self.opened.get() + 1);
+        let bytes = if self.opened.get() == 1 {
+            &self.before
+        } else {
+            &self.after
+        };
+        TapeReader::new(bytes.as_slice())
+    }
+
+    fn describe(&self) -> String {
+        "rewritten".into()
+    }
+}
+
+#[test]
+fn a_tape_rewritten_between_passes_is_an_error() {
+    // Goal: a tape whose records change between the oracle's passes is reported, not diffed.
+    let dir = tempdir("rewritten");
+    let read = |variant| std::fs::read(record(&dir.join("t.tape"), variant)).unwrap();
+    let a = Rewritten {
+        before: read(BASE),
+        after: read(Variant {
+            bytes_of_tick_7: 5,
+            ..BASE
+        }),
+        opened: Default::default(),
+    };
+    let b = read(Variant {
+        extra_before: Some(9),
+        ..BASE
+    });
+    let error = diff_sources(&a, b.as_slice(), Mode::Exact).unwrap_err();
+    assert!(matches!(&error, OracleError::Changed { side: Side::A, path } if path == "rewritten"));
 }
 
 /// A tape of `records` wake records written directly, as the scale benchmark writes them, with

@@ -1,0 +1,122 @@
+//! `simtape ci`: every scenario at its pinned seeds, compared byte for byte with its golden
+//! tape under `tapes/`; `--bless` rewrites the goldens.
+
+use std::path::{Path, PathBuf};
+
+use simtape::oracle::{diff_bytes, Mode};
+use simtape::scenario::Scenario;
+
+use crate::args::CiArgs;
+use crate::exit::{CliError, CliResult, DIVERGED, OK};
+
+/// What happened to one (scenario, seed).
+enum Check {
+    Match,
+    Blessed,
+    Missing,
+    Differs(String),
+}
+
+pub(crate) fn run(args: &CiArgs) -> CliResult {
+    let scenarios = scenario_files(&args.dir.join("scenarios"))?;
+    let tapes_dir = args.dir.join("tapes");
+    let (mut matched, mut failed) = (0, 0);
+    for path in &scenarios {
+        let scenario = Scenario::load(path).map_err(CliError::usage)?;
+        for &seed in scenario.seeds() {
+            let golden = golden_path(&tapes_dir, scenario.name(), seed);
+            let tape = tape_bytes(&scenario, seed)?;
+            let label = format!("{} seed {seed}", scenario.name());
+            match check(&golden, &tape, args.bless)? {
+                Check::Match => {
+                    matched += 1;
+                    println!("ok       {label}");
+                }
+                Check::Blessed => {
+                    matched += 1;
+                    println!("blessed  {label} -> {}", golden.display());
+                }
+                Check::Missing => {
+                    failed += 1;
+                    println!("MISSING  {label}: no golden tape at {}", golden.display());
+                }
+                Check::Differs(report) => {
+                    failed += 1;
+                    println!("DIFFERS  {label}: {}", golden.display());
+                    for line in report.lines() {
+                        println!("         {line}");
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "ci: {matched} tape(s) match, {failed} failed, {} scenario file(s)",
+        scenarios.len()
+    );
+    if failed > 0 {
+        println!("if the change is intended: simtape ci --bless, then review and commit tapes/");
+        return Ok(DIVERGED);
+    }
+    Ok(OK)
+}
+
+/// Returns the scenario files of `dir`, sorted so the output order is stable.
+fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Returns where the golden tape of `(scenario, seed)` lives.
+pub(crate) fn golden_path(tapes_dir: &Path, scenario: &str, seed: u64) -> PathBuf {
+    tapes_dir.join(scenario).join(format!("seed-{seed}.tape"))
+}
+
+fn tape_bytes(scenario: &Scenario, seed: u64) -> Result<Vec<u8>, CliError> {
+    let mut builder = scenario.builder(seed);
+    builder.tape_in_memory();
+    // A run that ends in error still has a complete tape; its verdict is part of the golden.
+    let tape = match scenario.run(&mut builder) {
+        Ok(report) => report.tape,
+        Err(failure) => failure.tape,
+    };
+    tape.and_then(|t| t.memory).ok_or_else(|| {
+        CliError::usage(format!(
+            "{} seed {seed}: the run produced no tape",
+            scenario.name()
+        ))
+    })
+}
+
+fn check(golden: &Path, tape: &[u8], bless: bool) -> Result<Check, CliError> {
+    let io = |e: std::io::Error| CliError::usage(format!("{}: {e}", golden.display()));
+    let existing = match std::fs::read(golden) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(e)),
+    };
+    if existing.as_deref() == Some(tape) {
+        return Ok(Check::Match);
+    }
+    if bless {
+        if let Some(parent) = golden.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(golden, tape).map_err(io)?;
+        return Ok(Check::Blessed);
+    }
+    let Some(existing) = existing else {
+        return Ok(Check::Missing);
+    };
+    let report = diff_bytes(&existing, tape, Mode::Exact)
+        .map(|r| r.render_text())
+        .unwrap_or_else(|e| format!("the golden tape does not read: {e}"));
+    Ok(Check::Differs(report))
+}
