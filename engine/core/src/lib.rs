@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod actor;
+pub mod cap;
 pub mod error;
 mod executor;
 pub mod limits;
@@ -52,7 +53,7 @@ mod timers;
 
 pub use error::{SimError, WaitingTask};
 pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
-pub use sim::{Builder, Host, RunError, RunReport, Sim};
+pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.
 #[cfg(doctest)]

@@ -278,6 +278,44 @@ pub struct RunReport<T> {
     pub tape: Option<TapeSummary>,
     /// The tape file, when the tape went to a file.
     pub tape_path: Option<PathBuf>,
+    /// The actors' final states (the fs overlay and its diff, a world state, …).
+    pub actors: ActorStates,
+}
+
+/// The final states of a run's actors, taken out of the simulation when it ends.
+#[derive(Default)]
+pub struct ActorStates {
+    states: Vec<Option<Box<dyn Any>>>,
+}
+
+impl std::fmt::Debug for ActorStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActorStates")
+            .field("actors", &self.states.len())
+            .finish()
+    }
+}
+
+impl ActorStates {
+    /// Returns the final state of `actor`, if it is of type `A`.
+    pub fn get<A: 'static>(&self, actor: ActorRef<A>) -> Option<&A> {
+        self.states
+            .get(usize::from(actor.id()))?
+            .as_ref()?
+            .downcast_ref::<A>()
+    }
+
+    /// Takes the final state of `actor` out of the report.
+    pub fn take<A: 'static>(&mut self, actor: ActorRef<A>) -> Option<A> {
+        let slot = self.states.get_mut(usize::from(actor.id()))?;
+        match slot.take()?.downcast::<A>() {
+            Ok(state) => Some(*state),
+            Err(other) => {
+                *slot = Some(other);
+                None
+            }
+        }
+    }
 }
 
 /// A run that ended with an error; its tape (if any) is complete, with the error as verdict.
@@ -296,6 +334,8 @@ pub struct RunError {
     pub tape: Option<TapeSummary>,
     /// The tape file.
     pub tape_path: Option<PathBuf>,
+    /// The actors' final states, as far as the run got.
+    pub actors: ActorStates,
 }
 
 impl Sim {
@@ -349,6 +389,13 @@ impl Sim {
             .map(|w| w.finish(end_ns, &verdict_text))
             .transpose();
         let (records, fingerprint) = (core.recorder.records(), core.recorder.fingerprint());
+        let actors = ActorStates {
+            states: core
+                .actors
+                .iter_mut()
+                .map(|slot| slot.state.take())
+                .collect(),
+        };
         let tape_path = self.tape_path;
         match (outcome, tape) {
             (Ok(output), Ok(tape)) => Ok(RunReport {
@@ -360,6 +407,7 @@ impl Sim {
                 fingerprint,
                 tape,
                 tape_path,
+                actors,
             }),
             (Ok(_), Err(tape_error)) => Err(RunError {
                 error: Box::new(SimError::Tape(tape_error)),
@@ -368,6 +416,7 @@ impl Sim {
                 events,
                 tape: None,
                 tape_path,
+                actors,
             }),
             (Err(error), tape) => Err(RunError {
                 error: Box::new(error),
@@ -376,6 +425,7 @@ impl Sim {
                 events,
                 tape: tape.ok().flatten(),
                 tape_path,
+                actors,
             }),
         }
     }

@@ -220,6 +220,7 @@ impl Scenario {
             events: 0,
             tape: None,
             tape_path: None,
+            actors: Default::default(),
         })?;
         let spec = Arc::clone(&self.spec);
         let report = sim.run_with_verdict(

@@ -1,5 +1,8 @@
 //! The engine's one integration-test binary: one module per area.
 
+mod cap_fs;
+mod cap_llm;
+mod cap_net;
 mod executor;
 mod oracle;
 mod scenario;

@@ -1,0 +1,9 @@
+//! The capabilities: each is an actor (see [`crate::actor`]) with its own module.
+//!
+//! - [`fs`] — a copy-on-write overlay over a real directory, with a diff and seeded faults.
+//! - [`net`] — the network policy: deny by default, allow-list by host, suffix, IP, CIDR, port.
+//! - [`llm`] — model calls replayed from fixtures, matched by request content.
+
+pub mod fs;
+pub mod llm;
+pub mod net;
