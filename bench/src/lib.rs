@@ -1,5 +1,5 @@
 //! simtape-bench: simtape side by side with tokio and nexosim on the workloads of
-//! `perf.md` section 2.
+//! the four reference workloads (W1, W1ms, W2, W3).
 //!
 //! - [`workloads`]: W1, W1ms, W2 and W3, their SplitMix64 durations and expected figures.
 //! - [`frameworks`]: each workload written in each framework's idiom.

@@ -18,14 +18,14 @@ use simtape_bench::report;
 use simtape_bench::runner::{self, Plan};
 use simtape_bench::workloads::{Size, Workload, SEED};
 
-/// Benchmarks simtape against tokio and nexosim on the perf.md workloads.
+/// Benchmarks simtape against tokio and nexosim on the reference workloads.
 #[derive(Debug, Parser)]
 #[command(name = "simtape-bench")]
 struct Args {
     /// Rounds; every round runs every case once, and the report takes the median.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
-    /// `full` (perf.md sizes) or `small` (a quick smoke run).
+    /// `full` (1M events) or `small` (a quick smoke run).
     #[arg(long, default_value = "full")]
     size: Size,
     /// Also writes the table as a JSON array to this file.

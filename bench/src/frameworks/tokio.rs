@@ -1,6 +1,6 @@
 //! The workloads on tokio: a current-thread runtime with a paused clock (what
 //! `#[tokio::test(start_paused = true)]` builds), `tokio::spawn`, `tokio::time::sleep` and
-//! unbounded mpsc channels, as in `perf.md`.
+//! unbounded mpsc channels.
 //!
 //! tokio's timer wheel rounds every deadline up to the next millisecond, so W1's µs sleeps
 //! all last 1 ms (end 100 ms instead of 61.7 ms) and W2's hops 1 ms each; W1ms is the fair

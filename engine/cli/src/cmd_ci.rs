@@ -85,7 +85,7 @@ fn tape_bytes(scenario: &Scenario, seed: u64) -> Result<Vec<u8>, CliError> {
     // A run that ends in error still has a complete tape; its verdict is part of the golden.
     let tape = match scenario.run(&mut builder) {
         Ok(report) => report.tape,
-        Err(failure) => failure.tape,
+        Err(failure) => failure.tape.map(|t| *t),
     };
     tape.and_then(|t| t.memory).ok_or_else(|| {
         CliError::usage(format!(

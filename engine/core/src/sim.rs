@@ -330,8 +330,8 @@ pub struct RunError {
     pub end_ns: u64,
     /// Timer events popped.
     pub events: u64,
-    /// The tape, when one was written and could be finished.
-    pub tape: Option<TapeSummary>,
+    /// The tape, when one was written and could be finished (boxed to keep the error small).
+    pub tape: Option<Box<TapeSummary>>,
     /// The tape file.
     pub tape_path: Option<PathBuf>,
     /// The actors' final states, as far as the run got.
@@ -423,7 +423,7 @@ impl Sim {
                 seed,
                 end_ns,
                 events,
-                tape: tape.ok().flatten(),
+                tape: tape.ok().flatten().map(Box::new),
                 tape_path,
                 actors,
             }),
