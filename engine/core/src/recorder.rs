@@ -63,7 +63,9 @@ impl Recorder {
     ) -> Result<(), SimError> {
         self.fold_header(t_ns, actor, task, kind);
         match &mut self.writer {
-            Some(writer) => Ok(writer.write_empty(t_ns, actor, task, kind)?),
+            Some(writer) => writer
+                .write_empty(t_ns, actor, task, kind)
+                .map_err(|e| limit_or(e, t_ns)),
             None => Ok(()),
         }
     }
@@ -81,7 +83,9 @@ impl Recorder {
         self.fold_header(t_ns, actor, task, kind);
         self.fingerprint = fold(self.fingerprint, xxhash_rust::xxh3::xxh3_64(payload));
         match &mut self.writer {
-            Some(writer) => Ok(writer.write_payload(t_ns, actor, task, kind, payload)?),
+            Some(writer) => writer
+                .write_payload(t_ns, actor, task, kind, payload)
+                .map_err(|e| limit_or(e, t_ns)),
             None => Ok(()),
         }
     }
@@ -109,8 +113,22 @@ impl Recorder {
         }
         self.fingerprint = fold(self.fingerprint, xxhash_rust::xxh3::xxh3_64(&self.payload));
         match &mut self.writer {
-            Some(writer) => Ok(writer.write_payload(t_ns, actor, task, kind, &self.payload)?),
+            Some(writer) => writer
+                .write_payload(t_ns, actor, task, kind, &self.payload)
+                .map_err(|e| limit_or(e, t_ns)),
             None => Ok(()),
         }
+    }
+}
+
+/// Reports a full tape as the `tape_bytes_max` limit, like every other limit.
+fn limit_or(error: TapeError, t_ns: u64) -> SimError {
+    match error {
+        TapeError::TooLarge { bytes_max } => SimError::LimitExceeded {
+            limit: LimitName::TapeBytesMax,
+            value: bytes_max,
+            t_ns,
+        },
+        other => SimError::Tape(other),
     }
 }

@@ -339,3 +339,83 @@ fn primitives_outside_a_run_panic_with_a_clear_message() {
         .unwrap_or_default();
     assert!(message.contains("inside Sim::run"), "{message}");
 }
+
+#[test]
+fn tape_and_payload_limits_are_named_errors() {
+    // Goal: a tape or a payload beyond its limit ends the run with the limit's name.
+    let mut builder = Sim::builder();
+    builder.tape_in_memory().limits(Limits { tape_bytes_max: 2_000, ..Limits::default() });
+    let error = builder
+        .build()
+        .unwrap()
+        .run(|_host| async {
+            loop {
+                sleep(ms(1)).await;
+            }
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            *error.error,
+            SimError::LimitExceeded { limit: LimitName::TapeBytesMax, value: 2_000, .. }
+        ),
+        "{error}"
+    );
+    let mut builder = Sim::builder();
+    builder.limits(Limits { payload_bytes_max: 100, ..Limits::default() });
+    let error = builder
+        .build()
+        .unwrap()
+        .run(|host| async move {
+            host.event("big", serde_json::json!({ "text": "x".repeat(500) })).await;
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            *error.error,
+            SimError::LimitExceeded { limit: LimitName::PayloadBytesMax, value: 100, .. }
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_clock_and_event_actors_go_through_the_seam() {
+    // Goal: clock reads, clock sleeps and user events are request/reply records on the tape,
+    // with the actor's name, the operation, and the reply at the right virtual time.
+    use simtape::actor::ClockRequest;
+    use simtape::tape::{payload_to_json, RecordKind, TapeReader};
+    let mut builder = Sim::builder();
+    builder.tape_in_memory().start_at("2026-05-01T00:00:00Z").unwrap();
+    let report = builder
+        .build()
+        .unwrap()
+        .run(|host| async move {
+            let before = host.wall_clock().await;
+            let after = host.clock().call(ClockRequest::Sleep(2_000_000)).await;
+            let number = host.event("checked", serde_json::json!({ "ok": true })).await;
+            (before, after, number)
+        })
+        .unwrap();
+    let start = simtape::time::parse_instant("2026-05-01T00:00:00Z").unwrap();
+    assert_eq!(report.output, (start, start + 2_000_000, 1));
+    let bytes = report.tape.unwrap().memory.unwrap();
+    let mut reader = TapeReader::new(&bytes[..]).unwrap();
+    let mut seen = Vec::new();
+    while let Some(record) = reader.next_record().unwrap() {
+        if matches!(record.kind, RecordKind::Request | RecordKind::Reply) {
+            let payload = payload_to_json(&record.payload).unwrap();
+            let actor = reader.actor_name(record.actor).to_string();
+            seen.push((record.t_ns, actor, record.kind.name(), payload[0].clone()));
+        }
+    }
+    let expected: Vec<(u64, String, &str, serde_json::Value)> = vec![
+        (0, "clock".into(), "request", "now".into()),
+        (0, "clock".into(), "reply", "now".into()),
+        (0, "clock".into(), "request", "sleep".into()),
+        (2_000_000, "clock".into(), "reply", "sleep".into()),
+        (2_000_000, "events".into(), "request", "log".into()),
+        (2_000_000, "events".into(), "reply", "log".into()),
+    ];
+    assert_eq!(seen, expected);
+}
