@@ -1,0 +1,1 @@
+//! Placeholder: MCP cassettes and servers (see docs/mcp.md).
