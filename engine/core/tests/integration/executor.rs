@@ -344,7 +344,10 @@ fn primitives_outside_a_run_panic_with_a_clear_message() {
 fn tape_and_payload_limits_are_named_errors() {
     // Goal: a tape or a payload beyond its limit ends the run with the limit's name.
     let mut builder = Sim::builder();
-    builder.tape_in_memory().limits(Limits { tape_bytes_max: 2_000, ..Limits::default() });
+    builder.tape_in_memory().limits(Limits {
+        tape_bytes_max: 2_000,
+        ..Limits::default()
+    });
     let error = builder
         .build()
         .unwrap()
@@ -357,23 +360,35 @@ fn tape_and_payload_limits_are_named_errors() {
     assert!(
         matches!(
             *error.error,
-            SimError::LimitExceeded { limit: LimitName::TapeBytesMax, value: 2_000, .. }
+            SimError::LimitExceeded {
+                limit: LimitName::TapeBytesMax,
+                value: 2_000,
+                ..
+            }
         ),
         "{error}"
     );
     let mut builder = Sim::builder();
-    builder.limits(Limits { payload_bytes_max: 100, ..Limits::default() });
+    builder.limits(Limits {
+        payload_bytes_max: 100,
+        ..Limits::default()
+    });
     let error = builder
         .build()
         .unwrap()
         .run(|host| async move {
-            host.event("big", serde_json::json!({ "text": "x".repeat(500) })).await;
+            host.event("big", serde_json::json!({ "text": "x".repeat(500) }))
+                .await;
         })
         .unwrap_err();
     assert!(
         matches!(
             *error.error,
-            SimError::LimitExceeded { limit: LimitName::PayloadBytesMax, value: 100, .. }
+            SimError::LimitExceeded {
+                limit: LimitName::PayloadBytesMax,
+                value: 100,
+                ..
+            }
         ),
         "{error}"
     );
@@ -386,14 +401,19 @@ fn the_clock_and_event_actors_go_through_the_seam() {
     use simtape::actor::ClockRequest;
     use simtape::tape::{payload_to_json, RecordKind, TapeReader};
     let mut builder = Sim::builder();
-    builder.tape_in_memory().start_at("2026-05-01T00:00:00Z").unwrap();
+    builder
+        .tape_in_memory()
+        .start_at("2026-05-01T00:00:00Z")
+        .unwrap();
     let report = builder
         .build()
         .unwrap()
         .run(|host| async move {
             let before = host.wall_clock().await;
             let after = host.clock().call(ClockRequest::Sleep(2_000_000)).await;
-            let number = host.event("checked", serde_json::json!({ "ok": true })).await;
+            let number = host
+                .event("checked", serde_json::json!({ "ok": true }))
+                .await;
             (before, after, number)
         })
         .unwrap();

@@ -1,1 +1,29 @@
-//! Placeholder: see the capability issue.
+//! The LLM capability: model calls answered from fixtures, matched by request content.
+//!
+//! A pipeline calls [`LlmHandle::complete`] with a [`ChatRequest`]; the [`LlmActor`] (operation
+//! `complete`) finds the fixture entry that matches, picks one of its weighted alternatives with
+//! its own RNG stream, computes token usage and a virtual latency, and replies. The tape holds
+//! the request and an [`LlmReply`] with the request digest, the entry's line, the alternative,
+//! the usage and the response. A request that matches nothing is [`LlmError::Unmatched`]; it
+//! never reaches a real provider. The format is documented in `docs/llm-fixtures.md`.
+//!
+//! Module map:
+//! - [`request`] — the chat model: messages, roles, tool calls and results, tools, usage.
+//! - [`fixture`] — entries, the simtape JSONL format, line-numbered [`FixtureError`]s.
+//! - [`harn`] — Harn `--llm-mock` JSONL v0/v1 read into the same entries.
+//! - [`matcher`] — the `match` block: substrings and globs, tools, turns.
+//! - [`latency`] — the latency model and the default token rule.
+//! - [`actor`] — [`LlmActor`], its [`Backend`] seam, [`LlmHandle`], [`LlmError`].
+
+pub mod actor;
+pub mod fixture;
+pub mod harn;
+pub mod latency;
+pub mod matcher;
+pub mod request;
+
+pub use actor::{Backend, Llm, LlmActor, LlmError, LlmHandle, LlmReply};
+pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
+pub use latency::{LatencyModel, UsageRule};
+pub use matcher::{Matcher, TextPattern};
+pub use request::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition, Usage};

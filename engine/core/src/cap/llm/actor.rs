@@ -1,0 +1,363 @@
+//! The LLM actor: answers `complete` requests from a backend, in virtual time.
+//!
+//! The backend is chosen when the actor is built ([`Backend`]); only replay exists today. A
+//! record backend (real provider wire formats) will be another variant: the actor, its tape
+//! records and the [`LlmHandle`] stay as they are.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
+use super::latency::{tokens_of_bytes, UsageRule};
+use super::matcher::Turns;
+use super::request::{ChatRequest, ChatResponse, ToolCall, Usage};
+use crate::actor::{Actor, ActorContext, ActorRef, Answer};
+
+/// Lines of the last message that an [`LlmError::Unmatched`] shows.
+pub const UNMATCHED_HEAD_LINES_MAX: usize = 3;
+/// Characters of the last message that an [`LlmError::Unmatched`] shows.
+pub const UNMATCHED_HEAD_CHARS_MAX: usize = 240;
+
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum LlmError {
+    /// No fixture entry matched the request. Fatal for a replay: add an entry (the digest and
+    /// the head of the last message say which request it is).
+    Unmatched {
+        /// SHA-256 hex of the request's canonical JSON.
+        digest: String,
+        /// The first lines of the last message.
+        last_message_head: String,
+    },
+    /// The provider answered with an HTTP error. Not fatal: a pipeline may retry after
+    /// `retry_after_ms`, as with a real provider.
+    Http {
+        /// The HTTP status (429 rate limit, 500, 503, 529 overloaded, …).
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// How long the provider asks to wait, in milliseconds.
+        retry_after_ms: Option<u64>,
+    },
+}
+
+impl std::fmt::Display for LlmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LlmError::Unmatched {
+                digest,
+                last_message_head,
+            } => write!(
+                f,
+                "no LLM fixture entry matched request sha256:{digest}; the last message begins:\n{last_message_head}"
+            ),
+            LlmError::Http {
+                status,
+                message,
+                retry_after_ms,
+            } => {
+                write!(f, "the model answered HTTP {status}: {message}")?;
+                match retry_after_ms {
+                    Some(ms) => write!(f, " (retry after {ms} ms)"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+/// The reply record of one call: what the tape shows about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LlmReply {
+    /// SHA-256 hex of the request's canonical JSON.
+    pub request_digest: String,
+    /// The line of the fixture entry that answered, if any.
+    pub entry_line: Option<u64>,
+    /// The index of the alternative picked, for an answer.
+    pub alternative: Option<u64>,
+    /// The token usage, for an answer.
+    pub usage: Option<Usage>,
+    /// The answer or the error.
+    pub result: Result<ChatResponse, LlmError>,
+}
+
+/// Where answers come from; chosen when the actor is built, never switched during a run.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// Answers from a fixture; never reaches a real provider.
+    Replay(Replay),
+}
+
+/// The replay backend's state: the fixture, which `once` entries are used, the call counters.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    fixture: Fixture,
+    used: Vec<bool>,
+    run_calls: u64,
+    scope_calls: BTreeMap<Option<String>, u64>,
+}
+
+/// The LLM capability as an actor; register it with `Builder::actor`.
+#[derive(Debug, Clone)]
+pub struct LlmActor {
+    backend: Backend,
+}
+
+/// Constructors of [`LlmActor`]s.
+///
+/// ```
+/// use simtape::cap::llm::{ChatRequest, Llm, LlmHandle, Message};
+/// let fixture = "{\"simtape_llm\":1}\n{\"match\":{\"text\":{\"contains\":\"Paris\"}},\"response\":{\"text\":\"Sunny.\"}}\n";
+/// let mut builder = simtape::Sim::builder();
+/// let llm = LlmHandle::new(builder.seed(1).actor("llm", Llm::replay_str("inline", fixture).unwrap()));
+/// let report = builder.build().unwrap().run(move |_host| async move {
+///     llm.complete(ChatRequest::new("m", vec![Message::user("Weather in Paris?")])).await
+/// }).unwrap();
+/// assert_eq!(report.output.unwrap().text, "Sunny.");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Llm;
+
+impl Llm {
+    /// Returns a replay actor over the fixture file at `path` (simtape or Harn format).
+    pub fn replay(path: impl AsRef<std::path::Path>) -> Result<LlmActor, super::FixtureError> {
+        Fixture::load(path.as_ref()).map(Llm::from_fixture)
+    }
+
+    /// Returns a replay actor over fixture `text`; `source` names it in errors.
+    pub fn replay_str(source: &str, text: &str) -> Result<LlmActor, super::FixtureError> {
+        Fixture::parse(source, text).map(Llm::from_fixture)
+    }
+
+    /// Returns a replay actor over a parsed fixture.
+    pub fn from_fixture(fixture: Fixture) -> LlmActor {
+        LlmActor {
+            backend: Backend::Replay(Replay {
+                used: vec![false; fixture.entries.len()],
+                fixture,
+                run_calls: 0,
+                scope_calls: BTreeMap::new(),
+            }),
+        }
+    }
+}
+
+impl LlmActor {
+    /// Returns the backend.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Returns the lines of `once` entries not used yet (a test may require none).
+    pub fn unused_once_lines(&self) -> Vec<u64> {
+        match &self.backend {
+            Backend::Replay(replay) => replay
+                .fixture
+                .entries
+                .iter()
+                .zip(&replay.used)
+                .filter(|(entry, used)| entry.mode == Mode::Once && !**used)
+                .map(|(entry, _)| entry.line)
+                .collect(),
+        }
+    }
+}
+
+impl Actor for LlmActor {
+    type Request = ChatRequest;
+    type Response = LlmReply;
+
+    fn operation(&self, _: &ChatRequest) -> &'static str {
+        "complete"
+    }
+
+    fn handle(&mut self, request: &ChatRequest, cx: &mut ActorContext<'_>) -> Answer<LlmReply> {
+        match &mut self.backend {
+            Backend::Replay(replay) => replay.answer(request, cx),
+        }
+    }
+}
+
+impl Replay {
+    fn answer(&mut self, request: &ChatRequest, cx: &mut ActorContext<'_>) -> Answer<LlmReply> {
+        let request_digest = request.digest();
+        let turns = self.count_call(request);
+        let match_text = request.match_text();
+        let Some(index) = self.select(request, &match_text, turns) else {
+            let error = LlmError::Unmatched {
+                digest: request_digest.clone(),
+                last_message_head: head(request.last_message().unwrap_or("")),
+            };
+            return Answer {
+                latency_ns: 0,
+                response: LlmReply {
+                    request_digest,
+                    entry_line: None,
+                    alternative: None,
+                    usage: None,
+                    result: Err(error),
+                },
+            };
+        };
+        let entry = &self.fixture.entries[index];
+        if entry.mode == Mode::Once {
+            self.used[index] = true;
+        }
+        let (latency_ns, alternative, result) = match &entry.outcome {
+            Outcome::Fail(failure) => {
+                let error = LlmError::Http {
+                    status: failure.status,
+                    message: failure.message.clone(),
+                    retry_after_ms: failure.retry_after_ms,
+                };
+                (entry.latency.latency_ns(0, cx.rng), None, Err(error))
+            }
+            Outcome::Respond(alternatives) => {
+                let picked = pick(alternatives, cx);
+                let rule = self.fixture.usage_rule;
+                let response = respond(
+                    &alternatives[picked].response,
+                    request,
+                    &match_text,
+                    rule,
+                    turns,
+                );
+                let latency_ns = entry
+                    .latency
+                    .latency_ns(response.usage.output_tokens, cx.rng);
+                (latency_ns, Some(picked as u64), Ok(response))
+            }
+        };
+        Answer {
+            latency_ns,
+            response: LlmReply {
+                request_digest,
+                entry_line: Some(entry.line),
+                alternative,
+                usage: result.as_ref().ok().map(|r| r.usage),
+                result,
+            },
+        }
+    }
+
+    /// Counts this call in the run and in its scope, returning both turn numbers.
+    fn count_call(&mut self, request: &ChatRequest) -> Turns {
+        self.run_calls = self.run_calls.saturating_add(1);
+        let scope = self.scope_calls.entry(request.scope.clone()).or_insert(0);
+        *scope = scope.saturating_add(1);
+        Turns {
+            run: self.run_calls,
+            scope: *scope,
+        }
+    }
+
+    /// Returns the entry that answers: the lowest scope rank, then the earliest in the fixture.
+    fn select(&self, request: &ChatRequest, match_text: &str, turns: Turns) -> Option<usize> {
+        let scope = request.scope.as_deref();
+        self.fixture
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !self.used[*index])
+            .filter_map(|(index, entry)| Some((entry.scope.rank(scope)?, index, entry)))
+            .filter(|(_, _, entry)| entry.matcher.matches(request, match_text, turns))
+            .map(|(rank, index, _)| (rank, index))
+            .min()
+            .map(|(_, index)| index)
+    }
+}
+
+/// Picks an alternative by weight; a single alternative draws nothing from the stream.
+fn pick(alternatives: &[Alternative], cx: &mut ActorContext<'_>) -> usize {
+    if alternatives.len() == 1 {
+        return 0;
+    }
+    let weights: Vec<u64> = alternatives.iter().map(|a| a.weight).collect();
+    cx.rng
+        .weighted_index(&weights)
+        .expect("the fixture parser rejects alternatives whose weights total 0 or overflow")
+}
+
+fn respond(
+    spec: &ResponseSpec,
+    request: &ChatRequest,
+    match_text: &str,
+    rule: UsageRule,
+    turns: Turns,
+) -> ChatResponse {
+    let tool_calls: Vec<ToolCall> = spec
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(index, call)| ToolCall {
+            // Generated ids depend only on the turn, so they are the same on every replay.
+            id: call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{}_{index}", turns.run)),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        })
+        .collect();
+    let stop_reason = spec.stop_reason.clone().unwrap_or_else(|| {
+        if tool_calls.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        }
+        .to_owned()
+    });
+    let mut response = ChatResponse {
+        model: spec.model.clone().unwrap_or_else(|| request.model.clone()),
+        text: spec.text.clone(),
+        tool_calls,
+        stop_reason,
+        usage: Usage::default(),
+    };
+    let (input_default, output_default) = match rule {
+        UsageRule::BytesOver4 => (
+            tokens_of_bytes(request.input_bytes()),
+            tokens_of_bytes(response.output_bytes()),
+        ),
+        UsageRule::Harn => (match_text.len() as u64, 30),
+    };
+    response.usage = Usage {
+        input_tokens: spec.usage.input_tokens.unwrap_or(input_default),
+        output_tokens: spec.usage.output_tokens.unwrap_or(output_default),
+    };
+    response
+}
+
+/// Returns the first lines of `text`, bounded in lines and characters.
+fn head(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().take(UNMATCHED_HEAD_LINES_MAX).collect();
+    let joined = lines.join("\n");
+    match joined.char_indices().nth(UNMATCHED_HEAD_CHARS_MAX) {
+        Some((cut, _)) => format!("{}…", &joined[..cut]),
+        None => joined,
+    }
+}
+
+/// The typed handle pipeline code calls the model through.
+#[derive(Debug, Clone, Copy)]
+pub struct LlmHandle(pub ActorRef<LlmActor>);
+
+impl LlmHandle {
+    /// Wraps the actor reference returned by `Builder::actor`.
+    pub fn new(actor: ActorRef<LlmActor>) -> LlmHandle {
+        LlmHandle(actor)
+    }
+
+    /// Calls the model: the answer, or an HTTP error, or [`LlmError::Unmatched`].
+    pub async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.0.call(request).await.result
+    }
+
+    /// Calls the model and returns the whole reply record (digest, entry, alternative).
+    pub async fn complete_with_reply(&self, request: ChatRequest) -> LlmReply {
+        self.0.call(request).await
+    }
+}
