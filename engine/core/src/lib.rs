@@ -27,17 +27,21 @@
 //! - [`sync`] — channels.
 //! - [`rng`] — per-actor ChaCha streams, integer `Ratio`s.
 //! - [`actor`] — the actor seam; the clock and user-event actors.
+//! - [`cap`] — the capabilities: filesystem overlay, network policy, LLM.
+//! - [`capabilities`] — the builder settings and host handles for them.
 //! - [`limits`] — every bound of a run.
 //! - `recorder` — records to the tape and the run fingerprint.
 //! - [`tape`] — the tape format v1, writer and reader.
 //! - [`oracle`] — tape diffs.
 //! - [`scenario`] — the TOML scenario format and its interpreter.
 //! - [`error`] — what ends a run.
+//! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure.
 
 #![warn(missing_docs)]
 
 pub mod actor;
 pub mod cap;
+pub mod capabilities;
 pub mod error;
 mod executor;
 pub mod limits;
@@ -48,11 +52,13 @@ pub mod scenario;
 pub mod sim;
 pub mod sync;
 pub mod tape;
+pub mod testing;
 pub mod time;
 mod timers;
 
 pub use error::{SimError, WaitingTask};
 pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
+pub use capabilities::Capabilities;
 pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::actor::{Actor, ActorRef, ActorSlot, Clock, ClockRequest, Events, UserEvent};
+use crate::capabilities::Capabilities;
 use crate::error::SimError;
 use crate::executor::{self, Core, JoinHandle, LoopEnd};
 use crate::limits::Limits;
@@ -51,6 +52,7 @@ pub struct Builder {
     blob_threshold_bytes: usize,
     scenario: ScenarioStamp,
     actors: Vec<(String, ActorFactory)>,
+    pub(crate) capabilities: Capabilities,
 }
 
 impl std::fmt::Debug for Builder {
@@ -74,6 +76,7 @@ impl Default for Builder {
             blob_threshold_bytes: BLOB_THRESHOLD_DEFAULT_BYTES,
             scenario: ScenarioStamp::default(),
             actors: Vec::new(),
+            capabilities: Capabilities::default(),
         }
     }
 }
@@ -234,6 +237,7 @@ impl Builder {
         Ok(Sim {
             core,
             tape_path: self.tape_file(),
+            capabilities: self.capabilities,
         })
     }
 
@@ -249,6 +253,7 @@ impl Builder {
 pub struct Sim {
     core: Core,
     tape_path: Option<PathBuf>,
+    capabilities: Capabilities,
 }
 
 impl std::fmt::Debug for Sim {
@@ -280,6 +285,8 @@ pub struct RunReport<T> {
     pub tape_path: Option<PathBuf>,
     /// The actors' final states (the fs overlay and its diff, a world state, …).
     pub actors: ActorStates,
+    /// The capability actors the run was built with, to find their states in `actors`.
+    pub capabilities: Capabilities,
 }
 
 /// The final states of a run's actors, taken out of the simulation when it ends.
@@ -370,9 +377,11 @@ impl Sim {
         T: 'static,
     {
         let seed = self.core.seed;
+        let capabilities = self.capabilities;
         let host = Host {
             seed,
             start_unix_ns: self.core.start_unix_ns,
+            capabilities,
         };
         let (mut core, end, output) = executor::run_loop(self.core, pipeline(host));
         let (end_ns, events) = (core.now_ns, core.events());
@@ -408,6 +417,7 @@ impl Sim {
                 tape,
                 tape_path,
                 actors,
+                capabilities,
             }),
             (Ok(_), Err(tape_error)) => Err(RunError {
                 error: Box::new(SimError::Tape(tape_error)),
@@ -436,6 +446,7 @@ impl Sim {
 pub struct Host {
     seed: u64,
     start_unix_ns: i64,
+    pub(crate) capabilities: Capabilities,
 }
 
 impl Host {

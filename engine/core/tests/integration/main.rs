@@ -1,5 +1,6 @@
 //! The engine's one integration-test binary: one module per area.
 
+mod api;
 mod cap_fs;
 mod cap_llm;
 mod cap_net;

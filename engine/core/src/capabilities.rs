@@ -1,0 +1,164 @@
+//! The capability settings of the builder, the pipeline's handles to them, and the run's
+//! capability artifacts: one setting per capability, each optional and independent.
+//!
+//! ```
+//! use simtape::cap::{fs::FsActor, llm::Llm, net::Network};
+//! # let dir = std::env::temp_dir().join(format!("simtape-caps-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! # std::fs::write(dir.join("notes.txt"), "draft\n").unwrap();
+//! let fixture = r#"{"simtape_llm": 1}
+//! {"match": {"last_message": {"contains": "polish"}}, "response": {"text": "Done."}}"#;
+//! let mut builder = simtape::Sim::builder();
+//! builder
+//!     .seed(7)
+//!     .llm(Llm::replay_str("inline", fixture).unwrap())
+//!     .fs(FsActor::new(&dir).unwrap())
+//!     .network(Network::deny().allow("api.github.com"));
+//! let report = builder.build().unwrap().run(|host| async move {
+//!     use simtape::cap::llm::{ChatRequest, Message};
+//!     let answer = host.llm().complete(ChatRequest::new("m", vec![Message::user("polish it")])).await;
+//!     host.fs().write("notes.txt", answer.unwrap().text.into_bytes()).await.unwrap();
+//!     host.net().connect("example.com", 443).await.is_err()
+//! }).unwrap();
+//! assert!(report.output, "example.com is not on the allow-list");
+//! let diff = report.fs_diff().unwrap().unwrap();
+//! assert_eq!(diff.modified.len(), 1);
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+
+use crate::actor::ActorRef;
+use crate::cap::fs::{FsActor, FsDiff, FsError, FsHandle};
+use crate::cap::llm::{LlmActor, LlmHandle};
+use crate::cap::net::{NetActor, NetHandle, Network};
+use crate::sim::{Builder, Host, RunReport};
+
+/// The actor names the builder registers capabilities under (they appear in the tape's
+/// actor table).
+pub const FS_ACTOR: &str = "fs";
+/// See [`FS_ACTOR`].
+pub const NET_ACTOR: &str = "net";
+/// See [`FS_ACTOR`].
+pub const LLM_ACTOR: &str = "llm";
+
+/// Which capabilities a run was built with.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Capabilities {
+    fs: Option<ActorRef<FsActor>>,
+    net: Option<ActorRef<NetActor>>,
+    llm: Option<ActorRef<LlmActor>>,
+}
+
+impl Capabilities {
+    /// Returns the filesystem actor, if the run has one.
+    pub fn fs(&self) -> Option<ActorRef<FsActor>> {
+        self.fs
+    }
+
+    /// Returns the network actor, if the run has one.
+    pub fn net(&self) -> Option<ActorRef<NetActor>> {
+        self.net
+    }
+
+    /// Returns the LLM actor, if the run has one.
+    pub fn llm(&self) -> Option<ActorRef<LlmActor>> {
+        self.llm
+    }
+}
+
+impl Builder {
+    /// Gives the run a filesystem: a copy-on-write overlay (see [`crate::cap::fs`]).
+    ///
+    /// # Panics
+    /// When the run already has a filesystem.
+    pub fn fs(&mut self, fs: FsActor) -> &mut Self {
+        assert!(
+            self.capabilities.fs.is_none(),
+            "the run already has a filesystem"
+        );
+        self.capabilities.fs = Some(self.actor(FS_ACTOR, fs));
+        self
+    }
+
+    /// Gives the run a network policy (see [`crate::cap::net`]); without one, a pipeline has
+    /// no network actor at all.
+    ///
+    /// # Panics
+    /// When the run already has a network policy.
+    pub fn network(&mut self, policy: Network) -> &mut Self {
+        assert!(
+            self.capabilities.net.is_none(),
+            "the run already has a network policy"
+        );
+        self.capabilities.net = Some(self.actor(NET_ACTOR, NetActor::new(policy)));
+        self
+    }
+
+    /// Gives the run a model (see [`crate::cap::llm`]).
+    ///
+    /// # Panics
+    /// When the run already has a model.
+    pub fn llm(&mut self, llm: LlmActor) -> &mut Self {
+        assert!(
+            self.capabilities.llm.is_none(),
+            "the run already has a model"
+        );
+        self.capabilities.llm = Some(self.actor(LLM_ACTOR, llm));
+        self
+    }
+}
+
+impl Host {
+    /// Returns the run's filesystem.
+    ///
+    /// # Panics
+    /// When the run was built without `Builder::fs`: a pipeline bug, not an input error.
+    pub fn fs(&self) -> FsHandle {
+        FsHandle::new(
+            self.capabilities
+                .fs
+                .expect("no filesystem: build the run with Builder::fs"),
+        )
+    }
+
+    /// Returns the run's network.
+    ///
+    /// # Panics
+    /// When the run was built without `Builder::network`.
+    pub fn net(&self) -> NetHandle {
+        NetHandle::new(
+            self.capabilities
+                .net
+                .expect("no network policy: build the run with Builder::network"),
+        )
+    }
+
+    /// Returns the run's model.
+    ///
+    /// # Panics
+    /// When the run was built without `Builder::llm`.
+    pub fn llm(&self) -> LlmHandle {
+        LlmHandle::new(
+            self.capabilities
+                .llm
+                .expect("no model: build the run with Builder::llm"),
+        )
+    }
+
+    /// Returns which capabilities the run has.
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+}
+
+impl<T> RunReport<T> {
+    /// Returns the run's filesystem diff, when the run had a filesystem.
+    pub fn fs_diff(&self) -> Option<Result<FsDiff, FsError>> {
+        let fs = self.capabilities.fs?;
+        Some(self.actors.get(fs)?.diff())
+    }
+
+    /// Returns the final LLM actor (its unused `once` entries, for instance).
+    pub fn llm(&self) -> Option<&LlmActor> {
+        self.actors.get(self.capabilities.llm?)
+    }
+}
