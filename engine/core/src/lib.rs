@@ -56,9 +56,9 @@ pub mod testing;
 pub mod time;
 mod timers;
 
+pub use capabilities::Capabilities;
 pub use error::{SimError, WaitingTask};
 pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
-pub use capabilities::Capabilities;
 pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.
