@@ -69,6 +69,7 @@ fn text_of(result: &Result<ChatResponse, LlmError>) -> &str {
         Ok(response) => &response.text,
         Err(LlmError::Unmatched { .. }) => "<unmatched>",
         Err(LlmError::Http { .. }) => "<http>",
+        Err(_) => "<record>",
     }
 }
 

@@ -3,6 +3,7 @@
 mod api;
 mod cap_fs;
 mod cap_llm;
+mod cap_llm_record;
 mod cap_net;
 mod executor;
 mod oracle;

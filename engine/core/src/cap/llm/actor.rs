@@ -1,8 +1,8 @@
 //! The LLM actor: answers `complete` requests from a backend, in virtual time.
 //!
-//! The backend is chosen when the actor is built ([`Backend`]); only replay exists today. A
-//! record backend (real provider wire formats) will be another variant: the actor, its tape
-//! records and the [`LlmHandle`] stay as they are.
+//! The backend is chosen when the actor is built ([`Backend`]): replay answers from a fixture,
+//! record calls a real provider and writes the fixture ([`super::record`]). The actor, its tape
+//! records and the [`LlmHandle`] are the same for both.
 
 use std::collections::BTreeMap;
 
@@ -11,8 +11,10 @@ use serde::Serialize;
 use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
+use super::record::{RecordConfig, RecordError, Recorder};
 use super::request::{ChatRequest, ChatResponse, ToolCall, Usage};
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
+use crate::cap::net::NetError;
 
 /// Lines of the last message that an [`LlmError::Unmatched`] shows.
 pub const UNMATCHED_HEAD_LINES_MAX: usize = 3;
@@ -40,6 +42,12 @@ pub enum LlmError {
         /// How long the provider asks to wait, in milliseconds.
         retry_after_ms: Option<u64>,
     },
+    /// Record mode: the network policy refused the provider's host and port; nothing was
+    /// dialled. Fatal for a recording: allow the host, or replay instead.
+    Denied(NetError),
+    /// Record mode: the call failed before there was an answer to record (transport, a
+    /// malformed answer, the fixture file). See [`RecordError`].
+    Record(RecordError),
 }
 
 impl std::fmt::Display for LlmError {
@@ -63,6 +71,8 @@ impl std::fmt::Display for LlmError {
                     None => Ok(()),
                 }
             }
+            LlmError::Denied(denied) => write!(f, "LLM record mode: {denied}"),
+            LlmError::Record(error) => write!(f, "LLM record mode: {error}"),
         }
     }
 }
@@ -89,6 +99,8 @@ pub struct LlmReply {
 pub enum Backend {
     /// Answers from a fixture; never reaches a real provider.
     Replay(Replay),
+    /// Calls a real provider and appends each answer to a fixture ([`super::record`]).
+    Record(Recorder),
 }
 
 /// The replay backend's state: the fixture, which `once` entries are used, the call counters.
@@ -132,6 +144,17 @@ impl Llm {
         Fixture::parse(source, text).map(Llm::from_fixture)
     }
 
+    /// Returns a record actor: each call goes to the real provider `config` names and is
+    /// appended to its fixture file, which is created (or truncated) now, with its header.
+    ///
+    /// It fails when the base URL is not an `http`/`https` URL with a host, or the fixture
+    /// file cannot be created.
+    pub fn record(config: RecordConfig) -> Result<LlmActor, RecordError> {
+        Ok(LlmActor {
+            backend: Backend::Record(Recorder::new(config)?),
+        })
+    }
+
     /// Returns a replay actor over a parsed fixture.
     pub fn from_fixture(fixture: Fixture) -> LlmActor {
         LlmActor {
@@ -162,6 +185,7 @@ impl LlmActor {
                 .filter(|(entry, used)| entry.mode == Mode::Once && !**used)
                 .map(|(entry, _)| entry.line)
                 .collect(),
+            Backend::Record(_) => Vec::new(),
         }
     }
 }
@@ -177,6 +201,7 @@ impl Actor for LlmActor {
     fn handle(&mut self, request: &ChatRequest, cx: &mut ActorContext<'_>) -> Answer<LlmReply> {
         match &mut self.backend {
             Backend::Replay(replay) => replay.answer(request, cx),
+            Backend::Record(recorder) => recorder.answer(request, cx),
         }
     }
 }

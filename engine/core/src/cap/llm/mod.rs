@@ -7,6 +7,10 @@
 //! the usage and the response. A request that matches nothing is [`LlmError::Unmatched`]; it
 //! never reaches a real provider. The format is documented in `docs/llm-fixtures.md`.
 //!
+//! [`Llm::record`] builds the same actor in record mode: each call goes to a real provider
+//! (OpenAI Chat Completions, OpenAI Responses or Anthropic Messages), through the network
+//! policy, and is appended to a fixture that a later run replays ([`record`]).
+//!
 //! Module map:
 //! - [`request`] — the chat model: messages, roles, tool calls and results, tools, usage.
 //! - [`fixture`] — entries, the simtape JSONL format, line-numbered [`FixtureError`]s.
@@ -14,16 +18,22 @@
 //! - [`matcher`] — the `match` block: substrings and globs, tools, turns.
 //! - [`latency`] — the latency model and the default token rule.
 //! - [`actor`] — [`LlmActor`], its [`Backend`] seam, [`LlmHandle`], [`LlmError`].
+//! - [`record`] — record mode: [`RecordConfig`], the recorder, the fixture it writes.
+//! - [`wire`] — the providers' wire formats ([`Provider`]): requests out, answers in.
 
 pub mod actor;
 pub mod fixture;
 pub mod harn;
 pub mod latency;
 pub mod matcher;
+pub mod record;
 pub mod request;
+pub mod wire;
 
 pub use actor::{Backend, Llm, LlmActor, LlmError, LlmHandle, LlmReply};
 pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
 pub use latency::{LatencyModel, UsageRule};
 pub use matcher::{Matcher, TextPattern};
+pub use record::{RecordConfig, RecordError, Recorder};
 pub use request::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition, Usage};
+pub use wire::Provider;

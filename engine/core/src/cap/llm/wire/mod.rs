@@ -1,0 +1,358 @@
+//! The providers' wire formats, used by record mode: a [`ChatRequest`] becomes the JSON body a
+//! real provider expects, and the provider's JSON answer becomes a [`WireAnswer`].
+//!
+//! - `openai_chat` — OpenAI Chat Completions (`POST {base}/chat/completions`).
+//! - `openai_responses` — OpenAI Responses (`POST {base}/responses`).
+//! - `anthropic` — Anthropic Messages (`POST {base}/v1/messages`).
+//!
+//! The shapes follow `mcp-llm.md` 5.2 (what the official SDKs send and accept). Only the
+//! non-streaming form is spoken: record mode stores whole answers, and streaming would only
+//! change how the same answer arrives. A body that is not the expected shape is a [`Shape`]
+//! error naming what was expected where, and what was found; nothing here panics on input.
+
+mod anthropic;
+mod openai_chat;
+mod openai_responses;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::fixture::json_kind;
+use super::request::{ChatRequest, ToolCall, Usage};
+
+/// The wire format a recorded call is sent in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// OpenAI Chat Completions, `POST {base}/chat/completions`, `Authorization: Bearer`.
+    OpenAiChat,
+    /// OpenAI Responses, `POST {base}/responses`, `Authorization: Bearer`.
+    OpenAiResponses,
+    /// Anthropic Messages, `POST {base}/v1/messages`, `x-api-key` and `anthropic-version`.
+    AnthropicMessages,
+}
+
+/// The `anthropic-version` header sent: the Messages API's stable version.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl Provider {
+    /// Returns the provider's name as fixtures and errors show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat => "openai_chat",
+            Provider::OpenAiResponses => "openai_responses",
+            Provider::AnthropicMessages => "anthropic_messages",
+        }
+    }
+
+    /// Returns the real provider's base URL, in the form its official SDK takes.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => "https://api.openai.com/v1",
+            Provider::AnthropicMessages => "https://api.anthropic.com",
+        }
+    }
+
+    /// Returns the environment variable that holds the API key.
+    pub fn api_key_variable(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_API_KEY",
+            Provider::AnthropicMessages => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// Returns the environment variable that may override the base URL (as in the SDKs).
+    pub fn base_url_variable(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_BASE_URL",
+            Provider::AnthropicMessages => "ANTHROPIC_BASE_URL",
+        }
+    }
+
+    /// Returns the URL a call is posted to: the base URL plus the path the SDK appends.
+    ///
+    /// ```
+    /// use simtape::cap::llm::Provider;
+    /// assert_eq!(Provider::OpenAiChat.endpoint("http://127.0.0.1:4010/v1/"),
+    ///            "http://127.0.0.1:4010/v1/chat/completions");
+    /// assert_eq!(Provider::AnthropicMessages.endpoint("http://127.0.0.1:4010"),
+    ///            "http://127.0.0.1:4010/v1/messages");
+    /// ```
+    pub fn endpoint(self, base_url: &str) -> String {
+        let base = base_url.trim_end_matches('/');
+        match self {
+            Provider::OpenAiChat => format!("{base}/chat/completions"),
+            Provider::OpenAiResponses => format!("{base}/responses"),
+            Provider::AnthropicMessages => format!("{base}/v1/messages"),
+        }
+    }
+
+    /// Returns the authentication headers for `api_key` (none when the key is empty, as
+    /// for a local fake provider).
+    pub fn auth_headers(self, api_key: &str) -> Vec<(&'static str, String)> {
+        let mut headers = Vec::new();
+        if self == Provider::AnthropicMessages {
+            headers.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
+        }
+        if !api_key.is_empty() {
+            match self {
+                Provider::OpenAiChat | Provider::OpenAiResponses => {
+                    headers.push(("authorization", format!("Bearer {api_key}")));
+                }
+                Provider::AnthropicMessages => headers.push(("x-api-key", api_key.to_owned())),
+            }
+        }
+        headers
+    }
+
+    /// Returns the JSON body of `request` in this wire format, asking for `model`.
+    /// `max_tokens` is sent only where the format requires it (Anthropic).
+    pub fn request_body(self, request: &ChatRequest, model: &str, max_tokens: u64) -> Value {
+        match self {
+            Provider::OpenAiChat => openai_chat::request_body(request, model),
+            Provider::OpenAiResponses => openai_responses::request_body(request, model),
+            Provider::AnthropicMessages => anthropic::request_body(request, model, max_tokens),
+        }
+    }
+
+    /// Reads a successful (2xx) response body.
+    pub fn parse_response(self, body: &Value) -> Result<WireAnswer, Shape> {
+        match self {
+            Provider::OpenAiChat => openai_chat::parse_response(body),
+            Provider::OpenAiResponses => openai_responses::parse_response(body),
+            Provider::AnthropicMessages => anthropic::parse_response(body),
+        }
+    }
+}
+
+/// A provider's answer, in our vocabulary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireAnswer {
+    /// The model the provider says answered, if it says.
+    pub model: Option<String>,
+    /// The text (empty when it only calls tools).
+    pub text: String,
+    /// The tool calls, with the provider's ids and decoded JSON arguments.
+    pub tool_calls: Vec<ToolCall>,
+    /// The stop reason in Anthropic's vocabulary (`end_turn`, `tool_use`, `max_tokens`, …).
+    pub stop_reason: String,
+    /// The token counts, if the provider gave them.
+    pub usage: Option<Usage>,
+}
+
+/// A response body that is not the shape its wire format promises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// What was expected, and where (`a string at choices[0].message.content`).
+    pub expected: String,
+    /// What was there instead.
+    pub found: String,
+}
+
+impl Shape {
+    fn new(expected: impl Into<String>, found: impl Into<String>) -> Shape {
+        Shape {
+            expected: expected.into(),
+            found: found.into(),
+        }
+    }
+}
+
+/// Returns the message of a provider's error body: `error.message` in both OpenAI's and
+/// Anthropic's shape, else the first 240 characters of the body as sent.
+pub fn error_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str);
+    match message {
+        Some(message) => message.to_owned(),
+        None => body.chars().take(240).collect(),
+    }
+}
+
+/// Returns field `key` of the object `value` found at `path`.
+fn field<'a>(value: &'a Value, path: &str, key: &str) -> Result<&'a Value, Shape> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| Shape::new(format!("an object at {path}"), json_kind(value)))?;
+    object
+        .get(key)
+        .ok_or_else(|| Shape::new(format!("a field {key:?} at {path}"), "no such field"))
+}
+
+/// Returns field `key` of `value` unless it is missing or null.
+fn optional<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    value.get(key).filter(|v| !v.is_null())
+}
+
+fn string<'a>(value: &'a Value, path: &str) -> Result<&'a str, Shape> {
+    value
+        .as_str()
+        .ok_or_else(|| Shape::new(format!("a string at {path}"), json_kind(value)))
+}
+
+fn array<'a>(value: &'a Value, path: &str) -> Result<&'a [Value], Shape> {
+    value
+        .as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| Shape::new(format!("an array at {path}"), json_kind(value)))
+}
+
+fn count(value: &Value, path: &str) -> Result<u64, Shape> {
+    value
+        .as_u64()
+        .ok_or_else(|| Shape::new(format!("a token count at {path}"), json_kind(value)))
+}
+
+/// Returns an optional string field, failing only when it is present and not a string.
+fn optional_string(value: &Value, path: &str, key: &str) -> Result<Option<String>, Shape> {
+    optional(value, key)
+        .map(|v| string(v, &format!("{path}.{key}")).map(str::to_owned))
+        .transpose()
+}
+
+/// Decodes tool-call arguments sent as a JSON string (OpenAI's form); empty means `{}`.
+fn arguments(text: &str, path: &str) -> Result<Value, Shape> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(text).map_err(|e| {
+        Shape::new(
+            format!("a JSON string of tool arguments at {path}"),
+            format!("invalid JSON ({e})"),
+        )
+    })
+}
+
+/// Reads `usage.{input_key, output_key}` when a `usage` object is present.
+fn usage(body: &Value, input_key: &str, output_key: &str) -> Result<Option<Usage>, Shape> {
+    let Some(usage) = optional(body, "usage") else {
+        return Ok(None);
+    };
+    Ok(Some(Usage {
+        input_tokens: count(
+            field(usage, "usage", input_key)?,
+            &format!("usage.{input_key}"),
+        )?,
+        output_tokens: count(
+            field(usage, "usage", output_key)?,
+            &format!("usage.{output_key}"),
+        )?,
+    }))
+}
+
+/// Returns a tool's JSON schema, or the empty object schema for a tool defined by name only
+/// (providers refuse a null schema).
+fn schema(parameters: &Value) -> Value {
+    if parameters.is_null() {
+        serde_json::json!({"type": "object", "properties": {}})
+    } else {
+        parameters.clone()
+    }
+}
+
+/// Returns `end_turn` or `tool_use`, for formats whose answer does not say.
+fn implied_stop(tool_calls: &[ToolCall]) -> String {
+    if tool_calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    }
+    .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cap::llm::request::Message;
+
+    #[test]
+    fn malformed_answers_name_what_was_expected_and_found() {
+        // Goal: a wrong-shaped provider answer is a Shape error, never a panic.
+        let wrong_type = serde_json::json!({"choices": [{"message": {"content": 3}}]});
+        assert_eq!(
+            Provider::OpenAiChat
+                .parse_response(&wrong_type)
+                .unwrap_err(),
+            Shape::new("a string at choices[0].message.content", "the number 3")
+        );
+        let bad_arguments = serde_json::json!({"output": [
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{oops"}
+        ]});
+        let error = Provider::OpenAiResponses
+            .parse_response(&bad_arguments)
+            .unwrap_err();
+        assert_eq!(
+            error.expected,
+            "a JSON string of tool arguments at output[0].arguments"
+        );
+        let not_an_object = serde_json::json!([1, 2]);
+        for provider in [
+            Provider::OpenAiChat,
+            Provider::OpenAiResponses,
+            Provider::AnthropicMessages,
+        ] {
+            assert_eq!(
+                provider.parse_response(&not_an_object).unwrap_err().found,
+                "an array"
+            );
+        }
+    }
+
+    #[test]
+    fn anthropic_merges_tool_results_into_one_user_turn() {
+        // Goal: two tool results after one assistant turn travel in one user message.
+        let mut assistant = Message::assistant("");
+        assistant.tool_calls = vec![
+            ToolCall {
+                id: "a".into(),
+                name: "f".into(),
+                arguments: serde_json::json!({}),
+            },
+            ToolCall {
+                id: "b".into(),
+                name: "f".into(),
+                arguments: serde_json::json!({}),
+            },
+        ];
+        let request = ChatRequest::new(
+            "m",
+            vec![
+                Message::system("rules"),
+                Message::user("go"),
+                assistant,
+                Message::tool_result("a", "1"),
+                Message::tool_result("b", "2"),
+            ],
+        );
+        let body = Provider::AnthropicMessages.request_body(&request, "m", 64);
+        assert_eq!(body["system"], "rules");
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(body["messages"][2]["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn error_message_reads_both_error_shapes() {
+        // Goal: OpenAI's and Anthropic's error bodies both yield their message.
+        assert_eq!(
+            error_message(r#"{"error":{"message":"slow down"}}"#),
+            "slow down"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#
+            ),
+            "busy"
+        );
+        assert_eq!(error_message("Bad Gateway"), "Bad Gateway");
+    }
+}
