@@ -62,6 +62,10 @@ pub(crate) struct RunArgs {
     /// Print the run summary as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write the run's filesystem diff (unified format) to this file; the scenario must have
+    /// an `[fs]` table.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) emit_diff: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

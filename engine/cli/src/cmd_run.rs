@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use simtape::scenario::{Scenario, ScenarioReport};
+use simtape::cap::fs::FsDiff;
+use simtape::scenario::{Scenario, ScenarioReport, ScenarioRunError};
 use simtape::time::format_ns;
 
 use crate::args::RunArgs;
@@ -11,6 +12,13 @@ use crate::shell::command_line;
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
     let scenario = Scenario::load(&args.scenario).map_err(CliError::usage)?;
+    if let (Some(path), false) = (&args.emit_diff, scenario.has_fs()) {
+        return Err(CliError::usage(format!(
+            "--emit-diff {}: {} has no [fs] table, so its runs have no fs diff",
+            path.display(),
+            args.scenario.display()
+        )));
+    }
     let seed = args
         .seed
         .unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
@@ -26,6 +34,14 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
     }
     let outcome = scenario.run(&mut builder);
+    let fs_diff = match &outcome {
+        Ok(report) => report.fs_diff.as_ref(),
+        Err(failure) => failure.fs_diff.as_deref(),
+    };
+    if let (Some(path), Some(diff)) = (&args.emit_diff, fs_diff) {
+        diff.write_to(path)
+            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    }
     let code = match &outcome {
         Ok(report) => {
             print_report(args, &scenario, report, &reproduce);
@@ -75,6 +91,7 @@ fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, re
             "tape_bytes": report.tape.as_ref().map(|t| t.bytes),
             "final_hash": report.tape.as_ref().map(|t| format!("{:016x}", t.final_hash)),
             "outcomes": report.outcomes.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
+            "fs_diff": report.fs_diff.as_ref().map(|diff| diff_json(diff, args.emit_diff.as_deref())),
             "reproduce": reproduce,
         });
         println!(
@@ -94,6 +111,9 @@ fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, re
     for (name, value) in &report.outcomes {
         println!("outcome {name} = {value}");
     }
+    if let Some(diff) = &report.fs_diff {
+        println!("{}", diff_line(diff, args.emit_diff.as_deref()));
+    }
     if let (Some(path), Some(tape)) = (&report.tape_path, &report.tape) {
         println!(
             "tape: {} ({} bytes, final hash {:016x})",
@@ -108,12 +128,7 @@ fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, re
     }
 }
 
-fn print_failure(
-    args: &RunArgs,
-    scenario: &Scenario,
-    failure: &simtape::RunError,
-    reproduce: &str,
-) {
+fn print_failure(args: &RunArgs, scenario: &Scenario, failure: &ScenarioRunError, reproduce: &str) {
     if args.json {
         let json = serde_json::json!({
             "scenario": scenario.name(),
@@ -123,6 +138,7 @@ fn print_failure(
             "end_ns": failure.end_ns,
             "events": failure.events,
             "tape": failure.tape_path.as_ref().map(|p| p.display().to_string()),
+            "fs_diff": failure.fs_diff.as_ref().map(|diff| diff_json(diff, args.emit_diff.as_deref())),
             "reproduce": reproduce,
         });
         println!(
@@ -133,10 +149,38 @@ fn print_failure(
     }
     println!("scenario {} ({})", scenario.name(), args.scenario.display());
     println!("result: ERROR ({}) {}", failure.error.kind(), failure.error);
+    if let Some(diff) = &failure.fs_diff {
+        println!("{}", diff_line(diff, args.emit_diff.as_deref()));
+    }
     if let Some(path) = &failure.tape_path {
         println!("tape: {}", path.display());
     }
     println!("reproduce: {reproduce}");
+}
+
+/// Returns the summary line of an fs diff: `fs diff: N added, M modified, K deleted`, with
+/// the file it was written to.
+fn diff_line(diff: &FsDiff, written: Option<&Path>) -> String {
+    let mut line = format!(
+        "fs diff: {} added, {} modified, {} deleted",
+        diff.added.len(),
+        diff.modified.len(),
+        diff.deleted.len()
+    );
+    if let Some(path) = written {
+        line.push_str(&format!(" ({})", path.display()));
+    }
+    line
+}
+
+/// Returns the counts of an fs diff and the file it was written to, for `--json`.
+fn diff_json(diff: &FsDiff, written: Option<&Path>) -> serde_json::Value {
+    serde_json::json!({
+        "added": diff.added.len(),
+        "modified": diff.modified.len(),
+        "deleted": diff.deleted.len(),
+        "path": written.map(|p| p.display().to_string()),
+    })
 }
 
 /// Runs the scenario twice more into temporary tapes and compares them byte for byte.

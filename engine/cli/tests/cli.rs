@@ -374,3 +374,77 @@ fn ci_reports_missing_and_changed_goldens_and_blesses() {
     assert_eq!(changed.status.code(), Some(1), "{}", text(&changed));
     assert!(text(&changed).contains("DIFFERS"), "{}", text(&changed));
 }
+
+#[test]
+fn emit_diff_writes_the_unified_diff_and_needs_an_fs_table() {
+    // Goal: `run --emit-diff` writes the fs diff and names it in the summary; a scenario
+    // without [fs] makes the flag a usage error (exit 2).
+    let dir = scratch("emit-diff");
+    let diff = dir.join("refactor.diff");
+    let output = run_ok(
+        simtape()
+            .arg("run")
+            .arg(scenario("refactor-files.toml"))
+            .arg("--emit-diff")
+            .arg(&diff),
+    );
+    let summary = format!(
+        "fs diff: 3 added, 2 modified, 2 deleted ({})",
+        diff.display()
+    );
+    assert!(text(&output).contains(&summary), "{}", text(&output));
+    let written = std::fs::read_to_string(&diff).unwrap();
+    assert!(
+        written.starts_with("diff --git a/CHANGELOG.md b/CHANGELOG.md\nnew file mode 100644\n"),
+        "{written}"
+    );
+    assert!(
+        written
+            .contains("diff --git a/src/helpers.rs b/src/helpers.rs\ndeleted file mode 100644\n"),
+        "{written}"
+    );
+    let refused = simtape()
+        .arg("run")
+        .arg(scenario("hello.toml"))
+        .arg("--emit-diff")
+        .arg(dir.join("hello.diff"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("has no [fs] table"),
+        "{}",
+        text(&refused)
+    );
+    assert!(!dir.join("hello.diff").exists());
+}
+
+#[test]
+fn a_denied_connect_is_a_run_error_naming_the_step() {
+    // Goal: denied-egress exits 3 and prints the denial with its task and step.
+    let output = simtape()
+        .arg("run")
+        .arg(scenario("denied-egress.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    assert!(
+        text(&output).contains("result: ERROR (step_failed) task \"fetcher\" failed at step task[0].steps[3] (`connect`): connection to pastebin.com:443 denied"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn replay_of_a_scenario_with_files_takes_the_scenario_file() {
+    // Goal: a golden tape of a scenario that references files replays byte for byte with
+    // `--scenario`, since the tape records no host paths.
+    let tape = repo().join("tapes/refactor-files/seed-0.tape");
+    run_ok(
+        simtape()
+            .arg("replay")
+            .arg(&tape)
+            .arg("--scenario")
+            .arg(scenario("refactor-files.toml")),
+    );
+}

@@ -9,10 +9,11 @@ use super::error::Problem;
 use super::fields::{one_of, Field};
 use super::node::{Node, Span, Value};
 use super::schema::{
-    Role, Spec, TaskSpec, REPEAT_MAX, SCENARIO_KEYS, TABLES, TABLES_RESERVED, TASK_KEYS,
-    TASK_NAMES_RESERVED,
+    Capability, Role, Spec, TaskSpec, REPEAT_MAX, SCENARIO_KEYS, TABLES, TABLES_RESERVED,
+    TASK_KEYS, TASK_NAMES_RESERVED,
 };
 use super::steps::step_list;
+use super::tables;
 use crate::limits::Limits;
 use crate::time::{parse_duration_ns, START_DEFAULT_UNIX_NS};
 
@@ -32,6 +33,10 @@ pub(crate) struct Decoded {
     pub(crate) problems: Vec<Problem>,
     pub(crate) task_names: Vec<Use>,
     pub(crate) channels: Vec<(Role, Use)>,
+    /// The capability tables the file has (even when their contents are bad).
+    pub(crate) tables: Vec<Capability>,
+    /// The steps that use a capability, named by their kind.
+    pub(crate) capability_uses: Vec<(Capability, Use)>,
 }
 
 /// Decodes a document tree.
@@ -41,7 +46,7 @@ pub(crate) fn decode(root: &Node) -> Decoded {
     decoded
 }
 
-/// Decodes the whole document: `[scenario]`, `[limits]`, `[[task]]`.
+/// Decodes the whole document: `[scenario]`, `[limits]`, the capability tables, `[[task]]`.
 fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
     let root_field = Field {
         node: root,
@@ -59,6 +64,27 @@ fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
     let limits = match top.take("limits") {
         Some(field) => limits(decoded, &field),
         None => Some(Limits::default()),
+    };
+    let fs = match top.take("fs") {
+        Some(field) => {
+            decoded.tables.push(Capability::Fs);
+            tables::fs(decoded, &field).map(Some)
+        }
+        None => Some(None),
+    };
+    let network = match top.take("network") {
+        Some(field) => {
+            decoded.tables.push(Capability::Network);
+            tables::network(decoded, &field).map(Some)
+        }
+        None => Some(None),
+    };
+    let llm = match top.take("llm") {
+        Some(field) => {
+            decoded.tables.push(Capability::Llm);
+            tables::llm(decoded, &field).map(Some)
+        }
+        None => Some(None),
     };
     let tasks = match top.take("task") {
         Some(field) => tasks(decoded, &field),
@@ -89,6 +115,9 @@ fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
         start_unix_ns,
         seeds,
         limits: limits?,
+        fs: fs?,
+        network: network?,
+        llm: llm?,
         tasks: tasks?,
     })
 }
@@ -280,7 +309,12 @@ fn task(decoded: &mut Decoded, field: &Field<'_>) -> Option<TaskSpec> {
         None => Some(0),
     };
     let steps = match fields.take("steps") {
-        Some(steps) => step_list(decoded, &steps),
+        Some(steps) => step_list(decoded, &steps).map(|steps| {
+            let step_fields = (0..steps.len())
+                .map(|index| format!("{}[{index}]", steps_path(&field.path)))
+                .collect();
+            (steps, step_fields)
+        }),
         None => {
             decoded.missing(
                 &fields,
@@ -294,12 +328,19 @@ fn task(decoded: &mut Decoded, field: &Field<'_>) -> Option<TaskSpec> {
         decoded,
         &format!("unknown key, expected one of {}", one_of(&TASK_KEYS)),
     );
+    let (steps, step_fields) = steps?;
     Some(TaskSpec {
         name: name?,
+        step_fields,
         repeat: repeat?,
         start_after_ns: start_after_ns?,
-        steps: steps?,
+        steps,
     })
+}
+
+/// Returns the field path of a task's `steps`.
+fn steps_path(task: &str) -> String {
+    super::fields::join(task, "steps")
 }
 
 fn task_name(decoded: &mut Decoded, field: &Field<'_>) -> Option<String> {

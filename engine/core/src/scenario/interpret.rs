@@ -11,6 +11,12 @@
 //! | `event`        | [`Host::event`]                              | `request`, `reply`     |
 //! | `send`, `recv` | a [`crate::sync`] channel                    | none (a `recv` with `log` adds an event) |
 //! | `outcome`      | [`Host::outcome`]                            | `outcome`              |
+//! | `write`, `append`, `read`, `remove`, `rename`, `mkdir` | the [`crate::cap::fs::FsHandle`] call | `request`, `reply` (fs) |
+//! | `connect`      | [`crate::cap::net::NetHandle::connect`]      | `request`, `reply` (net) |
+//! | `ask`          | [`crate::cap::llm::LlmHandle::complete`] of a one-message request | `request`, `reply` (llm) |
+//!
+//! A capability step that fails ends the run: its task reports a [`StepError`] and stops,
+//! and the main task returns it as soon as it hears (see `failure`).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -21,7 +27,9 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use super::channels::{Channels, SharedReceiver};
-use super::schema::{Spec, Step};
+use super::failure::{CallError, FirstFailure, StepError};
+use super::schema::{Call, Spec, Step, ASK_MODEL};
+use crate::cap::llm::{ChatRequest, Message};
 use crate::rng::RngStream;
 use crate::sim::Host;
 use crate::sync::Sender;
@@ -34,8 +42,9 @@ pub(crate) fn task_stream_name(task: &str) -> String {
     format!("scenario/task/{task}")
 }
 
-/// Runs the scenario: the body of the main task.
-pub(crate) async fn run(host: Host, spec: Arc<Spec>) -> Outcomes {
+/// Runs the scenario: the body of the main task. The error is the first failed step.
+pub(crate) async fn run(host: Host, spec: Arc<Spec>) -> Result<Outcomes, Box<StepError>> {
+    let failures = FirstFailure::default();
     let outcomes = Rc::new(RefCell::new(Vec::new()));
     let channels_used = spec.channels();
     let mut channels = Channels::open(channels_used.keys().copied());
@@ -57,6 +66,7 @@ pub(crate) async fn run(host: Host, spec: Arc<Spec>) -> Outcomes {
             senders,
             receivers,
             outcomes: Rc::clone(&outcomes),
+            failures: failures.clone(),
         };
         handles.push(crate::spawn(
             task.name.clone(),
@@ -65,11 +75,14 @@ pub(crate) async fn run(host: Host, spec: Arc<Spec>) -> Outcomes {
     }
     channels.close_senders();
     for handle in handles {
-        handle.await.expect("scenario tasks are never aborted");
+        failures.join(handle).await?;
+    }
+    if let Some(error) = failures.take() {
+        return Err(error);
     }
     // The receivers live until here, so no send ever finds its channel gone.
     drop(channels);
-    outcomes.take()
+    Ok(outcomes.take())
 }
 
 /// What one task needs to run its steps.
@@ -80,6 +93,7 @@ struct TaskRunner {
     senders: BTreeMap<String, Sender<Json>>,
     receivers: BTreeMap<String, Rc<SharedReceiver>>,
     outcomes: Rc<RefCell<Outcomes>>,
+    failures: FirstFailure,
 }
 
 impl TaskRunner {
@@ -89,10 +103,43 @@ impl TaskRunner {
             crate::time::sleep(Duration::from_nanos(task.start_after_ns)).await;
         }
         for _ in 0..task.repeat {
-            for step in &task.steps {
-                self.step(step).await;
+            for (step, field) in task.steps.iter().zip(&task.step_fields) {
+                let Step::Call(call) = step else {
+                    self.step(step).await;
+                    continue;
+                };
+                if let Err(error) = self.call(call).await {
+                    self.failures.report(Box::new(StepError {
+                        task: task.name.clone(),
+                        step: field.clone(),
+                        kind: call.kind().to_string(),
+                        error,
+                    }));
+                    return;
+                }
             }
         }
+    }
+
+    /// Runs a capability step. The checks guarantee the scenario configures the capability,
+    /// so the host has its actor.
+    async fn call(&self, call: &Call) -> Result<(), CallError> {
+        match call {
+            Call::Write { path, content } => self.host.fs().write(path, content.as_bytes()).await?,
+            Call::Append { path, content } => {
+                self.host.fs().append(path, content.as_bytes()).await?
+            }
+            Call::Read { path } => drop(self.host.fs().read(path).await?),
+            Call::Remove { path } => self.host.fs().remove(path).await?,
+            Call::Rename { from, to } => self.host.fs().rename(from, to).await?,
+            Call::Mkdir { path } => self.host.fs().create_dir(path).await?,
+            Call::Connect { host, port } => drop(self.host.net().connect(host, *port).await?),
+            Call::Ask { prompt } => {
+                let request = ChatRequest::new(ASK_MODEL, vec![Message::user(prompt.clone())]);
+                drop(self.host.llm().complete(request).await?);
+            }
+        }
+        Ok(())
     }
 
     async fn step(&mut self, step: &Step) {
@@ -133,6 +180,7 @@ impl TaskRunner {
                     .borrow_mut()
                     .push((name.clone(), value.clone()));
             }
+            Step::Call(_) => unreachable!("capability steps run through `call`"),
         }
     }
 }

@@ -1,8 +1,10 @@
 //! The TOML scenario format and its interpreter: drive the engine without writing Rust.
 //!
-//! A scenario file names a run (`[scenario]`), may bound it (`[limits]`), and lists tasks
-//! (`[[task]]`) whose steps sleep, sleep a seeded random time, log events, talk over named
-//! channels and declare outcomes. The reference is `docs/scenario-format.md`.
+//! A scenario file names a run (`[scenario]`), may bound it (`[limits]`), may give it a
+//! filesystem overlay (`[fs]`), a network policy (`[network]`) and a replayed model (`[llm]`),
+//! and lists tasks (`[[task]]`) whose steps sleep, sleep a seeded random time, log events,
+//! talk over named channels, call the capabilities and declare outcomes. The reference is
+//! `docs/scenario-format.md`.
 //!
 //! ```
 //! use std::path::Path;
@@ -30,18 +32,24 @@
 //!
 //! The pipeline is: `node` reads the TOML into a tree that keeps every span; `decode` turns
 //! the tree into a checked `schema::Spec`, collecting every problem (with `fields` for single
-//! values and `steps` for steps); `validate` checks across tasks (unique names, channels with
-//! both ends); `interpret` runs the spec, its channels living in `channels`. `error` places
-//! problems at a line and column.
+//! values, `tables` for the capability tables, `steps` and `cap_steps` for steps); `validate`
+//! checks across tasks (unique names, channels with both ends, a table for every capability
+//! a step uses); `resources` opens the files the scenario references, relative to the
+//! scenario file; `interpret` runs the spec, its channels living in `channels` and its step
+//! failures in `failure`. `error` places problems at a line and column.
 
+mod cap_steps;
 mod channels;
 mod decode;
 mod error;
+mod failure;
 mod fields;
 mod interpret;
 mod node;
+mod resources;
 mod schema;
 mod steps;
+mod tables;
 mod validate;
 
 use std::io::Read;
@@ -49,10 +57,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::ScenarioError;
+pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 
+use crate::cap::fs::FsDiff;
 use crate::limits::Limits;
 use crate::sim::{Builder, RunError, Sim};
 use crate::tape::{ScenarioStamp, TapeSummary};
+use resources::Resources;
 use schema::{Spec, SOURCE_BYTES_MAX};
 
 /// A checked scenario, ready to run at any seed, any number of times.
@@ -61,6 +72,7 @@ pub struct Scenario {
     path: PathBuf,
     source: String,
     spec: Arc<Spec>,
+    resources: Arc<Resources>,
 }
 
 // A sweep shares one scenario between the threads of its pool.
@@ -88,6 +100,8 @@ pub struct ScenarioReport {
     pub tape_path: Option<PathBuf>,
     /// Every `outcome` step that ran, as `(name, value)`, in the order they ran.
     pub outcomes: Vec<(String, serde_json::Value)>,
+    /// What the run changed in its overlay, when the scenario has `[fs]`.
+    pub fs_diff: Option<FsDiff>,
 }
 
 impl Scenario {
@@ -97,7 +111,8 @@ impl Scenario {
         Scenario::check_all(path).map_err(first)
     }
 
-    /// Checks scenario text; `path` names it in errors (and later anchors relative paths).
+    /// Checks scenario text; `path` names it in errors and anchors the relative paths of
+    /// `[fs] root` and `[llm] fixture` (they resolve against its directory, and are opened).
     /// The error is the first problem, in source order.
     ///
     /// ```
@@ -113,15 +128,17 @@ impl Scenario {
         Scenario::check_source(source, path).map_err(first)
     }
 
-    /// Reads and checks the scenario file at `path`, reporting every problem it finds (for
-    /// `simtape check`), in source order.
+    /// Reads and checks the scenario file at `path` and the files it references, reporting
+    /// every problem it finds (for `simtape check`), in source order.
     pub fn check_all(path: &Path) -> Result<Scenario, Vec<ScenarioError>> {
         let source = read_source(path).map_err(|error| vec![error])?;
         Scenario::check_source(&source, path)
     }
 
     /// Checks scenario text, reporting every problem it finds, in source order. Never panics,
-    /// whatever the text.
+    /// whatever the text. When the text itself is sound, the files it references are opened
+    /// relative to the directory of `path`, and their problems are reported at the fields
+    /// that name them.
     pub fn check_source(source: &str, path: &Path) -> Result<Scenario, Vec<ScenarioError>> {
         let root = match node::parse(source) {
             Ok(root) => root,
@@ -134,11 +151,18 @@ impl Scenario {
             let spec = decoded
                 .spec
                 .expect("decoding without problems yields a spec");
-            return Ok(Scenario {
-                path: path.to_path_buf(),
-                source: source.to_string(),
-                spec: Arc::new(spec),
-            });
+            let base = path.parent().unwrap_or(Path::new(""));
+            match resources::open(&spec, base) {
+                Ok(resources) => {
+                    return Ok(Scenario {
+                        path: path.to_path_buf(),
+                        source: source.to_string(),
+                        spec: Arc::new(spec),
+                        resources: Arc::new(resources),
+                    })
+                }
+                Err(found) => problems = found,
+            }
         }
         problems.sort_by_key(|problem| problem.span.start);
         Err(problems
@@ -197,8 +221,14 @@ impl Scenario {
         }
     }
 
-    /// Returns a builder set up for this scenario at `seed`: seed, start instant, limits and
-    /// scenario stamp. Add a tape (`.tape(path)`, `.tape_in_memory()`) before [`Scenario::run`].
+    /// Returns whether the scenario has a filesystem overlay (`[fs]`), so has an fs diff.
+    pub fn has_fs(&self) -> bool {
+        self.spec.fs.is_some()
+    }
+
+    /// Returns a builder set up for this scenario at `seed`: seed, start instant, limits,
+    /// scenario stamp and the capabilities of `[fs]`, `[network]` and `[llm]`. Add a tape
+    /// (`.tape(path)`, `.tape_in_memory()`) before [`Scenario::run`].
     pub fn builder(&self, seed: u64) -> Builder {
         let mut builder = Sim::builder();
         builder
@@ -206,30 +236,66 @@ impl Scenario {
             .start_unix_ns(self.spec.start_unix_ns)
             .limits(self.spec.limits.clone())
             .scenario(self.stamp());
+        // Capabilities are registered in one fixed order, so the tape's actor table is the
+        // same on every run.
+        if let Some(fs) = &self.resources.fs {
+            builder.fs(fs.clone());
+        }
+        if let Some(network) = &self.spec.network {
+            builder.network(network.clone());
+        }
+        if let Some(llm) = &self.resources.llm {
+            builder.llm(llm.clone());
+        }
         builder
     }
 
     /// Builds a run from `builder` (usually from [`Scenario::builder`]) and runs the scenario.
-    /// The tape's verdict is `ok`, or `error: <error>` when the run fails (a deadlock, a limit).
-    pub fn run(&self, builder: &mut Builder) -> Result<ScenarioReport, RunError> {
+    /// The tape's verdict is `ok`, or `error: <error>` when the run fails (a deadlock, a
+    /// limit, a failed capability step).
+    pub fn run(&self, builder: &mut Builder) -> Result<ScenarioReport, ScenarioRunError> {
         let seed = builder.seed_value();
-        let sim = builder.build().map_err(|error| RunError {
-            error: Box::new(error),
+        let fs = builder.capabilities.fs();
+        let sim = builder.build().map_err(|error| ScenarioRunError {
+            error: Box::new(ScenarioFailure::Sim(error)),
             seed,
             end_ns: 0,
             events: 0,
             tape: None,
             tape_path: None,
-            actors: Default::default(),
+            fs_diff: None,
         })?;
         let spec = Arc::clone(&self.spec);
-        let report = sim.run_with_verdict(
+        let outcome = sim.run_with_verdict(
             move |host| interpret::run(host, spec),
             |outcome| match outcome {
-                Ok(_) => "ok".to_string(),
+                Ok(Ok(_)) => "ok".to_string(),
+                Ok(Err(error)) => format!("error: {error}"),
                 Err(error) => format!("error: {error}"),
             },
-        )?;
+        );
+        let mut report = match outcome {
+            Ok(report) => report,
+            Err(failure) => return Err(sim_failure(failure, fs)),
+        };
+        let fs_diff = match report.fs_diff() {
+            None => None,
+            Some(Ok(diff)) => Some(diff),
+            Some(Err(error)) => {
+                return Err(report_failure(report, ScenarioFailure::FsDiff(error), None))
+            }
+        };
+        let outcomes = match std::mem::replace(&mut report.output, Ok(Vec::new())) {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let fs_diff = fs_diff.map(Box::new);
+                return Err(report_failure(
+                    report,
+                    ScenarioFailure::Step(*error),
+                    fs_diff,
+                ));
+            }
+        };
         Ok(ScenarioReport {
             seed: report.seed,
             end_ns: report.end_ns,
@@ -238,8 +304,49 @@ impl Scenario {
             fingerprint: report.fingerprint,
             tape: report.tape,
             tape_path: report.tape_path,
-            outcomes: report.output,
+            outcomes,
+            fs_diff,
         })
+    }
+}
+
+/// The run's outcome: the outcomes, or the step that failed.
+type RunOutput = Result<interpret::Outcomes, Box<StepError>>;
+
+/// A run the engine stopped, with the fs diff up to that point.
+fn sim_failure(
+    failure: RunError,
+    fs: Option<crate::actor::ActorRef<crate::cap::fs::FsActor>>,
+) -> ScenarioRunError {
+    let fs_diff = fs
+        .and_then(|fs| failure.actors.get(fs))
+        .and_then(|fs| fs.diff().ok())
+        .map(Box::new);
+    ScenarioRunError {
+        error: Box::new(ScenarioFailure::Sim(*failure.error)),
+        seed: failure.seed,
+        end_ns: failure.end_ns,
+        events: failure.events,
+        tape: failure.tape,
+        tape_path: failure.tape_path,
+        fs_diff,
+    }
+}
+
+/// A run that completed but failed: a step's error, or an fs diff that cannot be computed.
+fn report_failure(
+    report: crate::sim::RunReport<RunOutput>,
+    error: ScenarioFailure,
+    fs_diff: Option<Box<FsDiff>>,
+) -> ScenarioRunError {
+    ScenarioRunError {
+        error: Box::new(error),
+        seed: report.seed,
+        end_ns: report.end_ns,
+        events: report.events,
+        tape: report.tape.map(Box::new),
+        tape_path: report.tape_path,
+        fs_diff,
     }
 }
 

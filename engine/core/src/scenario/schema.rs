@@ -3,6 +3,9 @@
 //! These types hold checked values only (durations in nanoseconds, names that passed their
 //! rules, TOML values turned into JSON), so the interpreter never meets a bad one.
 
+use super::node::Span;
+use crate::cap::fs::{FsFaults, FsLatency};
+use crate::cap::net::Network;
 use crate::limits::Limits;
 
 /// Scenario, task and channel names: at most this many characters of `a-z`, `0-9` and `-`.
@@ -18,17 +21,37 @@ pub(crate) const SOURCE_BYTES_MAX: u64 = 4 << 20;
 pub(crate) const TASK_NAMES_RESERVED: [&str; 2] = ["main", "engine"];
 
 /// The top-level tables this version of the format reads.
-pub(crate) const TABLES: [&str; 3] = ["scenario", "limits", "task"];
-/// Top-level tables that later versions of the format will read (agent loop, LLM fixture,
-/// filesystem overlay, network policy, fault plan, verifiers).
-pub(crate) const TABLES_RESERVED: [&str; 6] = ["agent", "llm", "fs", "network", "faults", "verify"];
+pub(crate) const TABLES: [&str; 6] = ["scenario", "limits", "fs", "network", "llm", "task"];
+/// Top-level tables that later versions of the format will read (agent loop, fault plan,
+/// verifiers).
+pub(crate) const TABLES_RESERVED: [&str; 3] = ["agent", "faults", "verify"];
 /// The keys of `[scenario]`.
 pub(crate) const SCENARIO_KEYS: [&str; 4] = ["name", "description", "start", "seeds"];
 /// The keys of a `[[task]]`.
 pub(crate) const TASK_KEYS: [&str; 4] = ["name", "repeat", "start_after", "steps"];
 /// The keys that name a step's kind; a step has exactly one.
-pub(crate) const STEP_KINDS: [&str; 6] =
-    ["sleep", "sleep_random", "event", "send", "recv", "outcome"];
+pub(crate) const STEP_KINDS: [&str; 14] = [
+    "sleep",
+    "sleep_random",
+    "event",
+    "send",
+    "recv",
+    "outcome",
+    "write",
+    "append",
+    "read",
+    "remove",
+    "rename",
+    "mkdir",
+    "connect",
+    "ask",
+];
+/// The keys of `[fs]`.
+pub(crate) const FS_KEYS: [&str; 5] = ["root", "enospc", "eio", "partial_write", "latency"];
+/// The keys of `[fs] latency`.
+pub(crate) const FS_LATENCY_KEYS: [&str; 3] = ["base", "per_kib", "jitter"];
+/// The model name of the request an `ask` step sends (fixtures may match on it).
+pub(crate) const ASK_MODEL: &str = "scenario";
 
 /// A scenario whose every field has been checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,13 +61,61 @@ pub(crate) struct Spec {
     pub(crate) start_unix_ns: i64,
     pub(crate) seeds: Vec<u64>,
     pub(crate) limits: Limits,
+    pub(crate) fs: Option<FsSpec>,
+    pub(crate) network: Option<Network>,
+    pub(crate) llm: Option<LlmSpec>,
     pub(crate) tasks: Vec<TaskSpec>,
+}
+
+/// Where a path-valued field sits, so a problem with the file it names (found after
+/// decoding, when the file is opened) points back at it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PathField {
+    /// The path as written: relative to the scenario file's directory.
+    pub(crate) path: String,
+    pub(crate) span: Span,
+    pub(crate) field: String,
+}
+
+/// `[fs]`: the overlay root, its fault plan and its latency model.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FsSpec {
+    pub(crate) root: PathField,
+    pub(crate) faults: FsFaults,
+    pub(crate) latency: FsLatency,
+}
+
+/// `[llm]`: the replay fixture.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LlmSpec {
+    pub(crate) fixture: PathField,
+}
+
+/// The capability a step uses, for the check that the scenario configures it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Capability {
+    Fs,
+    Network,
+    Llm,
+}
+
+impl Capability {
+    /// Returns the table that configures the capability, with its article (`an [fs] table`).
+    pub(crate) fn table(self) -> &'static str {
+        match self {
+            Capability::Fs => "an [fs] table",
+            Capability::Network => "a [network] table",
+            Capability::Llm => "an [llm] table",
+        }
+    }
 }
 
 /// One `[[task]]`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TaskSpec {
     pub(crate) name: String,
+    /// Where each step sits, as a field path like `task[1].steps[2]` (for run errors).
+    pub(crate) step_fields: Vec<String>,
     pub(crate) repeat: u32,
     pub(crate) start_after_ns: u64,
     pub(crate) steps: Vec<Step>,
@@ -77,6 +148,37 @@ pub(crate) enum Step {
         name: String,
         value: serde_json::Value,
     },
+    /// A filesystem, network or model call; its error ends the run.
+    Call(Call),
+}
+
+/// A step that calls a capability actor.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Call {
+    Write { path: String, content: String },
+    Append { path: String, content: String },
+    Read { path: String },
+    Remove { path: String },
+    Rename { from: String, to: String },
+    Mkdir { path: String },
+    Connect { host: String, port: u16 },
+    Ask { prompt: String },
+}
+
+impl Call {
+    /// Returns the step kind, as the scenario spells it.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Call::Write { .. } => "write",
+            Call::Append { .. } => "append",
+            Call::Read { .. } => "read",
+            Call::Remove { .. } => "remove",
+            Call::Rename { .. } => "rename",
+            Call::Mkdir { .. } => "mkdir",
+            Call::Connect { .. } => "connect",
+            Call::Ask { .. } => "ask",
+        }
+    }
 }
 
 /// Which end of a channel a step uses.

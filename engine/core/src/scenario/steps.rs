@@ -1,7 +1,9 @@
-//! Decoding of steps: exactly one kind key per step, then the keys that kind takes.
+//! Decoding of steps: exactly one kind key per step, then the keys that kind takes. The
+//! steps that call a capability are decoded in `cap_steps`.
 
 use serde_json::Value as Json;
 
+use super::cap_steps::call_step;
 use super::decode::{Decoded, Use};
 use super::fields::{one_of, Field, Fields};
 use super::node::Value;
@@ -62,7 +64,8 @@ fn step(decoded: &mut Decoded, field: &Field<'_>) -> Option<Step> {
         "send" => (send(decoded, &value, &mut fields), &["value"]),
         "recv" => (recv(decoded, &value, &mut fields), &["log"]),
         "outcome" => (outcome(decoded, &value, &mut fields), &["value"]),
-        _ => unreachable!("every kind in STEP_KINDS has a decoder"),
+        _ => call_step(decoded, kind, &value, &mut fields)
+            .expect("every kind in STEP_KINDS has a decoder"),
     };
     let message = if extras.is_empty() {
         format!("unknown key (no other key goes with `{kind}`)")

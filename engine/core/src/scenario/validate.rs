@@ -1,4 +1,5 @@
-//! Checks across the whole scenario: unique task names, and channels with both ends.
+//! Checks across the whole scenario: unique task names, channels with both ends, and a
+//! table for every capability a step uses.
 //!
 //! They run on what decoding gathered even when some fields were bad, so `simtape check`
 //! reports them together with every other problem.
@@ -13,7 +14,23 @@ use super::schema::Role;
 pub(crate) fn check(decoded: &Decoded) -> Vec<Problem> {
     let mut problems = duplicate_task_names(&decoded.task_names);
     problems.extend(one_sided_channels(&decoded.channels));
+    problems.extend(unconfigured_capabilities(decoded));
     problems
+}
+
+/// A step that calls a capability the scenario does not configure could only fail when it
+/// runs; the check reports it at the step instead.
+fn unconfigured_capabilities(decoded: &Decoded) -> Vec<Problem> {
+    decoded
+        .capability_uses
+        .iter()
+        .filter(|(capability, _)| !decoded.tables.contains(capability))
+        .map(|(capability, used)| Problem {
+            span: used.span.clone(),
+            field: used.field.clone(),
+            message: format!("step `{}` needs {}", used.name, capability.table()),
+        })
+        .collect()
 }
 
 /// Task names key the tasks' random streams and name them in tapes and deadlock reports, so

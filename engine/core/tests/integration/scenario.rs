@@ -4,9 +4,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use simtape::rng::RngStream;
-use simtape::scenario::{Scenario, ScenarioError, ScenarioReport};
+use simtape::scenario::{
+    CallError, Scenario, ScenarioError, ScenarioFailure, ScenarioReport, ScenarioRunError,
+};
 use simtape::tape::{RecordKind, TapeReader};
-use simtape::{RunError, SimError};
+use simtape::SimError;
 
 fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
@@ -27,7 +29,7 @@ fn load(name: &str) -> Scenario {
 }
 
 /// Runs `scenario` at `seed` with an in-memory tape.
-fn run(scenario: &Scenario, seed: u64) -> Result<ScenarioReport, RunError> {
+fn run(scenario: &Scenario, seed: u64) -> Result<ScenarioReport, ScenarioRunError> {
     let mut builder = scenario.builder(seed);
     builder.tape_in_memory();
     scenario.run(&mut builder)
@@ -145,7 +147,7 @@ fn deadlock_scenario_names_both_tasks() {
     // Goal: two tasks each waiting on the other end the run with a deadlock naming both.
     let scenario = load("deadlock.toml");
     let error = run(&scenario, 0).unwrap_err();
-    let SimError::Deadlock { t_ns, waiting } = &*error.error else {
+    let ScenarioFailure::Sim(SimError::Deadlock { t_ns, waiting }) = &*error.error else {
         panic!("expected a deadlock, got {}", error.error);
     };
     assert_eq!(*t_ns, 10_000_000);
@@ -354,7 +356,7 @@ fn errors_name_line_column_and_field() {
         ),
         (
             format!("{head}{task}steps = [{{ slep = \"1s\" }}]\n"),
-            vec!["s.toml:5:10: field `task[0].steps[0]`: expected a step with one of the keys `sleep`, `sleep_random`, `event`, `send`, `recv`, `outcome`, found `slep`"],
+            vec!["s.toml:5:10: field `task[0].steps[0]`: expected a step with one of the keys `sleep`, `sleep_random`, `event`, `send`, `recv`, `outcome`, `write`, `append`, `read`, `remove`, `rename`, `mkdir`, `connect`, `ask`, found `slep`"],
         ),
         (
             format!("{head}{task}steps = [{{ sleep = \"1s\", event = \"e\" }}]\n"),
@@ -401,7 +403,7 @@ fn errors_name_line_column_and_field() {
         ),
         (
             format!("{head}[agent]\nmodel = \"m\"\n{task}steps = [{{ sleep = \"1s\" }}]\n"),
-            vec!["s.toml:3:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `task`"],
+            vec!["s.toml:3:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `task`"],
         ),
         (
             "# nothing here\n".to_string(),
@@ -552,19 +554,21 @@ fn mutate(bytes: &mut Vec<u8>, rng: &mut RngStream) {
 fn parsing_never_panics_on_mutated_scenarios() {
     // Goal: 5,000 seeded mutations of the shipped scenarios never make `parse` panic, every
     // error has a place, and the mutants that still parse run without a task panicking.
-    let sources: Vec<Vec<u8>> = shipped()
-        .iter()
-        .map(|p| std::fs::read(p).unwrap())
+    // Each mutant keeps its file's path, so the files it references still resolve.
+    let sources: Vec<(PathBuf, Vec<u8>)> = shipped()
+        .into_iter()
+        .map(|p| (p.clone(), std::fs::read(p).unwrap()))
         .collect();
     let mut rng = RngStream::fork(2026, "scenario-fuzz");
     let mut parsed = 0;
     for round in 0..5_000 {
-        let mut bytes = sources[round % sources.len()].clone();
+        let (path, bytes) = &sources[round % sources.len()];
+        let mut bytes = bytes.clone();
         for _ in 0..=rng.below(4) {
             mutate(&mut bytes, &mut rng);
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        let outcome = std::panic::catch_unwind(|| Scenario::parse(&text, Path::new("fuzz.toml")));
+        let outcome = std::panic::catch_unwind(|| Scenario::parse(&text, path));
         let scenario = match outcome {
             Err(_) => panic!("parse panicked on mutation {round}:\n{text}"),
             Ok(Err(error)) => {
@@ -592,4 +596,259 @@ fn parsing_never_panics_on_mutated_scenarios() {
         parsed > 50,
         "only {parsed} mutants parsed; the runner was hardly exercised"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Capability tables and steps: [fs], [network], [llm] and the steps that call them.
+
+/// Returns the directory of the scenario test data (fixtures).
+fn test_data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenario")
+}
+
+/// Returns every problem `check_source` reports for `source` placed at `path`, as displayed.
+fn problems_at(source: &str, path: &Path) -> Vec<String> {
+    let errors = Scenario::check_source(source, path).unwrap_err();
+    errors.iter().map(ScenarioError::to_string).collect()
+}
+
+/// A scenario with `tables` and one task of `steps`.
+fn with_task(tables: &str, steps: &str) -> String {
+    format!("[scenario]\nname = \"t\"\n{tables}\n[[task]]\nname = \"a\"\nsteps = [{steps}]\n")
+}
+
+#[test]
+fn capability_tables_decode_with_exact_errors() {
+    // Goal: each bad key of [fs], [network] and [llm] is reported at its own place, with the
+    // exact message, and the tables for later versions are still refused.
+    let source = "[scenario]\nname = \"t\"\n[fs]\nenospc = \"2/1\"\neio = 0.5\nlatency = { base = \"fast\", spin = \"1s\" }\ncolour = 1\n[network]\nallow = [\"api.github.com\", \"user@example.com\", 7, \"10.0.0.0/33\"]\n[llm]\nfixtures = \"x\"\n[agent]\n[[task]]\nname = \"a\"\nsteps = [{ sleep = \"1s\" }]\n";
+    assert_eq!(
+        problems(source),
+        [
+            "s.toml:3:1: field `fs.root`: expected a directory path relative to the scenario file, found nothing",
+            "s.toml:4:10: field `fs.enospc`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found \"2/1\"",
+            "s.toml:5:7: field `fs.eio`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found 0.5",
+            "s.toml:6:20: field `fs.latency.base`: expected a duration like \"250ms\", found \"fast\"",
+            "s.toml:6:28: field `fs.latency.spin`: unknown key, expected one of `base`, `per_kib`, `jitter`",
+            "s.toml:7:1: field `fs.colour`: unknown key, expected one of `root`, `enospc`, `eio`, `partial_write`, `latency`",
+            "s.toml:9:28: field `network.allow[1]`: network rule \"user@example.com\" contains user info (`user@`); name the host only",
+            "s.toml:9:48: field `network.allow[2]`: expected a network rule like \"api.github.com\" or \"10.0.0.0/8\", found 7",
+            "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
+            "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
+            "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`",
+            "s.toml:12:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `task`",
+        ]
+    );
+}
+
+#[test]
+fn capability_steps_decode_with_exact_errors() {
+    // Goal: the new steps report missing companions, bad targets and bad paths exactly.
+    let tables = "[fs]\nroot = \".\"\n[network]\n[llm]\nfixture = \"ask.jsonl\"";
+    let steps = "{ write = \"a\" }, { rename = \"a\" }, { connect = \"example.com\" }, { connect = \"example.com:0\" }, { connect = \"exa mple.com:80\" }, { ask = 1 }, { read = \"\" }, { mkdir = \"d\", content = \"x\" }";
+    let path = test_data().join("s.toml");
+    let shown = path.display();
+    let expected: Vec<String> = [
+        "10:10: field `task[0].steps[0].content`: expected a string, found nothing",
+        "10:27: field `task[0].steps[1].to`: expected a path inside the [fs] root like \"src/lib.rs\", found nothing",
+        "10:57: field `task[0].steps[2].connect`: expected a target like \"api.github.com:443\" or \"[::1]:8080\", found \"example.com\"",
+        "10:86: field `task[0].steps[3].connect`: expected a target like \"api.github.com:443\" or \"[::1]:8080\", found \"example.com:0\"",
+        "10:117: field `task[0].steps[4].connect`: expected a target like \"api.github.com:443\" or \"[::1]:8080\", found \"exa mple.com:80\": the host contains whitespace",
+        "10:146: field `task[0].steps[5].ask`: expected a prompt string, found 1",
+        "10:160: field `task[0].steps[6].read`: expected a path inside the [fs] root like \"src/lib.rs\", found \"\"",
+        "10:181: field `task[0].steps[7].content`: unknown key (no other key goes with `mkdir`)",
+    ]
+    .iter()
+    .map(|line| format!("{shown}:{line}"))
+    .collect();
+    assert_eq!(problems_at(&with_task(tables, steps), &path), expected);
+}
+
+#[test]
+fn steps_need_the_table_of_their_capability() {
+    // Goal: a step whose capability the scenario does not configure is a check error at the
+    // step, one per step.
+    let steps = "{ write = \"a\", content = \"x\" }, { connect = \"a.com:80\" }, { ask = \"hi\" }";
+    assert_eq!(
+        problems(&with_task("", steps)),
+        [
+            "s.toml:6:20: field `task[0].steps[0].write`: step `write` needs an [fs] table",
+            "s.toml:6:54: field `task[0].steps[1].connect`: step `connect` needs a [network] table",
+            "s.toml:6:76: field `task[0].steps[2].ask`: step `ask` needs an [llm] table",
+        ]
+    );
+}
+
+#[test]
+fn referenced_files_are_checked_with_file_and_line() {
+    // Goal: a missing root, a root that is a file and a fixture that does not parse are each
+    // reported at the field naming them, the fixture error with its own file and line.
+    let tables = "[fs]\nroot = \"no-such-dir\"\n[llm]\nfixture = \"bad.jsonl\"";
+    let path = test_data().join("s.toml");
+    let dir = test_data();
+    assert_eq!(
+        problems_at(&with_task(tables, "{ sleep = \"1s\" }"), &path),
+        [
+            format!(
+                "{}:4:8: field `fs.root`: expected an existing directory, found nothing at {}",
+                path.display(),
+                dir.join("no-such-dir").display()
+            ),
+            format!(
+                "{}:6:11: field `llm.fixture`: {}:2: expected a fixture entry (docs/llm-fixtures.md), found unknown field `respons`, expected one of `match`, `mode`, `scope`, `id`, `response`, `alternatives`, `error`, `latency`",
+                path.display(),
+                dir.join("bad.jsonl").display()
+            ),
+        ]
+    );
+    let tables = "[fs]\nroot = \"ask.jsonl\"";
+    assert_eq!(
+        problems_at(&with_task(tables, "{ sleep = \"1s\" }"), &path),
+        [format!(
+            "{}:4:8: field `fs.root`: expected a directory, found a file at {}",
+            path.display(),
+            dir.join("ask.jsonl").display()
+        )]
+    );
+}
+
+#[test]
+fn fs_steps_change_only_the_overlay_and_report_the_diff() {
+    // Goal: refactor-files edits, renames and deletes in the overlay; the report carries the
+    // diff, the real directory stays byte-identical, and two runs give the same tape.
+    let worktree = scenarios_dir().join("data/refactor/worktree");
+    let before = snapshot(&worktree);
+    let scenario = load("refactor-files.toml");
+    assert!(scenario.has_fs());
+    let report = run(&scenario, 0).unwrap();
+    assert_eq!(
+        report.outcomes,
+        vec![("refactored".to_string(), json!("src/math/ops.rs"))]
+    );
+    let diff = report.fs_diff.as_ref().unwrap();
+    let paths = |files: Vec<&str>| files.into_iter().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(
+        diff.added
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect::<Vec<_>>(),
+        paths(vec!["CHANGELOG.md", "src/math/mod.rs", "src/math/ops.rs"])
+    );
+    assert_eq!(
+        diff.modified
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect::<Vec<_>>(),
+        paths(vec!["README.md", "src/lib.rs"])
+    );
+    assert_eq!(
+        diff.deleted
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect::<Vec<_>>(),
+        paths(vec!["NOTES.txt", "src/helpers.rs"])
+    );
+    assert!(diff.unified().contains("+mod math;\n"));
+    assert_eq!(
+        snapshot(&worktree),
+        before,
+        "the real directory was modified"
+    );
+    let (verdict, _) = read_tape(memory_tape(&report));
+    assert_eq!(verdict, "ok");
+    let again = run(&scenario, 0).unwrap();
+    assert_eq!(memory_tape(&report), memory_tape(&again));
+}
+
+/// Returns every file under `dir` with its bytes, in path order.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.push((path, bytes));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn a_denied_connect_ends_the_run_with_the_named_error() {
+    // Goal: denied-egress ends at its third connect with a step error naming the task, the
+    // step and the denial; the tape's verdict says the same and the later outcome never runs.
+    let scenario = load("denied-egress.toml");
+    let error = run(&scenario, 0).unwrap_err();
+    assert_eq!(error.error.kind(), "step_failed");
+    let expected = "task \"fetcher\" failed at step task[0].steps[3] (`connect`): connection to pastebin.com:443 denied: no rule allows it (rules: api.github.com:443, 10.0.0.0/8)";
+    assert_eq!(error.to_string(), expected);
+    let ScenarioFailure::Step(step) = &*error.error else {
+        panic!("expected a step failure, got {}", error.error);
+    };
+    assert!(matches!(step.error, CallError::Net(_)));
+    assert_eq!(error.end_ns, 20_000_000);
+    assert!(error.fs_diff.is_none());
+    let tape = error.tape.as_ref().unwrap().memory.as_deref().unwrap();
+    let (verdict, _) = read_tape(tape);
+    assert_eq!(verdict, format!("error: {expected}"));
+}
+
+#[test]
+fn an_fs_escape_ends_the_run_and_keeps_the_diff_so_far() {
+    // Goal: a path leaving the root is a step error, and the failed run still reports what it
+    // had changed.
+    let source = with_task(
+        "[fs]\nroot = \"data/refactor/worktree\"",
+        "{ write = \"new.txt\", content = \"x\" }, { read = \"../../hello.toml\" }",
+    );
+    let scenario = Scenario::parse(&source, &scenarios_dir().join("escape.toml")).unwrap();
+    let error = run(&scenario, 0).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "task \"a\" failed at step task[0].steps[1] (`read`): path \"../../hello.toml\" escapes the overlay root"
+    );
+    assert_eq!(error.fs_diff.unwrap().added.len(), 1);
+}
+
+#[test]
+fn ask_sends_a_one_message_request_to_the_fixture() {
+    // Goal: a matched `ask` answers in the fixture's virtual latency; an unmatched one ends
+    // the run with the LLM error naming the request.
+    let path = test_data().join("ask.toml");
+    let tables = "[llm]\nfixture = \"ask.jsonl\"";
+    let matched = with_task(tables, "{ ask = \"What is the capital of France?\" }");
+    let report = run(&Scenario::parse(&matched, &path).unwrap(), 0).unwrap();
+    assert_eq!(report.end_ns, 100_000_000);
+    assert!(report.fs_diff.is_none());
+    let unmatched = with_task(tables, "{ ask = \"What is the capital of Peru?\" }");
+    let error = run(&Scenario::parse(&unmatched, &path).unwrap(), 0).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.starts_with("task \"a\" failed at step task[0].steps[0] (`ask`): no LLM fixture entry matched request sha256:"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("the last message begins:\nWhat is the capital of Peru?"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_tape_names_no_host_path() {
+    // Goal: the tape of a scenario with files is the same wherever the files sit, so golden
+    // tapes do not depend on the checkout's location.
+    let scenario = load("refactor-files.toml");
+    let tape = run(&scenario, 1).unwrap();
+    let bytes = memory_tape(&tape);
+    let root = scenarios_dir().canonicalize().unwrap();
+    let needle = root.to_string_lossy();
+    assert!(!bytes
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes()));
 }

@@ -1,0 +1,75 @@
+//! The files a scenario references, opened once when the scenario is checked: the overlay
+//! root of `[fs]` and the fixture of `[llm]`. Paths resolve against the directory of the
+//! scenario file.
+//!
+//! The opened actors are prototypes: every run clones them, so a sweep parses a fixture once
+//! and shares it read-only. Host paths stay here; none reaches a tape.
+
+use std::path::Path;
+
+use super::error::Problem;
+use super::schema::{PathField, Spec};
+use crate::cap::fs::{FsActor, FsError};
+use crate::cap::llm::{Llm, LlmActor};
+
+/// The capability actors a scenario's runs start from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Resources {
+    pub(crate) fs: Option<FsActor>,
+    pub(crate) llm: Option<LlmActor>,
+}
+
+/// Opens what `spec` references, relative to `base` (the scenario file's directory),
+/// reporting each problem at the field that names the file.
+pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut resources = Resources::default();
+    if let Some(fs) = &spec.fs {
+        match open_root(&fs.root, base) {
+            Ok(actor) => {
+                let actor = actor.with_faults(fs.faults).with_latency(fs.latency);
+                resources.fs = Some(actor);
+            }
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if let Some(llm) = &spec.llm {
+        let fixture = base.join(&llm.fixture.path);
+        match Llm::replay(&fixture) {
+            Ok(actor) => resources.llm = Some(actor),
+            // The fixture error names the fixture file and line; the problem adds the place
+            // in the scenario that points at it.
+            Err(error) => problems.push(problem(&llm.fixture, error.to_string())),
+        }
+    }
+    if problems.is_empty() {
+        Ok(resources)
+    } else {
+        Err(problems)
+    }
+}
+
+fn open_root(root: &PathField, base: &Path) -> Result<FsActor, Problem> {
+    let resolved = base.join(&root.path);
+    FsActor::new(&resolved).map_err(|error| {
+        let shown = resolved.display();
+        let message = match error {
+            FsError::NotFound { .. } => {
+                format!("expected an existing directory, found nothing at {shown}")
+            }
+            FsError::NotADirectory { .. } => {
+                format!("expected a directory, found a file at {shown}")
+            }
+            other => format!("cannot open the overlay root {shown}: {other}"),
+        };
+        problem(root, message)
+    })
+}
+
+fn problem(field: &PathField, message: String) -> Problem {
+    Problem {
+        span: field.span.clone(),
+        field: field.field.clone(),
+        message,
+    }
+}

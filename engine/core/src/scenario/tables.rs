@@ -1,0 +1,158 @@
+//! Decoding of the capability tables: `[fs]` (the overlay root, its faults and latency),
+//! `[network]` (the allow-list) and `[llm]` (the replay fixture).
+//!
+//! Decoding only reads the text: the files these tables name are opened later, by
+//! `resources`, so a problem with a file is reported at the field that names it.
+
+use super::decode::Decoded;
+use super::fields::{one_of, Field};
+use super::schema::{FsSpec, LlmSpec, PathField, FS_KEYS, FS_LATENCY_KEYS};
+use crate::cap::fs::{FsFaults, FsLatency};
+use crate::cap::net::{Network, Rule};
+use crate::rng::Ratio;
+
+/// Decodes `[fs]`.
+pub(crate) fn fs(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsSpec> {
+    let mut fields = decoded.table(field, "an [fs] table like { root = \"data/worktree\" }")?;
+    let root = match fields.take("root") {
+        Some(root) => path(
+            decoded,
+            &root,
+            "a directory path relative to the scenario file",
+        ),
+        None => {
+            decoded.missing(
+                &fields,
+                "root",
+                "a directory path relative to the scenario file",
+            );
+            None
+        }
+    };
+    let mut ratio = |key: &str, decoded: &mut Decoded| match fields.take(key) {
+        Some(value) => self::ratio(decoded, &value),
+        None => Some(Ratio::ZERO),
+    };
+    let enospc = ratio("enospc", decoded);
+    let eio = ratio("eio", decoded);
+    let partial_write = ratio("partial_write", decoded);
+    let latency = match fields.take("latency") {
+        Some(latency) => self::latency(decoded, &latency),
+        None => Some(FsLatency::default()),
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&FS_KEYS)),
+    );
+    Some(FsSpec {
+        root: root?,
+        faults: FsFaults {
+            enospc: enospc?,
+            eio: eio?,
+            partial_write: partial_write?,
+        },
+        latency: latency?,
+    })
+}
+
+/// A chance per operation: `"1/10"`, `"5%"`, `"0"` or `"1"`. Strings only, so no float ever
+/// reaches the random stream.
+fn ratio(decoded: &mut Decoded, field: &Field<'_>) -> Option<Ratio> {
+    const WHAT: &str = "a ratio like \"1/10\" or \"5%\" (at most 1)";
+    let text = decoded.string(field, WHAT)?;
+    let ratio = Ratio::parse(text);
+    if ratio.is_none() {
+        decoded.expected(field, WHAT);
+    }
+    ratio
+}
+
+/// `[fs] latency = { base = "20us", per_kib = "1us", jitter = "5us" }`; each key defaults to
+/// the default model's value.
+fn latency(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsLatency> {
+    let what = "a table like { base = \"20us\", per_kib = \"1us\", jitter = \"5us\" }";
+    let mut fields = decoded.table(field, what)?;
+    let default = FsLatency::default();
+    let mut duration = |key: &str, value: u64, decoded: &mut Decoded| match fields.take(key) {
+        Some(field) => decoded.duration(&field),
+        None => Some(value),
+    };
+    let base_ns = duration("base", default.base_ns, decoded);
+    let per_kib_ns = duration("per_kib", default.per_kib_ns, decoded);
+    let jitter_ns = duration("jitter", default.jitter_ns, decoded);
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&FS_LATENCY_KEYS)),
+    );
+    Some(FsLatency {
+        base_ns: base_ns?,
+        per_kib_ns: per_kib_ns?,
+        jitter_ns: jitter_ns?,
+    })
+}
+
+/// Decodes `[network]`: deny by default, `allow` lists the exceptions, each a rule of
+/// `docs/network.md` reported at its own place when it does not parse.
+pub(crate) fn network(decoded: &mut Decoded, field: &Field<'_>) -> Option<Network> {
+    let what = "a [network] table like { allow = [\"api.github.com\"] }";
+    let mut fields = decoded.table(field, what)?;
+    let network = match fields.take("allow") {
+        Some(allow) => allow_list(decoded, &allow),
+        None => Some(Network::deny()),
+    };
+    fields.finish(decoded, "unknown key, expected `allow`");
+    network
+}
+
+fn allow_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Network> {
+    const WHAT: &str = "a network rule like \"api.github.com\" or \"10.0.0.0/8\"";
+    let items = decoded.array(field, "an array of network rules like [\"api.github.com\"]")?;
+    let mut network = Some(Network::deny());
+    for item in &items {
+        let Some(text) = decoded.string(item, WHAT) else {
+            network = None;
+            continue;
+        };
+        // `Rule::parse` first, so a bad rule is reported without consuming the policy.
+        match Rule::parse(text) {
+            Ok(_) => {
+                network = network.and_then(|n| n.try_allow(text).ok());
+            }
+            Err(error) => {
+                decoded.problem(item.span.clone(), item.path.clone(), error.to_string());
+                network = None;
+            }
+        }
+    }
+    network
+}
+
+/// Decodes `[llm]`.
+pub(crate) fn llm(decoded: &mut Decoded, field: &Field<'_>) -> Option<LlmSpec> {
+    let what = "an [llm] table like { fixture = \"data/llm.jsonl\" }";
+    let mut fields = decoded.table(field, what)?;
+    const FIXTURE: &str = "a fixture file path relative to the scenario file";
+    let fixture = match fields.take("fixture") {
+        Some(fixture) => path(decoded, &fixture, FIXTURE),
+        None => {
+            decoded.missing(&fields, "fixture", FIXTURE);
+            None
+        }
+    };
+    fields.finish(decoded, "unknown key, expected `fixture`");
+    Some(LlmSpec { fixture: fixture? })
+}
+
+/// A non-empty path string, remembered with its place.
+fn path(decoded: &mut Decoded, field: &Field<'_>, what: &str) -> Option<PathField> {
+    let text = decoded.string(field, what)?;
+    if text.is_empty() || text.contains('\0') {
+        decoded.expected(field, what);
+        return None;
+    }
+    Some(PathField {
+        path: text.to_string(),
+        span: field.span.clone(),
+        field: field.path.clone(),
+    })
+}

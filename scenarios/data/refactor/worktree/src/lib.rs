@@ -1,0 +1,3 @@
+mod helpers;
+
+pub use helpers::add;
