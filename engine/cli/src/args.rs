@@ -9,7 +9,7 @@ Exit codes:
   0  success: the run completed, the tapes are equal, the tape is sound
   1  a finding: tapes diverge, a run is not deterministic, a replay differs, a tape is damaged
   2  bad usage or bad input: arguments, scenario files, unreadable tapes
-  3  the simulated run ended in error: deadlock, task panic, limit reached";
+  3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step";
 
 /// simtape: deterministic simulation for LLM-agent pipelines.
 #[derive(Debug, Parser)]
@@ -41,6 +41,8 @@ pub(crate) enum Command {
     /// golden tape under `tapes/`.
     #[command(after_help = EXIT_CODES)]
     Ci(CiArgs),
+    /// Records, replays and verifies stdio MCP servers (cassettes).
+    Mcp(crate::cmd_mcp::McpArgs),
 }
 
 #[derive(Debug, Args)]

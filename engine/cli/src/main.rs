@@ -5,6 +5,7 @@ mod args;
 mod cmd_check;
 mod cmd_ci;
 mod cmd_diff;
+mod cmd_mcp;
 mod cmd_replay;
 mod cmd_run;
 mod cmd_tape;
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
         args::Command::Tape(a) => cmd_tape::run(&a),
         args::Command::Check(a) => cmd_check::run(&a),
         args::Command::Ci(a) => cmd_ci::run(&a),
+        args::Command::Mcp(a) => cmd_mcp::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

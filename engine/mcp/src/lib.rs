@@ -1,1 +1,42 @@
-//! Placeholder: MCP cassettes and servers (see docs/mcp.md).
+//! MCP (Model Context Protocol) cassettes for simtape: record a real stdio MCP server, replay
+//! the recording as a stdio server, and report drift between a recording and a server.
+//!
+//! The story, in the order a reader needs it:
+//!
+//! * A stdio MCP conversation is newline-delimited JSON-RPC 2.0 ([`jsonrpc`]), read with a hard
+//!   line-length cap ([`lines`], [`limits`]).
+//! * The protocol has two eras ([`era`]): the handshake era (`initialize`, 2025-11-25 and
+//!   before) and the stateless 2026-07-28 revision (per-request `_meta`, `server/discover`).
+//! * A [`cassette::Cassette`] stores every message of a recorded conversation, both directions,
+//!   in order, as raw `serde_json::Value`s, so no field a server sends is ever lost.
+//!   [`redact`] scrubs secrets before a cassette is written.
+//! * [`matching`] finds the recorded exchange that answers a live request, ignoring ids and
+//!   per-request envelope keys, and names the closest one when nothing matches.
+//! * [`replay::ReplayServer`] is a pure, dual-era MCP server over a cassette: bytes of one line
+//!   in, JSON-RPC messages out. [`serve`] runs it on a reader and a writer.
+//! * [`drift`] compares two cassettes (or a cassette and a live session) and reports tools
+//!   added or removed, schema and annotation changes, changed results, new errors and latency.
+//!
+//! Everything above is pure (no clocks, no threads, no processes). The I/O lives in three
+//! modules: [`serve`] (the stdio loop), [`record`] (the recording proxy around a child process)
+//! and [`live`] (a client session against a live server, for `verify`).
+
+pub mod cassette;
+pub mod drift;
+pub mod era;
+pub mod error;
+pub mod jsonrpc;
+pub mod limits;
+pub mod lines;
+pub mod live;
+pub mod matching;
+pub mod record;
+pub mod redact;
+pub mod replay;
+pub mod serve;
+
+pub use cassette::{Cassette, Direction, Entry, Exchange};
+pub use drift::{compare, DriftOptions, DriftReport, Finding};
+pub use error::McpError;
+pub use redact::Redactor;
+pub use replay::ReplayServer;

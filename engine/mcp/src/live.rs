@@ -1,0 +1,177 @@
+//! A client session against a live server, for `simtape mcp verify -- SERVER…`: re-send the
+//! recorded client messages in order (with their recorded ids, so cancellations still name the
+//! right request), wait for each answer, and log the session as a candidate cassette.
+
+use std::io::{BufReader, Write};
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::cassette::{Cassette, Direction};
+use crate::era::LATEST_HANDSHAKE_VERSION;
+use crate::error::McpError;
+use crate::jsonrpc::{error_response, is_request, is_response, method_of, METHOD_NOT_FOUND};
+use crate::limits::{
+    LINE_BYTES_MAX, LIVE_RESPONSE_TIMEOUT_AFTER_MISS_MS, LIVE_RESPONSE_TIMEOUT_MS,
+};
+use crate::lines::{read_line_bounded, LineRead};
+use crate::record::{spawn, stop};
+use crate::redact::Redactor;
+
+/// Replays the client side of `recorded` against a live server and returns what happened as a
+/// candidate cassette (redacted with `redactor`, like a recording).
+pub fn rerun(
+    recorded: &Cassette,
+    command: &[String],
+    redactor: &Redactor,
+) -> Result<Cassette, McpError> {
+    let mut session = Session::start(command)?;
+    let has_handshake = recorded
+        .client_messages()
+        .any(|m| matches!(method_of(m), Some("initialize" | "server/discover")));
+    if !has_handshake {
+        session.handshake()?;
+    }
+    let answered: Vec<bool> = recorded
+        .exchanges()
+        .iter()
+        .filter(|e| e.from == Direction::Client)
+        .map(|e| e.response.is_some())
+        .collect();
+    let mut request_index = 0;
+    let mut any_missing = false;
+    for message in recorded.client_messages() {
+        session.send(message, true)?;
+        if is_request(message) {
+            if answered[request_index] {
+                let timeout_ms = if any_missing {
+                    LIVE_RESPONSE_TIMEOUT_AFTER_MISS_MS
+                } else {
+                    LIVE_RESPONSE_TIMEOUT_MS
+                };
+                let answer = session.wait_for(&message["id"], Duration::from_millis(timeout_ms))?;
+                any_missing |= answer.is_none();
+            }
+            request_index += 1;
+        }
+    }
+    session.finish(command, redactor)
+}
+
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    start: Instant,
+    log: Vec<(Direction, u64, Value)>,
+}
+
+impl Session {
+    fn start(command: &[String]) -> Result<Session, McpError> {
+        let mut child = spawn(command)?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stdin = child.stdin.take();
+        let (sender, lines) = mpsc::channel();
+        // A plain thread, not a scoped one: it ends by itself when the server closes stdout.
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Ok(Some(read)) = read_line_bounded(&mut reader, LINE_BYTES_MAX) {
+                let LineRead::Line(line) = read else { continue };
+                let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                    continue;
+                };
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Session {
+            child,
+            stdin,
+            lines,
+            start: Instant::now(),
+            log: Vec::new(),
+        })
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn send(&mut self, message: &Value, log: bool) -> Result<(), McpError> {
+        if log {
+            self.log
+                .push((Direction::Client, self.now_ms(), message.clone()));
+        }
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Ok(());
+        };
+        let mut line = serde_json::to_vec(message).expect("a Value always serializes");
+        line.push(b'\n');
+        if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+            // The server is gone; the drift report will show every missing answer.
+            self.stdin = None;
+        }
+        Ok(())
+    }
+
+    /// Reads server messages until the response to `id` arrives or the timeout passes,
+    /// answering server-initiated requests with Method not found.
+    fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Option<Value>, McpError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = match self.lines.recv_timeout(left) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return Ok(None),
+            };
+            self.log
+                .push((Direction::Server, self.now_ms(), message.clone()));
+            if is_response(&message) && message.get("id") == Some(id) {
+                return Ok(Some(message));
+            }
+            if is_request(&message) {
+                let answer =
+                    error_response(&message["id"], METHOD_NOT_FOUND, "Method not found", None);
+                self.send(&answer, true)?;
+            }
+        }
+    }
+
+    /// Sends a handshake-era handshake that is not logged, for cassettes that lack one.
+    fn handshake(&mut self) -> Result<(), McpError> {
+        let id = json!("simtape-verify-handshake");
+        let initialize = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+            "clientInfo": {"name": "simtape-verify", "version": env!("CARGO_PKG_VERSION")}}});
+        self.send(&initialize, false)?;
+        let logged = self.log.len();
+        let answer = self.wait_for(&id, Duration::from_millis(LIVE_RESPONSE_TIMEOUT_MS))?;
+        self.log.truncate(logged);
+        if answer.is_none() {
+            return Err(McpError::Live("no answer to initialize".into()));
+        }
+        self.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            false,
+        )
+    }
+
+    fn finish(mut self, command: &[String], redactor: &Redactor) -> Result<Cassette, McpError> {
+        drop(self.stdin.take());
+        stop(&mut self.child)?;
+        // The reader thread ends at the server's EOF; collect what it still holds.
+        while let Ok(message) = self.lines.recv_timeout(Duration::from_millis(200)) {
+            self.log.push((Direction::Server, self.now_ms(), message));
+        }
+        let mut cassette = Cassette::new(command.iter().map(|a| redactor.redact_text(a)).collect());
+        for (from, at_ms, mut message) in self.log {
+            redactor.redact_value(&mut message);
+            cassette.push(from, at_ms, message);
+        }
+        cassette.fill_latencies();
+        Ok(cassette)
+    }
+}

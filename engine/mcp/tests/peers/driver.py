@@ -1,0 +1,48 @@
+"""Drives an MCP server with the official Python SDK client and prints what it saw as JSON.
+
+Usage: python driver.py MODE CALLS -- SERVER ARGV...
+  MODE   "legacy", "auto" or "2026-07-28" (the client's protocol mode)
+  CALLS  a JSON list of [tool name, arguments] pairs to call after listing the tools
+
+Output (one JSON object on stdout): the negotiated version, the tools (name, whether they
+have an output schema, annotations) and one entry per call: the result (isError, structured
+content, text) or the protocol error (code, message) the client raised.
+"""
+
+import json
+import sys
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+
+async def main() -> None:
+    mode, calls = sys.argv[1], json.loads(sys.argv[2])
+    argv = sys.argv[sys.argv.index("--") + 1 :]
+    server = StdioServerParameters(command=argv[0], args=argv[1:])
+    report = {"mode": mode, "tools": [], "calls": []}
+    async with Client(server, mode=mode) as client:
+        report["protocol_version"] = client.protocol_version
+        info = client.server_info
+        report["server_name"] = info.name if info else None
+        listed = await client.list_tools()
+        for tool in listed.tools:
+            annotations = tool.annotations.model_dump(exclude_none=True) if tool.annotations else None
+            report["tools"].append(
+                {"name": tool.name, "output_schema": tool.output_schema is not None, "annotations": annotations}
+            )
+        for name, arguments in calls:
+            try:
+                result = await client.call_tool(name, arguments)
+            except MCPError as error:
+                report["calls"].append({"name": name, "error": {"code": error.code, "message": error.message}})
+                continue
+            texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+            report["calls"].append(
+                {"name": name, "is_error": bool(result.is_error), "structured": result.structured_content, "text": texts}
+            )
+    print(json.dumps(report))
+
+
+anyio.run(main)
