@@ -30,6 +30,7 @@ use crate::actor::ActorRef;
 use crate::cap::fs::{FsActor, FsDiff, FsError, FsHandle};
 use crate::cap::llm::{LlmActor, LlmHandle};
 use crate::cap::net::{NetActor, NetHandle, Network};
+use crate::cap::process::{ProcessActor, ProcessHandle};
 use crate::sim::{Builder, Host, RunReport};
 
 /// The actor names the builder registers capabilities under (they appear in the tape's
@@ -39,6 +40,8 @@ pub const FS_ACTOR: &str = "fs";
 pub const NET_ACTOR: &str = "net";
 /// See [`FS_ACTOR`].
 pub const LLM_ACTOR: &str = "llm";
+/// See [`FS_ACTOR`].
+pub const PROCESS_ACTOR: &str = "process";
 
 /// Which capabilities a run was built with.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,6 +49,7 @@ pub struct Capabilities {
     fs: Option<ActorRef<FsActor>>,
     net: Option<ActorRef<NetActor>>,
     llm: Option<ActorRef<LlmActor>>,
+    process: Option<ActorRef<ProcessActor>>,
 }
 
 impl Capabilities {
@@ -62,6 +66,11 @@ impl Capabilities {
     /// Returns the LLM actor, if the run has one.
     pub fn llm(&self) -> Option<ActorRef<LlmActor>> {
         self.llm
+    }
+
+    /// Returns the process actor, if the run has one.
+    pub fn process(&self) -> Option<ActorRef<ProcessActor>> {
+        self.process
     }
 }
 
@@ -105,6 +114,20 @@ impl Builder {
         self.capabilities.llm = Some(self.actor(LLM_ACTOR, llm));
         self
     }
+
+    /// Gives the run subprocesses (see [`crate::cap::process`]); without it, a pipeline has
+    /// no process actor at all.
+    ///
+    /// # Panics
+    /// When the run already has a process actor.
+    pub fn process(&mut self, process: ProcessActor) -> &mut Self {
+        assert!(
+            self.capabilities.process.is_none(),
+            "the run already has a process actor"
+        );
+        self.capabilities.process = Some(self.actor(PROCESS_ACTOR, process));
+        self
+    }
 }
 
 impl Host {
@@ -144,6 +167,18 @@ impl Host {
         )
     }
 
+    /// Returns the run's subprocesses.
+    ///
+    /// # Panics
+    /// When the run was built without `Builder::process`.
+    pub fn process(&self) -> ProcessHandle {
+        ProcessHandle::new(
+            self.capabilities
+                .process
+                .expect("no process actor: build the run with Builder::process"),
+        )
+    }
+
     /// Returns which capabilities the run has.
     pub fn capabilities(&self) -> Capabilities {
         self.capabilities
@@ -160,5 +195,10 @@ impl<T> RunReport<T> {
     /// Returns the final LLM actor (its unused `once` entries, for instance).
     pub fn llm(&self) -> Option<&LlmActor> {
         self.actors.get(self.capabilities.llm?)
+    }
+
+    /// Returns the final process actor (its unused replay entries, for instance).
+    pub fn process(&self) -> Option<&ProcessActor> {
+        self.actors.get(self.capabilities.process?)
     }
 }

@@ -23,7 +23,13 @@ pub struct Limits {
     pub payload_bytes_max: usize,
     /// Messages a bounded channel holds by default.
     pub channel_capacity: usize,
+    /// Bytes of stdout, and separately of stderr, kept from one real subprocess; the rest is
+    /// dropped and the drop is recorded (see `crate::cap::process`).
+    pub process_output_bytes_max: u64,
 }
+
+/// How long a subprocess group has between TERM and KILL, in milliseconds.
+pub const PROCESS_TERM_GRACE_MS: u64 = 2_000;
 
 /// One year of virtual time, in nanoseconds: the default horizon for a run.
 const VIRTUAL_TIME_DEFAULT_MAX_NS: u64 = 24 * 3600 * 1_000_000_000 * 365;
@@ -38,6 +44,7 @@ impl Default for Limits {
             tasks_max: 10_000_000,
             payload_bytes_max: 64 << 20,
             channel_capacity: 1024,
+            process_output_bytes_max: 16 << 20,
         }
     }
 }

@@ -3,7 +3,9 @@
 //! - [`fs`] — a copy-on-write overlay over a real directory, with a diff and seeded faults.
 //! - [`net`] — the network policy: deny by default, allow-list by host, suffix, IP, CIDR, port.
 //! - [`llm`] — model calls replayed from fixtures, matched by request content.
+//! - [`process`] — subprocesses per program: real, recorded into a process tape, or replayed.
 
 pub mod fs;
 pub mod llm;
 pub mod net;
+pub mod process;

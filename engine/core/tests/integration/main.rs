@@ -5,6 +5,7 @@ mod cap_fs;
 mod cap_llm;
 mod cap_llm_record;
 mod cap_net;
+mod cap_process;
 mod executor;
 mod oracle;
 mod scenario;

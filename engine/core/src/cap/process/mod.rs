@@ -1,0 +1,45 @@
+//! Subprocesses: per program, run for real, record into a process tape, or replay from one.
+//!
+//! A pipeline asks [`ProcessHandle::run`] for a [`Command`]. The [`ProcessActor`] picks the
+//! program's [`ProcessMode`]:
+//!
+//! - **real**: the program runs (see below) and nothing is written down;
+//! - **record**: it runs and one [`TapeEntry`] is appended to the process tape;
+//! - **replay**: the first unused entry matching (program, args, cwd, stdin digest) answers;
+//!   no process starts;
+//! - none (the default, hermetic): [`ProcessError::NotCovered`].
+//!
+//! Every call takes the program's duration (observed, or recorded) as virtual latency, so a
+//! replay moves the clock exactly as the recording did. A real run blocks inside the actor's
+//! `handle`: the simulation is paused meanwhile. It runs in a new process group with a
+//! timeout; on timeout, and after the program ends, every live member of the group gets
+//! TERM, then KILL after [`crate::limits::PROCESS_TERM_GRACE_MS`], so no orphan survives.
+//! Each of stdout and stderr keeps at most [`crate::limits::Limits::process_output_bytes_max`]
+//! bytes; the dropped count is in [`Output::truncated`] and in the process tape.
+//!
+//! Each call is a `request`/`reply` pair on the simulation tape, with stdin, stdout and
+//! stderr as `{size, sha256}`. See `docs/process.md` for the process tape format.
+//!
+//! - [`tape`] — the process tape file: [`ProcessTape`], [`TapeEntry`], its errors.
+//! - `spawn` — running a real program: process group, timeout, capture, cleanup.
+//! - `record` — appending entries to a process tape.
+//! - `replay` — matching calls to entries; divergence, exhaustion, unused entries.
+//! - [`normalize`] — normalized views of output for comparing recordings.
+//! - `actor` — [`ProcessActor`], [`ProcessHandle`], the request and reply types.
+
+mod actor;
+mod error;
+pub mod normalize;
+mod record;
+mod replay;
+mod spawn;
+pub mod tape;
+
+pub use actor::{
+    Command, Output, ProcessActor, ProcessHandle, ProcessMode, ProcessReply, ProcessRequest,
+    Truncation, PROCESS_TIMEOUT_DEFAULT_MS,
+};
+pub use error::ProcessError;
+pub use normalize::Normalizer;
+pub use replay::UnusedEntry;
+pub use tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry};
