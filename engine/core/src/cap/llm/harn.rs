@@ -1,6 +1,6 @@
 //! Harn `--llm-mock` JSONL (contract v0 and v1) read into simtape fixture entries.
 //!
-//! Harn's rules (`harn.md` 2.4) map onto ours like this:
+//! Harn's documented `--llm-mock` rules map onto ours like this:
 //! - Within a scope Harn takes the first entry *without* `match` (FIFO) before any pattern
 //!   entry, so FIFO entries are placed before pattern entries, each group in file order.
 //! - `match` is a `*`-only glob over the match text; other glob characters are escaped.

@@ -1,7 +1,7 @@
 //! The provider-neutral chat model: what a pipeline asks a model and what it gets back.
 //!
 //! The shapes are the common denominator of OpenAI Chat Completions, OpenAI Responses and
-//! Anthropic Messages (see `mcp-llm.md` 5.2), so a later record mode can map each wire format
+//! Anthropic Messages, so record mode maps each wire format
 //! onto them without losing what replay matches on.
 
 use serde::{Deserialize, Serialize};

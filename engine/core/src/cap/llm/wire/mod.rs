@@ -5,7 +5,7 @@
 //! - `openai_responses` — OpenAI Responses (`POST {base}/responses`).
 //! - `anthropic` — Anthropic Messages (`POST {base}/v1/messages`).
 //!
-//! The shapes follow `mcp-llm.md` 5.2 (what the official SDKs send and accept). Only the
+//! The shapes follow what the official SDKs send and accept. Only the
 //! non-streaming form is spoken: record mode stores whole answers, and streaming would only
 //! change how the same answer arrives. A body that is not the expected shape is a [`Shape`]
 //! error naming what was expected where, and what was found; nothing here panics on input.
