@@ -1,18 +1,20 @@
-//! `simtape mcp record|replay|verify`: stdio MCP cassettes (the work is in `simtape-mcp`).
+//! `simtape mcp record|replay|verify|world|eval`: stdio MCP cassettes and simulated worlds (the
+//! work is in `simtape-mcp`).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
 
 use crate::exit::{CliError, CliResult, DIVERGED, OK};
 
 const MCP_EXIT_CODES: &str = "\
 Exit codes:
-  0  success (verify: no drift)
-  1  verify: drift found
-  2  bad usage or input: arguments, unreadable cassettes, a server that cannot start";
+  0  success (verify: no drift; eval: every state passed; world: served until stdin closed)
+  1  verify: drift found; eval: at least one state failed its goal
+  2  bad usage or input: arguments, unreadable cassettes or specs, a server that cannot start";
 
 /// The `mcp` command group.
 #[derive(Debug, Args)]
@@ -33,6 +35,44 @@ pub(crate) enum McpCommand {
     /// Reports drift between a cassette and a candidate cassette or a live server.
     #[command(after_help = MCP_EXIT_CODES)]
     Verify(VerifyArgs),
+    /// Serves a seeded simulated world (docs/mcp-world.md); writes its state and a goal report
+    /// when stdin closes.
+    #[command(after_help = MCP_EXIT_CODES)]
+    World(WorldArgs),
+    /// Scores final world states against the spec's goal: pass rate, pass@k, pass^k.
+    #[command(after_help = MCP_EXIT_CODES)]
+    Eval(EvalArgs),
+}
+
+/// Arguments of `simtape mcp world`.
+#[derive(Debug, Args)]
+pub(crate) struct WorldArgs {
+    /// The world spec (JSON).
+    #[arg(long)]
+    pub(crate) spec: PathBuf,
+    /// The seed for probability faults (default: the spec's `seed`).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Where to write the final state when stdin closes.
+    #[arg(long, value_name = "S.json")]
+    pub(crate) state_out: Option<PathBuf>,
+    /// Where to write the report (goal match, collateral damage, calls) when stdin closes.
+    #[arg(long, value_name = "R.json")]
+    pub(crate) report: Option<PathBuf>,
+}
+
+/// Arguments of `simtape mcp eval`.
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    /// The world spec whose goal is scored.
+    #[arg(long)]
+    pub(crate) spec: PathBuf,
+    /// A final state file (repeatable; one per trial).
+    #[arg(long = "state", value_name = "S.json", required = true)]
+    pub(crate) states: Vec<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// Arguments of `simtape mcp record`.
@@ -89,6 +129,8 @@ pub(crate) fn run(args: &McpArgs) -> CliResult {
         McpCommand::Record(a) => record(a),
         McpCommand::Replay(a) => replay(a),
         McpCommand::Verify(a) => verify(a),
+        McpCommand::World(a) => world(a),
+        McpCommand::Eval(a) => eval(a),
     }
 }
 
@@ -162,4 +204,67 @@ fn verify(args: &VerifyArgs) -> CliResult {
         .write_all(text.as_bytes())
         .map_err(|e| CliError::usage(format!("stdout: {e}")))?;
     Ok(if report.drift { DIVERGED } else { OK })
+}
+
+fn load_world(path: &Path) -> Result<World, CliError> {
+    World::load(path).map_err(CliError::usage)
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), CliError> {
+    let mut text = serde_json::to_string_pretty(value).expect("JSON values serialize");
+    text.push('\n');
+    std::fs::write(path, text).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+}
+
+fn world(args: &WorldArgs) -> CliResult {
+    let world = load_world(&args.spec)?;
+    let seed = args.seed.unwrap_or(world.spec.seed);
+    // Stdout carries only MCP messages; the seed goes to stderr, first, for reproduction.
+    eprintln!("simtape mcp world: seed={seed}");
+    let mut server = WorldServer::new(world, seed);
+    server
+        .serve(io::stdin().lock(), io::stdout().lock())
+        .map_err(|e| failed(e.into()))?;
+    if let Some(path) = &args.state_out {
+        write_json(path, server.state())?;
+    }
+    let report = server.report();
+    if let Some(path) = &args.report {
+        write_json(path, &report)?;
+    }
+    let verdict = if report.scored.passed {
+        "goal met"
+    } else {
+        "goal not met"
+    };
+    eprintln!(
+        "simtape mcp world: {verdict}; {} call(s); reproduce with --seed {seed}",
+        report.calls.len()
+    );
+    Ok(OK)
+}
+
+fn eval(args: &EvalArgs) -> CliResult {
+    let world = load_world(&args.spec)?;
+    let mut states = Vec::new();
+    for path in &args.states {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+        let state: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| CliError::usage(format!("{}: not JSON: {e}", path.display())))?;
+        states.push((path.clone(), state));
+    }
+    let report = simtape_mcp::eval::evaluate(&world, &states).map_err(CliError::usage)?;
+    let text = if args.json {
+        let mut json = serde_json::to_string_pretty(&report).expect("the report serializes");
+        json.push('\n');
+        json
+    } else {
+        report.to_text()
+    };
+    io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| CliError::usage(format!("stdout: {e}")))?;
+    Ok(if report.c == report.n { OK } else { DIVERGED })
 }

@@ -16,15 +16,22 @@
 //!   in, JSON-RPC messages out. [`serve`] runs it on a reader and a writer.
 //! * [`drift`] compares two cassettes (or a cassette and a live session) and reports tools
 //!   added or removed, schema and annotation changes, changed results, new errors and latency.
+//! * [`world`] serves a seeded simulated world (state, tools with JSON Schemas, effects as
+//!   JSON-pointer operations, faults, a goal) and reports goal match and collateral damage;
+//!   [`eval`] scores many final states with pass rate, pass@k and pass^k.
+//! * [`actor::McpActor`] answers `tools/list` and `tools/call` from a cassette inside a simtape
+//!   simulation, in virtual time; pipelines call it through [`actor::McpHandle`].
 //!
 //! Everything above is pure (no clocks, no threads, no processes). The I/O lives in three
 //! modules: [`serve`] (the stdio loop), [`record`] (the recording proxy around a child process)
 //! and [`live`] (a client session against a live server, for `verify`).
 
+pub mod actor;
 pub mod cassette;
 pub mod drift;
 pub mod era;
 pub mod error;
+pub mod eval;
 pub mod jsonrpc;
 pub mod limits;
 pub mod lines;
@@ -34,6 +41,7 @@ pub mod record;
 pub mod redact;
 pub mod replay;
 pub mod serve;
+pub mod world;
 
 pub use cassette::{Cassette, Direction, Entry, Exchange};
 pub use drift::{compare, DriftOptions, DriftReport, Finding};

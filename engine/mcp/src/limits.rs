@@ -24,3 +24,7 @@ pub const DRIFT_FINDINGS_MAX: usize = 1_000;
 
 /// The longest excerpt of a JSON value quoted in an error message, in characters.
 pub const EXCERPT_CHARS_MAX: usize = 200;
+
+/// The most final states one `simtape mcp eval` scores. It keeps C(n, k) exact in a `u128`
+/// (C(100, 50) ≈ 1.0e29, far below 2^128 ≈ 3.4e38, with room for one more factor of n).
+pub const EVAL_STATES_MAX: usize = 100;

@@ -1,0 +1,236 @@
+//! The MCP actor: a cassette-backed MCP server inside a simtape simulation.
+//!
+//! A pipeline written in Rust reaches an MCP server the way it reaches any capability: through
+//! an actor ([`simtape::actor::Actor`]). The run registers each server under its own name,
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use simtape_mcp::actor::{McpActor, McpHandle};
+//! let mut builder = simtape::Sim::builder();
+//! let tickets = McpHandle::new(builder.actor("mcp:tickets", McpActor::load("tickets.json")?));
+//! # Ok(()) }
+//! ```
+//!
+//! and the pipeline calls [`McpHandle::list_tools`] and [`McpHandle::call_tool`]. The actor
+//! answers from the cassette with the matching rules of `simtape mcp replay` ([`crate::matching`],
+//! [`crate::era::matching_params`]), and each answer takes the virtual time the recorded
+//! response took, so a replayed run's clock moves as the recording's did.
+//!
+//! * [`McpRequest`] and [`McpReply`] are what the tape shows: the request record carries the
+//!   method, the tool name and the arguments; the reply record carries the recorded exchange
+//!   and the result or error (large results go to the tape's content store).
+//! * [`McpCallError`] separates a recorded JSON-RPC error from a call the cassette cannot
+//!   answer. A tool error result (`isError: true`) is not an error here, as for MCP clients.
+//! * [`McpHandle`] is the typed handle pipeline code holds.
+
+mod error;
+mod handle;
+
+pub use error::McpCallError;
+pub use handle::{is_tool_error, McpHandle};
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use simtape::actor::{Actor, ActorContext, Answer};
+
+use crate::cassette::{Cassette, Direction, Exchange};
+use crate::era;
+use crate::error::McpError;
+use crate::matching::Matcher;
+use crate::redact::Redactor;
+
+/// Virtual nanoseconds in one recorded millisecond.
+const NS_PER_MS: u64 = 1_000_000;
+
+/// A request a pipeline sends to an MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum McpRequest {
+    /// `tools/list`, without a cursor.
+    ListTools,
+    /// `tools/call` of the tool `name`. Null `arguments` are sent as no `arguments` member,
+    /// which is how MCP clients call a tool that takes none.
+    CallTool {
+        /// The tool's name.
+        name: String,
+        /// The tool's arguments, a JSON object (or null for none).
+        arguments: Value,
+    },
+}
+
+impl McpRequest {
+    /// Returns the JSON-RPC method of the request.
+    pub fn method(&self) -> &'static str {
+        match self {
+            McpRequest::ListTools => "tools/list",
+            McpRequest::CallTool { .. } => "tools/call",
+        }
+    }
+
+    /// Returns the JSON-RPC params of the request, as a client would send them.
+    pub fn params(&self) -> Option<Value> {
+        match self {
+            McpRequest::ListTools => None,
+            McpRequest::CallTool { name, arguments } => {
+                let mut params = Map::new();
+                params.insert("name".into(), json!(name));
+                if !arguments.is_null() {
+                    params.insert("arguments".into(), arguments.clone());
+                }
+                Some(Value::Object(params))
+            }
+        }
+    }
+}
+
+/// The reply record of one call: what the tape shows about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpReply {
+    /// The `seq` of the recorded request that answered, if one matched.
+    pub request_seq: Option<u64>,
+    /// The recorded latency of the answer, in milliseconds (0 when nothing matched).
+    pub latency_ms: u64,
+    /// The recorded `result`, or why there is none.
+    pub result: Result<Value, McpCallError>,
+}
+
+/// A cassette-backed MCP server as a simtape actor; register it with `Builder::actor`.
+///
+/// Identical requests are answered in recorded order, and the last recording answers every
+/// repeat after that, exactly as `simtape mcp replay` does. The state after a run (which
+/// recorded requests answered, in order) is in `RunReport::actors`.
+///
+/// ```
+/// use serde_json::json;
+/// use simtape_mcp::{actor::{McpActor, McpHandle}, Cassette, Direction};
+/// let mut cassette = Cassette::new(vec!["demo".into()]);
+/// cassette.push(Direction::Client, 0, json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+/// cassette.push(Direction::Server, 7, json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
+/// cassette.fill_latencies();
+/// let mut builder = simtape::Sim::builder();
+/// let mcp = McpHandle::new(builder.actor("mcp:demo", McpActor::from_cassette(cassette)));
+/// let report = builder.build().unwrap().run(move |_host| async move {
+///     mcp.list_tools().await
+/// }).unwrap();
+/// assert_eq!(report.output.unwrap(), json!({"tools": []}));
+/// assert_eq!(report.end_ns, 7_000_000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpActor {
+    exchanges: Vec<Exchange>,
+    matcher: Matcher,
+    redactor: Redactor,
+    answered: Vec<u64>,
+}
+
+impl McpActor {
+    /// Returns an actor answering from the client-initiated exchanges of `cassette`.
+    pub fn from_cassette(cassette: Cassette) -> McpActor {
+        let exchanges: Vec<Exchange> = cassette
+            .exchanges()
+            .into_iter()
+            .filter(|e| e.from == Direction::Client)
+            .collect();
+        // The same keys as `ReplayServer::new`, so both answer the same request the same way.
+        let keys = exchanges
+            .iter()
+            .map(|e| (e.method().to_string(), era::matching_params(e.params())))
+            .collect();
+        McpActor {
+            matcher: Matcher::new(keys),
+            exchanges,
+            redactor: Redactor::default(),
+            answered: Vec::new(),
+        }
+    }
+
+    /// Reads the cassette at `path` and returns an actor over it; the error names the file.
+    pub fn load(path: impl AsRef<Path>) -> Result<McpActor, McpError> {
+        Cassette::load(path.as_ref()).map(McpActor::from_cassette)
+    }
+
+    /// Replaces the redactor applied to requests before matching (the default one scrubs
+    /// credential fields and key shapes). Pass the one the cassette was recorded with, as
+    /// `--redact-env` does for `simtape mcp replay`, so requests carrying secrets still match.
+    pub fn with_redactor(mut self, redactor: Redactor) -> McpActor {
+        self.redactor = redactor;
+        self
+    }
+
+    /// Returns the `seq` of each recorded request that answered a call, in call order.
+    pub fn answered(&self) -> &[u64] {
+        &self.answered
+    }
+
+    fn answer(&mut self, request: &McpRequest) -> McpReply {
+        let method = request.method();
+        let mut key_params = era::matching_params(request.params().as_ref());
+        self.redactor.redact_value(&mut key_params);
+        let index = match self.matcher.find(method, &key_params) {
+            Ok(index) => index,
+            Err(miss) => {
+                return McpReply {
+                    request_seq: None,
+                    latency_ms: 0,
+                    result: Err(McpCallError::unmatched(&miss)),
+                }
+            }
+        };
+        let exchange = &self.exchanges[index];
+        self.answered.push(exchange.request_seq);
+        McpReply {
+            request_seq: Some(exchange.request_seq),
+            latency_ms: exchange.latency_ms.unwrap_or(0),
+            result: recorded_result(exchange),
+        }
+    }
+}
+
+/// Returns the recorded result of an exchange, or the error that stands for it.
+fn recorded_result(exchange: &Exchange) -> Result<Value, McpCallError> {
+    let request_seq = exchange.request_seq;
+    // A request cancelled while recording has no answer; a simulated call cannot wait forever
+    // for one, so it fails instead.
+    let Some(response) = &exchange.response else {
+        return Err(McpCallError::Unanswered { request_seq });
+    };
+    if let Some(result) = response.get("result") {
+        return Ok(result.clone());
+    }
+    let error = response.get("error").unwrap_or(&Value::Null);
+    let Some(code) = error.get("code").and_then(Value::as_i64) else {
+        return Err(McpCallError::Malformed {
+            request_seq,
+            reason: "the recorded error has no integer `code`".into(),
+        });
+    };
+    Err(McpCallError::Rpc {
+        request_seq,
+        code,
+        message: error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
+        data: error.get("data").cloned(),
+    })
+}
+
+impl Actor for McpActor {
+    type Request = McpRequest;
+    type Response = McpReply;
+
+    fn operation(&self, request: &McpRequest) -> &'static str {
+        request.method()
+    }
+
+    fn handle(&mut self, request: &McpRequest, _: &mut ActorContext<'_>) -> Answer<McpReply> {
+        // Replay draws nothing from the actor's stream: the recording decides every answer.
+        let reply = self.answer(request);
+        Answer {
+            latency_ns: reply.latency_ms.saturating_mul(NS_PER_MS),
+            response: reply,
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Fault injection: which call fails, and how.
+//!
+//! A fault rule names a tool (or `*` for every tool) and a trigger: `on_call` (the n-th call
+//! to that tool, or the n-th call of any tool for `*`) or `probability`, an integer ratio such
+//! as `"1/5"` (no floats, so the same seed gives the same faults on every platform). Each rule
+//! draws from its own ChaCha stream (the world seed, stream number = the rule's index), and
+//! draws once for every call it matches, whether or not an earlier rule fired: adding a rule
+//! never shifts another rule's draws. The first rule in spec order that triggers wins.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha12Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What an injected fault does to a `tools/call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultKind {
+    /// Answer a JSON-RPC error (e.g. code 429 or 503 with `data: {"retryAfterMs": 1000}`).
+    /// Nothing is applied.
+    RpcError {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error message.
+        message: String,
+        /// Optional error data (retry hints and the like).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+    },
+    /// Answer at once with the timeout error a client would raise (code -32001), as if the
+    /// call had hung for `after_ms`; no real time passes. Nothing is applied.
+    Timeout {
+        /// The simulated wait, reported in the error data.
+        #[serde(default = "default_timeout_ms")]
+        after_ms: u64,
+    },
+    /// Answer a tool error result (`isError: true`) with `message`. Nothing is applied.
+    ToolError {
+        /// The text of the error.
+        message: String,
+    },
+    /// Apply only the first `ops` operations of the tool's effect (reads count), keep them,
+    /// and answer a tool error, as a server that crashed mid-write would.
+    PartialWrite {
+        /// How many operations land.
+        ops: usize,
+        /// The text of the error (a default names how many operations landed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+fn default_timeout_ms() -> u64 {
+    30_000
+}
+
+impl FaultKind {
+    /// Returns the fault kind's name as written in specs and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::RpcError { .. } => "rpc_error",
+            FaultKind::Timeout { .. } => "timeout",
+            FaultKind::ToolError { .. } => "tool_error",
+            FaultKind::PartialWrite { .. } => "partial_write",
+        }
+    }
+}
+
+/// One fault rule as written in a spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultRule {
+    /// The tool this rule applies to, or `*` for all.
+    #[serde(default = "any_tool")]
+    pub tool: String,
+    /// Fire on this 1-based call number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_call: Option<u64>,
+    /// Fire with this integer-ratio probability, e.g. `"1/5"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<String>,
+    /// What happens when the rule fires.
+    pub fault: FaultKind,
+}
+
+fn any_tool() -> String {
+    "*".into()
+}
+
+/// Parses `"n/d"` into `(n, d)` with `d > 0` and `n <= d`.
+///
+/// ```
+/// use simtape_mcp::world::faults::parse_ratio;
+/// assert_eq!(parse_ratio("1/5"), Ok((1, 5)));
+/// assert!(parse_ratio("0.2").is_err());
+/// assert!(parse_ratio("6/5").is_err());
+/// ```
+pub fn parse_ratio(text: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("`{text}` is not an integer ratio `n/d` with 0 <= n <= d and d > 0");
+    let (n, d) = text.split_once('/').ok_or_else(bad)?;
+    let n: u64 = n.trim().parse().map_err(|_| bad())?;
+    let d: u64 = d.trim().parse().map_err(|_| bad())?;
+    if d == 0 || n > d {
+        return Err(bad());
+    }
+    Ok((n, d))
+}
+
+#[derive(Debug, Clone)]
+enum Trigger {
+    OnCall(u64),
+    Chance {
+        numerator: u64,
+        denominator: u64,
+        rng: Box<ChaCha12Rng>,
+    },
+}
+
+/// The fault rules of a world, with their random streams.
+#[derive(Debug, Clone)]
+pub struct FaultPlan {
+    rules: Vec<(String, Trigger, FaultKind)>,
+}
+
+impl FaultPlan {
+    /// Builds the plan. Rules were checked when the spec was loaded; a rule with neither or
+    /// both triggers cannot reach here.
+    pub fn new(rules: &[FaultRule], seed: u64) -> FaultPlan {
+        let rules = rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| {
+                let trigger = match (&rule.on_call, &rule.probability) {
+                    (Some(n), None) => Trigger::OnCall(*n),
+                    (None, Some(p)) => {
+                        let (numerator, denominator) =
+                            parse_ratio(p).expect("ratios are checked when the spec loads");
+                        let mut rng = ChaCha12Rng::seed_from_u64(seed);
+                        rng.set_stream(index as u64);
+                        Trigger::Chance {
+                            numerator,
+                            denominator,
+                            rng: Box::new(rng),
+                        }
+                    }
+                    _ => unreachable!("the spec check demands exactly one trigger"),
+                };
+                (rule.tool.clone(), trigger, rule.fault.clone())
+            })
+            .collect();
+        FaultPlan { rules }
+    }
+
+    /// Returns the fault for this call, if any: `tool_call` counts calls to `tool`, `call`
+    /// counts all calls (both 1-based).
+    pub fn pick(&mut self, tool: &str, tool_call: u64, call: u64) -> Option<FaultKind> {
+        let mut fired = None;
+        for (rule_tool, trigger, fault) in &mut self.rules {
+            let number = match rule_tool.as_str() {
+                "*" => call,
+                name if name == tool => tool_call,
+                _ => continue,
+            };
+            let triggered = match trigger {
+                Trigger::OnCall(n) => *n == number,
+                Trigger::Chance {
+                    numerator,
+                    denominator,
+                    rng,
+                } => {
+                    // Lemire's multiply-shift maps 64 random bits onto [0, d) without floats.
+                    let draw = (u128::from(rng.next_u64()) * u128::from(*denominator)) >> 64;
+                    draw < u128::from(*numerator)
+                }
+            };
+            if triggered && fired.is_none() {
+                fired = Some(fault.clone());
+            }
+        }
+        fired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(tool: &str, on_call: Option<u64>, probability: Option<&str>) -> FaultRule {
+        FaultRule {
+            tool: tool.into(),
+            on_call,
+            probability: probability.map(str::to_string),
+            fault: FaultKind::ToolError {
+                message: "x".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn same_seed_same_faults_and_ratio_is_respected() {
+        // Goal: probability faults repeat per seed, differ across seeds, and land near n/d.
+        let rules = [rule("*", None, Some("1/4"))];
+        let run = |seed| {
+            let mut plan = FaultPlan::new(&rules, seed);
+            (1..=400)
+                .map(|c| plan.pick("t", c, c).is_some())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+        let fired = run(7).iter().filter(|f| **f).count();
+        assert!((60..140).contains(&fired), "{fired} of 400 at 1/4");
+    }
+
+    #[test]
+    fn on_call_counts_per_tool_or_overall() {
+        // Goal: a named rule counts that tool's calls; `*` counts every call.
+        let mut plan = FaultPlan::new(&[rule("b", Some(2), None), rule("*", Some(5), None)], 0);
+        let fired: Vec<bool> = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
+            .iter()
+            .enumerate()
+            .map(|(i, (tool, n))| plan.pick(tool, *n, i as u64 + 1).is_some())
+            .collect();
+        assert_eq!(fired, vec![false, false, false, true, true]);
+    }
+}

@@ -1,0 +1,31 @@
+//! The simulated world behind `simtape mcp world` and `simtape mcp eval`.
+//!
+//! A world spec ([`spec::WorldSpec`], a JSON file) describes a small stateful service: an
+//! initial state (one JSON document), tools with JSON Schemas whose effects are JSON-pointer
+//! operations on that state, faults to inject, and a goal. The pieces, in the order a call
+//! flows through them:
+//!
+//! * [`spec`] parses and checks a spec, naming what is wrong and where (line and column for
+//!   JSON errors, a JSON pointer into the spec for everything else).
+//! * [`mod@pointer`] is JSON-pointer plumbing: parse, escape, and the path patterns (`*`, `**`)
+//!   that say which changes a goal allows.
+//! * [`template`] substitutes `{{arg}}` placeholders from the call arguments.
+//! * [`effects`] applies a tool's operations (read, set, merge, append, delete, add, subtract)
+//!   to a copy of the state, so a failing call changes nothing.
+//! * [`faults`] decides, per call, whether a fault fires: by call number or by a seeded
+//!   integer-ratio probability, one ChaCha stream per fault rule.
+//! * [`server::WorldServer`] is the pure dual-era MCP server: one line in, messages out.
+//! * [`mod@score`] checks a final state against the goal and lists collateral damage; the world
+//!   report and `eval` both use it.
+
+pub mod effects;
+pub mod faults;
+pub mod pointer;
+pub mod score;
+pub mod server;
+pub mod spec;
+pub mod template;
+
+pub use score::{score, Scored};
+pub use server::WorldServer;
+pub use spec::{SpecError, World, WorldSpec};

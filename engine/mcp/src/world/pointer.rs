@@ -1,0 +1,59 @@
+//! JSON-pointer plumbing (RFC 6901) and the path patterns a goal uses to allow changes.
+
+/// Splits a JSON pointer into unescaped tokens. `""` is the whole document.
+///
+/// ```
+/// use simtape_mcp::world::pointer::tokens;
+/// assert_eq!(tokens("/a~1b/c~0d").unwrap(), vec!["a/b".to_string(), "c~d".to_string()]);
+/// assert!(tokens("no-slash").is_err());
+/// ```
+pub fn tokens(pointer: &str) -> Result<Vec<String>, String> {
+    if pointer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Err(format!(
+            "`{pointer}` is not a JSON pointer (it must be empty or start with `/`)"
+        ));
+    };
+    Ok(rest
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect())
+}
+
+/// Escapes one token for use inside a JSON pointer (`~` → `~0`, `/` → `~1`).
+pub fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Joins a parent pointer and one unescaped token.
+pub fn join(parent: &str, token: &str) -> String {
+    format!("{parent}/{}", escape(token))
+}
+
+/// Returns true when `pattern` matches `path` or one of its ancestors. In a pattern, a `*`
+/// token matches any one token and a final `**` matches any rest, so `/tickets/*/status`
+/// allows every ticket's status and `/audit/**` the whole audit log.
+///
+/// ```
+/// use simtape_mcp::world::pointer::pattern_covers;
+/// assert!(pattern_covers("/tickets/*/status", "/tickets/T-1/status"));
+/// assert!(pattern_covers("/tickets/T-1", "/tickets/T-1/title"));
+/// assert!(!pattern_covers("/tickets/T-1", "/tickets/T-2/title"));
+/// ```
+pub fn pattern_covers(pattern: &str, path: &str) -> bool {
+    let (Ok(pattern), Ok(path)) = (tokens(pattern), tokens(path)) else {
+        return false;
+    };
+    for (index, want) in pattern.iter().enumerate() {
+        if want == "**" && index + 1 == pattern.len() {
+            return true;
+        }
+        match path.get(index) {
+            Some(got) if want == "*" || want == got => {}
+            _ => return false,
+        }
+    }
+    true
+}
