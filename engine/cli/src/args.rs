@@ -41,6 +41,9 @@ pub(crate) enum Command {
     /// golden tape under `tapes/`.
     #[command(after_help = EXIT_CODES)]
     Ci(CiArgs),
+    /// Writes a small working scenario to start from.
+    #[command(after_help = EXIT_CODES)]
+    New(NewArgs),
     /// Records, replays and verifies stdio MCP servers (cassettes).
     Mcp(crate::cmd_mcp::McpArgs),
 }
@@ -155,4 +158,13 @@ pub(crate) struct CiArgs {
     /// Rewrite the golden tapes that are missing or differ.
     #[arg(long)]
     pub(crate) bless: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The scenario's name (lower-case letters, digits, '-').
+    pub(crate) name: String,
+    /// Where to write it (default: `scenarios/` when it exists, else the current directory).
+    #[arg(long, default_value_os_t = crate::cmd_new::default_dir())]
+    pub(crate) dir: PathBuf,
 }

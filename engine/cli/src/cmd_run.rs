@@ -27,10 +27,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     let reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
     let mut builder = scenario.builder(seed);
     if let Some(tape) = &args.tape {
-        if let Some(parent) = tape.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| CliError::usage(format!("{}: {e}", parent.display())))?;
-        }
+        create_parent(tape)?;
         builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
     }
     let outcome = scenario.run(&mut builder);
@@ -39,6 +36,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         Err(failure) => failure.fs_diff.as_deref(),
     };
     if let (Some(path), Some(diff)) = (&args.emit_diff, fs_diff) {
+        create_parent(path)?;
         diff.write_to(path)
             .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
@@ -123,7 +121,15 @@ fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, re
         );
         println!(
             "replay: {}",
-            command_line(&["simtape", "replay", &path.display().to_string()])
+            // With --scenario the replay resolves the scenario's files (fs root, fixtures) the
+            // way this run did, wherever the tape is kept.
+            command_line(&[
+                "simtape",
+                "replay",
+                &path.display().to_string(),
+                "--scenario",
+                &args.scenario.display().to_string(),
+            ])
         );
     }
 }
@@ -214,4 +220,13 @@ pub(crate) fn scratch_dir(purpose: &str) -> Result<PathBuf, CliError> {
     std::fs::create_dir_all(&dir)
         .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
     Ok(dir)
+}
+
+/// Creates the parent directories of an output file, so `--tape out/x.tape` just works.
+fn create_parent(path: &std::path::Path) -> Result<(), CliError> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => std::fs::create_dir_all(parent)
+            .map_err(|e| CliError::usage(format!("{}: {e}", parent.display()))),
+        None => Ok(()),
+    }
 }

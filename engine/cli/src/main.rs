@@ -6,6 +6,7 @@ mod cmd_check;
 mod cmd_ci;
 mod cmd_diff;
 mod cmd_mcp;
+mod cmd_new;
 mod cmd_replay;
 mod cmd_run;
 mod cmd_tape;
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         args::Command::Check(a) => cmd_check::run(&a),
         args::Command::Ci(a) => cmd_ci::run(&a),
         args::Command::Mcp(a) => cmd_mcp::run(&a),
+        args::Command::New(a) => cmd_new::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -448,3 +448,47 @@ fn replay_of_a_scenario_with_files_takes_the_scenario_file() {
             .arg(scenario("refactor-files.toml")),
     );
 }
+
+#[test]
+fn new_writes_a_scenario_that_checks_runs_and_replays() {
+    // Goal: `simtape new` writes a working scenario; check, run, its printed replay command and
+    // a second `new` (refused, nothing overwritten) behave as documented.
+    let dir = scratch("new");
+    run_ok(
+        simtape()
+            .current_dir(&dir)
+            .args(["new", "starter", "--dir", "."]),
+    );
+    run_ok(simtape().current_dir(&dir).args(["check", "starter.toml"]));
+    let output = run_ok(simtape().current_dir(&dir).args([
+        "run",
+        "starter.toml",
+        "--tape",
+        "out/starter.tape",
+        "--emit-diff",
+        "out/starter.diff",
+    ]));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("outcome reviewed = true"), "{stdout}");
+    let diff = std::fs::read_to_string(dir.join("out/starter.diff")).unwrap();
+    assert!(diff.contains("+- reviewed by the simulation"), "{diff}");
+    let replay = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: "))
+        .expect("a replay line");
+    let words: Vec<&str> = replay.split(' ').collect();
+    let again = run_ok(simtape().current_dir(&dir).args(&words[1..]));
+    assert!(text(&again).contains("byte-identical"), "{}", text(&again));
+    let refused = simtape()
+        .current_dir(&dir)
+        .args(["new", "starter", "--dir", "."])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    let bad = simtape()
+        .current_dir(&dir)
+        .args(["new", "Bad Name"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+}
