@@ -71,6 +71,11 @@ pub(crate) struct RunArgs {
     /// an `[fs]` table.
     #[arg(long, value_name = "PATH")]
     pub(crate) emit_diff: Option<PathBuf>,
+    /// Write the evidence of the run to this directory: the tape (unless --tape puts it
+    /// elsewhere), the fs diff, the verdict as JSON, the replay command, and a manifest with
+    /// the SHA-256 of every artifact.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) evidence: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -26,11 +26,29 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     println!("seed={seed}");
     let reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
     let mut builder = scenario.builder(seed);
-    if let Some(tape) = &args.tape {
+    // Evidence needs a tape: the one asked for, or one inside the evidence directory.
+    let tape = args.tape.clone().or_else(|| {
+        args.evidence
+            .as_ref()
+            .map(|dir| dir.join(crate::evidence::TAPE_FILE))
+    });
+    if let Some(tape) = &tape {
         create_parent(tape)?;
         builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
     }
     let outcome = scenario.run(&mut builder);
+    if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
+        let run = crate::evidence::RunEvidence {
+            scenario: &scenario,
+            scenario_path: &args.scenario,
+            seed,
+            outcome: &outcome,
+            tape,
+            reproduce: &reproduce,
+        };
+        let manifest = crate::evidence::write(dir, &run)?;
+        println!("evidence: {}", manifest.display());
+    }
     let fs_diff = match &outcome {
         Ok(report) => report.fs_diff.as_ref(),
         Err(failure) => failure.fs_diff.as_deref(),

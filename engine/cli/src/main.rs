@@ -10,6 +10,7 @@ mod cmd_new;
 mod cmd_replay;
 mod cmd_run;
 mod cmd_tape;
+mod evidence;
 mod exit;
 mod shell;
 

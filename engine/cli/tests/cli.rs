@@ -492,3 +492,66 @@ fn new_writes_a_scenario_that_checks_runs_and_replays() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
 }
+
+#[test]
+fn evidence_holds_every_artifact_with_its_sha256() {
+    // Goal: --evidence writes the tape, fs diff, verdict, replay command and a manifest whose
+    // hashes match the files; a failed run's verdict names the error.
+    let dir = scratch("evidence");
+    let evidence = dir.join("ok");
+    run_ok(
+        simtape()
+            .arg("run")
+            .arg(scenario("refactor-files.toml"))
+            .arg("--evidence")
+            .arg(&evidence),
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("manifest.json")).unwrap()).unwrap();
+    let files: Vec<&str> = manifest["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "run.tape",
+            "fs.diff",
+            "fs-diff.json",
+            "verdict.json",
+            "replay.sh"
+        ]
+    );
+    for artifact in manifest["artifacts"].as_array().unwrap() {
+        let bytes = std::fs::read(evidence.join(artifact["file"].as_str().unwrap())).unwrap();
+        assert_eq!(artifact["sha256"], simtape::tape::sha256_hex(&bytes));
+    }
+    let verdict: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("verdict.json")).unwrap()).unwrap();
+    assert_eq!(verdict["verdict"], "ok");
+    run_ok(
+        simtape()
+            .args(["tape", "verify"])
+            .arg(evidence.join("run.tape")),
+    );
+    let failed = dir.join("failed");
+    let output = simtape()
+        .arg("run")
+        .arg(scenario("deadlock.toml"))
+        .arg("--evidence")
+        .arg(&failed)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    let verdict: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(failed.join("verdict.json")).unwrap()).unwrap();
+    assert_eq!(
+        (
+            verdict["verdict"].as_str(),
+            verdict["error"]["kind"].as_str()
+        ),
+        (Some("error"), Some("deadlock"))
+    );
+}

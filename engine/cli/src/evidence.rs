@@ -1,0 +1,127 @@
+//! `simtape run --evidence DIR`: everything a reviewer needs to trust (or reproduce) one run,
+//! in one directory: the tape, the fs diff, the verdict, the replay command, and a manifest
+//! with the SHA-256 of every artifact.
+
+use std::path::{Path, PathBuf};
+
+use simtape::scenario::{Scenario, ScenarioReport, ScenarioRunError};
+use simtape::tape::sha256_hex;
+
+use crate::exit::CliError;
+use crate::shell::command_line;
+
+/// The artifacts' file names inside the evidence directory.
+pub(crate) const TAPE_FILE: &str = "run.tape";
+const DIFF_FILE: &str = "fs.diff";
+const DIFF_JSON_FILE: &str = "fs-diff.json";
+const VERDICT_FILE: &str = "verdict.json";
+const REPLAY_FILE: &str = "replay.sh";
+const MANIFEST_FILE: &str = "manifest.json";
+
+/// What the run left, for the evidence.
+pub(crate) struct RunEvidence<'a> {
+    pub(crate) scenario: &'a Scenario,
+    pub(crate) scenario_path: &'a Path,
+    pub(crate) seed: u64,
+    pub(crate) outcome: &'a Result<ScenarioReport, ScenarioRunError>,
+    pub(crate) tape: &'a Path,
+    pub(crate) reproduce: &'a str,
+}
+
+/// Writes the evidence directory and returns the manifest's path.
+pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliError> {
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut artifacts = vec![run.tape.to_path_buf()];
+    let diff = match run.outcome {
+        Ok(report) => report.fs_diff.as_ref(),
+        Err(failure) => failure.fs_diff.as_deref(),
+    };
+    if let Some(diff) = diff {
+        artifacts.push(put(dir, DIFF_FILE, diff.unified().as_bytes())?);
+        let json = serde_json::to_vec_pretty(diff).expect("fs diffs serialize");
+        artifacts.push(put(dir, DIFF_JSON_FILE, &json)?);
+    }
+    let verdict = serde_json::to_vec_pretty(&verdict_json(run)).expect("JSON values serialize");
+    artifacts.push(put(dir, VERDICT_FILE, &verdict)?);
+    let replay = command_line(&[
+        "simtape",
+        "replay",
+        &run.tape.display().to_string(),
+        "--scenario",
+        &run.scenario_path.display().to_string(),
+    ]);
+    let script =
+        format!("#!/bin/sh\n# Replays this run; the new tape must be byte-identical.\n{replay}\n");
+    artifacts.push(put(dir, REPLAY_FILE, script.as_bytes())?);
+    let manifest = manifest_json(run, &artifacts)?;
+    let bytes = serde_json::to_vec_pretty(&manifest).expect("JSON values serialize");
+    put(dir, MANIFEST_FILE, &bytes)
+}
+
+fn verdict_json(run: &RunEvidence<'_>) -> serde_json::Value {
+    let base = serde_json::json!({
+        "scenario": run.scenario.name(),
+        "scenario_sha256": run.scenario.digest(),
+        "seed": run.seed,
+        "reproduce": run.reproduce,
+    });
+    let detail = match run.outcome {
+        Ok(report) => serde_json::json!({
+            "verdict": "ok",
+            "end_ns": report.end_ns,
+            "events": report.events,
+            "records": report.records,
+            "fingerprint": format!("{:016x}", report.fingerprint),
+            "outcomes": report.outcomes.iter()
+                .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
+                .collect::<Vec<_>>(),
+        }),
+        Err(failure) => serde_json::json!({
+            "verdict": "error",
+            "error": { "kind": failure.error.kind(), "message": failure.error.to_string() },
+            "end_ns": failure.end_ns,
+            "events": failure.events,
+        }),
+    };
+    merge(base, detail)
+}
+
+fn manifest_json(
+    run: &RunEvidence<'_>,
+    artifacts: &[PathBuf],
+) -> Result<serde_json::Value, CliError> {
+    let mut files = Vec::new();
+    for path in artifacts {
+        let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        files.push(serde_json::json!({
+            "file": name,
+            "bytes": bytes.len(),
+            "sha256": sha256_hex(&bytes),
+        }));
+    }
+    Ok(serde_json::json!({
+        "scenario": run.scenario.name(),
+        "seed": run.seed,
+        "artifacts": files,
+    }))
+}
+
+fn merge(mut base: serde_json::Value, extra: serde_json::Value) -> serde_json::Value {
+    if let (Some(base), serde_json::Value::Object(extra)) = (base.as_object_mut(), extra) {
+        base.extend(extra);
+    }
+    base
+}
+
+fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, CliError> {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+    Ok(path)
+}
+
+fn io(path: &Path, error: std::io::Error) -> CliError {
+    CliError::usage(format!("{}: {error}", path.display()))
+}
