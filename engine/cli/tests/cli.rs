@@ -555,3 +555,40 @@ fn evidence_holds_every_artifact_with_its_sha256() {
         (Some("error"), Some("deadlock"))
     );
 }
+
+#[test]
+fn the_published_scenario_schema_accepts_every_shipped_scenario() {
+    // Goal: docs/scenario.schema.json (for editors) agrees with the shipped scenarios and with
+    // `simtape new`, and rejects an unknown step.
+    let schema: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(repo().join("docs/scenario.schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let as_json = |text: &str| -> serde_json::Value {
+        serde_json::to_value(toml::from_str::<toml::Value>(text).unwrap()).unwrap()
+    };
+    let dir = scratch("schema");
+    run_ok(
+        simtape()
+            .current_dir(&dir)
+            .args(["new", "starter", "--dir", "."]),
+    );
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.push(dir.join("starter.toml"));
+    assert!(files.len() >= 6);
+    for file in &files {
+        let value = as_json(&std::fs::read_to_string(file).unwrap());
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", file.display());
+    }
+    let bad =
+        as_json("[scenario]\nname = \"x\"\n[[task]]\nname = \"t\"\nsteps = [{ slep = \"1s\" }]\n");
+    assert!(!validator.is_valid(&bad));
+}
