@@ -19,8 +19,9 @@
 //! * [`world`] serves a seeded simulated world (state, tools with JSON Schemas, effects as
 //!   JSON-pointer operations, faults, a goal) and reports goal match and collateral damage;
 //!   [`eval`] scores many final states with pass rate, pass@k and pass^k.
-//! * [`actor::McpActor`] answers `tools/list` and `tools/call` from a cassette inside a simtape
-//!   simulation, in virtual time; pipelines call it through [`actor::McpHandle`].
+//! * [`actor::McpActor`] answers `tools/list` and `tools/call` from a cassette or a seeded world
+//!   inside a simtape simulation, in virtual time; pipelines call it through
+//!   [`actor::McpHandle`].
 //!
 //! Everything above is pure (no clocks, no threads, no processes). The I/O lives in three
 //! modules: [`serve`] (the stdio loop), [`record`] (the recording proxy around a child process)

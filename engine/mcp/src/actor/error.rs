@@ -9,11 +9,13 @@ use crate::matching::Miss;
 /// a result, as MCP clients see it.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
 pub enum McpCallError {
-    /// The server answered with a recorded JSON-RPC error. Not fatal: a pipeline handles it as
-    /// it would a live server's error.
+    /// The server answered with a JSON-RPC error: a recorded one, or for a world an injected
+    /// fault (`rpc_error`, `timeout`) or bad params. Not fatal: a pipeline handles it as it
+    /// would a live server's error.
     #[error("the server answered JSON-RPC error {code}: {message}")]
     Rpc {
-        /// The `seq` of the recorded request.
+        /// The `seq` of the recorded request; for a world, the request's 1-based number at
+        /// this actor.
         request_seq: u64,
         /// The error code (`-32602` invalid params, `-32601` method not found, …).
         code: i64,

@@ -24,12 +24,12 @@ impl McpHandle {
         McpHandle(actor)
     }
 
-    /// Calls `tools/list` and returns the recorded result (`{"tools": [...]}`).
+    /// Calls `tools/list` and returns the result (`{"tools": [...]}`).
     pub async fn list_tools(&self) -> Result<Value, McpCallError> {
         self.0.call(McpRequest::ListTools).await.result
     }
 
-    /// Calls `tools/call` and returns the recorded result (`content`, `structuredContent`,
+    /// Calls `tools/call` and returns the result (`content`, `structuredContent`,
     /// `isError`). A tool error result is `Ok`; see [`is_tool_error`].
     pub async fn call_tool(
         &self,
@@ -43,7 +43,7 @@ impl McpHandle {
         self.0.call(request).await.result
     }
 
-    /// Sends `request` and returns the whole reply record (recorded request, latency).
+    /// Sends `request` and returns the whole reply record (answering request, latency).
     pub async fn call(&self, request: McpRequest) -> McpReply {
         self.0.call(request).await
     }

@@ -1,4 +1,4 @@
-//! The MCP actor: a cassette-backed MCP server inside a simtape simulation.
+//! The MCP actor: a cassette-backed or world-backed MCP server inside a simtape simulation.
 //!
 //! A pipeline written in Rust reaches an MCP server the way it reaches any capability: through
 //! an actor ([`simtape::actor::Actor`]). The run registers each server under its own name,
@@ -22,9 +22,28 @@
 //! * [`McpCallError`] separates a recorded JSON-RPC error from a call the cassette cannot
 //!   answer. A tool error result (`isError: true`) is not an error here, as for MCP clients.
 //! * [`McpHandle`] is the typed handle pipeline code holds.
+//!
+//! # A world-backed server
+//!
+//! [`McpActor::from_world`] (or [`McpActor::load_world`]) serves a world spec
+//! ([`crate::world`]) instead of a recording, through the same [`crate::world::WorldServer`]
+//! code as `simtape mcp world`: `tools/list` lists the spec's tools as written, and
+//! `tools/call` runs faults, argument validation, effects and the result. Three things are
+//! specific to a simulation (see `world.rs`):
+//!
+//! * **Seed.** Before its first answer the actor draws one `u64` from its own random stream
+//!   ([`ActorContext::rng`], forked from the simulation seed by the actor's name) and seeds the
+//!   world's fault streams with it; the spec's `seed` is not used. The same simulation seed
+//!   gives the same faults, and another seed other faults.
+//! * **Latency.** Each answer takes `base_ms + jitter` of virtual time, `jitter` drawn from
+//!   `0..=jitter_ms` on the same stream: the tool's `latency`, else the spec's, else 1 ms flat.
+//!   A `timeout` fault instead takes its `after_ms`, as a client that waited would.
+//! * **Artifacts.** The final state and its score are [`McpActor::world_state`] and
+//!   [`McpActor::world_report`], on the actor in `RunReport::actors`.
 
 mod error;
 mod handle;
+mod world;
 
 pub use error::McpCallError;
 pub use handle::{is_tool_error, McpHandle};
@@ -40,6 +59,9 @@ use crate::era;
 use crate::error::McpError;
 use crate::matching::Matcher;
 use crate::redact::Redactor;
+use crate::world::server::WorldReport;
+use crate::world::{SpecError, World};
+use world::WorldBackend;
 
 /// Virtual nanoseconds in one recorded millisecond.
 const NS_PER_MS: u64 = 1_000_000;
@@ -87,9 +109,11 @@ impl McpRequest {
 /// The reply record of one call: what the tape shows about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct McpReply {
-    /// The `seq` of the recorded request that answered, if one matched.
+    /// The `seq` of the recorded request that answered, if one matched; for a world, the
+    /// request's 1-based number at this actor.
     pub request_seq: Option<u64>,
-    /// The recorded latency of the answer, in milliseconds (0 when nothing matched).
+    /// The latency of the answer, in milliseconds: recorded (0 when nothing matched), or for a
+    /// world drawn from its latency model.
     pub latency_ms: u64,
     /// The recorded `result`, or why there is none.
     pub result: Result<Value, McpCallError>,
@@ -118,6 +142,21 @@ pub struct McpReply {
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpActor {
+    backend: Backend,
+}
+
+/// What answers an [`McpActor`]'s requests.
+#[derive(Debug, Clone)]
+enum Backend {
+    /// Recorded answers from a cassette.
+    Cassette(CassetteBackend),
+    /// A seeded world spec (boxed: it carries the compiled schemas and the state).
+    World(Box<WorldBackend>),
+}
+
+/// The cassette backend: recorded exchanges, matched as `simtape mcp replay` matches them.
+#[derive(Debug, Clone)]
+struct CassetteBackend {
     exchanges: Vec<Exchange>,
     matcher: Matcher,
     redactor: Redactor,
@@ -137,11 +176,14 @@ impl McpActor {
             .iter()
             .map(|e| (e.method().to_string(), era::matching_params(e.params())))
             .collect();
-        McpActor {
+        let backend = CassetteBackend {
             matcher: Matcher::new(keys),
             exchanges,
             redactor: Redactor::default(),
             answered: Vec::new(),
+        };
+        McpActor {
+            backend: Backend::Cassette(backend),
         }
     }
 
@@ -150,19 +192,81 @@ impl McpActor {
         Cassette::load(path.as_ref()).map(McpActor::from_cassette)
     }
 
+    /// Returns an actor serving `world` from its initial state, as `simtape mcp world` does;
+    /// see [the module docs](crate::actor#a-world-backed-server) for seeds and latency.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use simtape_mcp::{actor::{McpActor, McpHandle}, world::World};
+    /// let text = r#"{"name": "counter", "initial_state": {"n": 0}, "latency": {"base_ms": 4},
+    ///   "tools": [{"name": "bump", "inputSchema": {"type": "object"},
+    ///              "effects": [{"op": "add", "path": "/n", "value": 1}]}],
+    ///   "goal": {"assertions": [{"path": "/n", "equals": 1}]}}"#;
+    /// let world = World::parse(text, "counter.json".as_ref()).unwrap();
+    /// let mut builder = simtape::Sim::builder();
+    /// let mcp = builder.actor("mcp:counter", McpActor::from_world(world));
+    /// let report = builder.build().unwrap().run(move |_host| async move {
+    ///     McpHandle::new(mcp).call_tool("bump", json!({})).await
+    /// }).unwrap();
+    /// assert_eq!(report.output.unwrap()["structuredContent"], json!({"ok": true}));
+    /// assert_eq!(report.end_ns, 4_000_000);
+    /// let counter = report.actors.get(mcp).unwrap();
+    /// assert_eq!(counter.world_state(), Some(&json!({"n": 1})));
+    /// assert!(counter.world_report().unwrap().scored.passed);
+    /// ```
+    pub fn from_world(world: World) -> McpActor {
+        McpActor {
+            backend: Backend::World(Box::new(WorldBackend::new(world))),
+        }
+    }
+
+    /// Loads, checks and compiles the world spec at `path` and returns an actor serving it;
+    /// the error names the file and where in it the problem is.
+    pub fn load_world(path: impl AsRef<Path>) -> Result<McpActor, SpecError> {
+        World::load(path.as_ref()).map(McpActor::from_world)
+    }
+
     /// Replaces the redactor applied to requests before matching (the default one scrubs
     /// credential fields and key shapes). Pass the one the cassette was recorded with, as
     /// `--redact-env` does for `simtape mcp replay`, so requests carrying secrets still match.
+    /// A world-backed actor matches nothing, so this changes nothing for it.
     pub fn with_redactor(mut self, redactor: Redactor) -> McpActor {
-        self.redactor = redactor;
+        if let Backend::Cassette(cassette) = &mut self.backend {
+            cassette.redactor = redactor;
+        }
         self
     }
 
-    /// Returns the `seq` of each recorded request that answered a call, in call order.
+    /// Returns the `seq` of each recorded request that answered a call, in call order (empty
+    /// for a world-backed actor).
     pub fn answered(&self) -> &[u64] {
-        &self.answered
+        match &self.backend {
+            Backend::Cassette(cassette) => &cassette.answered,
+            Backend::World(_) => &[],
+        }
     }
 
+    /// Returns the world's current state (after a run: its final state), or `None` for a
+    /// cassette-backed actor.
+    pub fn world_state(&self) -> Option<&Value> {
+        match &self.backend {
+            Backend::Cassette(_) => None,
+            Backend::World(world) => Some(world.state()),
+        }
+    }
+
+    /// Returns the world report on the current state (goal, collateral damage, every call and
+    /// the fault seed), as `simtape mcp world --report` writes it, or `None` for a
+    /// cassette-backed actor.
+    pub fn world_report(&self) -> Option<WorldReport> {
+        match &self.backend {
+            Backend::Cassette(_) => None,
+            Backend::World(world) => Some(world.report()),
+        }
+    }
+}
+
+impl CassetteBackend {
     fn answer(&mut self, request: &McpRequest) -> McpReply {
         let method = request.method();
         let mut key_params = era::matching_params(request.params().as_ref());
@@ -225,9 +329,12 @@ impl Actor for McpActor {
         request.method()
     }
 
-    fn handle(&mut self, request: &McpRequest, _: &mut ActorContext<'_>) -> Answer<McpReply> {
-        // Replay draws nothing from the actor's stream: the recording decides every answer.
-        let reply = self.answer(request);
+    fn handle(&mut self, request: &McpRequest, cx: &mut ActorContext<'_>) -> Answer<McpReply> {
+        let reply = match &mut self.backend {
+            // Replay draws nothing from the actor's stream: the recording decides every answer.
+            Backend::Cassette(cassette) => cassette.answer(request),
+            Backend::World(world) => world.answer(request, cx.rng),
+        };
         Answer {
             latency_ns: reply.latency_ms.saturating_mul(NS_PER_MS),
             response: reply,

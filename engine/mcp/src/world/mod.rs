@@ -17,6 +17,9 @@
 //! * [`server::WorldServer`] is the pure dual-era MCP server: one line in, messages out.
 //! * [`mod@score`] checks a final state against the goal and lists collateral damage; the world
 //!   report and `eval` both use it.
+//!
+//! The same [`WorldServer`] answers inside a simulation, behind the world-backed
+//! [`crate::actor::McpActor`]; there the spec's `latency` models each answer's virtual time.
 
 pub mod effects;
 pub mod faults;
@@ -28,4 +31,4 @@ pub mod template;
 
 pub use score::{score, Scored};
 pub use server::WorldServer;
-pub use spec::{SpecError, World, WorldSpec};
+pub use spec::{LatencySpec, SpecError, World, WorldSpec};

@@ -71,7 +71,7 @@ pub struct WorldReport {
 }
 
 /// A dual-era MCP server over a simulated world.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct WorldServer {
     world: World,
     seed: u64,
@@ -98,6 +98,23 @@ impl WorldServer {
     /// Returns the current state.
     pub fn state(&self) -> &Value {
         &self.state
+    }
+
+    /// Returns the world being served.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Returns every `tools/call` so far, in order.
+    pub fn calls(&self) -> &[CallRecord] {
+        &self.calls
+    }
+
+    /// Restarts the fault streams from `seed` (the simulation actor derives it from its own
+    /// random stream before its first answer); the state and the call log are kept.
+    pub fn reseed(&mut self, seed: u64) {
+        self.seed = seed;
+        self.faults = FaultPlan::new(&self.world.spec.faults, seed);
     }
 
     /// Returns the report on the current state.
@@ -208,7 +225,9 @@ impl WorldServer {
         result
     }
 
-    fn tools_list(&self) -> Value {
+    /// Returns the `tools/list` result: every tool in spec order, schemas and annotations as
+    /// written.
+    pub fn tools_list(&self) -> Value {
         let tools: Vec<Value> = self
             .world
             .tools
@@ -218,7 +237,10 @@ impl WorldServer {
         json!({ "tools": tools })
     }
 
-    fn call_tool(&mut self, params: &Value) -> Result<Value, era::EnvelopeError> {
+    /// Runs one `tools/call` with its `params` (`{"name", "arguments"}`): faults, argument
+    /// validation, effects, result. `Err` is the JSON-RPC error `(code, message, data)`; a tool
+    /// error is an `Ok` result with `isError: true`.
+    pub fn call_tool(&mut self, params: &Value) -> Result<Value, era::EnvelopeError> {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Err((
                 INVALID_PARAMS,

@@ -44,6 +44,32 @@ pub struct WorldSpec {
     pub faults: Vec<FaultRule>,
     /// What a successful run ends with.
     pub goal: GoalSpec,
+    /// The virtual latency of every answer inside a simulation (a tool's own `latency`
+    /// overrides it); `simtape mcp world` answers in real time and ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySpec>,
+}
+
+/// The seeded latency model of a world inside a simulation: each answer takes
+/// `base_ms + jitter`, with `jitter` drawn uniformly from `0..=jitter_ms` on the actor's own
+/// random stream (no draw when `jitter_ms` is 0). Integer milliseconds, no floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencySpec {
+    /// The fixed part, in milliseconds (default 0 when the object is given).
+    #[serde(default)]
+    pub base_ms: u64,
+    /// The largest extra delay, in milliseconds (default 0).
+    #[serde(default)]
+    pub jitter_ms: u64,
+}
+
+impl LatencySpec {
+    /// The model when neither the tool nor the world gives one: 1 ms flat.
+    pub const DEFAULT: LatencySpec = LatencySpec {
+        base_ms: 1,
+        jitter_ms: 0,
+    };
 }
 
 fn default_version() -> String {
@@ -81,6 +107,9 @@ pub struct ToolSpec {
     /// The structured result template; default: the values `read` bound, or `{"ok": true}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+    /// This tool's latency model inside a simulation; overrides the world's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySpec>,
 }
 
 /// The goal as written in the spec.
@@ -155,7 +184,7 @@ pub enum SpecError {
 }
 
 /// A compiled tool: the spec plus its schema validators.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Tool {
     /// The tool as written.
     pub spec: ToolSpec,
@@ -166,7 +195,7 @@ pub struct Tool {
 }
 
 /// A checked, compiled world: ready to serve and to score.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct World {
     /// The spec as written.
     pub spec: WorldSpec,
@@ -223,6 +252,13 @@ impl World {
     /// Returns the tool called `name`.
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.spec.name == name)
+    }
+
+    /// Returns the latency model of a call to `tool` (or of any other request, for `None` or
+    /// an unknown tool): the tool's own, else the world's, else [`LatencySpec::DEFAULT`].
+    pub fn latency(&self, tool: Option<&str>) -> LatencySpec {
+        let own = tool.and_then(|name| self.tool(name)?.spec.latency);
+        own.or(self.spec.latency).unwrap_or(LatencySpec::DEFAULT)
     }
 }
 

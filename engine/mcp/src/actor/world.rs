@@ -1,0 +1,99 @@
+//! The world backend of [`McpActor`](super::McpActor): a seeded world spec answering in
+//! virtual time.
+//!
+//! Every request goes through [`WorldServer`], the code `simtape mcp world` serves with, so a
+//! call inside a simulation and a call over stdio give the same result and the same state. The
+//! backend adds what only a simulation has:
+//!
+//! * the fault seed, one `u64` drawn from the actor's own stream before the first answer (any
+//!   request, `tools/list` included), so the faults follow the simulation seed;
+//! * the latency of each answer, from the spec's integer latency model with jitter drawn from
+//!   the same stream after that, or a `timeout` fault's `after_ms`.
+
+use serde_json::Value;
+use simtape::rng::RngStream;
+
+use super::{McpCallError, McpReply, McpRequest};
+use crate::world::server::{WorldReport, TIMEOUT_CODE};
+use crate::world::{World, WorldServer};
+
+/// A world served inside a simulation.
+#[derive(Debug, Clone)]
+pub(super) struct WorldBackend {
+    server: WorldServer,
+    /// Whether the fault streams have been seeded from the actor's stream yet.
+    seeded: bool,
+    /// Requests answered so far; the next one's number is this plus one.
+    requests: u64,
+}
+
+impl WorldBackend {
+    /// Starts `world` in its initial state. The spec's seed stands in until the first answer
+    /// reseeds the faults from the simulation.
+    pub(super) fn new(world: World) -> WorldBackend {
+        let seed = world.spec.seed;
+        WorldBackend {
+            server: WorldServer::new(world, seed),
+            seeded: false,
+            requests: 0,
+        }
+    }
+
+    /// Returns the current state.
+    pub(super) fn state(&self) -> &Value {
+        self.server.state()
+    }
+
+    /// Returns the report on the current state.
+    pub(super) fn report(&self) -> WorldReport {
+        self.server.report()
+    }
+
+    /// Answers `request`, drawing the fault seed (first request only) and the jitter from `rng`.
+    pub(super) fn answer(&mut self, request: &McpRequest, rng: &mut RngStream) -> McpReply {
+        if !self.seeded {
+            self.server.reseed(rng.next_u64());
+            self.seeded = true;
+        }
+        self.requests += 1;
+        let request_seq = self.requests;
+        let tool = match request {
+            McpRequest::ListTools => None,
+            McpRequest::CallTool { name, .. } => Some(name.as_str()),
+        };
+        let model = self.server.world().latency(tool);
+        let jitter_ms = match model.jitter_ms {
+            0 => 0,
+            jitter_ms => rng.range_inclusive(0, jitter_ms),
+        };
+        let mut latency_ms = model.base_ms.saturating_add(jitter_ms);
+        let result = match request {
+            McpRequest::ListTools => Ok(self.server.tools_list()),
+            McpRequest::CallTool { .. } => {
+                let params = request.params().expect("a tools/call request has params");
+                let calls_before = self.server.calls().len();
+                let answer = self.server.call_tool(&params);
+                let timed_out = self.server.calls().len() > calls_before
+                    && self.server.calls().last().map(|c| c.outcome.as_str()) == Some("timeout");
+                answer.map_err(|(code, message, data)| {
+                    if timed_out && code == TIMEOUT_CODE {
+                        // The client waited the fault's whole `after_ms` before giving up.
+                        let after_ms = data.as_ref().and_then(|d| d["timeoutMs"].as_u64());
+                        latency_ms = after_ms.expect("a timeout fault reports its timeoutMs");
+                    }
+                    McpCallError::Rpc {
+                        request_seq,
+                        code,
+                        message,
+                        data,
+                    }
+                })
+            }
+        };
+        McpReply {
+            request_seq: Some(request_seq),
+            latency_ms,
+            result,
+        }
+    }
+}
