@@ -356,3 +356,45 @@ fn a_cassette_actor_has_no_world() -> TestResult {
     assert!(actor.world_report().is_none());
     Ok(())
 }
+
+#[test]
+fn the_runs_fault_plan_adds_to_the_specs_faults() -> TestResult {
+    // Goal: fault rules supplied by the run (not the spec) fire inside the simulation, and a
+    // plan naming an unknown tool is refused with the plan named as the culprit.
+    use simtape_mcp::world::faults::{FaultKind, FaultRule};
+    let plan = vec![FaultRule {
+        tool: "assign_ticket".into(),
+        on_call: Some(1),
+        probability: None,
+        fault: FaultKind::ToolError {
+            message: "tracker is read-only today".into(),
+        },
+    }];
+    let world = World::load(&world_path("ticket-tracker.json"))?.with_faults(plan)?;
+    let run = run_world(5, McpActor::from_world(world), |mcp| async move {
+        mcp.call_tool("assign_ticket", json!({"id": "T-1", "assignee": "ann"}))
+            .await
+    })?;
+    let result = run.report.output.clone()?;
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        result.to_string().contains("tracker is read-only today"),
+        "{result}"
+    );
+    let unknown = vec![FaultRule {
+        tool: "no_such_tool".into(),
+        on_call: Some(1),
+        probability: None,
+        fault: FaultKind::ToolError {
+            message: "x".into(),
+        },
+    }];
+    let error = World::load(&world_path("ticket-tracker.json"))?
+        .with_faults(unknown)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("the run's fault plan"),
+        "{error}"
+    );
+    Ok(())
+}

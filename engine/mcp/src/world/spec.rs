@@ -213,6 +213,32 @@ impl World {
         World::parse(&text, path)
     }
 
+    /// Adds the run's fault plan to the spec's own fault rules (after them, so the spec's
+    /// rules keep their fault streams and draws), and checks the result like a spec.
+    ///
+    /// ```
+    /// use simtape_mcp::world::{faults::{FaultKind, FaultRule}, World};
+    /// let text = r#"{"name": "w", "initial_state": {}, "goal": {"assertions": []},
+    ///     "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}"#;
+    /// let world = World::parse(text, "w.json".as_ref()).unwrap();
+    /// let plan = vec![FaultRule {
+    ///     tool: "t".into(),
+    ///     on_call: Some(1),
+    ///     probability: None,
+    ///     fault: FaultKind::ToolError { message: "disk full".into() },
+    /// }];
+    /// assert_eq!(world.with_faults(plan).unwrap().spec.faults.len(), 1);
+    /// ```
+    pub fn with_faults(mut self, plan: Vec<FaultRule>) -> Result<World, SpecError> {
+        self.spec.faults.extend(plan);
+        check(&self.spec).map_err(|(at, message)| SpecError::Invalid {
+            path: "<the run's fault plan>".into(),
+            at,
+            message,
+        })?;
+        Ok(self)
+    }
+
     /// Parses, checks and compiles spec text; `path` only labels errors.
     pub fn parse(text: &str, path: &Path) -> Result<World, SpecError> {
         let spec: WorldSpec = serde_json::from_str(text).map_err(|e| SpecError::Parse {
