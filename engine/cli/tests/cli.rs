@@ -1,30 +1,14 @@
 //! The `simtape` command line, end to end: real processes, real files, exit codes.
 
+mod common;
+
+use common::{repo, simtape};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn simtape() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_simtape"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 fn scenario(name: &str) -> PathBuf {
     repo().join("scenarios").join(name)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn text(output: &Output) -> String {
@@ -591,4 +575,8 @@ fn the_published_scenario_schema_accepts_every_shipped_scenario() {
     let bad =
         as_json("[scenario]\nname = \"x\"\n[[task]]\nname = \"t\"\nsteps = [{ slep = \"1s\" }]\n");
     assert!(!validator.is_valid(&bad));
+}
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("cli-tests", name)
 }

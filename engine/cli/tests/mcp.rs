@@ -4,6 +4,10 @@
 //! `SIMTAPE_MCP_PEERS_NODE_DIR` (the `node_modules` directory) and `SIMTAPE_MCP_PYTHON` (the
 //! venv's python). Without them a local run prints a skip notice; under `CI` it fails.
 
+mod common;
+
+use common::{repo, simtape};
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
@@ -11,26 +15,6 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-
-fn simtape() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_simtape"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("mcp-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Where the real peers live.
 struct Peers {
@@ -268,10 +252,6 @@ fn python_client(peers: &Peers, mode: &str, cassette: &Path, calls: Value) -> Va
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).unwrap()
-}
-
-fn load(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// Returns the response message of the recorded request whose method (and tool) match.
@@ -592,4 +572,12 @@ fn verify_usage_errors_exit_2() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
+}
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("mcp-tests", name)
+}
+
+fn load(path: &Path) -> Value {
+    common::load_json(path)
 }

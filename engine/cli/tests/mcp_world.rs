@@ -3,38 +3,18 @@
 //! installs it (`SIMTAPE_MCP_PYTHON`); without it those tests print a skip notice locally and
 //! fail under `CI`. The eval, spec-error and determinism tests need no peer.
 
+mod common;
+
+use common::{repo, simtape};
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-fn simtape() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_simtape"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 fn world_spec(name: &str) -> PathBuf {
     repo().join("scenarios/worlds").join(name)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("mcp-world-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn load(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Finds the Python SDK client, or returns `None` after a skip notice (locally) or panics
@@ -439,4 +419,12 @@ fn malformed_specs_and_states_are_errors_that_say_what_and_where() {
     let output = eval(&world_spec("ticket-tracker.json"), &[not_json], false);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("state.json: not JSON"));
+}
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("mcp-world-tests", name)
+}
+
+fn load(path: &Path) -> Value {
+    common::load_json(path)
 }

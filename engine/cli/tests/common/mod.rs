@@ -1,0 +1,32 @@
+//! Helpers shared by the CLI's end-to-end test binaries (each binary uses a subset).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Returns a command running the `simtape` binary under test.
+pub(crate) fn simtape() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_simtape"))
+}
+
+/// Returns the repository root.
+pub(crate) fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Makes an empty directory for one test, under the target's temp directory: `area`
+/// separates the test binaries, `name` the tests.
+pub(crate) fn scratch(area: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(area).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Reads a JSON file.
+pub(crate) fn load_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
