@@ -13,7 +13,12 @@ Exit codes:
 
 /// simtape: deterministic simulation for LLM-agent pipelines.
 #[derive(Debug, Parser)]
-#[command(name = "simtape", version, about, after_help = EXIT_CODES)]
+#[command(
+    name = "simtape",
+    version,
+    about = "Deterministic simulation for testing LLM-agent pipelines: run, replay and diff tapes",
+    after_help = EXIT_CODES
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -44,7 +49,7 @@ pub(crate) enum Command {
     /// Writes a small working scenario to start from.
     #[command(after_help = EXIT_CODES)]
     New(NewArgs),
-    /// Records, replays and verifies stdio MCP servers (cassettes).
+    /// MCP tool servers: record, replay and verify cassettes; serve and score simulated worlds.
     Mcp(crate::cmd_mcp::McpArgs),
 }
 
