@@ -33,7 +33,18 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
                 ));
             }
             let origin = args.tape.with_extension("embedded-scenario.toml");
-            Scenario::parse(&header.scenario.source, &origin).map_err(CliError::usage)?
+            Scenario::parse(&header.scenario.source, &origin).map_err(|error| {
+                // The embedded source resolves its files against the tape's directory; a tape
+                // kept away from its scenario needs the original file.
+                let references_files = ["fs.", "llm."].iter().any(|t| error.field.starts_with(t));
+                let hint = if references_files {
+                    "\nhint: the scenario's files resolve against the tape's directory; pass \
+                     --scenario with the original scenario file"
+                } else {
+                    ""
+                };
+                CliError::usage(format!("{error}{hint}"))
+            })?
         }
     };
     let out = match &args.out {
