@@ -1,12 +1,12 @@
 //! Decoding of the steps that call a capability: the fs steps (`write`, `append`, `read`,
-//! `remove`, `rename`, `mkdir`), `connect` and `ask`.
+//! `remove`, `rename`, `mkdir`), `connect`, `ask` and `run`.
 //!
 //! Each records which capability it uses, so `validate` can report a step whose table is
 //! missing at the step itself.
 
 use super::decode::{Decoded, Use};
 use super::fields::{Field, Fields};
-use super::schema::{Call, Capability, Step};
+use super::schema::{Call, Capability, RunCall, Step, RUN_KEYS};
 use crate::cap::net::{NetError, Network};
 
 /// The most bytes a `write`/`append` content or an `ask` prompt may hold: far more than a
@@ -50,6 +50,7 @@ pub(crate) fn call_step(
         "rename" => (Capability::Fs, rename(decoded, field, fields), &["to"]),
         "connect" => (Capability::Network, connect(decoded, field), &[]),
         "ask" => (Capability::Llm, ask(decoded, field), &[]),
+        "run" => (Capability::Process, run(decoded, field, fields), &RUN_KEYS),
         _ => return None,
     };
     decoded.capability_uses.push((
@@ -154,4 +155,53 @@ fn connect(decoded: &mut Decoded, field: &Field<'_>) -> Option<Call> {
 fn ask(decoded: &mut Decoded, field: &Field<'_>) -> Option<Call> {
     let prompt = text(decoded, field, "a prompt string")?;
     Some(Call::Ask { prompt })
+}
+
+/// `{ run = "git", args = ["status"], cwd = "…", stdin = "…", log = "name" }`: the program
+/// exactly as the `[process]` modes and the process tape name it.
+fn run(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Call> {
+    const WHAT: &str = "a program name like \"git\"";
+    let program = match decoded.string(field, WHAT) {
+        Some(text) if !text.is_empty() && !text.contains('\0') => Some(text.to_string()),
+        Some(_) => {
+            decoded.expected(field, WHAT);
+            None
+        }
+        None => None,
+    };
+    let args = match fields.take("args") {
+        Some(args) => run_args(decoded, &args),
+        None => Some(Vec::new()),
+    };
+    let cwd = match fields.take("cwd") {
+        Some(cwd) => text(decoded, &cwd, "a working directory string").map(Some),
+        None => Some(None),
+    };
+    let stdin = match fields.take("stdin") {
+        Some(stdin) => text(decoded, &stdin, "a string"),
+        None => Some(String::new()),
+    };
+    let log = match fields.take("log") {
+        Some(log) => decoded.label(&log).map(Some),
+        None => Some(None),
+    };
+    Some(Call::Run(RunCall {
+        program: program?,
+        args: args?,
+        cwd: cwd?,
+        stdin: stdin?,
+        log: log?,
+    }))
+}
+
+fn run_args(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<String>> {
+    let items = decoded.array(
+        field,
+        "an array of arguments like [\"status\", \"--short\"]",
+    )?;
+    let args: Vec<Option<String>> = items
+        .iter()
+        .map(|item| text(decoded, item, "an argument string"))
+        .collect();
+    args.into_iter().collect()
 }

@@ -86,6 +86,13 @@ fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
         }
         None => Some(None),
     };
+    let process = match top.take("process") {
+        Some(field) => {
+            decoded.tables.push(Capability::Process);
+            tables::process(decoded, &field).map(Some)
+        }
+        None => Some(None),
+    };
     let tasks = match top.take("task") {
         Some(field) => tasks(decoded, &field),
         None => {
@@ -118,6 +125,7 @@ fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
         fs: fs?,
         network: network?,
         llm: llm?,
+        process: process?,
         tasks: tasks?,
     })
 }

@@ -15,6 +15,7 @@ use std::task::{Poll, Waker};
 use crate::cap::fs::{FsDiff, FsError};
 use crate::cap::llm::LlmError;
 use crate::cap::net::NetError;
+use crate::cap::process::ProcessError;
 use crate::error::SimError;
 use crate::executor::JoinHandle;
 use crate::tape::TapeSummary;
@@ -31,6 +32,10 @@ pub enum CallError {
     /// A model call that no fixture entry matched, or that answered an HTTP error.
     #[error(transparent)]
     Llm(#[from] LlmError),
+    /// A program run that failed: not covered (hermetic), diverged from or exhausted the
+    /// process tape, or could not start. A non-zero exit status is not an error.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
 }
 
 /// A step whose capability call failed; it ends the run.

@@ -14,6 +14,7 @@
 //! | `write`, `append`, `read`, `remove`, `rename`, `mkdir` | the [`crate::cap::fs::FsHandle`] call | `request`, `reply` (fs) |
 //! | `connect`      | [`crate::cap::net::NetHandle::connect`]      | `request`, `reply` (net) |
 //! | `ask`          | [`crate::cap::llm::LlmHandle::complete`] of a one-message request | `request`, `reply` (llm) |
+//! | `run`          | [`crate::cap::process::ProcessHandle::run`]  | `request`, `reply` (process); with `log`, an event |
 //!
 //! A capability step that fails ends the run: its task reports a [`StepError`] and stops,
 //! and the main task returns it as soon as it hears (see `failure`).
@@ -28,8 +29,9 @@ use serde_json::Value as Json;
 
 use super::channels::{Channels, SharedReceiver};
 use super::failure::{CallError, FirstFailure, StepError};
-use super::schema::{Call, Spec, Step, ASK_MODEL};
+use super::schema::{Call, RunCall, Spec, Step, ASK_MODEL};
 use crate::cap::llm::{ChatRequest, Message};
+use crate::cap::process::Command;
 use crate::rng::RngStream;
 use crate::sim::Host;
 use crate::sync::Sender;
@@ -138,6 +140,27 @@ impl TaskRunner {
                 let request = ChatRequest::new(ASK_MODEL, vec![Message::user(prompt.clone())]);
                 drop(self.host.llm().complete(request).await?);
             }
+            Call::Run(run) => self.run_program(run).await?,
+        }
+        Ok(())
+    }
+
+    /// Runs a program through the process actor; with `log`, logs its status and output.
+    async fn run_program(&self, run: &RunCall) -> Result<(), CallError> {
+        let mut command = Command::new(run.program.clone())
+            .args(run.args.iter().cloned())
+            .stdin(run.stdin.as_bytes());
+        if let Some(cwd) = &run.cwd {
+            command = command.cwd(cwd.clone());
+        }
+        let output = self.host.process().run(command).await?;
+        if let Some(log) = &run.log {
+            let fields = serde_json::json!({
+                "status": output.status,
+                "stdout": String::from_utf8_lossy(&output.stdout),
+                "stderr": String::from_utf8_lossy(&output.stderr),
+            });
+            self.host.event(log, fields).await;
         }
         Ok(())
     }

@@ -1,9 +1,10 @@
 //! The TOML scenario format and its interpreter: drive the engine without writing Rust.
 //!
 //! A scenario file names a run (`[scenario]`), may bound it (`[limits]`), may give it a
-//! filesystem overlay (`[fs]`), a network policy (`[network]`) and a replayed model (`[llm]`),
-//! and lists tasks (`[[task]]`) whose steps sleep, sleep a seeded random time, log events,
-//! talk over named channels, call the capabilities and declare outcomes. The reference is
+//! filesystem overlay (`[fs]`), a network policy (`[network]`), a replayed model (`[llm]`)
+//! and subprocesses (`[process]`), and lists tasks (`[[task]]`) whose steps sleep, sleep a
+//! seeded random time, log events, talk over named channels, call the capabilities and
+//! declare outcomes. The reference is
 //! `docs/scenario-format.md`.
 //!
 //! ```
@@ -112,8 +113,8 @@ impl Scenario {
     }
 
     /// Checks scenario text; `path` names it in errors and anchors the relative paths of
-    /// `[fs] root` and `[llm] fixture` (they resolve against its directory, and are opened).
-    /// The error is the first problem, in source order.
+    /// `[fs] root`, `[llm] fixture` and `[process] tape` (they resolve against its directory,
+    /// and are opened). The error is the first problem, in source order.
     ///
     /// ```
     /// use std::path::Path;
@@ -227,7 +228,7 @@ impl Scenario {
     }
 
     /// Returns a builder set up for this scenario at `seed`: seed, start instant, limits,
-    /// scenario stamp and the capabilities of `[fs]`, `[network]` and `[llm]`. Add a tape
+    /// scenario stamp and the capabilities of `[fs]`, `[network]`, `[llm]` and `[process]`. Add a tape
     /// (`.tape(path)`, `.tape_in_memory()`) before [`Scenario::run`].
     pub fn builder(&self, seed: u64) -> Builder {
         let mut builder = Sim::builder();
@@ -246,6 +247,9 @@ impl Scenario {
         }
         if let Some(llm) = &self.resources.llm {
             builder.llm(llm.clone());
+        }
+        if let Some(process) = &self.resources.process {
+            builder.process(process.clone());
         }
         builder
     }

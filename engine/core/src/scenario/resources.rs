@@ -1,5 +1,5 @@
 //! The files a scenario references, opened once when the scenario is checked: the overlay
-//! root of `[fs]` and the fixture of `[llm]`. Paths resolve against the directory of the
+//! root of `[fs]`, the fixture of `[llm]` and the process tape of `[process]`. Paths resolve against the directory of the
 //! scenario file.
 //!
 //! The opened actors are prototypes: every run clones them, so a sweep parses a fixture once
@@ -8,15 +8,18 @@
 use std::path::Path;
 
 use super::error::Problem;
-use super::schema::{PathField, Spec};
+use super::schema::{PathField, ProcessSpec, Spec};
 use crate::cap::fs::{FsActor, FsError};
 use crate::cap::llm::{Llm, LlmActor};
+use crate::cap::process::{ProcessActor, ProcessTape};
+use crate::limits::Limits;
 
 /// The capability actors a scenario's runs start from.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Resources {
     pub(crate) fs: Option<FsActor>,
     pub(crate) llm: Option<LlmActor>,
+    pub(crate) process: Option<ProcessActor>,
 }
 
 /// Opens what `spec` references, relative to `base` (the scenario file's directory),
@@ -42,6 +45,12 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
             Err(error) => problems.push(problem(&llm.fixture, error.to_string())),
         }
     }
+    if let Some(process) = &spec.process {
+        match open_process(process, &spec.limits, base) {
+            Ok(actor) => resources.process = Some(actor),
+            Err(problem) => problems.push(problem),
+        }
+    }
     if problems.is_empty() {
         Ok(resources)
     } else {
@@ -64,6 +73,40 @@ fn open_root(root: &PathField, base: &Path) -> Result<FsActor, Problem> {
         };
         problem(root, message)
     })
+}
+
+/// Builds the process actor: hermetic, then the default mode, each program's mode and the
+/// process tape (parsed now, so its errors name its file and line).
+fn open_process(spec: &ProcessSpec, limits: &Limits, base: &Path) -> Result<ProcessActor, Problem> {
+    let mut actor = ProcessActor::hermetic().limits(limits);
+    if let Some(mode) = spec.default {
+        actor = actor.default_mode(mode);
+    }
+    for (program, mode) in &spec.programs {
+        actor = match mode {
+            Some(mode) => actor.mode(program, *mode),
+            None => actor.uncover(program),
+        };
+    }
+    if let Some(tape) = &spec.tape {
+        let resolved = base.join(&tape.path);
+        if !resolved.is_file() {
+            let shown = resolved.display();
+            let found = if resolved.exists() {
+                "a directory"
+            } else {
+                "nothing"
+            };
+            let message =
+                format!("expected an existing process tape file, found {found} at {shown}");
+            return Err(problem(tape, message));
+        }
+        // The tape error names the tape file and line; the problem adds the scenario field.
+        let loaded =
+            ProcessTape::load(&resolved).map_err(|error| problem(tape, error.to_string()))?;
+        actor = actor.replaying(loaded);
+    }
+    Ok(actor)
 }
 
 fn problem(field: &PathField, message: String) -> Problem {

@@ -6,6 +6,7 @@
 use super::node::Span;
 use crate::cap::fs::{FsFaults, FsLatency};
 use crate::cap::net::Network;
+use crate::cap::process::ProcessMode;
 use crate::limits::Limits;
 
 /// Scenario, task and channel names: at most this many characters of `a-z`, `0-9` and `-`.
@@ -21,7 +22,9 @@ pub(crate) const SOURCE_BYTES_MAX: u64 = 4 << 20;
 pub(crate) const TASK_NAMES_RESERVED: [&str; 2] = ["main", "engine"];
 
 /// The top-level tables this version of the format reads.
-pub(crate) const TABLES: [&str; 6] = ["scenario", "limits", "fs", "network", "llm", "task"];
+pub(crate) const TABLES: [&str; 7] = [
+    "scenario", "limits", "fs", "network", "llm", "process", "task",
+];
 /// Top-level tables that later versions of the format will read (agent loop, fault plan,
 /// verifiers).
 pub(crate) const TABLES_RESERVED: [&str; 3] = ["agent", "faults", "verify"];
@@ -30,7 +33,7 @@ pub(crate) const SCENARIO_KEYS: [&str; 4] = ["name", "description", "start", "se
 /// The keys of a `[[task]]`.
 pub(crate) const TASK_KEYS: [&str; 4] = ["name", "repeat", "start_after", "steps"];
 /// The keys that name a step's kind; a step has exactly one.
-pub(crate) const STEP_KINDS: [&str; 14] = [
+pub(crate) const STEP_KINDS: [&str; 15] = [
     "sleep",
     "sleep_random",
     "event",
@@ -45,11 +48,16 @@ pub(crate) const STEP_KINDS: [&str; 14] = [
     "mkdir",
     "connect",
     "ask",
+    "run",
 ];
 /// The keys of `[fs]`.
 pub(crate) const FS_KEYS: [&str; 5] = ["root", "enospc", "eio", "partial_write", "latency"];
 /// The keys of `[fs] latency`.
 pub(crate) const FS_LATENCY_KEYS: [&str; 3] = ["base", "per_kib", "jitter"];
+/// The keys of `[process]`.
+pub(crate) const PROCESS_KEYS: [&str; 3] = ["tape", "default", "programs"];
+/// The other keys of a `run` step.
+pub(crate) const RUN_KEYS: [&str; 4] = ["args", "cwd", "stdin", "log"];
 /// The model name of the request an `ask` step sends (fixtures may match on it).
 pub(crate) const ASK_MODEL: &str = "scenario";
 
@@ -64,6 +72,7 @@ pub(crate) struct Spec {
     pub(crate) fs: Option<FsSpec>,
     pub(crate) network: Option<Network>,
     pub(crate) llm: Option<LlmSpec>,
+    pub(crate) process: Option<ProcessSpec>,
     pub(crate) tasks: Vec<TaskSpec>,
 }
 
@@ -91,12 +100,25 @@ pub(crate) struct LlmSpec {
     pub(crate) fixture: PathField,
 }
 
+/// `[process]`: the process tape and the mode of each program. A mode of `None` is
+/// hermetic: the program is not covered and every run of it fails.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ProcessSpec {
+    /// The process tape replay answers from; required when some mode is replay.
+    pub(crate) tape: Option<PathField>,
+    /// The mode of programs `programs` does not name.
+    pub(crate) default: Option<ProcessMode>,
+    /// Each named program's mode, by the program string exactly as the steps pass it.
+    pub(crate) programs: std::collections::BTreeMap<String, Option<ProcessMode>>,
+}
+
 /// The capability a step uses, for the check that the scenario configures it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Capability {
     Fs,
     Network,
     Llm,
+    Process,
 }
 
 impl Capability {
@@ -106,6 +128,7 @@ impl Capability {
             Capability::Fs => "an [fs] table",
             Capability::Network => "a [network] table",
             Capability::Llm => "an [llm] table",
+            Capability::Process => "a [process] table",
         }
     }
 }
@@ -148,7 +171,7 @@ pub(crate) enum Step {
         name: String,
         value: serde_json::Value,
     },
-    /// A filesystem, network or model call; its error ends the run.
+    /// A filesystem, network, model or process call; its error ends the run.
     Call(Call),
 }
 
@@ -163,6 +186,17 @@ pub(crate) enum Call {
     Mkdir { path: String },
     Connect { host: String, port: u16 },
     Ask { prompt: String },
+    Run(RunCall),
+}
+
+/// A `run` step: the command, and the user event that logs its output, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunCall {
+    pub(crate) program: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) stdin: String,
+    pub(crate) log: Option<String>,
 }
 
 impl Call {
@@ -177,6 +211,7 @@ impl Call {
             Call::Mkdir { .. } => "mkdir",
             Call::Connect { .. } => "connect",
             Call::Ask { .. } => "ask",
+            Call::Run(_) => "run",
         }
     }
 }

@@ -1,14 +1,20 @@
 //! Decoding of the capability tables: `[fs]` (the overlay root, its faults and latency),
-//! `[network]` (the allow-list) and `[llm]` (the replay fixture).
+//! `[network]` (the allow-list), `[llm]` (the replay fixture) and `[process]` (the process
+//! tape and the mode of each program).
 //!
 //! Decoding only reads the text: the files these tables name are opened later, by
 //! `resources`, so a problem with a file is reported at the field that names it.
 
+use std::collections::BTreeMap;
+
 use super::decode::Decoded;
 use super::fields::{one_of, Field};
-use super::schema::{FsSpec, LlmSpec, PathField, FS_KEYS, FS_LATENCY_KEYS};
+use super::schema::{
+    FsSpec, LlmSpec, PathField, ProcessSpec, FS_KEYS, FS_LATENCY_KEYS, PROCESS_KEYS,
+};
 use crate::cap::fs::{FsFaults, FsLatency};
 use crate::cap::net::{Network, Rule};
+use crate::cap::process::ProcessMode;
 use crate::rng::Ratio;
 
 /// Decodes `[fs]`.
@@ -141,6 +147,96 @@ pub(crate) fn llm(decoded: &mut Decoded, field: &Field<'_>) -> Option<LlmSpec> {
     };
     fields.finish(decoded, "unknown key, expected `fixture`");
     Some(LlmSpec { fixture: fixture? })
+}
+
+/// Decodes `[process]`: an optional process tape (required once some mode is replay), the
+/// default mode and the mode of each named program.
+pub(crate) fn process(decoded: &mut Decoded, field: &Field<'_>) -> Option<ProcessSpec> {
+    let what = "a [process] table like { tape = \"data/process.jsonl\", default = \"replay\" }";
+    let mut fields = decoded.table(field, what)?;
+    const TAPE: &str = "a process tape path relative to the scenario file";
+    let tape = match fields.take("tape") {
+        Some(tape) => path(decoded, &tape, TAPE).map(Some),
+        None => Some(None),
+    };
+    let default = match fields.take("default") {
+        Some(default) => process_mode(decoded, &default),
+        None => Some(None),
+    };
+    let (programs, complete) = match fields.take("programs") {
+        Some(programs) => program_modes(decoded, &programs),
+        None => (BTreeMap::new(), true),
+    };
+    let replays = default == Some(Some(ProcessMode::Replay))
+        || programs
+            .values()
+            .any(|mode| *mode == Some(ProcessMode::Replay));
+    let tape = match tape {
+        // Replay answers from the tape, so a replayed program needs one.
+        Some(None) if replays => {
+            let what = format!("{TAPE} (a program is in replay mode)");
+            decoded.missing(&fields, "tape", &what);
+            None
+        }
+        tape => tape,
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&PROCESS_KEYS)),
+    );
+    Some(ProcessSpec {
+        tape: tape?,
+        default: default?,
+        programs: complete.then_some(programs)?,
+    })
+}
+
+/// `programs = { git = "replay", echo = "real" }`: each key is a program exactly as the
+/// steps name it. Returns the modes that decoded, and whether all did.
+fn program_modes(
+    decoded: &mut Decoded,
+    field: &Field<'_>,
+) -> (BTreeMap<String, Option<ProcessMode>>, bool) {
+    let what = "a table of program modes like { git = \"replay\" }";
+    let mut programs = BTreeMap::new();
+    let Some(mut fields) = decoded.table(field, what) else {
+        return (programs, false);
+    };
+    let keys: Vec<String> = fields.entries.iter().map(|e| e.key.clone()).collect();
+    let mut complete = true;
+    for key in keys {
+        let value = fields
+            .take(&key)
+            .expect("the key is one of the table's entries");
+        match process_mode(decoded, &value) {
+            Some(mode) => drop(programs.insert(key, mode)),
+            None => complete = false,
+        }
+    }
+    (programs, complete)
+}
+
+/// A scenario's process mode: `hermetic` (`None`), `replay` or `real`. Record mode writes a
+/// process tape, which a scenario run (repeated across seeds and sweeps) must not do.
+fn process_mode(decoded: &mut Decoded, field: &Field<'_>) -> Option<Option<ProcessMode>> {
+    const WHAT: &str = "a process mode `hermetic`, `replay` or `real`";
+    match decoded.string(field, WHAT)? {
+        "hermetic" => Some(None),
+        "replay" => Some(Some(ProcessMode::Replay)),
+        "real" => Some(Some(ProcessMode::Real)),
+        "record" => {
+            let message = format!(
+                "expected {WHAT}, found \"record\": record mode belongs to the Rust API \
+                 (`ProcessActor::record`) and, later, the CLI; a scenario only replays or runs"
+            );
+            decoded.problem(field.span.clone(), field.path.clone(), message);
+            None
+        }
+        _ => {
+            decoded.expected(field, WHAT);
+            None
+        }
+    }
 }
 
 /// A non-empty path string, remembered with its place.

@@ -356,7 +356,7 @@ fn errors_name_line_column_and_field() {
         ),
         (
             format!("{head}{task}steps = [{{ slep = \"1s\" }}]\n"),
-            vec!["s.toml:5:10: field `task[0].steps[0]`: expected a step with one of the keys `sleep`, `sleep_random`, `event`, `send`, `recv`, `outcome`, `write`, `append`, `read`, `remove`, `rename`, `mkdir`, `connect`, `ask`, found `slep`"],
+            vec!["s.toml:5:10: field `task[0].steps[0]`: expected a step with one of the keys `sleep`, `sleep_random`, `event`, `send`, `recv`, `outcome`, `write`, `append`, `read`, `remove`, `rename`, `mkdir`, `connect`, `ask`, `run`, found `slep`"],
         ),
         (
             format!("{head}{task}steps = [{{ sleep = \"1s\", event = \"e\" }}]\n"),
@@ -403,7 +403,7 @@ fn errors_name_line_column_and_field() {
         ),
         (
             format!("{head}[agent]\nmodel = \"m\"\n{task}steps = [{{ sleep = \"1s\" }}]\n"),
-            vec!["s.toml:3:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `task`"],
+            vec!["s.toml:3:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `task`"],
         ),
         (
             "# nothing here\n".to_string(),
@@ -636,7 +636,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
             "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`",
-            "s.toml:12:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `task`",
+            "s.toml:12:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `task`",
         ]
     );
 }
@@ -851,4 +851,143 @@ fn a_tape_names_no_host_path() {
     assert!(!bytes
         .windows(needle.len())
         .any(|window| window == needle.as_bytes()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Subprocesses: the [process] table and the `run` step.
+
+/// Returns the `[process]` table of a scenario placed in `scenarios/` that uses the shipped
+/// process tape, with `programs` as its modes.
+fn process_table(programs: &str) -> String {
+    format!("[process]\ntape = \"data/recorded-pipeline/process.jsonl\"\nprograms = {programs}")
+}
+
+#[test]
+fn process_table_and_run_step_decode_with_exact_errors() {
+    // Goal: a bad mode, `record`, a replay without a tape, an unknown key and bad `run` keys
+    // are each reported at their own place with the exact message.
+    let source = with_task(
+        "[process]\ndefault = \"sometimes\"\nprograms = { git = \"replay\", make = \"record\", ls = 3 }\ncolour = 1",
+        "{ run = \"\" }, { run = \"git\", args = \"status\" }, { run = \"git\", args = [1], cwd = 2, logs = \"x\" }",
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "s.toml:3:1: field `process.tape`: expected a process tape path relative to the scenario file (a program is in replay mode), found nothing",
+            "s.toml:4:11: field `process.default`: expected a process mode `hermetic`, `replay` or `real`, found \"sometimes\"",
+            "s.toml:5:37: field `process.programs.make`: expected a process mode `hermetic`, `replay` or `real`, found \"record\": record mode belongs to the Rust API (`ProcessActor::record`) and, later, the CLI; a scenario only replays or runs",
+            "s.toml:5:52: field `process.programs.ls`: expected a process mode `hermetic`, `replay` or `real`, found 3",
+            "s.toml:6:1: field `process.colour`: unknown key, expected one of `tape`, `default`, `programs`",
+            "s.toml:9:18: field `task[0].steps[0].run`: expected a program name like \"git\", found \"\"",
+            "s.toml:9:46: field `task[0].steps[1].args`: expected an array of arguments like [\"status\", \"--short\"], found \"status\"",
+            "s.toml:9:81: field `task[0].steps[2].args[0]`: expected an argument string, found 1",
+            "s.toml:9:91: field `task[0].steps[2].cwd`: expected a working directory string, found 2",
+            "s.toml:9:94: field `task[0].steps[2].logs`: unknown key, expected `args`, `cwd`, `stdin`, `log` (no other key goes with `run`)",
+        ]
+    );
+}
+
+#[test]
+fn a_run_step_needs_a_process_table() {
+    // Goal: `run` without [process] is a check error at the step.
+    assert_eq!(
+        problems(&with_task("", "{ run = \"git\", args = [\"status\"] }")),
+        ["s.toml:6:18: field `task[0].steps[0].run`: step `run` needs a [process] table"]
+    );
+}
+
+#[test]
+fn the_process_tape_is_opened_at_check_time() {
+    // Goal: a missing tape is reported with its resolved path, and a malformed one with its
+    // own file and line, both at `process.tape`.
+    let path = scenarios_dir().join("x.toml");
+    let tables = "[process]\ntape = \"data/no-such/process.jsonl\"\ndefault = \"replay\"";
+    assert_eq!(
+        problems_at(&with_task(tables, "{ sleep = \"1s\" }"), &path),
+        [format!(
+            "{}:4:8: field `process.tape`: expected an existing process tape file, found nothing at {}",
+            path.display(),
+            scenarios_dir().join("data/no-such/process.jsonl").display()
+        )]
+    );
+    // The fs fixture is a JSONL file, but not a process tape: its first line is no header.
+    let path = test_data().join("x.toml");
+    let tables = "[process]\ntape = \"ask.jsonl\"";
+    let found = problems_at(&with_task(tables, "{ sleep = \"1s\" }"), &path);
+    let prefix = format!(
+        "{}:4:8: field `process.tape`: {}:1: expected the header {{\"simtape_process\": 1}}, found ",
+        path.display(),
+        test_data().join("ask.jsonl").display()
+    );
+    assert_eq!(found.len(), 1);
+    assert!(found[0].starts_with(&prefix), "{}", found[0]);
+}
+
+#[test]
+fn recorded_pipeline_replays_with_no_process_and_the_recorded_durations() {
+    // Goal: the shipped scenario answers `git status` and `echo hi` from its process tape, logs
+    // the recorded output, and ends at exactly 12 ms + 5 ms (sleep) + 2 ms, at every seed.
+    let scenario = load("recorded-pipeline.toml");
+    // The git step runs in `repo`, which exists nowhere: a real git could not even start.
+    assert!(!scenarios_dir().join("repo").exists());
+    assert!(!Path::new("repo").exists());
+    for &seed in scenario.seeds() {
+        let report = run(&scenario, seed).unwrap();
+        assert_eq!(report.end_ns, 19_000_000);
+        assert_eq!(
+            report.outcomes,
+            vec![("ran".to_string(), json!(["git", "echo"]))]
+        );
+        let (verdict, events) = read_tape(memory_tape(&report));
+        assert_eq!(verdict, "ok");
+        let events: Vec<(u64, String, Value)> = events
+            .into_iter()
+            .map(|(t_ns, _, name, fields)| (t_ns, name, fields))
+            .collect();
+        assert_eq!(
+            events,
+            vec![
+                (
+                    12_000_000,
+                    "git-status".to_string(),
+                    json!({ "status": { "code": 0 }, "stdout": " M src/lib.rs\n?? notes.txt\n", "stderr": "" })
+                ),
+                (
+                    19_000_000,
+                    "echoed".to_string(),
+                    json!({ "status": { "code": 0 }, "stdout": "hi\n", "stderr": "" })
+                ),
+            ]
+        );
+    }
+}
+
+#[test]
+fn a_process_divergence_or_an_uncovered_program_ends_the_run() {
+    // Goal: a call the tape does not hold ends the run with the named divergence, and a
+    // program left hermetic ends it with "not covered"; neither takes virtual time.
+    let path = scenarios_dir().join("diverge.toml");
+    let tables = process_table("{ git = \"replay\", echo = \"hermetic\" }");
+    let diverged = with_task(&tables, "{ run = \"git\", args = [\"log\"] }");
+    let error = run(&Scenario::parse(&diverged, &path).unwrap(), 0).unwrap_err();
+    assert_eq!(error.error.kind(), "step_failed");
+    let expected = "task \"a\" failed at step task[0].steps[0] (`run`): process tape diverged at call #1 (git): args differs from the entry at line 5: expected [\"status\",\"--short\"], found [\"log\"]";
+    assert_eq!(error.to_string(), expected);
+    let ScenarioFailure::Step(step) = &*error.error else {
+        panic!("expected a step failure, got {}", error.error);
+    };
+    assert!(matches!(
+        step.error,
+        CallError::Process(simtape::cap::process::ProcessError::Diverged { .. })
+    ));
+    assert_eq!(error.end_ns, 0);
+    let tape = error.tape.as_ref().unwrap().memory.as_deref().unwrap();
+    assert_eq!(read_tape(tape).0, format!("error: {expected}"));
+
+    let uncovered = with_task(&tables, "{ run = \"echo\", args = [\"hi\"] }");
+    let error = run(&Scenario::parse(&uncovered, &path).unwrap(), 0).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "task \"a\" failed at step task[0].steps[0] (`run`): program \"echo\" is not covered: hermetic mode runs nothing; give it a mode (real, record or replay)"
+    );
 }

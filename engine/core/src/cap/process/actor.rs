@@ -237,7 +237,8 @@ impl ProcessMode {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ProcessActor {
-    modes: BTreeMap<String, ProcessMode>,
+    /// Each named program's mode; `None` leaves it uncovered whatever the default.
+    modes: BTreeMap<String, Option<ProcessMode>>,
     fallback: Option<ProcessMode>,
     writer: Option<ProcessTapeWriter>,
     replayer: Option<Replayer>,
@@ -289,7 +290,24 @@ impl ProcessActor {
 
     /// Sets the mode of one program, matched by the name exactly as the pipeline passes it.
     pub fn mode(mut self, program: impl Into<String>, mode: ProcessMode) -> ProcessActor {
-        self.modes.insert(program.into(), mode);
+        self.modes.insert(program.into(), Some(mode));
+        self
+    }
+
+    /// Leaves one program uncovered (hermetic) whatever the default mode: every call of it is
+    /// [`ProcessError::NotCovered`].
+    ///
+    /// ```
+    /// use simtape::cap::process::{Command, ProcessActor, ProcessError};
+    /// let mut builder = simtape::Sim::builder();
+    /// builder.process(ProcessActor::real().uncover("rm"));
+    /// let report = builder.build().unwrap().run(|host| async move {
+    ///     host.process().run(Command::new("rm").arg("-rf").arg("/")).await
+    /// }).unwrap();
+    /// assert!(matches!(report.output, Err(ProcessError::NotCovered { .. })));
+    /// ```
+    pub fn uncover(mut self, program: impl Into<String>) -> ProcessActor {
+        self.modes.insert(program.into(), None);
         self
     }
 
@@ -361,7 +379,7 @@ impl ProcessActor {
             .modes
             .get(&command.program)
             .copied()
-            .or(self.fallback)
+            .unwrap_or(self.fallback)
             .ok_or_else(|| ProcessError::NotCovered {
                 program: command.program.clone(),
             })?;
