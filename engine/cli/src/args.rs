@@ -11,6 +11,12 @@ Exit codes:
   2  bad usage or bad input: arguments, scenario files, unreadable tapes
   3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step";
 
+const SWEEP_EXIT_CODES: &str = "\
+Exit codes:
+  0  every seed ran and passed
+  1  some seed failed or ended in error, or the sweep was stopped before every seed ran
+  2  bad usage or bad input: arguments, scenario files, unreadable reports";
+
 /// simtape: deterministic simulation for LLM-agent pipelines.
 #[derive(Debug, Parser)]
 #[command(
@@ -49,6 +55,13 @@ pub(crate) enum Command {
     /// Writes a small working scenario to start from.
     #[command(after_help = EXIT_CODES)]
     New(NewArgs),
+    /// Runs scenarios at every seed of a range on a pool of threads, summarizes pass rate,
+    /// pass@k and pass^k, and writes a report; failing tapes are kept under --out.
+    #[command(after_help = SWEEP_EXIT_CODES)]
+    Sweep(SweepArgs),
+    /// Works with sweep reports: merges the reports of a sweep's shards.
+    #[command(after_help = SWEEP_EXIT_CODES)]
+    Report(ReportArgs),
     /// MCP tool servers: record, replay and verify cassettes; serve and score simulated worlds.
     Mcp(crate::cmd_mcp::McpArgs),
 }
@@ -177,4 +190,51 @@ pub(crate) struct NewArgs {
     /// Where to write it (default: `scenarios/` when it exists, else the current directory).
     #[arg(long, default_value_os_t = crate::cmd_new::default_dir())]
     pub(crate) dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SweepArgs {
+    /// The scenario files (TOML); each is loaded once and shared by every run.
+    #[arg(required = true)]
+    pub(crate) scenarios: Vec<PathBuf>,
+    /// The seeds: `A..B` (B excluded) or `A..=B`.
+    #[arg(long, value_parser = crate::sweep::parse_seeds)]
+    pub(crate) seeds: crate::sweep::SeedRange,
+    /// Worker threads (default: the available parallelism). Results do not depend on it.
+    #[arg(long)]
+    pub(crate) jobs: Option<std::num::NonZeroUsize>,
+    /// Run only shard I of N (0-based): the seeds s with s mod N = I.
+    #[arg(long, value_name = "I/N", value_parser = crate::sweep::parse_shard)]
+    pub(crate) shard: Option<crate::sweep::Shard>,
+    /// Keep the tape of every failing seed as DIR/<scenario>/seed-<N>.tape.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// The report format (to standard output, or to --report-out).
+    #[arg(long, value_enum)]
+    pub(crate) report: Option<crate::sweep::formats::ReportFormat>,
+    /// Write the report to this file (default format: json).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) report_out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    #[command(subcommand)]
+    pub(crate) command: ReportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReportCommand {
+    /// Joins the JSON reports of a sweep's shards into the report of the whole sweep.
+    Merge {
+        /// The shard reports (`sweep --report json`), one per shard, in any order.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// The merged report's format (default: json).
+        #[arg(long, value_enum)]
+        report: Option<crate::sweep::formats::ReportFormat>,
+        /// Write the merged report to this file instead of standard output.
+        #[arg(long, value_name = "PATH")]
+        report_out: Option<PathBuf>,
+    },
 }

@@ -8,11 +8,14 @@ mod cmd_diff;
 mod cmd_mcp;
 mod cmd_new;
 mod cmd_replay;
+mod cmd_report;
 mod cmd_run;
+mod cmd_sweep;
 mod cmd_tape;
 mod evidence;
 mod exit;
 mod shell;
+mod sweep;
 
 use std::process::ExitCode;
 
@@ -29,6 +32,8 @@ fn main() -> ExitCode {
         args::Command::Ci(a) => cmd_ci::run(&a),
         args::Command::Mcp(a) => cmd_mcp::run(&a),
         args::Command::New(a) => cmd_new::run(&a),
+        args::Command::Sweep(a) => cmd_sweep::run(&a),
+        args::Command::Report(a) => cmd_report::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

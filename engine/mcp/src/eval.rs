@@ -77,15 +77,29 @@ fn gcd(mut a: u128, mut b: u128) -> u128 {
 /// assert_eq!(binomial(2, 3), 0);
 /// ```
 pub fn binomial(n: u64, k: u64) -> u128 {
+    binomial_checked(n, k).expect("C(n, k) fits in u128 for n up to EVAL_STATES_MAX")
+}
+
+/// Returns C(n, k) exactly, or `None` when it (or a step towards it) overflows `u128`.
+/// When `binomial_checked(n, k)` is `Some`, [`pass_at_k`] and [`pass_hat_k`] at `(n, c, k)`
+/// are exact for every `c ≤ n`: their other binomials are smaller, step by step. Seed sweeps
+/// use it to keep only the k whose estimates are exact.
+///
+/// ```
+/// use simtape_mcp::eval::binomial_checked;
+/// assert_eq!(binomial_checked(10_000, 10).is_some(), true);
+/// assert_eq!(binomial_checked(1_000_000, 10), None);
+/// ```
+pub fn binomial_checked(n: u64, k: u64) -> Option<u128> {
     if k > n {
-        return 0;
+        return Some(0);
     }
     let k = k.min(n - k);
     let mut value: u128 = 1;
     for i in 0..k {
-        value = value * u128::from(n - i) / u128::from(i + 1);
+        value = value.checked_mul(u128::from(n - i))? / u128::from(i + 1);
     }
-    value
+    Some(value)
 }
 
 /// Returns pass@k = 1 − C(n−c, k)/C(n, k).

@@ -1,0 +1,150 @@
+//! `simtape sweep`: every scenario at every seed of a range (or of one shard of it), on a pool
+//! of threads; a summary for people, a report for machines, failing tapes kept under `--out`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use simtape::scenario::Scenario;
+
+use crate::args::SweepArgs;
+use crate::exit::{CliError, CliResult, DIVERGED, OK};
+use crate::sweep::formats::{render, summary_text, ReportFormat};
+use crate::sweep::pool::{self, Loaded, Plan};
+use crate::sweep::progress::Progress;
+use crate::sweep::report::{ScenarioResults, Summary, SweepReport, FORMAT};
+use crate::sweep::{Shard, SWEEP_RUNS_MAX};
+
+pub(crate) fn run(args: &SweepArgs) -> CliResult {
+    let scenarios = load(&args.scenarios)?;
+    let shard = args.shard.unwrap_or(Shard::ALL);
+    let plan = Plan {
+        scenarios: &scenarios,
+        seeds: args.seeds,
+        shard,
+        out: args.out.as_deref(),
+    };
+    let runs = plan.runs();
+    if runs > SWEEP_RUNS_MAX {
+        return Err(CliError::usage(format!(
+            "{runs} runs (scenarios × seeds of the shard): a sweep takes at most {SWEEP_RUNS_MAX}; split it with --shard"
+        )));
+    }
+    if let Some(out) = &args.out {
+        for loaded in &scenarios {
+            let dir = out.join(loaded.scenario.name());
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+        }
+    }
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n.get(),
+    );
+    let stop = stop_on_ctrl_c();
+    // Printed once Ctrl-C is handled, so a supervisor (or a test) knows it may interrupt.
+    eprintln!(
+        "sweep: {runs} run(s) on {} thread(s)",
+        jobs.min(runs.max(1) as usize)
+    );
+    let mut progress = Progress::new(runs);
+    let results = pool::run(plan, jobs.min(runs.max(1) as usize), stop, &mut progress);
+    let done = results.iter().map(Vec::len).sum::<usize>() as u64;
+    if done != runs {
+        eprintln!("interrupted: {done} of {runs} run(s) done; the report is partial");
+    }
+    let report = SweepReport {
+        format: FORMAT.to_string(),
+        seeds: args.seeds,
+        shard: args.shard,
+        partial: done != runs,
+        scenarios: scenarios
+            .iter()
+            .zip(results)
+            .map(|(loaded, results)| ScenarioResults {
+                name: loaded.scenario.name().to_string(),
+                path: loaded.path.display().to_string(),
+                sha256: loaded.scenario.digest(),
+                summary: Summary::of(&results),
+                results,
+            })
+            .collect(),
+    };
+    deliver(&report, args.report, args.report_out.as_deref())
+}
+
+/// Returns the flag Ctrl-C sets: workers stop taking seeds, the runs under way finish, and
+/// the partial report is written. A second Ctrl-C exits at once (130, the shell's code for
+/// SIGINT). Without a handler (one is already set) Ctrl-C keeps its default effect.
+fn stop_on_ctrl_c() -> &'static AtomicBool {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let installed = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping: the runs under way finish, then the partial report is written");
+    });
+    if let Err(error) = installed {
+        eprintln!("warning: Ctrl-C will not stop the sweep cleanly: {error}");
+    }
+    &STOP
+}
+
+/// Loads every scenario once, sorted by name; two scenarios may not share a name (their
+/// tapes and records would mix).
+fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, CliError> {
+    let mut scenarios = Vec::with_capacity(paths.len());
+    for path in paths {
+        let scenario = Scenario::load(path).map_err(CliError::usage)?;
+        scenarios.push(Loaded {
+            scenario,
+            path: path.clone(),
+        });
+    }
+    scenarios.sort_by(|a, b| a.scenario.name().cmp(b.scenario.name()));
+    if let Some(pair) = scenarios
+        .windows(2)
+        .find(|pair| pair[0].scenario.name() == pair[1].scenario.name())
+    {
+        return Err(CliError::usage(format!(
+            "{} and {} are both named {:?}; a sweep needs distinct scenario names",
+            pair[0].path.display(),
+            pair[1].path.display(),
+            pair[0].scenario.name()
+        )));
+    }
+    Ok(scenarios)
+}
+
+/// Writes the report and the summary, and returns the exit code: 0 when every seed ran and
+/// passed, 1 otherwise. The summary goes to standard output, unless the report goes there
+/// (`--report` without `--report-out`): then the summary goes to standard error.
+pub(crate) fn deliver(
+    report: &SweepReport,
+    format: Option<ReportFormat>,
+    report_out: Option<&Path>,
+) -> CliResult {
+    let summary = summary_text(report);
+    match (format, report_out) {
+        (None, None) => print!("{summary}"),
+        (Some(format), None) => {
+            eprint!("{summary}");
+            print!("{}", render(report, format));
+        }
+        (format, Some(path)) => {
+            let text = render(report, format.unwrap_or(ReportFormat::Json));
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| CliError::usage(format!("{}: {e}", parent.display())))?;
+            }
+            std::fs::write(path, text)
+                .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+            print!("{summary}");
+            println!("report: {}", path.display());
+        }
+    }
+    if report.all_passed() && !report.partial {
+        Ok(OK)
+    } else {
+        Ok(DIVERGED)
+    }
+}

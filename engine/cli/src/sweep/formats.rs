@@ -1,0 +1,296 @@
+//! The sweep report rendered for machines (JSON, JSON lines, JUnit XML, CSV) and for people
+//! (the text summary). Every rendering is a pure function of the report, so equal reports give
+//! equal bytes.
+
+use std::fmt::Write as _;
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+use super::report::{ScenarioResults, SeedResult, SweepReport, Verdict};
+
+/// At most this many failing seeds are listed in the text summary (the report has them all).
+const FAILING_SEEDS_SHOWN_MAX: usize = 20;
+
+/// The machine-readable report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReportFormat {
+    /// The whole report: scenarios, per-seed results sorted by seed, summaries.
+    Json,
+    /// One JSON object per (scenario, seed), in (scenario, seed) order.
+    Jsonl,
+    /// JUnit XML: one test suite per scenario, one test case per seed.
+    Junit,
+    /// `scenario,seed,verdict,reason,end_ns,events`, one row per (scenario, seed).
+    Csv,
+}
+
+/// Renders `report` in `format`.
+pub(crate) fn render(report: &SweepReport, format: ReportFormat) -> String {
+    match format {
+        ReportFormat::Json => {
+            let mut text = serde_json::to_string_pretty(report).expect("reports serialize");
+            text.push('\n');
+            text
+        }
+        ReportFormat::Jsonl => jsonl(report),
+        ReportFormat::Junit => junit(report),
+        ReportFormat::Csv => csv(report),
+    }
+}
+
+fn jsonl(report: &SweepReport) -> String {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        scenario: &'a str,
+        #[serde(flatten)]
+        result: &'a SeedResult,
+    }
+    let mut out = String::new();
+    for scenario in &report.scenarios {
+        for result in &scenario.results {
+            let line = Line {
+                scenario: &scenario.name,
+                result,
+            };
+            out.push_str(&serde_json::to_string(&line).expect("records serialize"));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn csv(report: &SweepReport) -> String {
+    let mut out = String::from("scenario,seed,verdict,reason,end_ns,events\n");
+    for scenario in &report.scenarios {
+        for result in &scenario.results {
+            let reason = result
+                .reason
+                .as_ref()
+                .map(|r| format!("{}: {}", r.kind, r.first_line()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{}",
+                csv_field(&scenario.name),
+                result.seed,
+                verdict_name(result.verdict),
+                csv_field(&reason),
+                result.end_ns,
+                result.events
+            );
+        }
+    }
+    out
+}
+
+/// Quotes a CSV field (RFC 4180) when it holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn verdict_name(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "fail",
+        Verdict::Error => "error",
+    }
+}
+
+fn junit(report: &SweepReport) -> String {
+    let count = |verdict: Verdict| {
+        report
+            .scenarios
+            .iter()
+            .flat_map(|s| &s.results)
+            .filter(|r| r.verdict == verdict)
+            .count()
+    };
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"simtape sweep {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">",
+        report.seeds,
+        report.runs(),
+        count(Verdict::Fail),
+        count(Verdict::Error)
+    );
+    for scenario in &report.scenarios {
+        junit_suite(&mut out, scenario);
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
+    let count = |verdict: Verdict| {
+        scenario
+            .results
+            .iter()
+            .filter(|r| r.verdict == verdict)
+            .count()
+    };
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">",
+        xml_escape(&scenario.name),
+        scenario.results.len(),
+        count(Verdict::Fail),
+        count(Verdict::Error)
+    );
+    for result in &scenario.results {
+        let _ = write!(
+            out,
+            "    <testcase classname=\"{}\" name=\"seed-{}\"",
+            xml_escape(&scenario.name),
+            result.seed
+        );
+        let Some(reason) = &result.reason else {
+            out.push_str("/>\n");
+            continue;
+        };
+        let element = if result.verdict == Verdict::Fail {
+            "failure"
+        } else {
+            "error"
+        };
+        let mut body = reason.message.clone();
+        if let Some(replay) = &result.replay {
+            let _ = write!(body, "\nreplay: {replay}");
+        }
+        if let Some(tape) = &result.tape {
+            let _ = write!(body, "\ntape: {tape}");
+        }
+        let _ = writeln!(
+            out,
+            ">\n      <{element} type=\"{}\" message=\"{}\">{}</{element}>\n    </testcase>",
+            xml_escape(&reason.kind),
+            xml_escape(reason.first_line()),
+            xml_escape(&body)
+        );
+    }
+    out.push_str("  </testsuite>\n");
+}
+
+/// Escapes text for XML content and attribute values; control characters XML 1.0 cannot
+/// hold become U+FFFD.
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' | '\r' => {
+                let _ = write!(out, "&#{};", u32::from(c));
+            }
+            c if u32::from(c) < 0x20 => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Renders the summary for people: per scenario the counts, pass@k and pass^k, failures by
+/// reason, and the failing seeds with their replay commands.
+pub(crate) fn summary_text(report: &SweepReport) -> String {
+    let mut out = String::new();
+    let shard = report
+        .shard
+        .map(|s| format!(" (shard {s})"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "sweep: seeds {}{shard}, {} scenario(s), {} run(s){}",
+        report.seeds,
+        report.scenarios.len(),
+        report.runs(),
+        if report.partial {
+            ", PARTIAL: stopped before every seed ran"
+        } else {
+            ""
+        }
+    );
+    for scenario in &report.scenarios {
+        scenario_text(&mut out, scenario);
+    }
+    out
+}
+
+fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
+    let summary = &scenario.summary;
+    let rate = match (&summary.pass_rate, summary.pass_rate_value) {
+        (Some(exact), Some(value)) => format!("pass rate {exact} = {value:.4}"),
+        _ => "no runs".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "scenario {} ({}): {} run(s), {} passed, {rate}",
+        scenario.name, scenario.path, summary.runs, summary.passed
+    );
+    if !summary.k.is_empty() {
+        let _ = writeln!(out, "  {:>6}  {:<28}  pass^k", "k", "pass@k");
+        for row in &summary.k {
+            let at = format!("{} = {:.4}", row.pass_at_k, row.pass_at_k_value);
+            let hat = format!("{} = {:.4}", row.pass_hat_k, row.pass_hat_k_value);
+            let _ = writeln!(out, "  {:>6}  {at:<28}  {hat}", row.k);
+        }
+    }
+    if summary.failures.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  failures by reason:");
+    for group in &summary.failures {
+        let _ = writeln!(
+            out,
+            "    {} seed(s): {}: {}",
+            group.count, group.kind, group.message
+        );
+    }
+    let failing: Vec<&SeedResult> = scenario
+        .results
+        .iter()
+        .filter(|r| r.verdict != Verdict::Pass)
+        .collect();
+    let _ = writeln!(out, "  failing seeds:");
+    for result in failing.iter().take(FAILING_SEEDS_SHOWN_MAX) {
+        let kind = result.reason.as_ref().map_or("", |r| r.kind.as_str());
+        let replay = result.replay.as_deref().unwrap_or("");
+        let _ = write!(out, "    seed {} ({kind}): {replay}", result.seed);
+        if let Some(tape) = &result.tape {
+            let _ = write!(out, "  [tape {tape}]");
+        }
+        out.push('\n');
+    }
+    if failing.len() > FAILING_SEEDS_SHOWN_MAX {
+        let _ = writeln!(
+            out,
+            "    … and {} more (the report lists them all)",
+            failing.len() - FAILING_SEEDS_SHOWN_MAX
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_and_csv_escape_what_they_must() {
+        // Goal: markup, quotes, line breaks and control characters cannot break the XML or
+        // the CSV row.
+        assert_eq!(
+            xml_escape("a<b>&\"c\"'\n\u{1}"),
+            "a&lt;b&gt;&amp;&quot;c&quot;&apos;&#10;\u{fffd}"
+        );
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+    }
+}

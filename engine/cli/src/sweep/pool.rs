@@ -1,0 +1,146 @@
+//! Runs the seeds of a sweep on a pool of OS threads. Each run is one single-threaded
+//! simulation; the scenarios are loaded once and shared read-only (`Scenario` is `Sync`).
+//! Workers take the next task from one atomic counter, so the pool size changes only which
+//! thread runs a seed, never what the run does.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+
+use simtape::scenario::Scenario;
+
+use super::progress::Progress;
+use super::report::{Reason, SeedResult, Verdict};
+use super::{SeedRange, Shard};
+use crate::cmd_run::reproduce_command;
+
+/// A scenario loaded once for the whole sweep.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) scenario: Scenario,
+    /// The file, as given on the command line (replay commands name it).
+    pub(crate) path: PathBuf,
+}
+
+/// What the pool runs: every scenario at every seed of the shard.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plan<'a> {
+    pub(crate) scenarios: &'a [Loaded],
+    pub(crate) seeds: SeedRange,
+    pub(crate) shard: Shard,
+    /// Where failing seeds' tapes go (`DIR/<scenario>/seed-<N>.tape`), if anywhere.
+    pub(crate) out: Option<&'a Path>,
+}
+
+impl Plan<'_> {
+    /// Returns how many runs the plan has.
+    pub(crate) fn runs(&self) -> u64 {
+        self.seeds.shard_seeds(self.shard).1 * self.scenarios.len() as u64
+    }
+
+    /// Returns the (scenario index, seed) of task `task`, `task < self.runs()`.
+    fn task(&self, task: u64) -> (usize, u64) {
+        let (first, per_scenario) = self.seeds.shard_seeds(self.shard);
+        let scenario = usize::try_from(task / per_scenario).expect("task < runs");
+        (scenario, first + (task % per_scenario) * self.shard.count)
+    }
+}
+
+/// Returns where a failing seed's tape is kept.
+pub(crate) fn tape_path(out: &Path, scenario: &str, seed: u64) -> PathBuf {
+    out.join(scenario).join(format!("seed-{seed}.tape"))
+}
+
+/// Runs every task of `plan` on `jobs` threads and returns the records by scenario index,
+/// each sorted by seed. Workers stop taking tasks once `stop` is set.
+pub(crate) fn run(
+    plan: Plan<'_>,
+    jobs: usize,
+    stop: &AtomicBool,
+    progress: &mut Progress,
+) -> Vec<Vec<SeedResult>> {
+    let next = AtomicU64::new(0);
+    let runs = plan.runs();
+    let (sender, receiver) = mpsc::channel::<bool>();
+    let mut collected: Vec<(usize, SeedResult)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                let sender = sender.clone();
+                let next = &next;
+                scope.spawn(move || {
+                    let mut done = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let task = next.fetch_add(1, Ordering::Relaxed);
+                        if task >= runs {
+                            break;
+                        }
+                        let (index, seed) = plan.task(task);
+                        let result = run_seed(&plan.scenarios[index], seed, plan.out);
+                        // The receiver lives until every worker is done.
+                        let _ = sender.send(result.verdict == Verdict::Pass);
+                        done.push((index, result));
+                    }
+                    done
+                })
+            })
+            .collect();
+        drop(sender);
+        for passed in receiver {
+            progress.record(passed);
+        }
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().expect("a sweep worker panicked"))
+            .collect()
+    });
+    progress.finish();
+    collected.sort_by_key(|(index, result)| (*index, result.seed));
+    let mut by_scenario = vec![Vec::new(); plan.scenarios.len()];
+    for (index, result) in collected {
+        by_scenario[index].push(result);
+    }
+    by_scenario
+}
+
+/// Runs one seed without a tape; a failing seed runs again with its tape kept under `out`.
+fn run_seed(loaded: &Loaded, seed: u64, out: Option<&Path>) -> SeedResult {
+    let scenario = &loaded.scenario;
+    let failure = match scenario.run(&mut scenario.builder(seed)) {
+        Ok(report) => {
+            return SeedResult {
+                seed,
+                verdict: Verdict::Pass,
+                reason: None,
+                end_ns: report.end_ns,
+                events: report.events,
+                tape: None,
+                replay: None,
+            }
+        }
+        Err(failure) => failure,
+    };
+    // The second run is the same run (same seed, same scenario), now writing its tape.
+    let tape = out.and_then(|out| {
+        let path = tape_path(out, scenario.name(), seed);
+        let mut builder = scenario.builder(seed);
+        builder.tape(&path);
+        let again = scenario.run(&mut builder);
+        let written = match again {
+            Ok(report) => report.tape_path,
+            Err(failure) => failure.tape_path,
+        };
+        written.map(|p| p.display().to_string())
+    });
+    SeedResult {
+        seed,
+        verdict: Verdict::Error,
+        reason: Some(Reason {
+            kind: failure.error.kind().to_string(),
+            message: failure.error.to_string(),
+        }),
+        end_ns: failure.end_ns,
+        events: failure.events,
+        tape,
+        replay: Some(reproduce_command(&loaded.path, seed, None)),
+    }
+}

@@ -1,0 +1,294 @@
+//! `simtape sweep` and `simtape report merge`, end to end: real processes, real files, exit
+//! codes, and the byte-for-byte claims (the same report whatever --jobs, shards merge into
+//! the unsharded report).
+
+mod common;
+
+use common::{load_json, repo, scratch, simtape};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scenario(name: &str) -> PathBuf {
+    repo().join("scenarios").join(name)
+}
+
+fn output(command: &mut Command) -> Output {
+    command.output().unwrap()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Returns a `simtape sweep` command over `scenarios` and `seeds`, run in `cwd`.
+fn sweep(cwd: &Path, scenarios: &[&str], seeds: &str) -> Command {
+    let mut command = simtape();
+    command.current_dir(cwd).arg("sweep");
+    for name in scenarios {
+        command.arg(scenario(name));
+    }
+    command.args(["--seeds", seeds]);
+    command
+}
+
+/// Returns every file under `dir` with its bytes, sorted by path.
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                found.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn random_delays_sweep_passes_every_seed() {
+    // Goal: a sweep of a healthy scenario over 40 seeds passes them all and exits 0.
+    let dir = scratch("sweep", "random-delays");
+    let run = output(sweep(&dir, &["random-delays.toml"], "0..40").args([
+        "--jobs",
+        "2",
+        "--report-out",
+        "report.json",
+    ]));
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("40 run(s), 40 passed, pass rate 1"),
+        "{stdout}"
+    );
+    let report = load_json(&dir.join("report.json"));
+    let only = &report["scenarios"][0];
+    assert_eq!(only["name"], "random-delays");
+    assert_eq!(only["summary"]["runs"], 40);
+    assert_eq!(only["summary"]["passed"], 40);
+    let ks: Vec<u64> = only["summary"]["k"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["k"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ks, [1, 2, 5, 10, 40]);
+    let seeds: Vec<u64> = only["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, (0..40).collect::<Vec<_>>());
+    assert_eq!(report["partial"], false);
+}
+
+#[test]
+fn deadlock_sweep_fails_every_seed_and_keeps_verifiable_tapes() {
+    // Goal: every seed of a deadlocking scenario fails with reason deadlock, names its replay
+    // command, and leaves a sound tape under --out.
+    let dir = scratch("sweep", "deadlock");
+    let run = output(sweep(&dir, &["deadlock.toml"], "0..6").args([
+        "--out",
+        "out",
+        "--report",
+        "json",
+        "--report-out",
+        "r.json",
+    ]));
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("6 seed(s): deadlock: deadlock at t=10ms"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--seed 5"), "{stdout}");
+    let report = load_json(&dir.join("r.json"));
+    let results = report["scenarios"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6);
+    for result in results {
+        let seed = result["seed"].as_u64().unwrap();
+        assert_eq!(result["verdict"], "error");
+        assert_eq!(result["reason"]["kind"], "deadlock");
+        let replay = result["replay"].as_str().unwrap();
+        assert!(replay.starts_with("simtape run "), "{replay}");
+        assert!(replay.ends_with(&format!("--seed {seed}")), "{replay}");
+        let tape = result["tape"].as_str().unwrap();
+        assert_eq!(tape, format!("out/deadlock/seed-{seed}.tape"));
+        let verify = output(simtape().current_dir(&dir).args(["tape", "verify", tape]));
+        assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+    }
+}
+
+#[test]
+fn jobs_do_not_change_the_report_or_the_tapes() {
+    // Goal: --jobs 1 and --jobs 2 write the same JSON report and the same kept tapes, byte
+    // for byte.
+    let mut outcomes = Vec::new();
+    for jobs in ["1", "2"] {
+        let dir = scratch("sweep", &format!("jobs-{jobs}"));
+        let run = output(
+            sweep(&dir, &["random-delays.toml", "deadlock.toml"], "0..20").args([
+                "--jobs",
+                jobs,
+                "--out",
+                "out",
+                "--report-out",
+                "report.json",
+            ]),
+        );
+        assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+        let report = std::fs::read(dir.join("report.json")).unwrap();
+        outcomes.push((report, files(&dir.join("out"))));
+    }
+    assert_eq!(outcomes[0].1.len(), 20, "one kept tape per deadlocked seed");
+    assert!(
+        outcomes[0] == outcomes[1],
+        "--jobs changed the report or a tape"
+    );
+}
+
+#[test]
+fn merged_shards_equal_the_unsharded_report() {
+    // Goal: the reports of shards 0/2 and 1/2, merged, are the unsharded report byte for byte.
+    let dir = scratch("sweep", "shards");
+    let scenarios = ["random-delays.toml", "deadlock.toml"];
+    let whole = output(sweep(&dir, &scenarios, "3..20").args(["--report-out", "whole.json"]));
+    assert_eq!(whole.status.code(), Some(1), "{}", text(&whole));
+    for shard in ["0/2", "1/2"] {
+        let name = format!("shard-{}.json", &shard[..1]);
+        let run = output(sweep(&dir, &scenarios, "3..20").args([
+            "--shard",
+            shard,
+            "--report-out",
+            &name,
+        ]));
+        assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    }
+    let merge = output(simtape().current_dir(&dir).args([
+        "report",
+        "merge",
+        "shard-1.json",
+        "shard-0.json",
+        "--report-out",
+        "merged.json",
+    ]));
+    assert_eq!(merge.status.code(), Some(1), "{}", text(&merge));
+    let whole = std::fs::read(dir.join("whole.json")).unwrap();
+    let merged = std::fs::read(dir.join("merged.json")).unwrap();
+    assert!(
+        whole == merged,
+        "the merged report differs from the unsharded one"
+    );
+    let missing = output(
+        simtape()
+            .current_dir(&dir)
+            .args(["report", "merge", "shard-0.json"]),
+    );
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    assert!(
+        text(&missing).contains("shard 1/2 is missing"),
+        "{}",
+        text(&missing)
+    );
+}
+
+#[test]
+fn junit_and_csv_have_one_entry_per_seed() {
+    // Goal: JUnit XML has one <testcase per (scenario, seed) and CSV one row each plus a
+    // header.
+    let dir = scratch("sweep", "formats");
+    let scenarios = ["random-delays.toml", "deadlock.toml"];
+    let junit = output(sweep(&dir, &scenarios, "0..7").args(["--report", "junit"]));
+    assert_eq!(junit.status.code(), Some(1), "{}", text(&junit));
+    let xml = String::from_utf8(junit.stdout).unwrap();
+    assert!(
+        xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites "),
+        "{xml}"
+    );
+    assert!(xml.trim_end().ends_with("</testsuites>"), "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 14, "{xml}");
+    assert_eq!(xml.matches("<testsuite ").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<error type=\"deadlock\"").count(), 7, "{xml}");
+    assert_eq!(xml.matches('<').count(), xml.matches('>').count(), "{xml}");
+    let csv = output(sweep(&dir, &scenarios, "0..7").args(["--report", "csv"]));
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 15, "{csv}");
+    assert!(
+        csv.starts_with("scenario,seed,verdict,reason,end_ns,events\n"),
+        "{csv}"
+    );
+    assert!(csv.contains("\nrandom-delays,6,pass,,"), "{csv}");
+    let jsonl = output(sweep(&dir, &scenarios, "0..7").args(["--report", "jsonl"]));
+    let jsonl = String::from_utf8(jsonl.stdout).unwrap();
+    assert_eq!(jsonl.lines().count(), 14, "{jsonl}");
+    for line in jsonl.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(record["scenario"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn bad_seeds_or_shard_exit_2() {
+    // Goal: malformed or empty seed ranges and impossible shards are usage errors (exit 2).
+    let dir = scratch("sweep", "usage");
+    for seeds in ["5..5", "9..2", "abc", "0..x"] {
+        let run = output(&mut sweep(&dir, &["hello.toml"], seeds));
+        assert_eq!(
+            run.status.code(),
+            Some(2),
+            "--seeds {seeds}: {}",
+            text(&run)
+        );
+    }
+    for shard in ["2/2", "0/0", "1", "a/b"] {
+        let run = output(sweep(&dir, &["hello.toml"], "0..4").args(["--shard", shard]));
+        assert_eq!(
+            run.status.code(),
+            Some(2),
+            "--shard {shard}: {}",
+            text(&run)
+        );
+    }
+    let missing = output(&mut sweep(&dir, &["no-such-scenario.toml"], "0..4"));
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_writes_a_partial_report() {
+    // Goal: SIGINT stops the workers, and the report still comes out, marked partial.
+    let dir = scratch("sweep", "ctrl-c");
+    let mut child = sweep(&dir, &["random-delays.toml"], "0..5000000")
+        .args(["--jobs", "2", "--report-out", "partial.json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt only once the sweep says it has started (its Ctrl-C handler is in place).
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    assert!(first.starts_with("sweep: "), "{first}");
+    let kill = output(Command::new("kill").args(["-INT", &child.id().to_string()]));
+    assert!(kill.status.success(), "{}", text(&kill));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{rest}");
+    assert!(rest.contains("the report is partial"), "{rest}");
+    let report = load_json(&dir.join("partial.json"));
+    assert_eq!(report["partial"], true);
+    let runs = report["scenarios"][0]["summary"]["runs"].as_u64().unwrap();
+    assert!(runs < 5_000_000, "{runs}");
+}
