@@ -240,6 +240,29 @@ impl Miss {
     }
 }
 
+/// Returns the client-initiated exchanges of `cassette` and a matcher over them, keyed by
+/// method and era-neutral params: the one index `simtape mcp replay` and the in-simulation
+/// actor both answer from, so they answer the same request the same way.
+pub(crate) fn client_index(
+    cassette: &crate::cassette::Cassette,
+) -> (Vec<crate::cassette::Exchange>, Matcher) {
+    let exchanges: Vec<crate::cassette::Exchange> = cassette
+        .exchanges()
+        .into_iter()
+        .filter(|e| e.from == crate::cassette::Direction::Client)
+        .collect();
+    let keys = exchanges
+        .iter()
+        .map(|e| {
+            (
+                e.method().to_string(),
+                crate::era::matching_params(e.params()),
+            )
+        })
+        .collect();
+    (exchanges, Matcher::new(keys))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use crate::cassette::{Cassette, Direction, Exchange};
+use crate::cassette::{Cassette, Exchange};
 use crate::era::{self, LATEST_HANDSHAKE_VERSION, META_SERVER_INFO};
 use crate::jsonrpc::{
     error_response, parse_line, result_response, Message, ParseFailure, INVALID_PARAMS,
@@ -45,15 +45,7 @@ impl ReplayServer {
     /// applied to live requests before matching, so a request that carried a secret when it
     /// was recorded still matches its redacted recording.
     pub fn new(cassette: &Cassette, redactor: Redactor) -> ReplayServer {
-        let exchanges: Vec<Exchange> = cassette
-            .exchanges()
-            .into_iter()
-            .filter(|e| e.from == Direction::Client)
-            .collect();
-        let keys = exchanges
-            .iter()
-            .map(|e| (e.method().to_string(), era::matching_params(e.params())))
-            .collect();
+        let (exchanges, matcher) = crate::matching::client_index(cassette);
         let recorded_result = |method: &str| {
             exchanges
                 .iter()
@@ -70,7 +62,7 @@ impl ReplayServer {
                 discover.as_ref()?.pointer(&pointer).cloned()
             });
         ReplayServer {
-            matcher: Matcher::new(keys),
+            matcher,
             exchanges,
             initialize,
             discover,

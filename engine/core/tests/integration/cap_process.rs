@@ -413,9 +413,12 @@ fn malformed_tapes_are_named_errors() {
 #[test]
 fn normalization_rules() {
     // Goal: timestamps, durations, pids and worktree paths are masked in views; raw bytes stay.
-    let n = Normalizer::new().worktree("/work/repo/").pid(4242);
+    let n = Normalizer::new().worktree("/home/dev/checkout/").pid(4242);
     let cases = [
-        ("built /work/repo/src/a.rs", "built <worktree>/src/a.rs"),
+        (
+            "built /home/dev/checkout/src/a.rs",
+            "built <worktree>/src/a.rs",
+        ),
         ("at 2026-01-01T10:00:00Z", "at <timestamp>"),
         ("at 2026-01-01 10:00:00.125+02:00 ok", "at <timestamp> ok"),
         ("on 2026-03-04", "on <timestamp>"),
@@ -437,8 +440,8 @@ fn normalization_rules() {
         assert_eq!(n.text(raw), normalized, "normalizing {raw:?}");
     }
     // Two recordings that differ only in masked details compare equal as views.
-    let a = r#"{"program": "make", "cwd": "/work/repo", "stdout": "done in 3s at 2026-01-01T00:00:00Z\n", "status": {"code": 0}, "duration_ns": 3000000000}"#;
-    let b = r#"{"program": "make", "cwd": "/work/repo", "stdout": "done in 4s at 2026-01-02T00:00:09Z\n", "status": {"code": 0}, "duration_ns": 4100000000}"#;
+    let a = r#"{"program": "make", "cwd": "/home/dev/checkout", "stdout": "done in 3s at 2026-01-01T00:00:00Z\n", "status": {"code": 0}, "duration_ns": 3000000000}"#;
+    let b = r#"{"program": "make", "cwd": "/home/dev/checkout", "stdout": "done in 4s at 2026-01-02T00:00:09Z\n", "status": {"code": 0}, "duration_ns": 4100000000}"#;
     let tape = ProcessTape::parse("t", &tape_text(&[a, b])).unwrap();
     let (first, second) = (&tape.entries[0].1, &tape.entries[1].1);
     assert_eq!(n.entry(first), n.entry(second));

@@ -54,7 +54,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use simtape::actor::{Actor, ActorContext, Answer};
 
-use crate::cassette::{Cassette, Direction, Exchange};
+use crate::cassette::{Cassette, Exchange};
 use crate::era;
 use crate::error::McpError;
 use crate::matching::Matcher;
@@ -166,18 +166,9 @@ struct CassetteBackend {
 impl McpActor {
     /// Returns an actor answering from the client-initiated exchanges of `cassette`.
     pub fn from_cassette(cassette: Cassette) -> McpActor {
-        let exchanges: Vec<Exchange> = cassette
-            .exchanges()
-            .into_iter()
-            .filter(|e| e.from == Direction::Client)
-            .collect();
-        // The same keys as `ReplayServer::new`, so both answer the same request the same way.
-        let keys = exchanges
-            .iter()
-            .map(|e| (e.method().to_string(), era::matching_params(e.params())))
-            .collect();
+        let (exchanges, matcher) = crate::matching::client_index(&cassette);
         let backend = CassetteBackend {
-            matcher: Matcher::new(keys),
+            matcher,
             exchanges,
             redactor: Redactor::default(),
             answered: Vec::new(),

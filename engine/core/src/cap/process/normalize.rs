@@ -19,9 +19,9 @@ use super::tape::{Captured, TapeEntry};
 ///
 /// ```
 /// use simtape::cap::process::Normalizer;
-/// let n = Normalizer::new().worktree("/work/repo").pid(4242);
+/// let n = Normalizer::new().worktree("/home/dev/checkout").pid(4242);
 /// assert_eq!(
-///     n.text("/work/repo/a.rs built in 1.5s at 2026-01-01T10:00:00Z by pid 77, child 4242"),
+///     n.text("/home/dev/checkout/a.rs built in 1.5s at 2026-01-01T10:00:00Z by pid 77, child 4242"),
 ///     "<worktree>/a.rs built in <duration> at <timestamp> by pid <pid>, child <pid>",
 /// );
 /// ```
