@@ -127,6 +127,10 @@ fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
         llm: llm?,
         process: process?,
         tasks: tasks?,
+        agent: None,
+        mcp: Vec::new(),
+        faults: super::eval::FaultsSpec::default(),
+        verify: Vec::new(),
     })
 }
 

@@ -43,6 +43,7 @@ mod cap_steps;
 mod channels;
 mod decode;
 mod error;
+mod eval;
 mod failure;
 mod fields;
 mod interpret;
@@ -58,6 +59,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::ScenarioError;
+pub use eval::{
+    AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault,
+    McpFaultKind, McpServerSpec, McpSource, ProcessFault, TextMatch, ToolSource, Trigger,
+    VerifySpec,
+};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 
 use crate::cap::fs::FsDiff;
@@ -220,6 +226,26 @@ impl Scenario {
             digest: self.digest(),
             source: self.source.clone(),
         }
+    }
+
+    /// Returns the agent (`[agent]`), when the scenario has one.
+    pub fn agent(&self) -> Option<&AgentSpec> {
+        self.spec.agent.as_ref()
+    }
+
+    /// Returns the MCP servers (`[[mcp]]`), in file order.
+    pub fn mcp_servers(&self) -> &[McpServerSpec] {
+        &self.spec.mcp
+    }
+
+    /// Returns the fault plan (`[faults]`).
+    pub fn faults(&self) -> &FaultsSpec {
+        &self.spec.faults
+    }
+
+    /// Returns the verifiers (`[[verify]]`), in file order.
+    pub fn verifiers(&self) -> &[VerifySpec] {
+        &self.spec.verify
     }
 
     /// Returns whether the scenario has a filesystem overlay (`[fs]`), so has an fs diff.

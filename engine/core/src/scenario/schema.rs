@@ -74,6 +74,10 @@ pub(crate) struct Spec {
     pub(crate) llm: Option<LlmSpec>,
     pub(crate) process: Option<ProcessSpec>,
     pub(crate) tasks: Vec<TaskSpec>,
+    pub(crate) agent: Option<super::eval::AgentSpec>,
+    pub(crate) mcp: Vec<super::eval::McpServerSpec>,
+    pub(crate) faults: super::eval::FaultsSpec,
+    pub(crate) verify: Vec<super::eval::VerifySpec>,
 }
 
 /// Where a path-valued field sits, so a problem with the file it names (found after

@@ -1,0 +1,296 @@
+//! The eval parts of a scenario, as checked data: the agent (`[agent]`), the MCP servers
+//! (`[[mcp]]`), the fault plan (`[faults]`) and the verifiers (`[[verify]]`).
+//!
+//! The core only decodes and checks these tables; the harness that runs them (the agent loop,
+//! the MCP actors, the verifiers) is the `simtape-agent` crate, which sits above both the core
+//! and `simtape-mcp`. Keeping the data here lets `simtape check` place every problem at its
+//! file, line and field with the same decoder as the rest of the format.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::rng::Ratio;
+
+/// `[agent]`: the harness under test in scenario mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentSpec {
+    /// The model name the requests carry (fixtures may match on it).
+    pub model: String,
+    /// The system prompt.
+    pub system: String,
+    /// The task prompt: the first user message.
+    pub task: String,
+    /// Model calls at most (retries of a failed call do not count).
+    pub max_turns: u32,
+    /// Tool calls of one turn run at most this many at a time (1 runs them in order).
+    pub tool_concurrency: u32,
+    /// Retries of failed model or tool-server calls, over the whole run.
+    pub retry_budget: u32,
+    /// The first back-off; each consecutive retry doubles it, up to `backoff_max_ms`. A
+    /// `retry_after_ms` hint longer than the back-off wins.
+    pub backoff_base_ms: u64,
+    /// The longest back-off.
+    pub backoff_max_ms: u64,
+    /// The tools the model is offered, in order.
+    pub tools: Vec<ToolSource>,
+}
+
+/// A group of tools the agent offers the model.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolSource {
+    /// The built-in filesystem tools over the overlay (`"fs"`; needs `[fs]`).
+    Fs,
+    /// The `run` tool: a program through the process capability (`"process"`; needs
+    /// `[process]`).
+    Process,
+    /// Every tool of the `[[mcp]]` server of this name.
+    Mcp(String),
+}
+
+/// `[[mcp]]`: one MCP server the agent can call, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpServerSpec {
+    /// The server's name (a-z, 0-9 and -); the model sees its tools as `<name>__<tool>`.
+    pub name: String,
+    /// What backs it.
+    pub source: McpSource,
+}
+
+/// What backs an MCP server inside a simulation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpSource {
+    /// A recorded cassette, replayed (`cassette = "…"`), resolved against the scenario's
+    /// directory.
+    Cassette(PathBuf),
+    /// A world spec, a seeded stateful server (`world = "…"`), resolved likewise.
+    World(PathBuf),
+}
+
+/// When a fault rule fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// On this 1-based call (counted per rule target).
+    OnCall(u64),
+    /// On each call with this chance, drawn from the capability's own stream.
+    Rate(Ratio),
+}
+
+/// `[faults]`: the fault plan, per capability. (The overlay's own EIO/ENOSPC ratios stay in
+/// `[fs]`; `[[faults.fs]]` adds rules by call number.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FaultsSpec {
+    /// `[[faults.llm]]`: model calls that fail.
+    pub llm: Vec<LlmFault>,
+    /// `[[faults.mcp]]`: tool calls to an MCP server that fail.
+    pub mcp: Vec<McpFault>,
+    /// `[[faults.fs]]`: filesystem operations that fail.
+    pub fs: Vec<FsFault>,
+    /// `[[faults.process]]`: program runs that fail.
+    pub process: Vec<ProcessFault>,
+}
+
+impl FaultsSpec {
+    /// Returns whether the plan has no rule.
+    pub fn is_empty(&self) -> bool {
+        self.llm.is_empty() && self.mcp.is_empty() && self.fs.is_empty() && self.process.is_empty()
+    }
+}
+
+/// A model call answered with an HTTP error instead of the fixture's response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LlmFault {
+    /// When it fires (counting model calls).
+    pub trigger: Trigger,
+    /// The HTTP status (default 429).
+    pub status: u16,
+    /// The provider's retry hint, when it gives one.
+    pub retry_after_ms: Option<u64>,
+    /// The error message.
+    pub message: String,
+}
+
+/// A tool call to an MCP server that fails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpFault {
+    /// The `[[mcp]]` server.
+    pub server: String,
+    /// The tool, or `*` for every tool (calls are counted per `tool`).
+    pub tool: String,
+    /// When it fires.
+    pub trigger: Trigger,
+    /// What happens.
+    pub kind: McpFaultKind,
+}
+
+/// What an MCP fault does (the world server's fault kinds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpFaultKind {
+    /// A JSON-RPC error, e.g. 429 with a retry hint; nothing is applied.
+    RpcError {
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+        /// The retry hint carried in the error data (`retryAfterMs`).
+        retry_after_ms: Option<u64>,
+    },
+    /// The call times out after `after_ms` (answered at once, as virtual time).
+    Timeout {
+        /// The simulated wait.
+        after_ms: u64,
+    },
+    /// A tool error result (`isError: true`).
+    ToolError {
+        /// Its text.
+        message: String,
+    },
+    /// Only the first `ops` operations of the tool's effect land; then a tool error.
+    PartialWrite {
+        /// How many operations land.
+        ops: u64,
+    },
+}
+
+/// A filesystem operation that fails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FsFault {
+    /// The operation (`read`, `write`, `append`, `remove`, `rename`, `mkdir`, `list`, `stat`)
+    /// or `*` for every operation (calls are counted per `op`).
+    pub op: String,
+    /// When it fires.
+    pub trigger: Trigger,
+    /// What happens.
+    pub kind: FsFaultKind,
+}
+
+/// What an fs fault does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsFaultKind {
+    /// EIO: the operation fails and changes nothing.
+    Eio,
+    /// ENOSPC: the operation fails and changes nothing.
+    Enospc,
+}
+
+/// A program run that fails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessFault {
+    /// The program, or `*` for every program (runs are counted per `program`).
+    pub program: String,
+    /// When it fires.
+    pub trigger: Trigger,
+    /// The exit code the run reports instead of running (stdout empty, stderr names the
+    /// fault).
+    pub exit_code: i32,
+}
+
+/// `[[verify]]`: one verifier. A run passes only when at least one verifier ran and every
+/// verifier held ("no tests, no pass").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifySpec {
+    /// The verifier's name in verdicts: `name = "…"`, or `<kind> <target>` when not given.
+    pub name: String,
+    /// The 1-based line of the `[[verify]]` entry in the scenario file.
+    pub line: u64,
+    /// What it checks.
+    pub check: Check,
+}
+
+/// What a verifier checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// `kind = "fs"`: a path in the overlay's diff and, optionally, its final content.
+    Fs {
+        /// The path, relative to the overlay root.
+        path: String,
+        /// Its expected change.
+        state: FsState,
+        /// Expectations on the final content (not for `deleted`/`absent`).
+        content: TextMatch,
+    },
+    /// `kind = "answer"`: the agent's final answer.
+    Answer(TextMatch),
+    /// `kind = "tool_called"`: whether the agent called a tool.
+    ToolCalled {
+        /// The tool's name as the model sees it (`read_file`, `tickets__create_ticket`).
+        tool: String,
+        /// Arguments the call must include (a JSON object matched as a subset), if any.
+        args: Option<serde_json::Value>,
+        /// `true`: called at least once with matching arguments; `false`: never.
+        called: bool,
+    },
+    /// `kind = "world_goal"`: an MCP world server's goal state holds and, unless
+    /// `collateral = true`, nothing outside the allowed effects changed.
+    WorldGoal {
+        /// The `[[mcp]]` server (a world).
+        server: String,
+        /// Whether collateral damage is tolerated.
+        allow_collateral: bool,
+    },
+    /// `kind = "gate"`: a command run through the process capability (replay or WASI) after
+    /// the agent ends exits as expected.
+    Gate {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// The expected exit code.
+        exit_code: i32,
+    },
+    /// `kind = "outcome"`: a scripted task's `outcome` step recorded this value.
+    Outcome {
+        /// The outcome's name.
+        name: String,
+        /// The expected value.
+        value: serde_json::Value,
+    },
+}
+
+/// The expected change of one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsState {
+    /// Added by the run.
+    Added,
+    /// Modified by the run.
+    Modified,
+    /// Deleted by the run.
+    Deleted,
+    /// Not changed by the run (and may or may not exist).
+    Unchanged,
+    /// Exists at the end, changed or not.
+    Exists,
+    /// Does not exist at the end.
+    Absent,
+}
+
+/// Expectations on a text: every one given must hold; none given always holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TextMatch {
+    /// The whole text equals this.
+    pub equals: Option<String>,
+    /// The text contains this.
+    pub contains: Option<String>,
+    /// The text does not contain this.
+    pub excludes: Option<String>,
+    /// The text matches this regular expression (Rust `regex` syntax; checked when the
+    /// scenario is loaded).
+    pub matches: Option<String>,
+}
+
+impl TextMatch {
+    /// Returns whether no expectation is given.
+    pub fn is_empty(&self) -> bool {
+        self.equals.is_none()
+            && self.contains.is_none()
+            && self.excludes.is_none()
+            && self.matches.is_none()
+    }
+}
