@@ -70,6 +70,13 @@ impl std::fmt::Display for Ratio {
     }
 }
 
+/// A ratio serializes as its text, `"1/4"`, as scenario files write it.
+impl serde::Serialize for Ratio {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// One actor's deterministic random stream.
 #[derive(Debug, Clone)]
 pub struct RngStream {
