@@ -66,7 +66,7 @@ pub(crate) fn call_step(
 
 /// A path inside the overlay. Whether it stays inside the root is the overlay's decision at
 /// run time (a `..` that escapes is a run error, as it would be for a real pipeline).
-fn fs_path(decoded: &mut Decoded, field: &Field<'_>) -> Option<String> {
+pub(crate) fn fs_path(decoded: &mut Decoded, field: &Field<'_>) -> Option<String> {
     const WHAT: &str = "a path inside the [fs] root like \"src/lib.rs\"";
     let text = decoded.string(field, WHAT)?;
     if text.is_empty() || text.contains('\0') {

@@ -9,11 +9,11 @@ use super::error::Problem;
 use super::fields::{one_of, Field};
 use super::node::{Node, Span, Value};
 use super::schema::{
-    Capability, Role, Spec, TaskSpec, REPEAT_MAX, SCENARIO_KEYS, TABLES, TABLES_RESERVED,
-    TASK_KEYS, TASK_NAMES_RESERVED,
+    Capability, Role, Spec, TaskSpec, REPEAT_MAX, SCENARIO_KEYS, TABLES, TASK_KEYS,
+    TASK_NAMES_RESERVED,
 };
 use super::steps::step_list;
-use super::tables;
+use super::{agent_table, faults_table, mcp_table, tables, verify_table};
 use crate::limits::Limits;
 use crate::time::{parse_duration_ns, START_DEFAULT_UNIX_NS};
 
@@ -39,15 +39,16 @@ pub(crate) struct Decoded {
     pub(crate) capability_uses: Vec<(Capability, Use)>,
 }
 
-/// Decodes a document tree.
-pub(crate) fn decode(root: &Node) -> Decoded {
+/// Decodes a document tree; `source` is its text (verifiers keep their line).
+pub(crate) fn decode(root: &Node, source: &str) -> Decoded {
     let mut decoded = Decoded::default();
-    decoded.spec = document(&mut decoded, root);
+    decoded.spec = document(&mut decoded, root, source);
     decoded
 }
 
-/// Decodes the whole document: `[scenario]`, `[limits]`, the capability tables, `[[task]]`.
-fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
+/// Decodes the whole document: `[scenario]`, `[limits]`, the capability tables, the eval
+/// tables (`[[mcp]]`, `[agent]`, `[faults]`, `[[verify]]`), `[[task]]`.
+fn document(decoded: &mut Decoded, root: &Node, source: &str) -> Option<Spec> {
     let root_field = Field {
         node: root,
         path: String::new(),
@@ -93,29 +94,41 @@ fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
         }
         None => Some(None),
     };
+    let (mcp, servers) = match top.take("mcp") {
+        Some(field) => mcp_table::mcp(decoded, &field),
+        None => (Some(Vec::new()), mcp_table::Servers::default()),
+    };
+    let has_agent = top.entries.iter().any(|entry| entry.key == "agent");
+    let agent = match top.take("agent") {
+        Some(field) => agent_table::agent(decoded, &field, &servers).map(Some),
+        None => Some(None),
+    };
+    let faults = match top.take("faults") {
+        Some(field) => faults_table::faults(decoded, &field, &servers),
+        None => Some(super::eval::FaultsSpec::default()),
+    };
+    let verify = match top.take("verify") {
+        Some(field) => verify_table::verify(decoded, &field, &servers, source),
+        None => Some(Vec::new()),
+    };
     let tasks = match top.take("task") {
         Some(field) => tasks(decoded, &field),
+        // An agent scenario runs its agent; tasks are what a scripted one runs.
+        None if has_agent => Some(Vec::new()),
         None => {
             decoded.missing(&top, "task", "at least one [[task]] table");
             None
         }
     };
-    for (entry, path, span) in top.unread() {
-        let message = if TABLES_RESERVED.contains(&entry.key.as_str()) {
-            format!(
-                "the [{}] table belongs to a later version of the scenario format; this version reads {}",
-                entry.key,
-                one_of(&TABLES)
-            )
-        } else {
-            format!(
-                "unknown key, expected one of the tables {}",
-                one_of(&TABLES)
-            )
-        };
-        decoded.problem(span, path, message);
-    }
+    top.finish(
+        decoded,
+        &format!(
+            "unknown key, expected one of the tables {}",
+            one_of(&TABLES)
+        ),
+    );
     let (name, description, start_unix_ns, seeds) = scenario?;
+    let (mcp, mcp_files) = mcp?.into_iter().unzip();
     Some(Spec {
         name,
         description,
@@ -127,10 +140,11 @@ fn document(decoded: &mut Decoded, root: &Node) -> Option<Spec> {
         llm: llm?,
         process: process?,
         tasks: tasks?,
-        agent: None,
-        mcp: Vec::new(),
-        faults: super::eval::FaultsSpec::default(),
-        verify: Vec::new(),
+        agent: agent?,
+        mcp,
+        mcp_files,
+        faults: faults?,
+        verify: verify?,
     })
 }
 

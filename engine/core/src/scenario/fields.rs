@@ -193,6 +193,18 @@ impl Decoded {
         ns
     }
 
+    /// A duration string of whole milliseconds (`"500ms"`, `"2s"`), in milliseconds, for
+    /// settings that the harness keeps in milliseconds.
+    pub(crate) fn duration_ms(&mut self, field: &Field<'_>) -> Option<u64> {
+        const WHAT: &str = "a duration of whole milliseconds like \"500ms\"";
+        let ns = self.duration(field)?;
+        if ns % 1_000_000 != 0 {
+            self.expected(field, WHAT);
+            return None;
+        }
+        Some(ns / 1_000_000)
+    }
+
     /// An RFC 3339 instant, as a string or a TOML datetime, in nanoseconds since the epoch.
     pub(crate) fn instant(&mut self, field: &Field<'_>) -> Option<i64> {
         const WHAT: &str = "an RFC 3339 instant like \"2026-01-01T00:00:00Z\"";

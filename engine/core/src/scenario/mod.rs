@@ -4,7 +4,9 @@
 //! filesystem overlay (`[fs]`), a network policy (`[network]`), a replayed model (`[llm]`)
 //! and subprocesses (`[process]`), and lists tasks (`[[task]]`) whose steps sleep, sleep a
 //! seeded random time, log events, talk over named channels, call the capabilities and
-//! declare outcomes. The reference is
+//! declare outcomes. An eval scenario adds the agent under test (`[agent]`), its MCP servers
+//! (`[[mcp]]`), a fault plan (`[faults]`) and verifiers (`[[verify]]`), which this crate
+//! decodes and checks and the `simtape-agent` crate runs. The reference is
 //! `docs/scenario-format.md`.
 //!
 //! ```
@@ -33,26 +35,31 @@
 //!
 //! The pipeline is: `node` reads the TOML into a tree that keeps every span; `decode` turns
 //! the tree into a checked `schema::Spec`, collecting every problem (with `fields` for single
-//! values, `tables` for the capability tables, `steps` and `cap_steps` for steps); `validate`
+//! values, `tables` for the capability tables, `mcp_table`, `agent_table`, `faults_table`
+//! and `verify_table` for the eval tables, `steps` and `cap_steps` for steps); `validate`
 //! checks across tasks (unique names, channels with both ends, a table for every capability
 //! a step uses); `resources` opens the files the scenario references, relative to the
 //! scenario file; `interpret` runs the spec, its channels living in `channels` and its step
 //! failures in `failure`. `error` places problems at a line and column.
 
+mod agent_table;
 mod cap_steps;
 mod channels;
 mod decode;
 mod error;
 mod eval;
 mod failure;
+mod faults_table;
 mod fields;
 mod interpret;
+mod mcp_table;
 mod node;
 mod resources;
 mod schema;
 mod steps;
 mod tables;
 mod validate;
+mod verify_table;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -60,9 +67,8 @@ use std::sync::Arc;
 
 pub use error::ScenarioError;
 pub use eval::{
-    AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault,
-    McpFaultKind, McpServerSpec, McpSource, ProcessFault, TextMatch, ToolSource, Trigger,
-    VerifySpec,
+    AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault, McpFaultKind,
+    McpServerSpec, McpSource, ProcessFault, TextMatch, ToolSource, Trigger, VerifySpec,
 };
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 
@@ -151,14 +157,15 @@ impl Scenario {
             Ok(root) => root,
             Err(error) => return Err(vec![syntax_error(&error, source, path)]),
         };
-        let decoded = decode::decode(&root);
+        let decoded = decode::decode(&root, source);
         let mut problems = validate::check(&decoded);
         problems.extend(decoded.problems);
         if problems.is_empty() {
-            let spec = decoded
+            let mut spec = decoded
                 .spec
                 .expect("decoding without problems yields a spec");
             let base = path.parent().unwrap_or(Path::new(""));
+            mcp_table::resolve(&mut spec.mcp, base);
             match resources::open(&spec, base) {
                 Ok(resources) => {
                     return Ok(Scenario {

@@ -1,11 +1,12 @@
 //! The files a scenario references, opened once when the scenario is checked: the overlay
-//! root of `[fs]`, the fixture of `[llm]` and the process tape of `[process]`. Paths resolve against the directory of the
-//! scenario file.
+//! root of `[fs]`, the fixture of `[llm]` and the process tape of `[process]`; the world
+//! specs and cassettes of `[[mcp]]` are only checked to exist (the harness opens them).
+//! Paths resolve against the directory of the scenario file.
 //!
 //! The opened actors are prototypes: every run clones them, so a sweep parses a fixture once
 //! and shares it read-only. Host paths stay here; none reaches a tape.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::error::Problem;
 use super::schema::{PathField, ProcessSpec, Spec};
@@ -51,6 +52,16 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
             Err(problem) => problems.push(problem),
         }
     }
+    for file in &spec.mcp_files {
+        let what = if file.field.ends_with(".world") {
+            "world spec"
+        } else {
+            "cassette"
+        };
+        if let Err(problem) = existing_file(file, base, what) {
+            problems.push(problem);
+        }
+    }
     if problems.is_empty() {
         Ok(resources)
     } else {
@@ -89,24 +100,30 @@ fn open_process(spec: &ProcessSpec, limits: &Limits, base: &Path) -> Result<Proc
         };
     }
     if let Some(tape) = &spec.tape {
-        let resolved = base.join(&tape.path);
-        if !resolved.is_file() {
-            let shown = resolved.display();
-            let found = if resolved.exists() {
-                "a directory"
-            } else {
-                "nothing"
-            };
-            let message =
-                format!("expected an existing process tape file, found {found} at {shown}");
-            return Err(problem(tape, message));
-        }
+        let resolved = existing_file(tape, base, "process tape")?;
         // The tape error names the tape file and line; the problem adds the scenario field.
         let loaded =
             ProcessTape::load(&resolved).map_err(|error| problem(tape, error.to_string()))?;
         actor = actor.replaying(loaded);
     }
     Ok(actor)
+}
+
+/// Returns the file `file` names, resolved against `base`, when it is a file; `what` names
+/// its kind in the problem otherwise.
+fn existing_file(file: &PathField, base: &Path, what: &str) -> Result<PathBuf, Problem> {
+    let resolved = base.join(&file.path);
+    if resolved.is_file() {
+        return Ok(resolved);
+    }
+    let found = if resolved.exists() {
+        "a directory"
+    } else {
+        "nothing"
+    };
+    let shown = resolved.display();
+    let message = format!("expected an existing {what} file, found {found} at {shown}");
+    Err(problem(file, message))
 }
 
 fn problem(field: &PathField, message: String) -> Problem {

@@ -22,12 +22,10 @@ pub(crate) const SOURCE_BYTES_MAX: u64 = 4 << 20;
 pub(crate) const TASK_NAMES_RESERVED: [&str; 2] = ["main", "engine"];
 
 /// The top-level tables this version of the format reads.
-pub(crate) const TABLES: [&str; 7] = [
-    "scenario", "limits", "fs", "network", "llm", "process", "task",
+pub(crate) const TABLES: [&str; 11] = [
+    "scenario", "limits", "fs", "network", "llm", "process", "mcp", "agent", "faults", "verify",
+    "task",
 ];
-/// Top-level tables that later versions of the format will read (agent loop, fault plan,
-/// verifiers).
-pub(crate) const TABLES_RESERVED: [&str; 3] = ["agent", "faults", "verify"];
 /// The keys of `[scenario]`.
 pub(crate) const SCENARIO_KEYS: [&str; 4] = ["name", "description", "start", "seeds"];
 /// The keys of a `[[task]]`.
@@ -76,6 +74,8 @@ pub(crate) struct Spec {
     pub(crate) tasks: Vec<TaskSpec>,
     pub(crate) agent: Option<super::eval::AgentSpec>,
     pub(crate) mcp: Vec<super::eval::McpServerSpec>,
+    /// Where each `[[mcp]]` server's file is named, in the order of `mcp`.
+    pub(crate) mcp_files: Vec<PathField>,
     pub(crate) faults: super::eval::FaultsSpec,
     pub(crate) verify: Vec<super::eval::VerifySpec>,
 }

@@ -63,7 +63,7 @@ pub(crate) fn fs(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsSpec> {
 
 /// A chance per operation: `"1/10"`, `"5%"`, `"0"` or `"1"`. Strings only, so no float ever
 /// reaches the random stream.
-fn ratio(decoded: &mut Decoded, field: &Field<'_>) -> Option<Ratio> {
+pub(crate) fn ratio(decoded: &mut Decoded, field: &Field<'_>) -> Option<Ratio> {
     const WHAT: &str = "a ratio like \"1/10\" or \"5%\" (at most 1)";
     let text = decoded.string(field, WHAT)?;
     let ratio = Ratio::parse(text);
@@ -240,7 +240,7 @@ fn process_mode(decoded: &mut Decoded, field: &Field<'_>) -> Option<Option<Proce
 }
 
 /// A non-empty path string, remembered with its place.
-fn path(decoded: &mut Decoded, field: &Field<'_>, what: &str) -> Option<PathField> {
+pub(crate) fn path(decoded: &mut Decoded, field: &Field<'_>, what: &str) -> Option<PathField> {
     let text = decoded.string(field, what)?;
     if text.is_empty() || text.contains('\0') {
         decoded.expected(field, what);

@@ -9,6 +9,7 @@ mod cap_process;
 mod executor;
 mod oracle;
 mod scenario;
+mod scenario_eval;
 mod tape;
 
 /// Guards against a test file that exists but is not declared above.

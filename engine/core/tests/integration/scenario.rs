@@ -402,8 +402,8 @@ fn errors_name_line_column_and_field() {
             vec!["s.toml:1:10: invalid TOML: invalid table header; expected `.`, `]`"],
         ),
         (
-            format!("{head}[agent]\nmodel = \"m\"\n{task}steps = [{{ sleep = \"1s\" }}]\n"),
-            vec!["s.toml:3:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `task`"],
+            format!("{head}[agnet]\nmodel = \"m\"\n{task}steps = [{{ sleep = \"1s\" }}]\n"),
+            vec!["s.toml:3:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`"],
         ),
         (
             "# nothing here\n".to_string(),
@@ -620,8 +620,8 @@ fn with_task(tables: &str, steps: &str) -> String {
 #[test]
 fn capability_tables_decode_with_exact_errors() {
     // Goal: each bad key of [fs], [network] and [llm] is reported at its own place, with the
-    // exact message, and the tables for later versions are still refused.
-    let source = "[scenario]\nname = \"t\"\n[fs]\nenospc = \"2/1\"\neio = 0.5\nlatency = { base = \"fast\", spin = \"1s\" }\ncolour = 1\n[network]\nallow = [\"api.github.com\", \"user@example.com\", 7, \"10.0.0.0/33\"]\n[llm]\nfixtures = \"x\"\n[agent]\n[[task]]\nname = \"a\"\nsteps = [{ sleep = \"1s\" }]\n";
+    // exact message, and an unknown table is refused.
+    let source = "[scenario]\nname = \"t\"\n[fs]\nenospc = \"2/1\"\neio = 0.5\nlatency = { base = \"fast\", spin = \"1s\" }\ncolour = 1\n[network]\nallow = [\"api.github.com\", \"user@example.com\", 7, \"10.0.0.0/33\"]\n[llm]\nfixtures = \"x\"\n[verification]\n[[task]]\nname = \"a\"\nsteps = [{ sleep = \"1s\" }]\n";
     assert_eq!(
         problems(source),
         [
@@ -636,7 +636,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
             "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`",
-            "s.toml:12:2: field `agent`: the [agent] table belongs to a later version of the scenario format; this version reads `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `task`",
+            "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`",
         ]
     );
 }

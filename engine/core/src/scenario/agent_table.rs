@@ -1,0 +1,203 @@
+//! Decoding of `[agent]`: the harness under test, its prompts, bounds, retry policy and the
+//! tools it offers the model.
+
+use super::decode::Decoded;
+use super::eval::{AgentSpec, ToolSource};
+use super::fields::{one_of, Field, Fields};
+use super::mcp_table::{Lookup, Servers};
+use super::schema::Capability;
+
+/// The keys of `[agent]`.
+const AGENT_KEYS: [&str; 9] = [
+    "model",
+    "system",
+    "task",
+    "max_turns",
+    "tool_concurrency",
+    "retry_budget",
+    "backoff",
+    "backoff_max",
+    "tools",
+];
+/// The model name the requests carry when `model` is not given.
+pub(crate) const AGENT_MODEL_DEFAULT: &str = "simtape-agent";
+const MAX_TURNS: (i64, i64, u32) = (1, 1000, 20);
+const TOOL_CONCURRENCY: (i64, i64, u32) = (1, 64, 4);
+const RETRY_BUDGET: (i64, i64, u32) = (0, 1000, 3);
+const BACKOFF_DEFAULT_MS: u64 = 500;
+const BACKOFF_MAX_DEFAULT_MS: u64 = 30_000;
+
+/// Decodes `[agent]`; `servers` are the `[[mcp]]` servers its tools may name.
+pub(crate) fn agent(
+    decoded: &mut Decoded,
+    field: &Field<'_>,
+    servers: &Servers,
+) -> Option<AgentSpec> {
+    let what = "an [agent] table like { task = \"Fix the failing test.\" }";
+    let mut fields = decoded.table(field, what)?;
+    if !decoded.tables.contains(&Capability::Llm) {
+        let message = format!(
+            "[agent] needs {}: the agent's model answers from its fixture",
+            Capability::Llm.table()
+        );
+        decoded.problem(field.span.clone(), field.path.clone(), message);
+    }
+    let model = match fields.take("model") {
+        Some(model) => prompt(decoded, &model, "a model name", false),
+        None => Some(AGENT_MODEL_DEFAULT.to_string()),
+    };
+    let system = match fields.take("system") {
+        Some(system) => prompt(decoded, &system, "a system prompt string", true),
+        None => Some(String::new()),
+    };
+    const TASK: &str = "a task prompt like \"Fix the failing test.\"";
+    let task = match fields.take("task") {
+        Some(task) => prompt(decoded, &task, TASK, false),
+        None => {
+            decoded.missing(&fields, "task", TASK);
+            None
+        }
+    };
+    let max_turns = bounded(decoded, &mut fields, "max_turns", MAX_TURNS);
+    let tool_concurrency = bounded(decoded, &mut fields, "tool_concurrency", TOOL_CONCURRENCY);
+    let retry_budget = bounded(decoded, &mut fields, "retry_budget", RETRY_BUDGET);
+    let backoff = backoff(decoded, &mut fields);
+    let tools = match fields.take("tools") {
+        Some(tools) => tool_list(decoded, &tools, servers),
+        None => Some(default_tools(decoded, servers)),
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&AGENT_KEYS)),
+    );
+    let (backoff_base_ms, backoff_max_ms) = backoff?;
+    Some(AgentSpec {
+        model: model?,
+        system: system?,
+        task: task?,
+        max_turns: max_turns?,
+        tool_concurrency: tool_concurrency?,
+        retry_budget: retry_budget?,
+        backoff_base_ms,
+        backoff_max_ms,
+        tools: tools?,
+    })
+}
+
+/// A prompt or name string; `empty` says whether `""` is allowed.
+fn prompt(decoded: &mut Decoded, field: &Field<'_>, what: &str, empty: bool) -> Option<String> {
+    let text = decoded.string(field, what)?;
+    if text.is_empty() && !empty {
+        decoded.expected(field, &format!("{what} (not empty)"));
+        return None;
+    }
+    Some(text.to_string())
+}
+
+/// An integer key in `low..=high`, `default` when absent.
+fn bounded(
+    decoded: &mut Decoded,
+    fields: &mut Fields<'_>,
+    key: &str,
+    (low, high, default): (i64, i64, u32),
+) -> Option<u32> {
+    let Some(field) = fields.take(key) else {
+        return Some(default);
+    };
+    let what = format!("an integer from {low} to {high}");
+    decoded
+        .integer(&field, low, high, &what)
+        .map(|n| u32::try_from(n).expect("the bounds fit in u32"))
+}
+
+/// `backoff` and `backoff_max`, in milliseconds, with `backoff <= backoff_max`.
+fn backoff(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<(u64, u64)> {
+    let mut duration = |key: &str, default_ms: u64, decoded: &mut Decoded| match fields.take(key) {
+        Some(field) => decoded.duration_ms(&field).map(|ms| (ms, Some(field))),
+        None => Some((default_ms, None)),
+    };
+    let base = duration("backoff", BACKOFF_DEFAULT_MS, decoded);
+    let max = duration("backoff_max", BACKOFF_MAX_DEFAULT_MS, decoded);
+    let ((base_ms, base), (max_ms, max)) = (base?, max?);
+    if base_ms > max_ms {
+        let shown = |field: Option<Field<'_>>, default_ms: u64| match field {
+            Some(field) => field.node.value.found(),
+            None => format!("\"{default_ms}ms\" (the default)"),
+        };
+        let message = format!(
+            "expected backoff <= backoff_max, found backoff {} > backoff_max {}",
+            shown(base.clone(), BACKOFF_DEFAULT_MS),
+            shown(max.clone(), BACKOFF_MAX_DEFAULT_MS),
+        );
+        // Placed at whichever of the two the file gives, backoff_max first.
+        let at = max
+            .or(base)
+            .expect("one of the two is given when they disagree");
+        decoded.problem(at.span, at.path, message);
+        return None;
+    }
+    Some((base_ms, max_ms))
+}
+
+/// The tools when `tools` is absent: every configured source, fs, process, then each server
+/// in file order.
+fn default_tools(decoded: &Decoded, servers: &Servers) -> Vec<ToolSource> {
+    let mut tools = Vec::new();
+    if decoded.tables.contains(&Capability::Fs) {
+        tools.push(ToolSource::Fs);
+    }
+    if decoded.tables.contains(&Capability::Process) {
+        tools.push(ToolSource::Process);
+    }
+    let names = servers.names.iter().map(|known| known.name.clone());
+    tools.extend(names.map(ToolSource::Mcp));
+    tools
+}
+
+/// `tools = ["fs", "tickets"]`: each a built-in group whose table exists or a server's name,
+/// each once.
+fn tool_list(
+    decoded: &mut Decoded,
+    field: &Field<'_>,
+    servers: &Servers,
+) -> Option<Vec<ToolSource>> {
+    let items = decoded.array(field, "an array of tool sources like [\"fs\", \"tickets\"]")?;
+    let mut tools = Vec::new();
+    let mut complete = true;
+    for item in &items {
+        match tool_source(decoded, item, servers) {
+            Some(tool) if tools.contains(&tool) => {
+                decoded.expected(item, "each tool source once");
+                complete = false;
+            }
+            Some(tool) => tools.push(tool),
+            None => complete = false,
+        }
+    }
+    complete.then_some(tools)
+}
+
+fn tool_source(decoded: &mut Decoded, field: &Field<'_>, servers: &Servers) -> Option<ToolSource> {
+    let what = format!(
+        "`fs`, `process` or the name of an [[mcp]] server {}",
+        servers.known()
+    );
+    let name = decoded.string(field, &what)?;
+    let (tool, needs) = match name {
+        "fs" => (ToolSource::Fs, Some(Capability::Fs)),
+        "process" => (ToolSource::Process, Some(Capability::Process)),
+        name => match servers.lookup(name) {
+            Lookup::Unknown => {
+                decoded.expected(field, &what);
+                return None;
+            }
+            Lookup::Found(_) | Lookup::Unsure => (ToolSource::Mcp(name.to_string()), None),
+        },
+    };
+    if let Some(capability) = needs.filter(|c| !decoded.tables.contains(c)) {
+        let message = format!("tool `{name}` needs {}", capability.table());
+        decoded.problem(field.span.clone(), field.path.clone(), message);
+        return None;
+    }
+    Some(tool)
+}

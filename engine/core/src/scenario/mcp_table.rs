@@ -1,0 +1,195 @@
+//! Decoding of `[[mcp]]`: the MCP servers an agent can call, each backed by a world spec or
+//! a cassette, and the names the other eval tables refer to them by.
+//!
+//! Decoding reads only the text; `resources` checks that the files exist (their contents
+//! belong to the harness, which opens them with `simtape-mcp`).
+
+use std::path::Path;
+
+use super::decode::Decoded;
+use super::eval::{McpServerSpec, McpSource};
+use super::fields::{one_of, Field};
+use super::schema::PathField;
+use super::tables::path;
+
+/// The keys of an `[[mcp]]` entry.
+const MCP_KEYS: [&str; 3] = ["name", "world", "cassette"];
+/// Names `[agent] tools` gives the built-in tool groups, so no server may take them.
+const TOOL_GROUPS: [&str; 2] = ["fs", "process"];
+const WORLD: &str = "a world spec path relative to the scenario file";
+const CASSETTE: &str = "a cassette path relative to the scenario file";
+
+/// The `[[mcp]]` servers as the other tables see them, known even when an entry is bad.
+#[derive(Debug, Default)]
+pub(crate) struct Servers {
+    /// Each server whose name decoded, in file order.
+    pub(crate) names: Vec<ServerRef>,
+    /// Whether every entry's name decoded: only then is a name missing here really unknown.
+    pub(crate) complete: bool,
+}
+
+/// One server as a reference finds it.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerRef {
+    pub(crate) name: String,
+    /// Whether a world backs it; `None` when its source did not decode.
+    pub(crate) world: Option<bool>,
+    /// The field path of its name.
+    pub(crate) field: String,
+}
+
+/// What a reference to a server by name finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// The server, with whether a world backs it (`None`: its source is bad).
+    Found(Option<bool>),
+    /// No such server.
+    Unknown,
+    /// Some server's name is bad, so the reference cannot be judged.
+    Unsure,
+}
+
+impl Servers {
+    /// Looks up a server by name.
+    pub(crate) fn lookup(&self, name: &str) -> Lookup {
+        match self.names.iter().find(|known| known.name == name) {
+            Some(known) => Lookup::Found(known.world),
+            None if self.complete => Lookup::Unknown,
+            None => Lookup::Unsure,
+        }
+    }
+
+    /// Describes the known names for an error message: "(`a`, `b`)" or "(the scenario has
+    /// none)".
+    pub(crate) fn known(&self) -> String {
+        if self.names.is_empty() {
+            return "(the scenario has none)".to_string();
+        }
+        let names: Vec<&str> = self.names.iter().map(|known| known.name.as_str()).collect();
+        format!("({})", one_of(&names))
+    }
+}
+
+/// Decoded `[[mcp]]` entries: the servers and where each one's file is named.
+pub(crate) type McpTable = Vec<(McpServerSpec, PathField)>;
+
+/// Decodes `[[mcp]]`. The servers come back even when the table has problems, for the
+/// references of the other tables.
+pub(crate) fn mcp(decoded: &mut Decoded, field: &Field<'_>) -> (Option<McpTable>, Servers) {
+    let mut servers = Servers {
+        names: Vec::new(),
+        complete: true,
+    };
+    let Some(items) = decoded.array(field, "an array of [[mcp]] tables") else {
+        servers.complete = false;
+        return (None, servers);
+    };
+    let mut entries = Some(Vec::new());
+    for item in &items {
+        let entry = server(decoded, item, &mut servers);
+        entries = entries.zip(entry).map(|(mut all, one)| {
+            all.push(one);
+            all
+        });
+    }
+    (entries, servers)
+}
+
+fn server(
+    decoded: &mut Decoded,
+    field: &Field<'_>,
+    servers: &mut Servers,
+) -> Option<(McpServerSpec, PathField)> {
+    let what = "an [[mcp]] table like { name = \"tickets\", world = \"worlds/tickets.json\" }";
+    let Some(mut fields) = decoded.table(field, what) else {
+        servers.complete = false;
+        return None;
+    };
+    let name = match fields.take("name") {
+        Some(name) => server_name(decoded, &name, servers).map(|n| (n, name.path)),
+        None => {
+            decoded.missing(&fields, "name", "a server name of a-z, 0-9 and -");
+            Err(false)
+        }
+    };
+    let world = fields.take("world");
+    let cassette = fields.take("cassette");
+    let source = match (world, cassette) {
+        (Some(world), None) => path(decoded, &world, WORLD).map(|p| (true, p)),
+        (None, Some(cassette)) => path(decoded, &cassette, CASSETTE).map(|p| (false, p)),
+        (Some(_), Some(cassette)) => {
+            let message = "expected either `world` or `cassette`, found both".to_string();
+            decoded.problem(cassette.span.clone(), cassette.path.clone(), message);
+            None
+        }
+        (None, None) => {
+            let what = "a backing: `world = \"worlds/x.json\"` or `cassette = \"data/x.jsonl\"`";
+            decoded.missing(&fields, "world", what);
+            None
+        }
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&MCP_KEYS)),
+    );
+    let name = match name {
+        Ok((name, field)) => {
+            let world = source.as_ref().map(|(world, _)| *world);
+            let known = ServerRef {
+                name: name.clone(),
+                world,
+                field,
+            };
+            servers.names.push(known);
+            name
+        }
+        Err(named) => {
+            // A name already taken is still a known name; a bad one leaves references unsure.
+            servers.complete &= named;
+            return None;
+        }
+    };
+    let (world, file) = source?;
+    let written = Path::new(&file.path).to_path_buf();
+    let source = if world {
+        McpSource::World(written)
+    } else {
+        McpSource::Cassette(written)
+    };
+    Some((McpServerSpec { name, source }, file))
+}
+
+/// A server name: a name, not one of the built-in tool groups, not used before. The error
+/// says whether the name is still a known server's (`true` when another entry has it).
+fn server_name(
+    decoded: &mut Decoded,
+    field: &Field<'_>,
+    servers: &Servers,
+) -> Result<String, bool> {
+    let name = decoded.name(field).ok_or(false)?;
+    let (message, named) = if TOOL_GROUPS.contains(&name.as_str()) {
+        let message = format!(
+            "the server name {name:?} is reserved: `[agent] tools` uses it for the built-in {name} tools"
+        );
+        (message, false)
+    } else if let Some(earlier) = servers.names.iter().find(|known| known.name == name) {
+        let message = format!(
+            "expected a server name not used before, found {name:?}, which `{}` already names",
+            earlier.field
+        );
+        (message, true)
+    } else {
+        return Ok(name);
+    };
+    decoded.problem(field.span.clone(), field.path.clone(), message);
+    Err(named)
+}
+
+/// Resolves each server's file against `base`, the scenario file's directory.
+pub(crate) fn resolve(servers: &mut [McpServerSpec], base: &Path) {
+    for server in servers {
+        match &mut server.source {
+            McpSource::World(path) | McpSource::Cassette(path) => *path = base.join(&*path),
+        }
+    }
+}

@@ -1,0 +1,651 @@
+//! Eval scenarios: the `[agent]`, `[[mcp]]`, `[faults]` and `[[verify]]` tables, decoded with
+//! their defaults, and every problem placed at its line, column and field.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use simtape::rng::Ratio;
+use simtape::scenario::{
+    AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault, McpFaultKind,
+    McpServerSpec, McpSource, ProcessFault, Scenario, ScenarioError, TextMatch, ToolSource,
+    Trigger, VerifySpec,
+};
+
+/// Returns a directory holding the files an eval scenario names: an overlay root, an LLM
+/// fixture, a process tape, a world spec and a cassette (only their existence matters to the
+/// core). Each test has its own, so none sees another's files half written.
+fn eval_dir(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("scenario-eval")
+        .join(test);
+    std::fs::create_dir_all(dir.join("worktree/src")).unwrap();
+    std::fs::create_dir_all(dir.join("worlds")).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("worktree/src/lib.rs"), "pub mod helpers;\n").unwrap();
+    let fixture = "{\"simtape_llm\": 1}\n{\"response\": {\"text\": \"done\"}}\n";
+    std::fs::write(dir.join("llm.jsonl"), fixture).unwrap();
+    std::fs::write(dir.join("process.jsonl"), "{\"simtape_process\": 1}\n").unwrap();
+    std::fs::write(dir.join("worlds/tickets.json"), "{}\n").unwrap();
+    std::fs::write(dir.join("data/search.cassette.jsonl"), "\n").unwrap();
+    dir
+}
+
+/// Returns every problem `check_source` reports for `source` at `path`, as displayed.
+fn problems_at(source: &str, path: &Path) -> Vec<String> {
+    let errors = Scenario::check_source(source, path).unwrap_err();
+    errors.iter().map(ScenarioError::to_string).collect()
+}
+
+/// Returns every problem of `source` as `LINE:COLUMN: field `F`: MESSAGE` (file `s.toml`).
+fn problems(source: &str) -> Vec<String> {
+    problems_at(source, Path::new("s.toml"))
+        .into_iter()
+        .map(|p| p.trim_start_matches("s.toml:").to_string())
+        .collect()
+}
+
+const HEAD: &str = "[scenario]\nname = \"e\"\n";
+const TASK: &str = "[[task]]\nname = \"a\"\nsteps = [{ sleep = \"1s\" }]\n";
+const CAPABILITIES: &str = "[fs]\nroot = \"worktree\"\n[llm]\nfixture = \"llm.jsonl\"\n[process]\ntape = \"process.jsonl\"\ndefault = \"replay\"\n";
+
+const COMPLETE: &str = r#"[scenario]
+name = "eval"
+
+[fs]
+root = "worktree"
+
+[llm]
+fixture = "llm.jsonl"
+
+[process]
+tape = "process.jsonl"
+default = "replay"
+
+[[mcp]]
+name = "tickets"
+world = "worlds/tickets.json"
+
+[[mcp]]
+name = "search"
+cassette = "data/search.cassette.jsonl"
+
+[agent]
+model = "sim-model"
+system = "You are careful."
+task = "Move the helpers into src/math/."
+max_turns = 12
+tool_concurrency = 2
+retry_budget = 5
+backoff = "250ms"
+backoff_max = "4s"
+tools = ["fs", "tickets"]
+
+[[faults.llm]]
+on_call = 2
+retry_after = "2s"
+
+[[faults.llm]]
+rate = "1/10"
+status = 503
+message = "overloaded"
+
+[[faults.mcp]]
+server = "tickets"
+tool = "create_ticket"
+on_call = 1
+kind = "rpc_error"
+retry_after = "1s"
+
+[[faults.mcp]]
+server = "tickets"
+rate = "1/4"
+kind = "timeout"
+
+[[faults.mcp]]
+server = "search"
+on_call = 3
+kind = "tool_error"
+message = "index offline"
+
+[[faults.mcp]]
+server = "tickets"
+tool = "close_ticket"
+on_call = 1
+kind = "partial_write"
+ops = 1
+
+[[faults.fs]]
+op = "write"
+on_call = 3
+kind = "enospc"
+
+[[faults.fs]]
+rate = "1%"
+kind = "eio"
+
+[[faults.process]]
+program = "cargo"
+on_call = 1
+exit_code = 101
+
+[[faults.process]]
+rate = "1/2"
+
+[[verify]]
+kind = "fs"
+path = "src/math/mod.rs"
+state = "added"
+contains = "pub mod ops;"
+matches = "^pub mod"
+
+[[verify]]
+name = "helpers gone"
+kind = "fs"
+path = "src/helpers.rs"
+state = "deleted"
+
+[[verify]]
+kind = "answer"
+excludes = "sorry"
+
+[[verify]]
+kind = "tool_called"
+tool = "write_file"
+args = { path = "src/math/ops.rs" }
+
+[[verify]]
+kind = "tool_called"
+tool = "delete_file"
+called = false
+
+[[verify]]
+kind = "world_goal"
+server = "tickets"
+collateral = true
+
+[[verify]]
+kind = "gate"
+program = "cargo"
+args = ["test", "--quiet"]
+
+[[verify]]
+kind = "outcome"
+name = "refactored"
+value = { files = 2 }
+"#;
+
+#[test]
+fn a_complete_eval_scenario_decodes_every_table() {
+    // Goal: each key of the four eval tables reaches its field, paths resolve against the
+    // scenario's directory, and an agent scenario needs no [[task]].
+    let dir = eval_dir("complete");
+    let scenario = Scenario::parse(COMPLETE, &dir.join("eval.toml")).unwrap();
+    assert_eq!(
+        scenario.agent(),
+        Some(&AgentSpec {
+            model: "sim-model".into(),
+            system: "You are careful.".into(),
+            task: "Move the helpers into src/math/.".into(),
+            max_turns: 12,
+            tool_concurrency: 2,
+            retry_budget: 5,
+            backoff_base_ms: 250,
+            backoff_max_ms: 4_000,
+            tools: vec![ToolSource::Fs, ToolSource::Mcp("tickets".into())],
+        })
+    );
+    assert_eq!(
+        scenario.mcp_servers(),
+        [
+            McpServerSpec {
+                name: "tickets".into(),
+                source: McpSource::World(dir.join("worlds/tickets.json")),
+            },
+            McpServerSpec {
+                name: "search".into(),
+                source: McpSource::Cassette(dir.join("data/search.cassette.jsonl")),
+            },
+        ]
+    );
+    let rate = |n, d| Trigger::Rate(Ratio::new(n, d).unwrap());
+    let tickets = |tool: &str, trigger, kind| McpFault {
+        server: "tickets".into(),
+        tool: tool.into(),
+        trigger,
+        kind,
+    };
+    assert_eq!(
+        scenario.faults(),
+        &FaultsSpec {
+            llm: vec![
+                LlmFault {
+                    trigger: Trigger::OnCall(2),
+                    status: 429,
+                    retry_after_ms: Some(2_000),
+                    message: "injected fault: HTTP 429".into(),
+                },
+                LlmFault {
+                    trigger: rate(1, 10),
+                    status: 503,
+                    retry_after_ms: None,
+                    message: "overloaded".into(),
+                },
+            ],
+            mcp: vec![
+                tickets(
+                    "create_ticket",
+                    Trigger::OnCall(1),
+                    McpFaultKind::RpcError {
+                        code: 429,
+                        message: "rate limited".into(),
+                        retry_after_ms: Some(1_000),
+                    },
+                ),
+                tickets("*", rate(1, 4), McpFaultKind::Timeout { after_ms: 30_000 }),
+                McpFault {
+                    server: "search".into(),
+                    tool: "*".into(),
+                    trigger: Trigger::OnCall(3),
+                    kind: McpFaultKind::ToolError {
+                        message: "index offline".into(),
+                    },
+                },
+                tickets(
+                    "close_ticket",
+                    Trigger::OnCall(1),
+                    McpFaultKind::PartialWrite { ops: 1 },
+                ),
+            ],
+            fs: vec![
+                FsFault {
+                    op: "write".into(),
+                    trigger: Trigger::OnCall(3),
+                    kind: FsFaultKind::Enospc,
+                },
+                FsFault {
+                    op: "*".into(),
+                    trigger: rate(1, 100),
+                    kind: FsFaultKind::Eio,
+                },
+            ],
+            process: vec![
+                ProcessFault {
+                    program: "cargo".into(),
+                    trigger: Trigger::OnCall(1),
+                    exit_code: 101,
+                },
+                ProcessFault {
+                    program: "*".into(),
+                    trigger: rate(1, 2),
+                    exit_code: 1,
+                },
+            ],
+        }
+    );
+    let verify = |name: &str, line: u64, check| VerifySpec {
+        name: name.into(),
+        line,
+        check,
+    };
+    assert_eq!(
+        scenario.verifiers(),
+        [
+            verify(
+                "fs src/math/mod.rs",
+                84,
+                Check::Fs {
+                    path: "src/math/mod.rs".into(),
+                    state: FsState::Added,
+                    content: TextMatch {
+                        contains: Some("pub mod ops;".into()),
+                        matches: Some("^pub mod".into()),
+                        ..TextMatch::default()
+                    },
+                },
+            ),
+            verify(
+                "helpers gone",
+                91,
+                Check::Fs {
+                    path: "src/helpers.rs".into(),
+                    state: FsState::Deleted,
+                    content: TextMatch::default(),
+                },
+            ),
+            verify(
+                "answer",
+                97,
+                Check::Answer(TextMatch {
+                    excludes: Some("sorry".into()),
+                    ..TextMatch::default()
+                }),
+            ),
+            verify(
+                "tool_called write_file",
+                101,
+                Check::ToolCalled {
+                    tool: "write_file".into(),
+                    args: Some(json!({ "path": "src/math/ops.rs" })),
+                    called: true,
+                },
+            ),
+            verify(
+                "tool_called delete_file",
+                106,
+                Check::ToolCalled {
+                    tool: "delete_file".into(),
+                    args: None,
+                    called: false,
+                },
+            ),
+            verify(
+                "world_goal tickets",
+                111,
+                Check::WorldGoal {
+                    server: "tickets".into(),
+                    allow_collateral: true,
+                },
+            ),
+            verify(
+                "gate cargo test --quiet",
+                116,
+                Check::Gate {
+                    program: "cargo".into(),
+                    args: vec!["test".into(), "--quiet".into()],
+                    exit_code: 0,
+                },
+            ),
+            verify(
+                "outcome refactored",
+                121,
+                Check::Outcome {
+                    name: "refactored".into(),
+                    value: json!({ "files": 2 }),
+                },
+            ),
+        ]
+    );
+    // Each verifier's line is where its [[verify]] header stands.
+    for verifier in scenario.verifiers() {
+        let line = COMPLETE.lines().nth(verifier.line as usize - 1).unwrap();
+        assert_eq!(line, "[[verify]]", "{}", verifier.name);
+    }
+    // With no [[task]], the scripted part is empty and runs to nothing.
+    let mut builder = scenario.builder(0);
+    let report = scenario.run(&mut builder).unwrap();
+    assert_eq!((report.end_ns, report.outcomes.len()), (0, 0));
+}
+
+#[test]
+fn agent_defaults_offer_every_configured_source() {
+    // Goal: an [agent] with only a task gets the documented defaults, and its tools are fs,
+    // process and each [[mcp]] server in file order.
+    let dir = eval_dir("defaults");
+    let source = format!(
+        "{HEAD}{CAPABILITIES}[[mcp]]\nname = \"b\"\nworld = \"worlds/tickets.json\"\n[[mcp]]\nname = \"a\"\ncassette = \"data/search.cassette.jsonl\"\n[agent]\ntask = \"Do it.\"\n"
+    );
+    let scenario = Scenario::parse(&source, &dir.join("e.toml")).unwrap();
+    assert_eq!(
+        scenario.agent(),
+        Some(&AgentSpec {
+            model: "simtape-agent".into(),
+            system: String::new(),
+            task: "Do it.".into(),
+            max_turns: 20,
+            tool_concurrency: 4,
+            retry_budget: 3,
+            backoff_base_ms: 500,
+            backoff_max_ms: 30_000,
+            tools: vec![
+                ToolSource::Fs,
+                ToolSource::Process,
+                ToolSource::Mcp("b".into()),
+                ToolSource::Mcp("a".into()),
+            ],
+        })
+    );
+    assert!(scenario.faults().is_empty());
+    assert!(scenario.verifiers().is_empty());
+    // Without [fs] and [process], the defaults are the servers alone (here none).
+    let source = format!("{HEAD}[llm]\nfixture = \"llm.jsonl\"\n[agent]\ntask = \"Answer.\"\n");
+    let scenario = Scenario::parse(&source, &dir.join("e.toml")).unwrap();
+    assert_eq!(scenario.agent().unwrap().tools, []);
+}
+
+#[test]
+fn agent_and_mcp_problems_are_placed_at_their_fields() {
+    // Goal: bad values, ranges, backoff order, tool sources and server names of [agent] and
+    // [[mcp]] are each reported at their own line and column.
+    let source = format!(
+        r#"{HEAD}[[mcp]]
+name = "Tickets"
+world = "w.json"
+[[mcp]]
+name = "dup"
+world = "w.json"
+cassette = "c.jsonl"
+[[mcp]]
+name = "dup"
+[[mcp]]
+name = "fs"
+cassete = "c.jsonl"
+world = ""
+[agent]
+model = ""
+task = ""
+max_turns = 0
+tool_concurrency = 65
+retry_budget = -1
+backoff = "2s"
+backoff_max = "1s"
+tools = ["fs", "process", "nowhere", 3]
+colour = "red"
+"#
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "4:8: field `mcp[0].name`: expected a name of a-z, 0-9 and -, found \"Tickets\"",
+            "9:12: field `mcp[1].cassette`: expected either `world` or `cassette`, found both",
+            "10:1: field `mcp[2].world`: expected a backing: `world = \"worlds/x.json\"` or `cassette = \"data/x.jsonl\"`, found nothing",
+            "11:8: field `mcp[2].name`: expected a server name not used before, found \"dup\", which `mcp[1].name` already names",
+            "13:8: field `mcp[3].name`: the server name \"fs\" is reserved: `[agent] tools` uses it for the built-in fs tools",
+            "14:1: field `mcp[3].cassete`: unknown key, expected one of `name`, `world`, `cassette`",
+            "15:9: field `mcp[3].world`: expected a world spec path relative to the scenario file, found \"\"",
+            "16:1: field `agent`: [agent] needs an [llm] table: the agent's model answers from its fixture",
+            "17:9: field `agent.model`: expected a model name (not empty), found \"\"",
+            "18:8: field `agent.task`: expected a task prompt like \"Fix the failing test.\" (not empty), found \"\"",
+            "19:13: field `agent.max_turns`: expected an integer from 1 to 1000, found 0",
+            "20:20: field `agent.tool_concurrency`: expected an integer from 1 to 64, found 65",
+            "21:16: field `agent.retry_budget`: expected an integer from 0 to 1000, found -1",
+            "23:15: field `agent.backoff_max`: expected backoff <= backoff_max, found backoff \"2s\" > backoff_max \"1s\"",
+            "24:10: field `agent.tools[0]`: tool `fs` needs an [fs] table",
+            "24:16: field `agent.tools[1]`: tool `process` needs a [process] table",
+            // "nowhere" (24:27) is not judged: `mcp[0]`'s bad name might have been meant.
+            "24:38: field `agent.tools[3]`: expected `fs`, `process` or the name of an [[mcp]] server (`dup`), found 3",
+            "25:1: field `agent.colour`: unknown key, expected one of `model`, `system`, `task`, `max_turns`, `tool_concurrency`, `retry_budget`, `backoff`, `backoff_max`, `tools`",
+        ]
+    );
+}
+
+#[test]
+fn agent_tools_twice_and_whole_milliseconds() {
+    // Goal: a tool source named twice is refused at its second place; back-offs are whole
+    // milliseconds; a missing task is reported at the table.
+    let source = format!(
+        "{HEAD}[llm]\nfixture = \"f\"\n[[mcp]]\nname = \"t\"\nworld = \"w\"\n[agent]\nbackoff = \"1500us\"\nbackoff_max = 30\ntools = [\"t\", \"t\", \"nowhere\"]\n"
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "8:1: field `agent.task`: expected a task prompt like \"Fix the failing test.\", found nothing",
+            "9:11: field `agent.backoff`: expected a duration of whole milliseconds like \"500ms\", found \"1500us\"",
+            "10:15: field `agent.backoff_max`: expected a duration like \"250ms\", found 30",
+            "11:15: field `agent.tools[1]`: expected each tool source once, found \"t\"",
+            "11:20: field `agent.tools[2]`: expected `fs`, `process` or the name of an [[mcp]] server (`t`), found \"nowhere\"",
+        ]
+    );
+}
+
+#[test]
+fn fault_rule_problems_are_placed_at_their_fields() {
+    // Goal: triggers (none, both, bad), bad kinds and ranges, unknown servers and keys of
+    // each [[faults.*]] array are reported at their own place, and a rule array whose
+    // capability has no table is reported at its first rule.
+    let source = format!(
+        r#"{HEAD}[[mcp]]
+name = "tickets"
+world = "w.json"
+[[faults.llm]]
+status = 200
+[[faults.mcp]]
+server = "tikets"
+on_call = 1
+rate = "1/2"
+kind = "rpc_error"
+code = 503
+ops = 2
+[[faults.mcp]]
+server = "tickets"
+on_call = 0
+kind = "tool_error"
+[[faults.mcp]]
+server = "tickets"
+rate = "0.5"
+kind = "crash"
+[[faults.fs]]
+op = "delete"
+on_call = 1
+kind = "eperm"
+[[faults.process]]
+on_call = 1
+exit_code = 256
+signal = 9
+[faults.network]
+{TASK}"#
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "6:1: field `faults.llm[0]`: [[faults.llm]] needs an [llm] table",
+            "6:1: field `faults.llm[0].on_call`: expected a trigger: `on_call = 2` or `rate = \"1/10\"`, found nothing",
+            "7:10: field `faults.llm[0].status`: expected an integer from 400 to 599, found 200",
+            "9:10: field `faults.mcp[0].server`: expected the name of an [[mcp]] server (`tickets`), found \"tikets\"",
+            "11:8: field `faults.mcp[0].rate`: expected either `on_call` or `rate`, found both",
+            "14:1: field `faults.mcp[0].ops`: unknown key, expected one of `server`, `tool`, `on_call`, `rate`, `kind`, `code`, `message`, `retry_after` (for kind `rpc_error`)",
+            "15:1: field `faults.mcp[1].message`: expected the tool error's text, found nothing",
+            "17:11: field `faults.mcp[1].on_call`: expected a call number from 1, found 0",
+            "21:8: field `faults.mcp[2].rate`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found \"0.5\"",
+            "22:8: field `faults.mcp[2].kind`: expected a fault kind `rpc_error`, `timeout`, `tool_error`, `partial_write`, found \"crash\"",
+            "23:1: field `faults.fs[0]`: [[faults.fs]] needs an [fs] table",
+            "24:6: field `faults.fs[0].op`: expected an operation `read`, `write`, `append`, `remove`, `rename`, `mkdir`, `list`, `stat`, `*`, found \"delete\"",
+            "26:8: field `faults.fs[0].kind`: expected a fault kind `eio` or `enospc`, found \"eperm\"",
+            "27:1: field `faults.process[0]`: [[faults.process]] needs a [process] table",
+            "29:13: field `faults.process[0].exit_code`: expected an integer from 0 to 255, found 256",
+            "30:1: field `faults.process[0].signal`: unknown key, expected one of `program`, `on_call`, `rate`, `exit_code`",
+            "31:9: field `faults.network`: unknown key, expected one of `llm`, `mcp`, `fs`, `process`",
+        ]
+    );
+}
+
+#[test]
+fn verifier_problems_are_placed_at_their_fields() {
+    // Goal: kinds, states, content checks that cannot apply, bad patterns (regex's message on
+    // one line), arguments, servers and missing keys of [[verify]] are each reported at
+    // their own place.
+    let source = format!(
+        r#"{HEAD}[llm]
+fixture = "f"
+[[mcp]]
+name = "search"
+cassette = "c.jsonl"
+[[verify]]
+kind = "fs"
+path = "src/old.rs"
+state = "deleted"
+contains = "x"
+[[verify]]
+kind = "fs"
+path = "a"
+state = "gone"
+matches = "(unclosed"
+[[verify]]
+kind = "answer"
+[[verify]]
+kind = "tool_called"
+args = ["x"]
+called = "yes"
+[[verify]]
+kind = "world_goal"
+server = "search"
+[[verify]]
+kind = "gate"
+args = "test"
+exit_code = -1
+[[verify]]
+kind = "outcome"
+value = 1
+label = "x"
+[[verify]]
+kind = "smoke"
+[[verify]]
+name = ""
+kind = "answer"
+equals = "ok"
+{TASK}"#
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "9:8: field `verify[0].kind`: a `fs` verifier needs an [fs] table",
+            "12:12: field `verify[0].contains`: expected no content expectation with state \"deleted\" (the path has no content at the end), found `contains`",
+            "14:8: field `verify[1].kind`: a `fs` verifier needs an [fs] table",
+            "16:9: field `verify[1].state`: expected a state `added`, `modified`, `deleted`, `unchanged`, `exists`, `absent`, found \"gone\"",
+            "17:11: field `verify[1].matches`: expected a regular expression, found \"(unclosed\": regex parse error: (unclosed; error: unclosed group",
+            "18:1: field `verify[2]`: expected at least one of `equals`, `contains`, `excludes`, `matches`, found none",
+            "20:1: field `verify[3].tool`: expected a tool name like \"write_file\", found nothing",
+            "22:8: field `verify[3].args`: expected a table of arguments like { path = \"src/lib.rs\" }, found an array",
+            "23:10: field `verify[3].called`: expected true or false, found \"yes\"",
+            "26:10: field `verify[4].server`: expected an [[mcp]] server backed by a world (`world = …`), found \"search\", which replays a cassette",
+            "27:1: field `verify[5].program`: expected a program name like \"cargo\", found nothing",
+            "28:8: field `verify[5].kind`: a `gate` verifier needs a [process] table",
+            "29:8: field `verify[5].args`: expected an array of arguments like [\"test\"], found \"test\"",
+            "30:13: field `verify[5].exit_code`: expected an exit code from 0 to 255, found -1",
+            "31:1: field `verify[6].name`: expected the outcome's name, found nothing",
+            "34:1: field `verify[6].label`: unknown key, expected one of `kind`, `name`, `value` (for kind `outcome`)",
+            "36:8: field `verify[7].kind`: expected a verifier kind `fs`, `answer`, `tool_called`, `world_goal`, `gate`, `outcome`, found \"smoke\"",
+            "38:8: field `verify[8].name`: expected a name of 1 to 128 characters without control characters, found \"\"",
+        ]
+    );
+}
+
+#[test]
+fn referenced_mcp_files_must_exist_and_tasks_are_needed_without_an_agent() {
+    // Goal: a world spec or cassette that is not a file is reported at the field naming it
+    // with its resolved path; a scenario with neither [agent] nor [[task]] is refused.
+    let dir = eval_dir("files");
+    let path = dir.join("e.toml");
+    let source = format!(
+        "{HEAD}[llm]\nfixture = \"llm.jsonl\"\n[[mcp]]\nname = \"a\"\nworld = \"worlds/none.json\"\n[[mcp]]\nname = \"b\"\ncassette = \"data\"\n[agent]\ntask = \"t\"\n"
+    );
+    assert_eq!(
+        problems_at(&source, &path),
+        [
+            format!(
+                "{}:7:9: field `mcp[0].world`: expected an existing world spec file, found nothing at {}",
+                path.display(),
+                dir.join("worlds/none.json").display()
+            ),
+            format!(
+                "{}:10:12: field `mcp[1].cassette`: expected an existing cassette file, found a directory at {}",
+                path.display(),
+                dir.join("data").display()
+            ),
+        ]
+    );
+    let source = format!("{HEAD}[[verify]]\nkind = \"answer\"\nequals = \"x\"\n");
+    assert_eq!(
+        problems(&source),
+        ["1:1: field `task`: expected at least one [[task]] table, found nothing"]
+    );
+}
