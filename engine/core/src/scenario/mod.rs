@@ -74,7 +74,7 @@ pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 
 use crate::cap::fs::FsDiff;
 use crate::limits::Limits;
-use crate::sim::{Builder, RunError, Sim};
+use crate::sim::{Builder, Host, RunError, Sim};
 use crate::tape::{ScenarioStamp, TapeSummary};
 use resources::Resources;
 use schema::{Spec, SOURCE_BYTES_MAX};
@@ -287,6 +287,18 @@ impl Scenario {
         builder
     }
 
+    /// Returns the scripted `[[task]]`s as one future for `host`'s run: it spawns one task per
+    /// `[[task]]` and resolves to the outcomes they declared, or to the first failed step.
+    /// [`Scenario::run`] runs it as the whole pipeline; a harness (the agent loop) runs it
+    /// beside its own work. A scenario without tasks resolves at once and records nothing.
+    pub fn tasks(
+        &self,
+        host: Host,
+    ) -> impl std::future::Future<Output = Result<Vec<(String, serde_json::Value)>, Box<StepError>>>
+           + 'static {
+        interpret::run(host, Arc::clone(&self.spec))
+    }
+
     /// Builds a run from `builder` (usually from [`Scenario::builder`]) and runs the scenario.
     /// The tape's verdict is `ok`, or `error: <error>` when the run fails (a deadlock, a
     /// limit, a failed capability step).
@@ -302,9 +314,8 @@ impl Scenario {
             tape_path: None,
             fs_diff: None,
         })?;
-        let spec = Arc::clone(&self.spec);
         let outcome = sim.run_with_verdict(
-            move |host| interpret::run(host, spec),
+            |host| self.tasks(host),
             |outcome| match outcome {
                 Ok(Ok(_)) => "ok".to_string(),
                 Ok(Err(error)) => format!("error: {error}"),

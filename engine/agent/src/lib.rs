@@ -1,0 +1,55 @@
+//! simtape-agent: the eval harness. A scenario file becomes an eval scenario: a built-in
+//! **agent loop** (the harness under test) runs inside the simulation beside the scenario's
+//! scripted tasks, calls the model and its tools, and **verifiers** judge what it left behind.
+//!
+//! One run, in the order it happens:
+//!
+//! 1. [`EvalScenario::load`] reads the scenario, opens its `[[mcp]]` cassettes and world specs
+//!    (with the `[[faults.mcp]]` rules turned into world fault rules) and compiles its
+//!    verifiers' patterns: once, shared by every run of a sweep.
+//! 2. [`EvalScenario::builder`] gives the scenario's builder plus one MCP actor per server
+//!    (`mcp:<name>`) and the `agent` actor that puts the harness's own steps on the tape.
+//! 3. [`EvalScenario::run`] runs the scripted tasks and the agent together in the main task;
+//!    the agent's tool calls of one turn run as tasks of their own, concurrently, so the
+//!    seed's latencies decide how they interleave. A replay that cannot answer, a denied
+//!    call or an fs escape stops the run (`error`); everything else a tool does goes back
+//!    to the model, as real harnesses do.
+//! 4. The verifiers run, still inside the simulation; the [`Verdict`] is `pass` only when at
+//!    least one ran and all held, and it is the tape footer's verdict.
+//!
+//! `docs/agent.md` describes the loop, the tools and their schemas, retries and verdicts.
+//!
+//! Module map:
+//! - `scenario` — [`EvalScenario`], [`EvalSpec`]: loading, checks, builders, runs.
+//! - `pipeline` — the main task: tasks and agent side by side, then verifiers.
+//! - `agent` — the loop: turns, model retries, concurrent tool calls.
+//! - `tools` — the fs, process and MCP tools, argument checks, what stops a run.
+//! - `slots` — at most `tool_concurrency` calls at a time, joined in call order.
+//! - `retry` — the run-wide retry budget and back-off in virtual time.
+//! - `verify` — the six verifier kinds and text expectations.
+//! - [`log`] — the `agent` actor and its records.
+//! - [`transcript`] — the agent's turns, calls and answer for people and reports.
+//! - `report` — [`EvalReport`], [`Verdict`], [`VerifierResult`], [`EvalFailure`].
+//! - `place` — problems placed at their line in the scenario file.
+
+#![warn(missing_docs)]
+
+mod agent;
+pub mod log;
+mod pipeline;
+mod place;
+mod report;
+mod retry;
+mod scenario;
+mod slots;
+mod tools;
+pub mod transcript;
+mod verify;
+
+pub use report::{
+    AgentError, EvalFailure, EvalReport, ToolFailure, Verdict, VerifierResult, NO_VERIFIER,
+    NO_VERIFIER_SAW,
+};
+pub use scenario::{mcp_actor_name, EvalScenario, EvalSpec};
+pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptTurn};
+pub use verify::SAW_CHARS_MAX;

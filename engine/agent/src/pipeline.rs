@@ -1,0 +1,149 @@
+//! The main task of an eval run: the scripted tasks and the agent side by side, then the
+//! verifiers, then the verdict.
+//!
+//! Both run inside the main task (no task of their own), polled in that order, so a
+//! scenario without an agent leaves exactly the records [`simtape::scenario::Scenario::run`]
+//! leaves. The first of them to fail stops the run at once; when both have finished, the
+//! verifiers run, still inside the simulation, so what they read and run is on the tape.
+
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
+
+use serde_json::Value;
+use simtape::scenario::StepError;
+use simtape::{Capabilities, Host};
+
+use crate::log::{self, AgentEvent};
+use crate::report::{AgentError, EvalFailure, Verdict, VerifierResult};
+use crate::retry::Retries;
+use crate::scenario::Shared;
+use crate::transcript::Transcript;
+
+/// What a run leaves outside the simulation even when the engine stops it: the transcript
+/// so far and the capabilities (to find the fs actor's final state).
+#[derive(Debug, Default)]
+pub(crate) struct RunState {
+    pub(crate) transcript: RefCell<Transcript>,
+    pub(crate) capabilities: Cell<Option<Capabilities>>,
+}
+
+/// Everything the agent, its tools and the verifiers reach during one run.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub(crate) host: Host,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) retries: Retries,
+    pub(crate) state: Rc<RunState>,
+}
+
+impl Ctx {
+    /// Puts one of the harness's steps on the tape.
+    pub(crate) async fn record(&self, event: AgentEvent) {
+        if let Some(agent_log) = self.shared.refs.log {
+            log::record(agent_log, event).await;
+        }
+    }
+
+    /// Fails the agent's setup when `present` is false: `what` needs the table `table`.
+    pub(crate) fn require(&self, present: bool, what: &str, table: &str) -> Result<(), AgentError> {
+        if present {
+            Ok(())
+        } else {
+            Err(AgentError::Setup(format!(
+                "{what} need {table} in the scenario"
+            )))
+        }
+    }
+}
+
+/// The main task's output.
+#[derive(Debug)]
+pub(crate) struct RunOutput {
+    pub(crate) outcomes: Vec<(String, Value)>,
+    pub(crate) verifiers: Vec<VerifierResult>,
+    pub(crate) verdict: Verdict,
+    pub(crate) failure: Option<EvalFailure>,
+}
+
+impl RunOutput {
+    fn stopped(failure: EvalFailure, outcomes: Vec<(String, Value)>) -> RunOutput {
+        RunOutput {
+            outcomes,
+            verifiers: Vec::new(),
+            verdict: Verdict::Error {
+                reason: failure.to_string(),
+            },
+            failure: Some(failure),
+        }
+    }
+}
+
+/// The body of the main task.
+pub(crate) async fn run(host: Host, shared: Arc<Shared>, state: Rc<RunState>) -> RunOutput {
+    state.capabilities.set(Some(host.capabilities()));
+    let ctx = Rc::new(Ctx {
+        retries: Retries::new(shared.eval.agent.as_ref()),
+        host,
+        shared,
+        state,
+    });
+    let tasks = ctx.shared.scenario.tasks(ctx.host.clone());
+    let agent = ctx
+        .shared
+        .eval
+        .agent
+        .as_ref()
+        .map(|_| crate::agent::run(Rc::clone(&ctx)));
+    let outcomes = match join(tasks, agent).await {
+        Ok(outcomes) => outcomes,
+        Err(failure) => return RunOutput::stopped(failure, Vec::new()),
+    };
+    match crate::verify::run_all(&ctx, &outcomes).await {
+        Ok(verifiers) => RunOutput {
+            verdict: Verdict::of(&verifiers),
+            outcomes,
+            verifiers,
+            failure: None,
+        },
+        Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
+    }
+}
+
+/// Runs the scripted tasks and the agent (if any) until both finish; the first failure
+/// wins at once.
+async fn join<T, A>(tasks: T, agent: Option<A>) -> Result<Vec<(String, Value)>, EvalFailure>
+where
+    T: Future<Output = Result<Vec<(String, Value)>, Box<StepError>>>,
+    A: Future<Output = Result<(), AgentError>>,
+{
+    let mut tasks = pin!(tasks);
+    let mut agent = pin!(agent);
+    let mut outcomes = None;
+    let mut agent_done = agent.is_none();
+    poll_fn(|cx| {
+        if outcomes.is_none() {
+            if let Poll::Ready(finished) = tasks.as_mut().poll(cx) {
+                outcomes = Some(finished.map_err(|error| EvalFailure::Step(*error))?);
+            }
+        }
+        if !agent_done {
+            let running = agent.as_mut().as_pin_mut().expect("a running agent");
+            if let Poll::Ready(finished) = running.poll(cx) {
+                agent_done = true;
+                finished?;
+            }
+        }
+        match (agent_done, outcomes.take()) {
+            (true, Some(outcomes)) => Poll::Ready(Ok(outcomes)),
+            (_, unfinished) => {
+                outcomes = unfinished;
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}

@@ -1,0 +1,481 @@
+//! [`EvalScenario`]: a scenario and everything its eval parts reference, loaded and checked
+//! once, then run at any seed, any number of times, from any thread.
+
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use regex::Regex;
+use simtape::actor::ActorRef;
+use simtape::scenario::{
+    AgentSpec, Check, FaultsSpec, McpFault, McpFaultKind, McpServerSpec, McpSource, Scenario,
+    ScenarioError, ToolSource, Trigger, VerifySpec,
+};
+use simtape::{Builder, RunError, RunReport};
+use simtape_mcp::actor::McpActor;
+use simtape_mcp::world::faults::{FaultKind, FaultRule};
+use simtape_mcp::world::World;
+
+use crate::log::{AgentLog, AGENT_ACTOR};
+use crate::pipeline::{self, RunOutput, RunState};
+use crate::place::{problem, Step};
+use crate::report::{EvalFailure, EvalReport, Verdict};
+use crate::tools::Builtin;
+
+/// The eval parts of a scenario: what `[agent]`, `[[mcp]]`, `[faults]` and `[[verify]]`
+/// decode to. [`EvalScenario::from_scenario`] takes them from the scenario file;
+/// [`EvalScenario::from_parts`] takes them from Rust.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvalSpec {
+    /// The agent, if the scenario runs one.
+    pub agent: Option<AgentSpec>,
+    /// The MCP servers, in file order.
+    pub mcp: Vec<McpServerSpec>,
+    /// The fault plan (this crate applies `mcp`; the core applies the rest).
+    pub faults: FaultsSpec,
+    /// The verifiers, in file order.
+    pub verify: Vec<VerifySpec>,
+}
+
+impl EvalSpec {
+    /// Returns the eval parts of `scenario` as its file declares them.
+    pub fn of(scenario: &Scenario) -> EvalSpec {
+        EvalSpec {
+            agent: scenario.agent().cloned(),
+            mcp: scenario.mcp_servers().to_vec(),
+            faults: scenario.faults().clone(),
+            verify: scenario.verifiers().to_vec(),
+        }
+    }
+}
+
+/// Returns the actor name of the `[[mcp]]` server `name` in the tape's actor table.
+pub fn mcp_actor_name(name: &str) -> String {
+    format!("mcp:{name}")
+}
+
+/// The actors the harness registers on top of the scenario's, by id (the same for every
+/// builder of one scenario, since registration follows a fixed order).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Refs {
+    /// One per `[[mcp]]` server, in file order.
+    pub(crate) mcp: Vec<ActorRef<McpActor>>,
+    /// The `agent` records, when there is an agent or a verifier.
+    pub(crate) log: Option<ActorRef<AgentLog>>,
+}
+
+/// What every run of one scenario shares, read-only.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) scenario: Scenario,
+    pub(crate) eval: EvalSpec,
+    /// The MCP actors each run starts from (a world compiled once, its faults added).
+    mcp: Vec<McpActor>,
+    pub(crate) refs: Refs,
+    pub(crate) builtin: Builtin,
+    /// Each verifier's compiled `matches` pattern, by verifier.
+    pub(crate) patterns: Vec<Option<Regex>>,
+}
+
+impl Shared {
+    /// Returns the index of the `[[mcp]]` server named `name`.
+    pub(crate) fn server_index(&self, name: &str) -> Option<usize> {
+        self.eval.mcp.iter().position(|server| server.name == name)
+    }
+
+    /// Registers the harness's actors on `builder`, in the one fixed order: the MCP servers
+    /// in file order, then the `agent` records.
+    fn register(&self, builder: &mut Builder) -> Refs {
+        let mcp = self
+            .eval
+            .mcp
+            .iter()
+            .zip(&self.mcp)
+            .map(|(server, actor)| builder.actor(&mcp_actor_name(&server.name), actor.clone()))
+            .collect();
+        let records = self.eval.agent.is_some() || !self.eval.verify.is_empty();
+        let log = records.then(|| builder.actor(AGENT_ACTOR, AgentLog));
+        Refs { mcp, log }
+    }
+}
+
+/// A scenario plus everything it references, loaded once (world specs compiled, cassettes
+/// parsed, patterns compiled) and shared read-only across runs and threads.
+///
+/// ```no_run
+/// use simtape_agent::EvalScenario;
+/// let scenario = EvalScenario::load("scenarios/refactor.toml".as_ref())?;
+/// let mut builder = scenario.builder(7);
+/// builder.tape("refactor-7.tape");
+/// let report = scenario.run(&mut builder);
+/// println!("{}", report.verdict);
+/// # Ok::<(), simtape::scenario::ScenarioError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct EvalScenario {
+    shared: Arc<Shared>,
+}
+
+// A sweep shares one scenario between the threads of its pool.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<EvalScenario>()
+};
+
+impl EvalScenario {
+    /// Reads and checks the scenario file at `path` and everything it references, `[[mcp]]`
+    /// cassettes and world specs included; the error is the first problem.
+    pub fn load(path: &Path) -> Result<EvalScenario, ScenarioError> {
+        EvalScenario::check_all(path).map_err(first)
+    }
+
+    /// Like [`EvalScenario::load`], reporting every problem (for `simtape check`); a bad
+    /// world spec or cassette is reported at the `[[mcp]]` field that names it.
+    pub fn check_all(path: &Path) -> Result<EvalScenario, Vec<ScenarioError>> {
+        let scenario = Scenario::check_all(path)?;
+        let eval = EvalSpec::of(&scenario);
+        EvalScenario::build(scenario, eval)
+    }
+
+    /// Takes a checked scenario and opens what its eval parts reference.
+    pub fn from_scenario(scenario: Scenario) -> Result<EvalScenario, ScenarioError> {
+        let eval = EvalSpec::of(&scenario);
+        EvalScenario::from_parts(scenario, eval)
+    }
+
+    /// Takes a checked scenario and eval parts given in Rust (they replace the file's own).
+    /// `[[mcp]]` paths are used as given (the scenario decoder has already resolved a file's
+    /// own against its directory).
+    pub fn from_parts(scenario: Scenario, eval: EvalSpec) -> Result<EvalScenario, ScenarioError> {
+        EvalScenario::build(scenario, eval).map_err(first)
+    }
+
+    fn build(scenario: Scenario, eval: EvalSpec) -> Result<EvalScenario, Vec<ScenarioError>> {
+        let mut problems = Vec::new();
+        check_fault_servers(&scenario, &eval, &mut problems);
+        check_tool_sources(&scenario, &eval, &mut problems);
+        let mcp = open_servers(&scenario, &eval, &mut problems);
+        let patterns = compile_patterns(&scenario, &eval, &mut problems);
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut shared = Shared {
+            scenario,
+            eval,
+            mcp,
+            refs: Refs::default(),
+            builtin: Builtin::new(),
+            patterns,
+        };
+        let mut scratch = shared.scenario.builder(0);
+        shared.refs = shared.register(&mut scratch);
+        Ok(EvalScenario {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// Returns the scenario.
+    pub fn scenario(&self) -> &Scenario {
+        &self.shared.scenario
+    }
+
+    /// Returns the eval parts the runs use.
+    pub fn eval(&self) -> &EvalSpec {
+        &self.shared.eval
+    }
+
+    /// Returns a builder for a run at `seed`: the scenario's (seed, start, limits, stamp,
+    /// capabilities), then one MCP actor per `[[mcp]]` server in file order (`mcp:<name>`),
+    /// then the `agent` record actor. Add a tape before [`EvalScenario::run`]; register
+    /// nothing before these.
+    pub fn builder(&self, seed: u64) -> Builder {
+        let mut builder = self.shared.scenario.builder(seed);
+        let refs = self.shared.register(&mut builder);
+        let ids = |refs: &Refs| {
+            let mcp: Vec<u16> = refs.mcp.iter().map(|r| r.id()).collect();
+            (mcp, refs.log.map(|r| r.id()))
+        };
+        assert_eq!(
+            ids(&refs),
+            ids(&self.shared.refs),
+            "a scenario's builders register the same actors in the same order"
+        );
+        builder
+    }
+
+    /// Builds a run from `builder` (from [`EvalScenario::builder`]) and runs it: the
+    /// scripted tasks and the agent, then the verifiers. The tape's footer verdict is the
+    /// [`Verdict`]'s text. Never panics on user input; every way a run can end is a verdict.
+    pub fn run(&self, builder: &mut Builder) -> EvalReport {
+        let seed = builder.seed_value();
+        let sim = match builder.build() {
+            Ok(sim) => sim,
+            Err(error) => return unbuilt(seed, error),
+        };
+        let state = Rc::new(RunState::default());
+        let shared = Arc::clone(&self.shared);
+        let run_state = Rc::clone(&state);
+        let outcome = sim.run_with_verdict(
+            move |host| pipeline::run(host, shared, run_state),
+            |outcome| match outcome {
+                Ok(output) => output.verdict.to_string(),
+                Err(error) => format!("error: {error}"),
+            },
+        );
+        let transcript = self
+            .shared
+            .eval
+            .agent
+            .as_ref()
+            .map(|_| state.transcript.take());
+        match outcome {
+            Ok(report) => completed(report, transcript),
+            Err(error) => stopped(error, &state, transcript),
+        }
+    }
+}
+
+/// The report of a run whose main task finished (its verdict may still be `error`).
+fn completed(
+    report: RunReport<RunOutput>,
+    transcript: Option<crate::transcript::Transcript>,
+) -> EvalReport {
+    let fs_diff = report.fs_diff().and_then(Result::ok);
+    let output = report.output;
+    EvalReport {
+        seed: report.seed,
+        end_ns: report.end_ns,
+        events: report.events,
+        records: report.records,
+        fingerprint: report.fingerprint,
+        tape: report.tape,
+        tape_path: report.tape_path,
+        verdict: output.verdict,
+        verifiers: output.verifiers,
+        outcomes: output.outcomes,
+        fs_diff,
+        transcript,
+        failure: output.failure.map(Box::new),
+    }
+}
+
+/// The report of a run the engine stopped (deadlock, limit, panic, tape).
+fn stopped(
+    error: RunError,
+    state: &RunState,
+    transcript: Option<crate::transcript::Transcript>,
+) -> EvalReport {
+    let fs = state.capabilities.get().and_then(|caps| caps.fs());
+    let fs_diff = fs
+        .and_then(|fs| error.actors.get(fs))
+        .and_then(|fs| fs.diff().ok());
+    let failure = EvalFailure::Sim(*error.error);
+    EvalReport {
+        seed: error.seed,
+        end_ns: error.end_ns,
+        events: error.events,
+        records: 0,
+        fingerprint: 0,
+        tape: error.tape.map(|tape| *tape),
+        tape_path: error.tape_path,
+        verdict: Verdict::Error {
+            reason: failure.to_string(),
+        },
+        verifiers: Vec::new(),
+        outcomes: Vec::new(),
+        fs_diff,
+        transcript,
+        failure: Some(Box::new(failure)),
+    }
+}
+
+/// The report of a run that could not be built (the tape file cannot be created).
+fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
+    let failure = EvalFailure::Sim(error);
+    EvalReport {
+        seed,
+        end_ns: 0,
+        events: 0,
+        records: 0,
+        fingerprint: 0,
+        tape: None,
+        tape_path: None,
+        verdict: Verdict::Error {
+            reason: failure.to_string(),
+        },
+        verifiers: Vec::new(),
+        outcomes: Vec::new(),
+        fs_diff: None,
+        transcript: None,
+        failure: Some(Box::new(failure)),
+    }
+}
+
+/// Returns the first of a non-empty list of problems.
+fn first(mut problems: Vec<ScenarioError>) -> ScenarioError {
+    assert!(!problems.is_empty(), "a failed check reports a problem");
+    problems.swap_remove(0)
+}
+
+/// Each `[[faults.mcp]]` rule must name a world server.
+fn check_fault_servers(scenario: &Scenario, eval: &EvalSpec, problems: &mut Vec<ScenarioError>) {
+    for (index, fault) in eval.faults.mcp.iter().enumerate() {
+        let at = [
+            Step::Key("faults"),
+            Step::Key("mcp"),
+            Step::Index(index),
+            Step::Key("server"),
+        ];
+        let server = eval.mcp.iter().find(|server| server.name == fault.server);
+        let message = match server.map(|server| &server.source) {
+            Some(McpSource::World(_)) => continue,
+            Some(McpSource::Cassette(_)) => format!(
+                "faults need a world server, found {:?}, which replays a cassette",
+                fault.server
+            ),
+            None => format!(
+                "expected the name of an [[mcp]] server, found {:?}",
+                fault.server
+            ),
+        };
+        problems.push(problem(scenario, &at, message));
+    }
+}
+
+/// Each MCP server the agent offers must exist.
+fn check_tool_sources(scenario: &Scenario, eval: &EvalSpec, problems: &mut Vec<ScenarioError>) {
+    let Some(agent) = &eval.agent else { return };
+    for (index, source) in agent.tools.iter().enumerate() {
+        let ToolSource::Mcp(name) = source else {
+            continue;
+        };
+        if eval.mcp.iter().all(|server| &server.name != name) {
+            let at = [Step::Key("agent"), Step::Key("tools"), Step::Index(index)];
+            let message =
+                format!("expected \"fs\", \"process\" or an [[mcp]] server's name, found {name:?}");
+            problems.push(problem(scenario, &at, message));
+        }
+    }
+}
+
+/// Opens every `[[mcp]]` server: parses its cassette, or compiles its world spec with the
+/// run's MCP fault rules added.
+fn open_servers(
+    scenario: &Scenario,
+    eval: &EvalSpec,
+    problems: &mut Vec<ScenarioError>,
+) -> Vec<McpActor> {
+    let mut actors = Vec::new();
+    for (index, server) in eval.mcp.iter().enumerate() {
+        let (key, opened) = match &server.source {
+            McpSource::Cassette(path) => (
+                "cassette",
+                McpActor::load(path).map_err(|error| error.to_string()),
+            ),
+            McpSource::World(path) => ("world", open_world(eval, server, path)),
+        };
+        match opened {
+            Ok(actor) => actors.push(actor),
+            Err(message) => {
+                let at = [Step::Key("mcp"), Step::Index(index), Step::Key(key)];
+                problems.push(problem(scenario, &at, message));
+            }
+        }
+    }
+    actors
+}
+
+fn open_world(eval: &EvalSpec, server: &McpServerSpec, path: &Path) -> Result<McpActor, String> {
+    let world = World::load(path).map_err(|error| error.to_string())?;
+    let rules: Vec<FaultRule> = eval
+        .faults
+        .mcp
+        .iter()
+        .filter(|fault| fault.server == server.name)
+        .map(fault_rule)
+        .collect();
+    if rules.is_empty() {
+        return Ok(McpActor::from_world(world));
+    }
+    let world = world
+        .with_faults(rules)
+        .map_err(|error| format!("the [[faults.mcp]] rules do not fit the world: {error}"))?;
+    Ok(McpActor::from_world(world))
+}
+
+/// Turns a scenario's MCP fault into the world server's fault rule.
+pub(crate) fn fault_rule(fault: &McpFault) -> FaultRule {
+    let (on_call, probability) = match fault.trigger {
+        Trigger::OnCall(call) => (Some(call), None),
+        Trigger::Rate(ratio) => (None, Some(ratio.to_string())),
+    };
+    let fault_kind = match &fault.kind {
+        McpFaultKind::RpcError {
+            code,
+            message,
+            retry_after_ms,
+        } => FaultKind::RpcError {
+            code: *code,
+            message: message.clone(),
+            data: retry_after_ms.map(|ms| serde_json::json!({ "retryAfterMs": ms })),
+        },
+        McpFaultKind::Timeout { after_ms } => FaultKind::Timeout {
+            after_ms: *after_ms,
+        },
+        McpFaultKind::ToolError { message } => FaultKind::ToolError {
+            message: message.clone(),
+        },
+        McpFaultKind::PartialWrite { ops } => FaultKind::PartialWrite {
+            ops: usize::try_from(*ops).unwrap_or(usize::MAX),
+            message: None,
+        },
+    };
+    FaultRule {
+        tool: fault.tool.clone(),
+        on_call,
+        probability,
+        fault: fault_kind,
+    }
+}
+
+/// Compiles each verifier's `matches` pattern; checks that `world_goal` names a world.
+fn compile_patterns(
+    scenario: &Scenario,
+    eval: &EvalSpec,
+    problems: &mut Vec<ScenarioError>,
+) -> Vec<Option<Regex>> {
+    let mut patterns = Vec::with_capacity(eval.verify.len());
+    for (index, verifier) in eval.verify.iter().enumerate() {
+        let text_match = match &verifier.check {
+            Check::Fs { content, .. } => Some(content),
+            Check::Answer(expected) => Some(expected),
+            Check::WorldGoal { server, .. } => {
+                let world = eval.mcp.iter().find(|s| &s.name == server);
+                if !matches!(world.map(|s| &s.source), Some(McpSource::World(_))) {
+                    let at = [Step::Key("verify"), Step::Index(index), Step::Key("server")];
+                    let message =
+                        format!("expected the name of an [[mcp]] world server, found {server:?}");
+                    problems.push(problem(scenario, &at, message));
+                }
+                None
+            }
+            _ => None,
+        };
+        let source = text_match.and_then(|expected| expected.matches.as_deref());
+        let compiled = source.and_then(|source| match Regex::new(source) {
+            Ok(pattern) => Some(pattern),
+            Err(error) => {
+                let at = [
+                    Step::Key("verify"),
+                    Step::Index(index),
+                    Step::Key("matches"),
+                ];
+                let message = format!("expected a regular expression, found {source:?}: {error}");
+                problems.push(problem(scenario, &at, message));
+                None
+            }
+        });
+        patterns.push(compiled);
+    }
+    patterns
+}

@@ -1,0 +1,411 @@
+//! The verifiers: run inside the simulation once the agent and the scripted tasks are done,
+//! in file order, each leaving a `verifier` record with what it saw.
+//!
+//! | kind          | reads                                                        |
+//! |---------------|--------------------------------------------------------------|
+//! | `fs`          | the overlay's diff and final content (the fs actor's state)  |
+//! | `answer`      | the agent's final answer                                     |
+//! | `tool_called` | the agent's tool calls, arguments matched as a subset        |
+//! | `world_goal`  | an MCP world's report: goal assertions, collateral damage     |
+//! | `gate`        | a program run through the process capability (on the tape)   |
+//! | `outcome`     | the last value a scripted `outcome` step gave that name      |
+//!
+//! Each check returns `Ok(evidence)` when it holds and `Err(mismatch)` when it does not; both
+//! become the result's `saw`.
+
+use regex::Regex;
+use serde_json::Value;
+use simtape::cap::fs::{FsDiff, FsError};
+use simtape::cap::process::{Command, ProcessHandle};
+use simtape::scenario::{Check, FsState, TextMatch, VerifySpec};
+
+use crate::log::AgentEvent;
+use crate::pipeline::Ctx;
+use crate::report::{AgentError, VerifierResult};
+use crate::tools::process::{exit_code, stops_the_run};
+
+/// Characters of a text that a verifier's `saw` quotes.
+pub const SAW_CHARS_MAX: usize = 120;
+
+/// What a check saw: evidence when it held, the mismatch when not.
+type Seen = Result<String, String>;
+
+/// Runs every verifier; the error is a gate's replay that cannot answer (it stops the run).
+pub(crate) async fn run_all(
+    ctx: &Ctx,
+    outcomes: &[(String, Value)],
+) -> Result<Vec<VerifierResult>, AgentError> {
+    let verifiers = &ctx.shared.eval.verify;
+    let mut diff = None;
+    let mut results = Vec::with_capacity(verifiers.len());
+    for (spec, pattern) in verifiers.iter().zip(&ctx.shared.patterns) {
+        let pattern = pattern.as_ref();
+        let seen = match &spec.check {
+            Check::Fs {
+                path,
+                state,
+                content,
+            } => fs(ctx, &mut diff, path, *state, content, pattern),
+            Check::Answer(expected) => answer(ctx, expected, pattern),
+            Check::ToolCalled { tool, args, called } => {
+                tool_called(ctx, tool, args.as_ref(), *called)
+            }
+            Check::WorldGoal {
+                server,
+                allow_collateral,
+            } => world_goal(ctx, server, *allow_collateral),
+            Check::Gate {
+                program,
+                args,
+                exit_code,
+            } => gate(ctx, spec, program, args, *exit_code).await?,
+            Check::Outcome { name, value } => outcome(outcomes, name, value),
+        };
+        let held = seen.is_ok();
+        let saw = seen.unwrap_or_else(|mismatch| mismatch);
+        let event = AgentEvent::Verifier {
+            name: spec.name.clone(),
+            held,
+            saw: saw.clone(),
+        };
+        ctx.record(event).await;
+        results.push(VerifierResult {
+            name: spec.name.clone(),
+            line: spec.line,
+            held,
+            saw,
+        });
+    }
+    Ok(results)
+}
+
+/// Checks `text` against every expectation given, the first that fails named.
+pub(crate) fn text_match(
+    expected: &TextMatch,
+    pattern: Option<&Regex>,
+    text: &str,
+) -> Result<(), String> {
+    if let Some(equals) = &expected.equals {
+        if text != equals {
+            return Err(format!("expected {}, found {}", quote(equals), quote(text)));
+        }
+    }
+    if let Some(contains) = &expected.contains {
+        if !text.contains(contains.as_str()) {
+            return Err(format!(
+                "expected to contain {contains:?}, found {}",
+                quote(text)
+            ));
+        }
+    }
+    if let Some(excludes) = &expected.excludes {
+        if text.contains(excludes.as_str()) {
+            return Err(format!(
+                "expected not to contain {excludes:?}, found {}",
+                quote(text)
+            ));
+        }
+    }
+    if let (Some(source), Some(pattern)) = (&expected.matches, pattern) {
+        if !pattern.is_match(text) {
+            return Err(format!(
+                "expected to match /{source}/, found {}",
+                quote(text)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Quotes the first [`SAW_CHARS_MAX`] characters of `text`, with `…` when it goes on.
+pub(crate) fn quote(text: &str) -> String {
+    match text.char_indices().nth(SAW_CHARS_MAX) {
+        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// Returns a path the way the overlay's diff spells it (`/`-separated, no `.` parts).
+fn diff_key(path: &str) -> String {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    parts.join("/")
+}
+
+fn state_name(state: FsState) -> &'static str {
+    match state {
+        FsState::Added => "added",
+        FsState::Modified => "modified",
+        FsState::Deleted => "deleted",
+        FsState::Unchanged => "unchanged",
+        FsState::Exists => "exists",
+        FsState::Absent => "absent",
+    }
+}
+
+fn fs(
+    ctx: &Ctx,
+    diff: &mut Option<Result<FsDiff, FsError>>,
+    path: &str,
+    state: FsState,
+    content: &TextMatch,
+    pattern: Option<&Regex>,
+) -> Seen {
+    let Some(actor) = ctx.host.capabilities().fs() else {
+        return Err("the scenario has no [fs] overlay".to_string());
+    };
+    let key = diff_key(path);
+    let diff = diff.get_or_insert_with(|| actor.with_state(|fs| fs.diff()));
+    let diff = diff
+        .as_ref()
+        .map_err(|error| format!("the fs diff could not be computed: {error}"))?;
+    let change = if diff.added.iter().any(|file| file.path == key) {
+        Some("added")
+    } else if diff.modified.iter().any(|file| file.path == key) {
+        Some("modified")
+    } else if diff.deleted.iter().any(|file| file.path == key) {
+        Some("deleted")
+    } else {
+        None
+    };
+    let exists = match actor.with_state(|fs| fs.overlay().stat(&key)) {
+        Ok(_) => true,
+        Err(FsError::NotFound { .. } | FsError::NotADirectory { .. }) => false,
+        Err(error) => return Err(format!("cannot look at the path: {error}")),
+    };
+    let found = change.unwrap_or(if exists { "unchanged" } else { "absent" });
+    let holds = match state {
+        FsState::Added | FsState::Modified | FsState::Deleted => change == Some(state_name(state)),
+        FsState::Unchanged => change.is_none(),
+        FsState::Exists => exists,
+        FsState::Absent => !exists,
+    };
+    if !holds {
+        let expected = state_name(state);
+        let found = if state == FsState::Exists && !exists {
+            "absent"
+        } else {
+            found
+        };
+        return Err(format!("expected {expected}, found {found}"));
+    }
+    if content.is_empty() {
+        return Ok(format!("found {found}"));
+    }
+    let bytes = actor
+        .with_state(|fs| fs.overlay().read(&key))
+        .map_err(|error| format!("expected content, found an unreadable file: {error}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    match text_match(content, pattern, &text) {
+        Ok(()) => Ok(format!("found {found}, content as expected")),
+        Err(mismatch) => Err(format!("content {mismatch}")),
+    }
+}
+
+fn answer(ctx: &Ctx, expected: &TextMatch, pattern: Option<&Regex>) -> Seen {
+    if ctx.shared.eval.agent.is_none() {
+        return Err("no final answer: the scenario has no [agent]".to_string());
+    }
+    let transcript = ctx.state.transcript.borrow();
+    let Some(answer) = &transcript.answer else {
+        return Err(format!(
+            "no final answer (ended: {})",
+            transcript.end_label()
+        ));
+    };
+    text_match(expected, pattern, answer)?;
+    Ok(format!("found {}", quote(answer)))
+}
+
+/// Returns whether `actual` holds everything `expected` holds: objects key by key (extra
+/// keys allowed), everything else equal.
+fn subset(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(expected), Value::Object(actual)) => expected
+            .iter()
+            .all(|(key, value)| actual.get(key).is_some_and(|found| subset(value, found))),
+        _ => expected == actual,
+    }
+}
+
+fn tool_called(ctx: &Ctx, tool: &str, args: Option<&Value>, called: bool) -> Seen {
+    let transcript = ctx.state.transcript.borrow();
+    let calls: Vec<&Value> = transcript
+        .calls()
+        .filter(|call| call.name == tool)
+        .map(|call| &call.arguments)
+        .collect();
+    let matching: Vec<&Value> = calls
+        .iter()
+        .copied()
+        .filter(|arguments| args.is_none_or(|expected| subset(expected, arguments)))
+        .collect();
+    let wanted = args.map_or(String::new(), |args| format!(" with arguments {args}"));
+    match (called, matching.first()) {
+        (true, Some(_)) => Ok(format!("found {} matching call(s)", matching.len())),
+        (true, None) if calls.is_empty() => Err(format!("expected a call{wanted}, found none")),
+        (true, None) => Err(format!(
+            "expected a call{wanted}, found {} call(s), none matching (first arguments {})",
+            calls.len(),
+            calls[0]
+        )),
+        (false, None) => Ok(format!("found no call{wanted}")),
+        (false, Some(first)) => Err(format!(
+            "expected no call{wanted}, found {} (first arguments {first})",
+            matching.len()
+        )),
+    }
+}
+
+fn world_goal(ctx: &Ctx, server: &str, allow_collateral: bool) -> Seen {
+    let Some(index) = ctx.shared.server_index(server) else {
+        return Err(format!("no [[mcp]] server is named {server:?}"));
+    };
+    let report = ctx.shared.refs.mcp[index].with_state(|actor| actor.world_report());
+    let Some(report) = report else {
+        return Err(format!("server {server:?} is a cassette, not a world"));
+    };
+    let scored = report.scored;
+    if let Some(failed) = scored.assertions.iter().find(|a| !a.passed) {
+        let found = failed
+            .actual
+            .as_ref()
+            .map_or("nothing".to_string(), Value::to_string);
+        let expected = match &failed.expected {
+            Some(value) => value.to_string(),
+            None => failed.check.clone(),
+        };
+        return Err(format!(
+            "goal not met: {}: expected {expected}, found {found}",
+            failed.path
+        ));
+    }
+    let damage = &scored.collateral_damage;
+    match damage.first() {
+        None => Ok("goal met, no collateral damage".to_string()),
+        Some(_) if allow_collateral => Ok(format!(
+            "goal met; {} collateral change(s) allowed",
+            damage.len()
+        )),
+        Some(change) => {
+            let show = |value: &Option<Value>| {
+                value
+                    .as_ref()
+                    .map_or("nothing".to_string(), Value::to_string)
+            };
+            let more = match damage.len() {
+                1 => String::new(),
+                n => format!(" and {} more", n - 1),
+            };
+            Err(format!(
+                "collateral damage: {} changed from {} to {}{more}",
+                change.path,
+                show(&change.before),
+                show(&change.after)
+            ))
+        }
+    }
+}
+
+async fn gate(
+    ctx: &Ctx,
+    spec: &VerifySpec,
+    program: &str,
+    args: &[String],
+    expected: i32,
+) -> Result<Seen, AgentError> {
+    let Some(actor) = ctx.host.capabilities().process() else {
+        return Ok(Err(
+            "the scenario has no [process] to run the gate".to_string()
+        ));
+    };
+    let command = Command::new(program).args(args.iter().cloned());
+    let output = match ProcessHandle::new(actor).run(command).await {
+        Ok(output) => output,
+        Err(error) if stops_the_run(&error) => {
+            return Err(AgentError::Gate {
+                verifier: spec.name.clone(),
+                error: Box::new(error),
+            })
+        }
+        Err(error) => return Ok(Err(format!("cannot run {program:?}: {error}"))),
+    };
+    let code = exit_code(output.status);
+    if code == expected {
+        return Ok(Ok(format!("exit code {code}")));
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = match stderr.trim() {
+        "" => String::new(),
+        text => format!(" (stderr {})", quote(text)),
+    };
+    Ok(Err(format!(
+        "expected exit code {expected}, found {code}{stderr}"
+    )))
+}
+
+fn outcome(outcomes: &[(String, Value)], name: &str, expected: &Value) -> Seen {
+    match outcomes.iter().rev().find(|(declared, _)| declared == name) {
+        None => Err(format!("expected {expected}, found no outcome {name:?}")),
+        Some((_, value)) if value == expected => Ok(format!("found {value}")),
+        Some((_, value)) => Err(format!("expected {expected}, found {value}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use simtape::scenario::TextMatch;
+
+    use super::{quote, subset, text_match};
+
+    #[test]
+    fn text_matches_name_the_first_expectation_that_fails() {
+        // Goal: each expectation fails with its own wording; all given must hold.
+        let expected = TextMatch {
+            contains: Some("done".into()),
+            excludes: Some("TODO".into()),
+            ..TextMatch::default()
+        };
+        assert_eq!(text_match(&expected, None, "all done"), Ok(()));
+        assert_eq!(
+            text_match(&expected, None, "working"),
+            Err("expected to contain \"done\", found \"working\"".to_string())
+        );
+        assert_eq!(
+            text_match(&expected, None, "done, TODO: tests"),
+            Err("expected not to contain \"TODO\", found \"done, TODO: tests\"".to_string())
+        );
+        let pattern = regex::Regex::new("^v[0-9]+$").unwrap();
+        let matches = TextMatch {
+            matches: Some("^v[0-9]+$".into()),
+            ..TextMatch::default()
+        };
+        assert_eq!(text_match(&matches, Some(&pattern), "v12"), Ok(()));
+        assert_eq!(
+            text_match(&matches, Some(&pattern), "v1.2"),
+            Err("expected to match /^v[0-9]+$/, found \"v1.2\"".to_string())
+        );
+    }
+
+    #[test]
+    fn quotes_are_cut_at_120_characters() {
+        // Goal: long texts are quoted by their head, with an ellipsis.
+        let long = "é".repeat(130);
+        assert_eq!(quote(&long), format!("{:?}…", "é".repeat(120)));
+        assert_eq!(quote("a\nb"), "\"a\\nb\"");
+    }
+
+    #[test]
+    fn arguments_match_as_a_subset() {
+        // Goal: extra keys are fine, nested objects recurse, other values must be equal.
+        let actual = json!({"path": "a.txt", "opts": {"mode": "w", "sync": true}, "n": [1, 2]});
+        assert!(subset(&json!({"path": "a.txt"}), &actual));
+        assert!(subset(&json!({"opts": {"mode": "w"}}), &actual));
+        assert!(!subset(&json!({"opts": {"mode": "r"}}), &actual));
+        assert!(!subset(&json!({"n": [1]}), &actual));
+        assert!(!subset(&json!({"missing": null}), &actual));
+    }
+}

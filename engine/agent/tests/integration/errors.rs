@@ -1,0 +1,89 @@
+//! What stops a run: ERROR verdicts name it, and no verifier runs.
+
+use simtape::scenario::{Check, TextMatch, ToolSource};
+use simtape_agent::{EvalFailure, Verdict};
+
+use crate::common::{agent, eval, footer_verdict, run, scenario, verify};
+
+fn any_answer() -> Vec<simtape::scenario::VerifySpec> {
+    vec![verify("answer", 1, Check::Answer(TextMatch::default()))]
+}
+
+#[test]
+fn an_unmatched_model_call_is_an_error() {
+    // Goal: a replay that cannot answer stops the run; it is never handed to the model.
+    let scenario = eval(
+        scenario("unmatched.jsonl", ""),
+        Some(agent(vec![])),
+        any_answer(),
+    );
+    let report = run(&scenario, 0);
+    let failure = report.failure.as_ref().expect("a failure");
+    assert_eq!(failure.kind(), "llm_unmatched");
+    let Verdict::Error { reason } = &report.verdict else {
+        panic!("expected an error, got {}", report.verdict);
+    };
+    assert!(
+        reason.starts_with("model call of turn 1: no LLM fixture entry matched request sha256:"),
+        "{reason}"
+    );
+    assert!(report.verifiers.is_empty());
+    assert_eq!(footer_verdict(&report), report.verdict.to_string());
+}
+
+#[test]
+fn an_fs_escape_is_an_error() {
+    // Goal: a tool call that leaves the overlay root stops the run, naming the call.
+    let scenario = eval(
+        scenario("escape.jsonl", ""),
+        Some(agent(vec![ToolSource::Fs])),
+        any_answer(),
+    );
+    let report = run(&scenario, 0);
+    assert!(matches!(
+        report.failure.as_deref(),
+        Some(EvalFailure::Agent(_))
+    ));
+    assert_eq!(report.failure.as_ref().unwrap().kind(), "fs_escape");
+    assert_eq!(
+        report.verdict.to_string(),
+        "error: tool call call_1_0 (read_file): path \"../outside.txt\" escapes the overlay root"
+    );
+    let transcript = report.transcript.unwrap();
+    assert_eq!(transcript.end, None, "the agent never ended");
+    assert_eq!(transcript.turns[0].tool_calls[0].name, "read_file");
+}
+
+#[test]
+fn a_failed_scripted_step_is_an_error() {
+    // Goal: the scripted tasks run beside the agent; their failure stops the run too.
+    let tasks = "[[task]]\nname = \"reader\"\nsteps = [{ read = \"missing.txt\" }]\n";
+    let scenario = eval(
+        scenario("answer.jsonl", tasks),
+        Some(agent(vec![])),
+        any_answer(),
+    );
+    let report = run(&scenario, 0);
+    assert_eq!(report.failure.as_ref().unwrap().kind(), "step_failed");
+    assert!(report
+        .verdict
+        .to_string()
+        .starts_with("error: task \"reader\" failed at step task[0].steps[0]"));
+}
+
+#[test]
+fn a_limit_is_an_error_with_the_transcript_so_far() {
+    // Goal: the engine's own stops (here virtual time) are errors; the report keeps what the
+    // agent did before.
+    let source = "[limits]\nvirtual_time_max_ns = \"150ms\"\n";
+    let scenario = eval(
+        scenario("loop.jsonl", source),
+        Some(agent(vec![ToolSource::Fs])),
+        any_answer(),
+    );
+    let report = run(&scenario, 0);
+    assert_eq!(report.failure.as_ref().unwrap().kind(), "limit_exceeded");
+    assert_eq!(report.verdict.label(), "error");
+    assert_eq!(report.transcript.as_ref().unwrap().turns.len(), 1);
+    assert_eq!(footer_verdict(&report), report.verdict.to_string());
+}

@@ -1,0 +1,150 @@
+//! MCP servers inside a run: world tools offered as `<server>__<tool>`, faults from the
+//! scenario's fault plan, retries, world goals.
+
+use simtape::rng::Ratio;
+use simtape::scenario::{
+    Check, McpFault, McpFaultKind, McpServerSpec, McpSource, ToolSource, Trigger, VerifySpec,
+};
+use simtape_agent::{EvalScenario, EvalSpec, Verdict};
+
+use crate::common::{agent, data, requests, run, scenario, verify};
+
+fn kv_server() -> McpServerSpec {
+    McpServerSpec {
+        name: "kv".into(),
+        source: McpSource::World(data().join("kv-world.json")),
+    }
+}
+
+fn rate_limited(trigger: Trigger, retry_after_ms: Option<u64>) -> McpFault {
+    McpFault {
+        server: "kv".into(),
+        tool: "put".into(),
+        trigger,
+        kind: McpFaultKind::RpcError {
+            code: 429,
+            message: "rate limited".into(),
+            retry_after_ms,
+        },
+    }
+}
+
+fn kv_eval(faults: Vec<McpFault>, retry_budget: u32, checks: Vec<VerifySpec>) -> EvalScenario {
+    let mut spec = agent(vec![ToolSource::Mcp("kv".into())]);
+    spec.retry_budget = retry_budget;
+    let mut parts = EvalSpec {
+        agent: Some(spec),
+        mcp: vec![kv_server()],
+        verify: checks,
+        ..EvalSpec::default()
+    };
+    parts.faults.mcp = faults;
+    EvalScenario::from_parts(scenario("kv.jsonl", ""), parts).unwrap()
+}
+
+fn goal() -> Vec<VerifySpec> {
+    vec![verify(
+        "world kv",
+        3,
+        Check::WorldGoal {
+            server: "kv".into(),
+            allow_collateral: false,
+        },
+    )]
+}
+
+#[test]
+fn a_world_tool_rate_limited_once_is_retried_and_the_goal_passes() {
+    // Goal: the 429 fault of the fault plan reaches the agent as a JSON-RPC error, is retried
+    // after its retryAfterMs, and the second call changes the world.
+    let scenario = kv_eval(
+        vec![rate_limited(Trigger::OnCall(1), Some(2_000))],
+        3,
+        goal(),
+    );
+    let report = run(&scenario, 5);
+    assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.verifiers);
+    assert_eq!(report.verifiers[0].saw, "goal met, no collateral damage");
+    let transcript = report.transcript.as_ref().unwrap();
+    assert_eq!(transcript.retries, 1);
+    let call = &transcript.turns[0].tool_calls[0];
+    assert_eq!((call.name.as_str(), call.ok), ("kv__put", true));
+    assert_eq!(call.result, "{\"key\":\"k1\"}");
+    let puts: Vec<u64> = requests(&report)
+        .into_iter()
+        .filter(|r| r.actor == "mcp:kv" && r.operation == "tools/call")
+        .map(|r| r.t_ns)
+        .collect();
+    // tools/list at 0 (5 ms), the model at 5 ms (100 ms), the failing put at 105 ms (5 ms),
+    // then 2 s of back-off.
+    assert_eq!(puts, [105_000_000, 2_110_000_000]);
+}
+
+#[test]
+fn a_spent_budget_hands_the_mcp_error_to_the_model() {
+    // Goal: with no retries left the JSON-RPC error becomes the tool's error result, and the
+    // world goal, not met, fails the run with what it saw.
+    let always = rate_limited(Trigger::Rate(Ratio::ONE), None);
+    let scenario = kv_eval(vec![always], 1, goal());
+    let report = run(&scenario, 5);
+    let transcript = report.transcript.as_ref().unwrap();
+    let call = &transcript.turns[0].tool_calls[0];
+    assert!(!call.ok);
+    assert_eq!(
+        call.result,
+        "error: the server answered JSON-RPC error 429: rate limited (retry budget spent)"
+    );
+    assert_eq!(
+        transcript.answer.as_deref(),
+        Some("The store kept failing.")
+    );
+    assert_eq!(
+        report.verdict,
+        Verdict::Fail {
+            verifier: "world kv".into(),
+            saw: "goal not met: /items/k1: expected \"v1\", found nothing".into()
+        }
+    );
+}
+
+#[test]
+fn faults_on_a_cassette_server_or_an_unknown_server_are_refused() {
+    // Goal: a fault plan that cannot apply is a scenario problem placed at its field.
+    let cassette = McpServerSpec {
+        name: "kv".into(),
+        source: McpSource::Cassette(data().join("missing-cassette.json")),
+    };
+    let mut parts = EvalSpec {
+        mcp: vec![cassette],
+        ..EvalSpec::default()
+    };
+    parts.faults.mcp = vec![rate_limited(Trigger::OnCall(1), None)];
+    let problem = EvalScenario::from_parts(scenario("kv.jsonl", ""), parts.clone()).unwrap_err();
+    assert_eq!(problem.field, "faults.mcp[0].server");
+    assert!(
+        problem.message.starts_with("faults need a world server"),
+        "{problem}"
+    );
+    parts.mcp.clear();
+    let problem = EvalScenario::from_parts(scenario("kv.jsonl", ""), parts).unwrap_err();
+    assert_eq!(
+        problem.message,
+        "expected the name of an [[mcp]] server, found \"kv\""
+    );
+}
+
+#[test]
+fn a_bad_world_spec_is_placed_at_its_mcp_field() {
+    // Goal: problems of referenced files name the [[mcp]] field that points at them.
+    let broken = McpServerSpec {
+        name: "kv".into(),
+        source: McpSource::World(data().join("no-such-world.json")),
+    };
+    let parts = EvalSpec {
+        mcp: vec![broken],
+        ..EvalSpec::default()
+    };
+    let problem = EvalScenario::from_parts(scenario("kv.jsonl", ""), parts).unwrap_err();
+    assert_eq!(problem.field, "mcp[0].world");
+    assert!(problem.message.contains("no-such-world.json"), "{problem}");
+}
