@@ -5,6 +5,7 @@
 //! - [`llm`] — model calls replayed from fixtures, matched by request content.
 //! - [`process`] — subprocesses per program: real, recorded into a process tape, or replayed.
 
+pub(crate) mod fault_rules;
 pub mod fs;
 pub mod llm;
 pub mod net;

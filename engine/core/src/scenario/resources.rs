@@ -1,7 +1,8 @@
 //! The files a scenario references, opened once when the scenario is checked: the overlay
 //! root of `[fs]`, the fixture of `[llm]` and the process tape of `[process]`; the world
 //! specs and cassettes of `[[mcp]]` are only checked to exist (the harness opens them).
-//! Paths resolve against the directory of the scenario file.
+//! Paths resolve against the directory of the scenario file. The actors get the fault rules
+//! of `[faults]` here (`[[faults.mcp]]` is the harness's: it hands them to the MCP world).
 //!
 //! The opened actors are prototypes: every run clones them, so a sweep parses a fixture once
 //! and shares it read-only. Host paths stay here; none reaches a tape.
@@ -31,7 +32,10 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
     if let Some(fs) = &spec.fs {
         match open_root(&fs.root, base) {
             Ok(actor) => {
-                let actor = actor.with_faults(fs.faults).with_latency(fs.latency);
+                let actor = actor
+                    .with_faults(fs.faults)
+                    .with_latency(fs.latency)
+                    .with_fault_rules(spec.faults.fs.clone());
                 resources.fs = Some(actor);
             }
             Err(problem) => problems.push(problem),
@@ -40,7 +44,7 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
     if let Some(llm) = &spec.llm {
         let fixture = base.join(&llm.fixture.path);
         match Llm::replay(&fixture) {
-            Ok(actor) => resources.llm = Some(actor),
+            Ok(actor) => resources.llm = Some(actor.with_faults(spec.faults.llm.clone())),
             // The fixture error names the fixture file and line; the problem adds the place
             // in the scenario that points at it.
             Err(error) => problems.push(problem(&llm.fixture, error.to_string())),
@@ -48,7 +52,7 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
     }
     if let Some(process) = &spec.process {
         match open_process(process, &spec.limits, base) {
-            Ok(actor) => resources.process = Some(actor),
+            Ok(actor) => resources.process = Some(actor.with_faults(spec.faults.process.clone())),
             Err(problem) => problems.push(problem),
         }
     }

@@ -7,6 +7,7 @@ mod cap_llm_record;
 mod cap_net;
 mod cap_process;
 mod executor;
+mod faults;
 mod oracle;
 mod scenario;
 mod scenario_eval;

@@ -6,9 +6,11 @@ use std::path::Path;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::faults::{Draws, Fault};
+use super::faults::{rule_fault, Draws, Fault};
 use super::{FsDiff, FsError, FsFaults, FsLatency, FsStat, Overlay};
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
+use crate::cap::fault_rules::FaultRules;
+use crate::scenario::FsFault;
 use crate::tape::sha256_hex;
 
 /// File bytes that go to the tape as `{size, sha256}` only: a large write costs the tape a
@@ -105,6 +107,7 @@ pub type FsResponse = Result<FsReply, FsError>;
 pub struct FsActor {
     overlay: Overlay,
     faults: FsFaults,
+    rules: FaultRules<FsFault>,
     latency: FsLatency,
 }
 
@@ -114,6 +117,7 @@ impl FsActor {
         Ok(FsActor {
             overlay: Overlay::new(root)?,
             faults: FsFaults::default(),
+            rules: FaultRules::default(),
             latency: FsLatency::default(),
         })
     }
@@ -121,6 +125,29 @@ impl FsActor {
     /// Sets the fault plan.
     pub fn with_faults(mut self, faults: FsFaults) -> FsActor {
         self.faults = faults;
+        self
+    }
+
+    /// Sets the fault rules by call number or rate (`[[faults.fs]]`), on top of the ratios
+    /// of [`FsActor::with_faults`]; a rule that fires beats a fault the ratios drew. A faulted
+    /// operation changes nothing.
+    ///
+    /// ```
+    /// # let root = std::env::temp_dir().join("simtape-fs-rules-doc");
+    /// # std::fs::create_dir_all(&root).unwrap();
+    /// use simtape::cap::fs::{FsActor, FsError, FsHandle};
+    /// use simtape::scenario::{FsFault, FsFaultKind, Trigger};
+    /// let full = FsFault { op: "write".into(), trigger: Trigger::OnCall(2), kind: FsFaultKind::Enospc };
+    /// let mut builder = simtape::Sim::builder();
+    /// let fs = FsHandle::new(builder.actor("fs", FsActor::new(&root).unwrap().with_fault_rules(vec![full])));
+    /// let report = builder.build().unwrap().run(move |_host| async move {
+    ///     (fs.write("a.txt", "1").await, fs.write("b.txt", "2").await)
+    /// }).unwrap();
+    /// assert!(report.output.0.is_ok());
+    /// assert!(matches!(report.output.1, Err(FsError::NoSpace { .. })));
+    /// ```
+    pub fn with_fault_rules(mut self, rules: Vec<FsFault>) -> FsActor {
+        self.rules = FaultRules::new(rules);
         self
     }
 
@@ -214,6 +241,20 @@ fn write(
     (response, landed as u64)
 }
 
+/// Returns the name `[[faults.fs]]` rules give the operation of `request`.
+fn rule_op(request: &FsRequest) -> &'static str {
+    match request {
+        FsRequest::Read { .. } => "read",
+        FsRequest::Write { .. } => "write",
+        FsRequest::Append { .. } => "append",
+        FsRequest::Delete { .. } | FsRequest::Rmdir { .. } => "remove",
+        FsRequest::Rename { .. } => "rename",
+        FsRequest::Mkdir { .. } => "mkdir",
+        FsRequest::List { .. } => "list",
+        FsRequest::Stat { .. } => "stat",
+    }
+}
+
 fn injected_eio(path: &str) -> FsError {
     FsError::Io {
         path: path.to_string(),
@@ -247,7 +288,11 @@ impl Actor for FsActor {
             FsRequest::Mkdir { .. } | FsRequest::Rename { .. } => Draws::Allocating,
             _ => Draws::Plain,
         };
-        let fault = self.faults.draw(draws, cx.rng);
+        let drawn = self.faults.draw(draws, cx.rng);
+        let fault = self
+            .rules
+            .fire(rule_op(request), cx.rng)
+            .map_or(drawn, |rule| rule_fault(rule.kind));
         let (response, moved) = self.apply(request, fault);
         Answer {
             latency_ns: self.latency.latency_ns(moved, cx.rng),

@@ -6,11 +6,17 @@
 //! 2. ENOSPC (write, append, mkdir, rename): one `chance`.
 //! 3. Partial write (write, append): one `chance`, then one `below(len)` for the prefix
 //!    length (drawn as `below(1)` when the write is empty, and ignored then).
-//! 4. Latency jitter (every operation, after the operation ran): one `below(jitter_ns + 1)`.
+//! 4. Fault rules (`[[faults.fs]]`, [`super::FsActor::with_fault_rules`]): one `chance` per
+//!    `rate` rule that names the operation or `*`, in rule order (none for `on_call` rules).
+//! 5. Latency jitter (every operation, after the operation ran): one `below(jitter_ns + 1)`.
+//!
+//! A plan without rate rules draws exactly what the ratios alone draw, so adding `on_call`
+//! rules never moves the jitter of any operation.
 
 use serde::Serialize;
 
 use crate::rng::{Ratio, RngStream};
+use crate::scenario::FsFaultKind;
 
 /// The fault plan of the fs actor: each ratio is the chance per operation.
 ///
@@ -81,6 +87,14 @@ impl FsFaults {
             (_, _, Some(prefix)) => Fault::Partial(prefix),
             _ => Fault::None,
         }
+    }
+}
+
+/// Returns the fault a `[[faults.fs]]` rule of `kind` injects.
+pub(crate) fn rule_fault(kind: FsFaultKind) -> Fault {
+    match kind {
+        FsFaultKind::Eio => Fault::Eio,
+        FsFaultKind::Enospc => Fault::NoSpace,
     }
 }
 

@@ -8,13 +8,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::faults::fault_reply;
 use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
 use super::record::{RecordConfig, RecordError, Recorder};
 use super::request::{ChatRequest, ChatResponse, ToolCall, Usage};
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
+use crate::cap::fault_rules::FaultRules;
 use crate::cap::net::NetError;
+use crate::scenario::LlmFault;
 
 /// Lines of the last message that an [`LlmError::Unmatched`] shows.
 pub const UNMATCHED_HEAD_LINES_MAX: usize = 3;
@@ -116,6 +119,7 @@ pub struct Replay {
 #[derive(Debug, Clone)]
 pub struct LlmActor {
     backend: Backend,
+    faults: FaultRules<LlmFault>,
 }
 
 /// Constructors of [`LlmActor`]s.
@@ -152,6 +156,7 @@ impl Llm {
     pub fn record(config: RecordConfig) -> Result<LlmActor, RecordError> {
         Ok(LlmActor {
             backend: Backend::Record(Recorder::new(config)?),
+            faults: FaultRules::default(),
         })
     }
 
@@ -164,11 +169,43 @@ impl Llm {
                 run_calls: 0,
                 scope_calls: BTreeMap::new(),
             }),
+            faults: FaultRules::default(),
         }
     }
 }
 
 impl LlmActor {
+    /// Sets the injected failures (`[[faults.llm]]`): a call a rule picks is answered with
+    /// [`LlmError::Http`] (the rule's status, message and `retry_after_ms`) after
+    /// [`super::faults::LLM_FAULT_LATENCY_NS`], and never reaches the backend. See
+    /// `cap/llm/faults.rs` for the draws.
+    ///
+    /// ```
+    /// use simtape::cap::llm::{ChatRequest, Llm, LlmError, LlmHandle, Message};
+    /// use simtape::scenario::{LlmFault, Trigger};
+    /// let fixture = "{\"simtape_llm\":1}\n{\"response\":{\"text\":\"Hi.\"}}\n";
+    /// let fault = LlmFault {
+    ///     trigger: Trigger::OnCall(1),
+    ///     status: 429,
+    ///     retry_after_ms: Some(2_000),
+    ///     message: "rate limited".to_string(),
+    /// };
+    /// let actor = Llm::replay_str("inline", fixture).unwrap().with_faults(vec![fault]);
+    /// let mut builder = simtape::Sim::builder();
+    /// let llm = LlmHandle::new(builder.actor("llm", actor));
+    /// let report = builder.build().unwrap().run(move |_host| async move {
+    ///     let ask = || ChatRequest::new("m", vec![Message::user("Hello")]);
+    ///     (llm.complete(ask()).await, llm.complete(ask()).await)
+    /// }).unwrap();
+    /// let (first, second) = report.output;
+    /// assert!(matches!(first, Err(LlmError::Http { status: 429, retry_after_ms: Some(2_000), .. })));
+    /// assert_eq!(second.unwrap().text, "Hi.");
+    /// ```
+    pub fn with_faults(mut self, faults: Vec<LlmFault>) -> LlmActor {
+        self.faults = FaultRules::new(faults);
+        self
+    }
+
     /// Returns the backend.
     pub fn backend(&self) -> &Backend {
         &self.backend
@@ -199,6 +236,12 @@ impl Actor for LlmActor {
     }
 
     fn handle(&mut self, request: &ChatRequest, cx: &mut ActorContext<'_>) -> Answer<LlmReply> {
+        if let Some(response) = fault_reply(&mut self.faults, request, cx.rng) {
+            return Answer {
+                latency_ns: super::faults::LLM_FAULT_LATENCY_NS,
+                response,
+            };
+        }
         match &mut self.backend {
             Backend::Replay(replay) => replay.answer(request, cx),
             Backend::Record(recorder) => recorder.answer(request, cx),

@@ -18,10 +18,12 @@
 //! - [`matcher`] — the `match` block: substrings and globs, tools, turns.
 //! - [`latency`] — the latency model and the default token rule.
 //! - [`actor`] — [`LlmActor`], its [`Backend`] seam, [`LlmHandle`], [`LlmError`].
+//! - [`faults`] — injected HTTP errors by call number or seeded rate (`[[faults.llm]]`).
 //! - [`record`] — record mode: [`RecordConfig`], the recorder, the fixture it writes.
 //! - [`wire`] — the providers' wire formats ([`Provider`]): requests out, answers in.
 
 pub mod actor;
+pub mod faults;
 pub mod fixture;
 pub mod harn;
 pub mod latency;

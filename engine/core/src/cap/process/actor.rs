@@ -12,7 +12,9 @@ use super::spawn::{run_real, RealRun, RunBounds};
 use super::tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry};
 use super::ProcessError;
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
+use crate::cap::fault_rules::FaultRules;
 use crate::limits::{Limits, PROCESS_TERM_GRACE_MS};
+use crate::scenario::ProcessFault;
 use crate::tape::sha256_hex;
 
 /// How long a real program may run by default before its group is ended, in milliseconds.
@@ -244,6 +246,8 @@ pub struct ProcessActor {
     replayer: Option<Replayer>,
     bounds: RunBounds,
     strict_unused: bool,
+    /// The injected failures (`faults.rs`).
+    pub(super) faults: FaultRules<ProcessFault>,
 }
 
 impl ProcessActor {
@@ -260,6 +264,7 @@ impl ProcessActor {
                 output_bytes_max: Limits::default().process_output_bytes_max,
             },
             strict_unused: true,
+            faults: FaultRules::default(),
         }
     }
 
@@ -435,10 +440,13 @@ impl Actor for ProcessActor {
     fn handle(
         &mut self,
         request: &ProcessRequest,
-        _: &mut ActorContext<'_>,
+        cx: &mut ActorContext<'_>,
     ) -> Answer<Result<ProcessReply, ProcessError>> {
         match request {
-            ProcessRequest::Run(command) => match self.run(command) {
+            ProcessRequest::Run(command) => match self
+                .injected(command, cx.rng)
+                .map_or_else(|| self.run(command), Ok)
+            {
                 // Record, real and replay all take the program's duration, so a replay
                 // advances the clock exactly as the recording would have.
                 Ok(output) => Answer {

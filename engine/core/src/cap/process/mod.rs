@@ -26,9 +26,12 @@
 //! - `replay` — matching calls to entries; divergence, exhaustion, unused entries.
 //! - [`normalize`] — normalized views of output for comparing recordings.
 //! - `actor` — [`ProcessActor`], [`ProcessHandle`], the request and reply types.
+//! - `faults` — injected failing runs by call number or seeded rate
+//!   ([`ProcessActor::with_faults`]).
 
 mod actor;
 mod error;
+mod faults;
 pub mod normalize;
 mod record;
 mod replay;

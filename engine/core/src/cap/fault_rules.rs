@@ -1,0 +1,192 @@
+//! Fault rules by call number or seeded rate, as the scenario's `[faults]` gives them to the
+//! llm, fs and process actors: the call counts they fire on, and the one draw discipline
+//! they share.
+//!
+//! A rule names a target (an fs operation, a program, or `*` for every call) and a
+//! [`Trigger`]. Each call counts once for its own target and once for `*`. Every `rate` rule
+//! whose target the call matches takes one `chance` from the actor's stream, in rule order,
+//! whether or not an earlier rule fired (a rate of 0 draws nothing, as with every
+//! [`RngStream::chance`]); `on_call` rules draw nothing. So the stream's position depends only
+//! on the sequence of calls, never on which faults fired, and a plan without rate rules draws
+//! nothing at all. The first rule in order that fires wins.
+
+use std::collections::BTreeMap;
+
+use crate::rng::RngStream;
+use crate::scenario::{FsFault, LlmFault, ProcessFault, Trigger};
+
+/// The target a rule gives to match every call.
+pub(crate) const ANY_TARGET: &str = "*";
+
+/// A fault rule as an actor sees it: what it counts, and when it fires.
+pub(crate) trait FaultRule {
+    /// The calls the rule counts: an fs operation, a program, or [`ANY_TARGET`].
+    fn target(&self) -> &str;
+    /// When it fires.
+    fn trigger(&self) -> Trigger;
+}
+
+impl FaultRule for LlmFault {
+    fn target(&self) -> &str {
+        ANY_TARGET
+    }
+
+    fn trigger(&self) -> Trigger {
+        self.trigger
+    }
+}
+
+impl FaultRule for FsFault {
+    fn target(&self) -> &str {
+        &self.op
+    }
+
+    fn trigger(&self) -> Trigger {
+        self.trigger
+    }
+}
+
+impl FaultRule for ProcessFault {
+    fn target(&self) -> &str {
+        &self.program
+    }
+
+    fn trigger(&self) -> Trigger {
+        self.trigger
+    }
+}
+
+/// One actor's fault rules and the calls counted so far, per target and in all.
+#[derive(Debug, Clone)]
+pub(crate) struct FaultRules<R> {
+    rules: Vec<R>,
+    per_target: BTreeMap<String, u64>,
+    all: u64,
+}
+
+impl<R> Default for FaultRules<R> {
+    fn default() -> Self {
+        FaultRules::new(Vec::new())
+    }
+}
+
+impl<R> FaultRules<R> {
+    /// Returns the rules' state before the first call.
+    pub(crate) fn new(rules: Vec<R>) -> FaultRules<R> {
+        FaultRules {
+            rules,
+            per_target: BTreeMap::new(),
+            all: 0,
+        }
+    }
+}
+
+impl<R: FaultRule> FaultRules<R> {
+    /// Counts one call of `target`, then returns the first rule that fires on it, taking the
+    /// draws the module documents.
+    pub(crate) fn fire(&mut self, target: &str, rng: &mut RngStream) -> Option<&R> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        self.all = self.all.saturating_add(1);
+        let calls = self.per_target.entry(target.to_string()).or_insert(0);
+        *calls = calls.saturating_add(1);
+        let mut fired = None;
+        for (index, rule) in self.rules.iter().enumerate() {
+            let counted = match rule.target() {
+                ANY_TARGET => self.all,
+                named if named == target => self.per_target[target],
+                _ => continue,
+            };
+            let fires = match rule.trigger() {
+                Trigger::OnCall(call) => counted == call,
+                Trigger::Rate(ratio) => rng.chance(ratio),
+            };
+            if fires && fired.is_none() {
+                fired = Some(index);
+            }
+        }
+        fired.map(|index| &self.rules[index])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Ratio;
+
+    /// A rule for the tests: a target, a trigger, and a number that names it.
+    #[derive(Debug, Clone, Copy)]
+    struct Rule(&'static str, Trigger, usize);
+
+    impl FaultRule for Rule {
+        fn target(&self) -> &str {
+            self.0
+        }
+
+        fn trigger(&self) -> Trigger {
+            self.1
+        }
+    }
+
+    /// Returns, for each call (a target), the number of the rule that fired on it.
+    fn fired(rules: &[Rule], calls: &[&str], seed: u64) -> Vec<Option<usize>> {
+        let mut plan = FaultRules::new(rules.to_vec());
+        let mut rng = RngStream::fork(seed, "test");
+        calls
+            .iter()
+            .map(|call| plan.fire(call, &mut rng).map(|rule| rule.2))
+            .collect()
+    }
+
+    #[test]
+    fn on_call_counts_per_target_and_star_counts_all() {
+        // Goal: a named rule counts its target's calls only; `*` counts every call; the first
+        // rule that fires wins.
+        let rules = [
+            Rule("write", Trigger::OnCall(2), 0),
+            Rule("*", Trigger::OnCall(3), 1),
+            Rule("*", Trigger::OnCall(4), 2),
+        ];
+        let calls = ["write", "read", "read", "write", "write"];
+        assert_eq!(
+            fired(&rules, &calls, 0),
+            [None, None, Some(1), Some(0), None]
+        );
+    }
+
+    #[test]
+    fn rate_rules_draw_once_per_matching_call_whatever_fires() {
+        // Goal: the stream's position after each call depends only on the calls: an on_call
+        // rule that fires (or not) never changes what a later rate rule draws.
+        let half = Trigger::Rate(Ratio::new(1, 2).unwrap());
+        let with = [Rule("*", Trigger::OnCall(1), 0), Rule("*", half, 1)];
+        let without = [Rule("*", Trigger::OnCall(1_000), 0), Rule("*", half, 1)];
+        let calls = ["a"; 64];
+        let positions = |rules: &[Rule]| -> Vec<u64> {
+            let mut plan = FaultRules::new(rules.to_vec());
+            let mut rng = RngStream::fork(9, "test");
+            calls
+                .iter()
+                .map(|call| {
+                    plan.fire(call, &mut rng);
+                    rng.clone().next_u64()
+                })
+                .collect()
+        };
+        assert_eq!(positions(&with), positions(&without));
+        let hits = fired(&without, &calls, 9).iter().flatten().count();
+        assert!((16..48).contains(&hits), "{hits} of 64 at 1/2");
+        assert_ne!(fired(&without, &calls, 9), fired(&without, &calls, 10));
+    }
+
+    #[test]
+    fn a_rate_rule_for_another_target_draws_nothing() {
+        // Goal: a rule whose target the call does not match takes no draw, so the stream is
+        // where a plan without it leaves it.
+        let mut plan = FaultRules::new(vec![Rule("write", Trigger::Rate(Ratio::ONE), 0)]);
+        let mut rng = RngStream::fork(3, "test");
+        assert!(plan.fire("read", &mut rng).is_none());
+        assert_eq!(rng.next_u64(), RngStream::fork(3, "test").next_u64());
+    }
+}
