@@ -61,7 +61,7 @@ async fn timers(shape: Timers) -> u64 {
 
 async fn ping_pong(shape: PingPong) -> u64 {
     assert!(
-        shape.messages % 2 == 0,
+        shape.messages.is_multiple_of(2),
         "each side sends half of the messages"
     );
     let turns = shape.messages / 2;

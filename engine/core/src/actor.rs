@@ -122,19 +122,12 @@ impl<A: Actor> ActorRef<A> {
         let (operation, answer) = with_core(|core| {
             let now_ns = core.now_ns;
             let wall_clock_unix_ns = core.start_unix_ns.saturating_add(now_ns as i64);
-            let slot = &mut core.actors[usize::from(id)];
-            let state = slot
-                .state
-                .as_mut()
-                .expect("an actor's state is present between calls");
-            let actor = state
-                .downcast_mut::<A>()
-                .expect("an ActorRef's type matches its slot");
+            let (actor, rng) = slot_parts::<A>(&mut core.actors[usize::from(id)]);
             let operation = actor.operation(&request);
             let mut cx = ActorContext {
                 now_ns,
                 wall_clock_unix_ns,
-                rng: &mut slot.rng,
+                rng,
             };
             let answer = actor.handle(&request, &mut cx);
             core.record_value(id, RecordKind::Request, &(operation, &request));
@@ -149,19 +142,42 @@ impl<A: Actor> ActorRef<A> {
         answer.response
     }
 
-    /// Runs `f` on the actor's state (to inspect it after a run step, for instance).
-    pub fn with_state<R>(&self, f: impl FnOnce(&mut A) -> R) -> R {
+    /// Runs `f` on the actor's state and its random stream, without a tape record: the seam
+    /// for work an actor hands back to the calling task (a WASI guest runs there, not inside
+    /// `handle`), which then writes its records with [`ActorRef::record`].
+    pub(crate) fn with_state_and_rng<R>(&self, f: impl FnOnce(&mut A, &mut RngStream) -> R) -> R {
         with_core(|core| {
-            let slot = &mut core.actors[usize::from(self.id)];
-            let state = slot
-                .state
-                .as_mut()
-                .expect("an actor's state is present between calls");
-            f(state
-                .downcast_mut::<A>()
-                .expect("an ActorRef's type matches its slot"))
+            let (actor, rng) = slot_parts::<A>(&mut core.actors[usize::from(self.id)]);
+            f(actor, rng)
         })
     }
+
+    /// Writes a `request` or `reply` record of this actor, payload `[operation, body]`, as
+    /// [`ActorRef::call`] does.
+    pub(crate) fn record<B: Serialize + ?Sized>(
+        &self,
+        kind: RecordKind,
+        operation: &str,
+        body: &B,
+    ) {
+        with_core(|core| core.record_value(self.id, kind, &(operation, body)));
+    }
+
+    /// Runs `f` on the actor's state (to inspect it after a run step, for instance).
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut A) -> R) -> R {
+        self.with_state_and_rng(|actor, _| f(actor))
+    }
+}
+
+/// Returns a slot's actor, as its type, and its random stream.
+fn slot_parts<A: 'static>(slot: &mut ActorSlot) -> (&mut A, &mut RngStream) {
+    let actor = slot
+        .state
+        .as_mut()
+        .expect("an actor's state is present between calls")
+        .downcast_mut::<A>()
+        .expect("an ActorRef's type matches its slot");
+    (actor, &mut slot.rng)
 }
 
 /// The clock actor: reads of the simulated wall clock and sleeps, both on the tape.

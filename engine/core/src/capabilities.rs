@@ -177,6 +177,7 @@ impl Host {
                 .process
                 .expect("no process actor: build the run with Builder::process"),
         )
+        .with_fs(self.capabilities.fs)
     }
 
     /// Returns which capabilities the run has.

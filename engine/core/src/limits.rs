@@ -26,6 +26,11 @@ pub struct Limits {
     /// Bytes of stdout, and separately of stderr, kept from one real subprocess; the rest is
     /// dropped and the drop is recorded (see `crate::cap::process`).
     pub process_output_bytes_max: u64,
+    /// Fuel (about one unit per wasm instruction) one WASI guest invocation may burn; past
+    /// it the guest ends with a named error (see `crate::cap::wasi`).
+    pub wasm_fuel_max: u64,
+    /// Bytes of linear memory one WASI guest may grow to.
+    pub wasm_memory_bytes_max: u64,
 }
 
 /// How long a subprocess group has between TERM and KILL, in milliseconds.
@@ -33,6 +38,9 @@ pub const PROCESS_TERM_GRACE_MS: u64 = 2_000;
 
 /// One year of virtual time, in nanoseconds: the default horizon for a run.
 const VIRTUAL_TIME_DEFAULT_MAX_NS: u64 = 24 * 3600 * 1_000_000_000 * 365;
+
+/// Ten billion units of fuel: a few seconds of host compute, far more than a tool needs.
+const WASM_FUEL_DEFAULT_MAX: u64 = 10_000_000_000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -45,6 +53,8 @@ impl Default for Limits {
             payload_bytes_max: 64 << 20,
             channel_capacity: 1024,
             process_output_bytes_max: 16 << 20,
+            wasm_fuel_max: WASM_FUEL_DEFAULT_MAX,
+            wasm_memory_bytes_max: 256 << 20,
         }
     }
 }

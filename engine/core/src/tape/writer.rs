@@ -238,7 +238,7 @@ impl TapeWriter {
         kind: u8,
         payload: &[u8],
     ) -> Result<(), TapeError> {
-        if self.records > 0 && self.records % CHECKPOINT_INTERVAL_RECORDS == 0 {
+        if self.records > 0 && self.records.is_multiple_of(CHECKPOINT_INTERVAL_RECORDS) {
             self.checkpoint(t_ns)?;
         }
         self.frame_unchecked(t_ns, actor, task, kind, payload)

@@ -82,6 +82,13 @@ pub enum FsRequest {
         /// The file or directory.
         path: String,
     },
+    /// Apply changes made elsewhere, in order, stopping at the first that fails (`apply`):
+    /// how a WASI guest's writes, made in its own view of the overlay, reach the run's
+    /// filesystem. No faults are drawn and no time passes; the changes are on the tape.
+    Apply {
+        /// The changes: writes, deletes, renames, mkdirs and rmdirs.
+        changes: Vec<FsRequest>,
+    },
 }
 
 /// A successful answer of the [`FsActor`].
@@ -170,7 +177,16 @@ impl FsActor {
     /// Runs `request` against the overlay after the drawn fault; returns the response and
     /// the bytes moved.
     fn apply(&mut self, request: &FsRequest, fault: Fault) -> (FsResponse, u64) {
+        if let FsRequest::Apply { changes } = request {
+            for change in changes {
+                if let (Err(error), _) = self.apply(change, Fault::None) {
+                    return (Err(error), 0);
+                }
+            }
+            return (Ok(FsReply::Done), 0);
+        }
         let path = match request {
+            FsRequest::Apply { .. } => unreachable!("applied above"),
             FsRequest::Rename { from, .. } => from,
             FsRequest::Read { path }
             | FsRequest::Write { path, .. }
@@ -206,6 +222,7 @@ impl FsActor {
             FsRequest::Rmdir { path } => done(overlay.remove_dir(path)),
             FsRequest::List { path } => (overlay.list(path).map(FsReply::Names), 0),
             FsRequest::Stat { path } => (overlay.stat(path).map(FsReply::Stat), 0),
+            FsRequest::Apply { .. } => unreachable!("applied above"),
         }
     }
 }
@@ -252,6 +269,7 @@ fn rule_op(request: &FsRequest) -> &'static str {
         FsRequest::Mkdir { .. } => "mkdir",
         FsRequest::List { .. } => "list",
         FsRequest::Stat { .. } => "stat",
+        FsRequest::Apply { .. } => "apply",
     }
 }
 
@@ -277,6 +295,7 @@ impl Actor for FsActor {
             FsRequest::Rmdir { .. } => "rmdir",
             FsRequest::List { .. } => "list",
             FsRequest::Stat { .. } => "stat",
+            FsRequest::Apply { .. } => "apply",
         }
     }
 
@@ -286,6 +305,13 @@ impl Actor for FsActor {
                 len: bytes.0.len() as u64,
             },
             FsRequest::Mkdir { .. } | FsRequest::Rename { .. } => Draws::Allocating,
+            FsRequest::Apply { .. } => {
+                let (response, _) = self.apply(request, Fault::None);
+                return Answer {
+                    latency_ns: 0,
+                    response,
+                };
+            }
             _ => Draws::Plain,
         };
         let drawn = self.faults.draw(draws, cx.rng);
@@ -391,6 +417,11 @@ impl FsHandle {
             FsReply::Stat(stat) => Ok(stat),
             other => unreachable!("the fs actor answers a stat with a stat, not {other:?}"),
         }
+    }
+
+    /// Applies `changes` in order, with no faults and no latency (see [`FsRequest::Apply`]).
+    pub async fn apply(&self, changes: Vec<FsRequest>) -> Result<(), FsError> {
+        self.done(FsRequest::Apply { changes }).await
     }
 
     async fn done(&self, request: FsRequest) -> Result<(), FsError> {

@@ -73,6 +73,8 @@ pub struct Overlay {
     /// The canonical root: every host access goes through it.
     root_canonical: PathBuf,
     upper: BTreeMap<String, Entry>,
+    /// Whether a real directory lies below the upper layer (false for [`Overlay::in_memory`]).
+    real: bool,
     /// Keys whose subtree the upper layer has changed; their base is in `base`.
     touched: BTreeSet<String>,
     /// The real files under touched keys, captured before the first change there, so the
@@ -97,10 +99,31 @@ impl Overlay {
         Ok(Overlay {
             root,
             root_canonical,
+            real: true,
             upper: BTreeMap::new(),
             touched: BTreeSet::new(),
             base: BTreeMap::new(),
         })
+    }
+
+    /// Returns an overlay over nothing: an empty root directory that lives in memory only
+    /// (what a WASI guest sees when the run has no filesystem).
+    ///
+    /// ```
+    /// let mut overlay = simtape::cap::fs::Overlay::in_memory();
+    /// overlay.create_dir("d").unwrap();
+    /// overlay.write("d/f", b"x".to_vec()).unwrap();
+    /// assert_eq!(overlay.list("").unwrap(), ["d"]);
+    /// ```
+    pub fn in_memory() -> Overlay {
+        Overlay {
+            root: PathBuf::new(),
+            root_canonical: PathBuf::new(),
+            real: false,
+            upper: BTreeMap::new(),
+            touched: BTreeSet::new(),
+            base: BTreeMap::new(),
+        }
     }
 
     /// Returns the bytes of the file at `input`.
@@ -271,6 +294,9 @@ impl Overlay {
 
     /// Returns what the real directory holds at `key`, without following a symlink.
     fn real_node(&self, key: &str) -> Option<Node> {
+        if !self.real {
+            return key.is_empty().then_some(Node::Dir);
+        }
         let meta = std::fs::symlink_metadata(self.real_path(key)).ok()?;
         Some(if meta.is_dir() {
             Node::Dir
@@ -305,7 +331,7 @@ impl Overlay {
     /// additions and whiteouts. Non-UTF-8 real names are not visible.
     fn list_key(&self, key: &str, input: &str) -> Result<Vec<String>, FsError> {
         let mut names = BTreeSet::new();
-        if self.real_children_visible(key) {
+        if self.real && self.real_children_visible(key) {
             match std::fs::read_dir(self.real_path(key)) {
                 Ok(entries) => {
                     for entry in entries {

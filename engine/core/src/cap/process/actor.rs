@@ -13,6 +13,8 @@ use super::tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry
 use super::ProcessError;
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::FaultRules;
+use crate::cap::fs::FsActor;
+use crate::cap::wasi::{WasiSetup, WasmBounds};
 use crate::limits::{Limits, PROCESS_TERM_GRACE_MS};
 use crate::scenario::ProcessFault;
 use crate::tape::sha256_hex;
@@ -144,17 +146,25 @@ pub struct Output {
     pub truncated: Truncation,
     /// Whether the timeout ended it.
     pub timed_out: bool,
+    /// The fuel a WASI guest burned (`None` for native programs); identical across runs of
+    /// the same seed.
+    pub fuel_consumed: Option<u64>,
 }
 
 impl Serialize for Output {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut record = serializer.serialize_struct("Output", 8)?;
+        let fields = 8 + usize::from(self.fuel_consumed.is_some());
+        let mut record = serializer.serialize_struct("Output", fields)?;
         record.serialize_field("status", &self.status)?;
         digest_fields(&mut record, "stdout_size", "stdout_sha256", &self.stdout)?;
         digest_fields(&mut record, "stderr_size", "stderr_sha256", &self.stderr)?;
         record.serialize_field("duration_ns", &self.duration_ns)?;
         record.serialize_field("truncated", &self.truncated)?;
         record.serialize_field("timed_out", &self.timed_out)?;
+        // Only guests have the field, so native records keep their shape.
+        if let Some(fuel) = self.fuel_consumed {
+            record.serialize_field("fuel_consumed", &fuel)?;
+        }
         record.end()
     }
 }
@@ -171,6 +181,7 @@ impl Output {
                 stderr_dropped_bytes: entry.stderr_dropped_bytes,
             },
             timed_out: entry.timed_out,
+            fuel_consumed: None,
         }
     }
 
@@ -185,6 +196,7 @@ impl Output {
                 stderr_dropped_bytes: run.stderr_dropped_bytes,
             },
             timed_out: run.timed_out,
+            fuel_consumed: None,
         }
     }
 }
@@ -208,6 +220,9 @@ pub enum ProcessMode {
     Record,
     /// Answer from the process tape; nothing runs.
     Replay,
+    /// Run `<dir>/<program>.wasm` in the WASI sandbox ([`ProcessActor::wasi_dir`],
+    /// [`crate::cap::wasi`]); deterministic, in virtual time.
+    Wasi,
 }
 
 impl ProcessMode {
@@ -216,6 +231,7 @@ impl ProcessMode {
             ProcessMode::Real => "real",
             ProcessMode::Record => "record",
             ProcessMode::Replay => "replay",
+            ProcessMode::Wasi => "wasi",
         }
     }
 }
@@ -248,6 +264,10 @@ pub struct ProcessActor {
     strict_unused: bool,
     /// The injected failures (`faults.rs`).
     pub(super) faults: FaultRules<ProcessFault>,
+    /// The WASI modules' directory and engine (`wasi_mode.rs`).
+    pub(super) wasi: Option<WasiSetup>,
+    /// The bounds of a WASI guest run.
+    pub(super) wasm: WasmBounds,
 }
 
 impl ProcessActor {
@@ -265,6 +285,8 @@ impl ProcessActor {
             },
             strict_unused: true,
             faults: FaultRules::default(),
+            wasi: None,
+            wasm: WasmBounds::from_limits(&Limits::default()),
         }
     }
 
@@ -346,6 +368,7 @@ impl ProcessActor {
     /// Takes the output cap from `limits` ([`Limits::process_output_bytes_max`]).
     pub fn limits(mut self, limits: &Limits) -> ProcessActor {
         self.bounds.output_bytes_max = limits.process_output_bytes_max;
+        self.wasm = WasmBounds::from_limits(limits);
         self
     }
 
@@ -379,15 +402,19 @@ impl ProcessActor {
         }
     }
 
-    fn run(&mut self, command: &Command) -> Result<Output, ProcessError> {
-        let mode = self
-            .modes
-            .get(&command.program)
+    /// Returns the mode of `program`, or [`ProcessError::NotCovered`].
+    pub(super) fn mode_of(&self, program: &str) -> Result<ProcessMode, ProcessError> {
+        self.modes
+            .get(program)
             .copied()
             .unwrap_or(self.fallback)
             .ok_or_else(|| ProcessError::NotCovered {
-                program: command.program.clone(),
-            })?;
+                program: program.to_owned(),
+            })
+    }
+
+    fn run(&mut self, command: &Command) -> Result<Output, ProcessError> {
+        let mode = self.mode_of(&command.program)?;
         let no_tape = || ProcessError::NoTape {
             program: command.program.clone(),
             mode: mode.name().to_owned(),
@@ -404,6 +431,9 @@ impl ProcessActor {
                 let replayer = self.replayer.as_mut().ok_or_else(no_tape)?;
                 Ok(Output::from_entry(replayer.answer(command)?))
             }
+            ProcessMode::Wasi => Err(ProcessError::WasiOutsideHandle {
+                program: command.program.clone(),
+            }),
         }
     }
 }
@@ -469,17 +499,33 @@ impl Actor for ProcessActor {
 /// The pipeline's handle to the process actor (from [`crate::Host::process`]).
 #[derive(Debug, Clone, Copy)]
 pub struct ProcessHandle {
-    actor: ActorRef<ProcessActor>,
+    pub(super) actor: ActorRef<ProcessActor>,
+    /// The run's filesystem, which WASI guests see as `/`.
+    pub(super) fs: Option<ActorRef<FsActor>>,
 }
 
 impl ProcessHandle {
     /// Wraps an actor reference.
     pub fn new(actor: ActorRef<ProcessActor>) -> ProcessHandle {
-        ProcessHandle { actor }
+        ProcessHandle { actor, fs: None }
+    }
+
+    /// Gives WASI guests the run's filesystem as their root (without it they get an empty
+    /// in-memory root whose writes are dropped). [`crate::Host::process`] does this.
+    pub fn with_fs(mut self, fs: Option<ActorRef<FsActor>>) -> ProcessHandle {
+        self.fs = fs;
+        self
     }
 
     /// Runs `command` in its program's mode; the call takes the program's duration.
+    ///
+    /// A WASI program runs here, in the calling task, not inside the actor: see
+    /// `wasi_mode.rs`.
     pub async fn run(&self, command: Command) -> Result<Output, ProcessError> {
+        let command = match self.run_wasi(command).await {
+            Ok(output) => return output,
+            Err(native) => native,
+        };
         match self.actor.call(ProcessRequest::Run(command)).await? {
             ProcessReply::Ran(output) => Ok(output),
             ProcessReply::Finished => unreachable!("a run request is answered with its output"),

@@ -78,6 +78,89 @@ pub enum ProcessError {
         /// Its program.
         first_program: String,
     },
+    /// The program is in wasi mode but the actor has no WASI directory. Fatal for the call:
+    /// give the actor one ([`crate::cap::process::ProcessActor::wasi_dir`]).
+    #[error("program {program:?} is in wasi mode but the actor has no WASI directory (ProcessActor::wasi_dir)")]
+    NoWasiDir {
+        /// The program.
+        program: String,
+    },
+    /// A WASI program was sent to the actor directly; guests run in the calling task, through
+    /// [`crate::cap::process::ProcessHandle::run`].
+    #[error("program {program:?} is a WASI guest: run it through ProcessHandle::run")]
+    WasiOutsideHandle {
+        /// The program.
+        program: String,
+    },
+    /// The engine was built without the `wasi` cargo feature, so wasi mode cannot run.
+    #[error("program {program:?} is in wasi mode but simtape was built without the wasi feature")]
+    WasiUnavailable {
+        /// The program.
+        program: String,
+    },
+    /// No module `<dir>/<program>.wasm` (or the program is not a plain file name).
+    #[error("program {program:?} has no WASI module: expected {path}")]
+    WasmModuleMissing {
+        /// The program.
+        program: String,
+        /// The module file looked for.
+        path: String,
+    },
+    /// The module does not compile or link.
+    #[error("the WASI module of {program:?} is invalid: {detail}")]
+    WasmInvalid {
+        /// The program.
+        program: String,
+        /// wasmtime's message.
+        detail: String,
+    },
+    /// The module imports something the sandbox does not provide (a non-standard `sock_open`,
+    /// for instance: preview 1 itself cannot create sockets).
+    #[error("the WASI module of {program:?} imports {module}::{name}, which the sandbox does not provide")]
+    WasmImport {
+        /// The program.
+        program: String,
+        /// The import's module.
+        module: String,
+        /// The import's name.
+        name: String,
+    },
+    /// The guest trapped (an `unreachable`, a bad memory access, a stack overflow, …).
+    #[error("WASI guest {program:?} trapped: {message}")]
+    WasmTrap {
+        /// The program.
+        program: String,
+        /// The trap.
+        message: String,
+    },
+    /// The guest used up its fuel ([`crate::limits::Limits::wasm_fuel_max`]): an endless
+    /// loop ends here, not in a hang.
+    #[error("WASI guest {program:?}: fuel exhausted after {fuel}")]
+    WasmFuelExhausted {
+        /// The program.
+        program: String,
+        /// The fuel it burned.
+        fuel: u64,
+    },
+    /// The guest grew its memory past [`crate::limits::Limits::wasm_memory_bytes_max`].
+    #[error("WASI guest {program:?} asked for {desired_bytes} bytes of memory, over the limit of {max_bytes}")]
+    WasmMemoryExceeded {
+        /// The program.
+        program: String,
+        /// The size it asked for.
+        desired_bytes: u64,
+        /// The limit.
+        max_bytes: u64,
+    },
+    /// The guest's filesystem changes could not be merged into the run's filesystem (another
+    /// task removed a directory the guest wrote into, for instance).
+    #[error("the filesystem changes of WASI guest {program:?} do not apply: {detail}")]
+    WasmFsMerge {
+        /// The program.
+        program: String,
+        /// The fs error.
+        detail: String,
+    },
     /// Writing the process tape failed; the call's result is not recorded.
     #[error(transparent)]
     Tape(#[from] ProcessTapeError),

@@ -24,6 +24,7 @@ fn fault_output(rule: &ProcessFault) -> Output {
         duration_ns: 0,
         truncated: Truncation::default(),
         timed_out: false,
+        fuel_consumed: None,
     }
 }
 

@@ -26,6 +26,7 @@
 //! - `replay` — matching calls to entries; divergence, exhaustion, unused entries.
 //! - [`normalize`] — normalized views of output for comparing recordings.
 //! - `actor` — [`ProcessActor`], [`ProcessHandle`], the request and reply types.
+//! - `wasi_mode` — wasi mode: the actor's WASI settings and the guest run in the calling task.
 //! - `faults` — injected failing runs by call number or seeded rate
 //!   ([`ProcessActor::with_faults`]).
 
@@ -37,6 +38,7 @@ mod record;
 mod replay;
 mod spawn;
 pub mod tape;
+mod wasi_mode;
 
 pub use actor::{
     Command, Output, ProcessActor, ProcessHandle, ProcessMode, ProcessReply, ProcessRequest,

@@ -30,6 +30,9 @@ impl Overlay {
         input: &str,
         out: &mut BTreeMap<String, Vec<u8>>,
     ) -> Result<(), FsError> {
+        if !self.real {
+            return Ok(());
+        }
         match self.real_node(key) {
             Some(Node::File) => {
                 let bytes =

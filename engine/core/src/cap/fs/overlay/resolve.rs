@@ -46,7 +46,7 @@ impl Overlay {
 
     /// Returns the target of a symlink the real layer shows at `key`.
     fn real_symlink(&self, key: &str) -> Option<PathBuf> {
-        if self.hides_real(key) {
+        if !self.real || self.hides_real(key) {
             return None;
         }
         let real = self.real_path(key);
