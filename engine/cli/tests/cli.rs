@@ -575,6 +575,20 @@ fn the_published_scenario_schema_accepts_every_shipped_scenario() {
     let bad =
         as_json("[scenario]\nname = \"x\"\n[[task]]\nname = \"t\"\nsteps = [{ slep = \"1s\" }]\n");
     assert!(!validator.is_valid(&bad));
+    // The eval tables: the reference's complete eval scenario, and a rule with two triggers.
+    let doc = std::fs::read_to_string(repo().join("docs/scenario-format.md")).unwrap();
+    let marker = "<!-- complete eval example -->\n```toml\n";
+    let start = doc.find(marker).unwrap() + marker.len();
+    let eval = as_json(&doc[start..start + doc[start..].find("```").unwrap()]);
+    let errors: Vec<String> = validator
+        .iter_errors(&eval)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "eval example: {errors:?}");
+    let agent = "[scenario]\nname = \"x\"\n[llm]\nfixture = \"f\"\n[agent]\ntask = \"t\"\n";
+    assert!(validator.is_valid(&as_json(agent)));
+    let two_triggers = format!("{agent}[[faults.llm]]\non_call = 1\nrate = \"1/2\"\n");
+    assert!(!validator.is_valid(&as_json(&two_triggers)));
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -649,3 +649,44 @@ fn referenced_mcp_files_must_exist_and_tasks_are_needed_without_an_agent() {
         ["1:1: field `task`: expected at least one [[task]] table, found nothing"]
     );
 }
+
+#[test]
+fn the_reference_eval_example_checks() {
+    // Goal: the complete eval scenario of docs/scenario-format.md checks clean as a file under
+    // scenarios/ (whose files it names), with every eval table in it.
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario-format.md");
+    let text = std::fs::read_to_string(doc).unwrap();
+    let marker = "<!-- complete eval example -->\n```toml\n";
+    let start = text.find(marker).expect("the doc marks its eval example") + marker.len();
+    let end = start + text[start..].find("```").unwrap();
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let scenario = Scenario::check_source(&text[start..end], &scenarios.join("example.toml"))
+        .unwrap_or_else(|errors| panic!("{errors:#?}"));
+    assert_eq!(scenario.agent().unwrap().tools.len(), 2);
+    assert_eq!(scenario.mcp_servers().len(), 1);
+    let faults = scenario.faults();
+    let rules = [
+        faults.llm.len(),
+        faults.mcp.len(),
+        faults.fs.len(),
+        faults.process.len(),
+    ];
+    assert_eq!(rules, [1, 1, 1, 1]);
+    let names: Vec<&str> = scenario
+        .verifiers()
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fs src/math/ops.rs",
+            "helpers moved away",
+            "tool_called write_file",
+            "world_goal tickets",
+            "answer",
+            "gate git status --short",
+            "outcome reviewed",
+        ]
+    );
+}
