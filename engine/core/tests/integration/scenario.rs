@@ -520,16 +520,21 @@ fn unreadable_and_non_utf8_files_are_errors() {
 #[test]
 fn the_reference_example_parses() {
     // Goal: the complete example in docs/scenario-format.md is a valid scenario that runs.
+    let scenario = parse(&doc_example("complete example"));
+    run(&scenario, scenario.seeds()[0]).unwrap();
+}
+
+/// Returns the TOML block of docs/scenario-format.md that follows `<!-- {name} -->`.
+pub(crate) fn doc_example(name: &str) -> String {
     let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario-format.md");
     let text = std::fs::read_to_string(doc).unwrap();
-    let marker = "<!-- complete example -->\n```toml\n";
+    let marker = format!("<!-- {name} -->\n```toml\n");
     let start = text
-        .find(marker)
-        .expect("the doc marks its complete example")
+        .find(&marker)
+        .unwrap_or_else(|| panic!("the doc marks no {name}"))
         + marker.len();
     let end = start + text[start..].find("```").unwrap();
-    let scenario = parse(&text[start..end]);
-    run(&scenario, scenario.seeds()[0]).unwrap();
+    text[start..end].to_string()
 }
 
 /// Applies one random mutation: a byte flip, a truncation, a deletion or an insertion of
@@ -552,13 +557,16 @@ fn mutate(bytes: &mut Vec<u8>, rng: &mut RngStream) {
 
 #[test]
 fn parsing_never_panics_on_mutated_scenarios() {
-    // Goal: 5,000 seeded mutations of the shipped scenarios never make `parse` panic, every
-    // error has a place, and the mutants that still parse run without a task panicking.
-    // Each mutant keeps its file's path, so the files it references still resolve.
-    let sources: Vec<(PathBuf, Vec<u8>)> = shipped()
+    // Goal: 5,000 seeded mutations of the shipped scenarios and the reference's eval scenario
+    // never make `parse` panic, every error has a place, and the mutants that still parse run
+    // without a task panicking. Each mutant keeps its file's path, so the files it references
+    // still resolve.
+    let mut sources: Vec<(PathBuf, Vec<u8>)> = shipped()
         .into_iter()
         .map(|p| (p.clone(), std::fs::read(p).unwrap()))
         .collect();
+    let eval = doc_example("complete eval example").into_bytes();
+    sources.push((scenarios_dir().join("eval-example.toml"), eval));
     let mut rng = RngStream::fork(2026, "scenario-fuzz");
     let mut parsed = 0;
     for round in 0..5_000 {

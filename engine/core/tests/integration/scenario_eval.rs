@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+
+use crate::scenario::doc_example;
 use simtape::rng::Ratio;
 use simtape::scenario::{
     AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault, McpFaultKind,
@@ -654,13 +656,9 @@ fn referenced_mcp_files_must_exist_and_tasks_are_needed_without_an_agent() {
 fn the_reference_eval_example_checks() {
     // Goal: the complete eval scenario of docs/scenario-format.md checks clean as a file under
     // scenarios/ (whose files it names), with every eval table in it.
-    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario-format.md");
-    let text = std::fs::read_to_string(doc).unwrap();
-    let marker = "<!-- complete eval example -->\n```toml\n";
-    let start = text.find(marker).expect("the doc marks its eval example") + marker.len();
-    let end = start + text[start..].find("```").unwrap();
+    let source = doc_example("complete eval example");
     let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let scenario = Scenario::check_source(&text[start..end], &scenarios.join("example.toml"))
+    let scenario = Scenario::check_source(&source, &scenarios.join("example.toml"))
         .unwrap_or_else(|errors| panic!("{errors:#?}"));
     assert_eq!(scenario.agent().unwrap().tools.len(), 2);
     assert_eq!(scenario.mcp_servers().len(), 1);
