@@ -51,5 +51,6 @@ pub use report::{
     NO_VERIFIER_SAW,
 };
 pub use scenario::{mcp_actor_name, EvalScenario, EvalSpec};
+pub use tools::fs::EDIT_BYTES_MAX;
 pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptTurn};
 pub use verify::SAW_CHARS_MAX;

@@ -1,14 +1,16 @@
 //! The built-in filesystem tools, over the run's overlay (`host.fs()`).
 //!
-//! Each tool is one fs call, except `edit_file`: it reads the file, replaces the first
-//! occurrence of `old` with `new`, and writes the file back: two separate calls with the fs
-//! actor's latency between them, **not atomic**, as the edit tools of real harnesses are. Two
-//! concurrent edits of one file can therefore lose an update (both read the old text, the
-//! second write wins); which seeds lose it depends on the latencies the seed draws. The
-//! shipped race scenario relies on exactly this, so it must stay that way.
+//! Each tool is one fs call, except `edit_file`: it stats the file (a directory or a file over
+//! [`EDIT_BYTES_MAX`] is refused), reads it, replaces the first occurrence of `old` with `new`,
+//! and writes it back: three separate calls with the fs actor's latency between them, **not
+//! atomic**, as the edit tools of real harnesses are. Two concurrent edits of one file can
+//! therefore lose an update (one reads the old text before the other's write lands, and its
+//! own write then drops that edit); which seeds lose it depends on the latencies the seed
+//! draws for the stats, reads and writes. The shipped race scenario relies on exactly this, so
+//! it must stay that way.
 
 use serde_json::{json, Value};
-use simtape::cap::fs::FsHandle;
+use simtape::cap::fs::{FileKind, FsHandle};
 use simtape::cap::llm::ToolDefinition;
 
 use super::{text_argument, Failure, Kind, Tool};
@@ -26,13 +28,16 @@ pub(crate) enum FsTool {
     MakeDir,
 }
 
-/// Returns the fs tools in the order the model is offered them.
+/// Returns the fs tools in the order the model is offered them. The parameter schemas are
+/// kept to names and types: every model call carries them, so each byte is paid for on every
+/// turn (the descriptions say what the arguments mean).
 pub(crate) fn tools() -> Vec<Tool> {
-    let path =
-        || json!({"type": "string", "description": "A path relative to the workspace root."});
-    let text = |what: &str| json!({"type": "string", "description": what});
-    let tool = |name: &str, description: &str, properties: Value, required: &[&str], kind| {
-        let parameters = json!({"type": "object", "properties": properties, "required": required});
+    let tool = |name: &str, description: &str, keys: &[&str], kind| {
+        let properties: serde_json::Map<String, Value> = keys
+            .iter()
+            .map(|key| (key.to_string(), json!({"type": "string"})))
+            .collect();
+        let parameters = json!({"type": "object", "properties": properties, "required": keys});
         Tool::new(
             ToolDefinition {
                 name: name.to_string(),
@@ -45,57 +50,49 @@ pub(crate) fn tools() -> Vec<Tool> {
     vec![
         tool(
             "read_file",
-            "Returns the text of a file.",
-            json!({"path": path()}),
+            "Returns the text of the file at `path` (relative to the workspace root).",
             &["path"],
             FsTool::Read,
         ),
         tool(
             "write_file",
-            "Creates or replaces a file with the given text.",
-            json!({"path": path(), "content": text("The file's new text.")}),
+            "Creates or replaces the file at `path` with `content`.",
             &["path", "content"],
             FsTool::Write,
         ),
         tool(
             "append_file",
-            "Appends text to a file, creating it when missing.",
-            json!({"path": path(), "content": text("The text to add at the end.")}),
+            "Appends `content` to the file at `path`, creating it when missing.",
             &["path", "content"],
             FsTool::Append,
         ),
         tool(
             "edit_file",
-            "Replaces the first occurrence of `old` in a file with `new`.",
-            json!({"path": path(), "old": text("The exact text to replace."), "new": text("The replacement.")}),
+            "Replaces the first occurrence of the exact text `old` in the file at `path` with `new`.",
             &["path", "old", "new"],
             FsTool::Edit,
         ),
         tool(
             "list_dir",
-            "Lists the names in a directory, one a line (\".\" is the root).",
-            json!({"path": path()}),
+            "Lists the names in the directory at `path`, one a line (\".\" is the root).",
             &["path"],
             FsTool::List,
         ),
         tool(
             "delete_file",
-            "Deletes a file.",
-            json!({"path": path()}),
+            "Deletes the file at `path`.",
             &["path"],
             FsTool::Delete,
         ),
         tool(
             "rename",
-            "Moves a file or directory.",
-            json!({"from": path(), "to": path()}),
+            "Moves the file or directory at `from` to `to`.",
             &["from", "to"],
             FsTool::Rename,
         ),
         tool(
             "make_dir",
-            "Creates a directory.",
-            json!({"path": path()}),
+            "Creates the directory at `path`.",
             &["path"],
             FsTool::MakeDir,
         ),
@@ -141,12 +138,26 @@ pub(crate) async fn call(fs: FsHandle, tool: FsTool, arguments: &Value) -> Resul
     }
 }
 
-/// `edit_file`: read, replace the first occurrence, write; two fs calls (see the module docs).
+/// The largest file `edit_file` edits, in bytes.
+pub const EDIT_BYTES_MAX: u64 = 1 << 20;
+
+/// `edit_file`: stat, read, replace the first occurrence, write; three fs calls (see the
+/// module docs).
 async fn edit(fs: FsHandle, path: &str, arguments: &Value) -> Result<String, Failure> {
     let old = text_argument(arguments, "old");
     let new = text_argument(arguments, "new");
     if old.is_empty() {
         return Err(Failure::Tool("\"old\" must not be empty".to_string()));
+    }
+    let stat = fs.stat(path).await?;
+    if stat.kind != FileKind::File {
+        return Err(Failure::Tool(format!("{path} is a directory")));
+    }
+    if stat.size > EDIT_BYTES_MAX {
+        let size = stat.size;
+        return Err(Failure::Tool(format!(
+            "{path} is {size} bytes; edit_file edits files of at most {EDIT_BYTES_MAX} bytes"
+        )));
     }
     let bytes = fs.read(path).await?;
     let text = String::from_utf8_lossy(&bytes);

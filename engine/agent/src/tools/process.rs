@@ -12,16 +12,16 @@ pub(crate) fn tool() -> Tool {
     let parameters = json!({
         "type": "object",
         "properties": {
-            "program": {"type": "string", "description": "The program to run."},
-            "args": {"type": "array", "items": {"type": "string"}, "description": "Its arguments."},
-            "stdin": {"type": "string", "description": "Text for its standard input."}
+            "program": {"type": "string"},
+            "args": {"type": "array", "items": {"type": "string"}},
+            "stdin": {"type": "string"}
         },
         "required": ["program"]
     });
     Tool::new(
         ToolDefinition {
             name: "run".to_string(),
-            description: "Runs a program; returns its exit code, stdout and stderr as JSON."
+            description: "Runs `program` with `args` and `stdin` (optional); returns its exit code, stdout and stderr as JSON."
                 .to_string(),
             parameters,
         },

@@ -5,6 +5,7 @@ mod common;
 mod agent_loop;
 mod concurrency;
 mod errors;
+mod files;
 mod mcp;
 mod retries;
 mod verifiers;
