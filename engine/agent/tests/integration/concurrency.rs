@@ -100,3 +100,38 @@ fn call_tasks_are_named_after_their_calls() {
     }
     assert_eq!(spawned, ["tool edit_file a", "tool edit_file b"]);
 }
+
+#[test]
+fn at_most_tool_concurrency_calls_run_at_once() {
+    // Goal: three calls with two slots: the third starts only when one of the first two ends,
+    // and every seed keeps at most two in flight.
+    let mut spec = agent(vec![ToolSource::Fs]);
+    spec.tool_concurrency = 2;
+    let checks = vec![verify(
+        "c written",
+        1,
+        Check::Fs {
+            path: "c.txt".into(),
+            state: FsState::Added,
+            content: TextMatch::default(),
+        },
+    )];
+    let scenario = eval(scenario("three.jsonl", ""), Some(spec), checks);
+    for seed in 0..16 {
+        let report = run(&scenario, seed);
+        assert_eq!(report.verdict.label(), "pass", "seed {seed}");
+        let operations = agent_operations(&report);
+        let mut running = 0;
+        let mut most = 0;
+        for operation in &operations {
+            match operation.as_str() {
+                "call" => running += 1,
+                "result" => running -= 1,
+                _ => {}
+            }
+            most = most.max(running);
+        }
+        assert_eq!(most, 2, "seed {seed}: {operations:?}");
+        assert_eq!(operations[2..5], ["call", "call", "result"]);
+    }
+}

@@ -148,3 +148,69 @@ fn a_bad_world_spec_is_placed_at_its_mcp_field() {
     assert_eq!(problem.field, "mcp[0].world");
     assert!(problem.message.contains("no-such-world.json"), "{problem}");
 }
+
+#[test]
+fn a_timeout_is_retried_after_the_time_it_took() {
+    // Goal: a timeout fault takes its whole wait in virtual time, then is retried with the
+    // plain back-off (100 ms: no hint).
+    let timeout = McpFault {
+        server: "kv".into(),
+        tool: "put".into(),
+        trigger: Trigger::OnCall(1),
+        kind: McpFaultKind::Timeout { after_ms: 1_000 },
+    };
+    let scenario = kv_eval(vec![timeout], 3, goal());
+    let report = run(&scenario, 0);
+    assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.verifiers);
+    let puts: Vec<u64> = requests(&report)
+        .into_iter()
+        .filter(|r| r.actor == "mcp:kv" && r.operation == "tools/call")
+        .map(|r| r.t_ns)
+        .collect();
+    assert_eq!(puts, [105_000_000, 1_205_000_000]);
+}
+
+#[test]
+fn a_cassette_server_answers_what_it_recorded_and_an_unrecorded_call_is_an_error() {
+    // Goal: a replayed server's tools are offered and answered from the recording; a call
+    // the recording never saw stops the run instead of reaching the model.
+    let mut spec = agent(vec![ToolSource::Mcp("sums".into())]);
+    spec.max_turns = 5;
+    let parts = EvalSpec {
+        agent: Some(spec),
+        mcp: vec![McpServerSpec {
+            name: "sums".into(),
+            source: McpSource::Cassette(data().join("sums.cassette.json")),
+        }],
+        verify: goal_free(),
+        ..EvalSpec::default()
+    };
+    let scenario = EvalScenario::from_parts(scenario("sums.jsonl", ""), parts).unwrap();
+    let report = run(&scenario, 0);
+    let transcript = report.transcript.as_ref().unwrap();
+    assert_eq!(
+        transcript.turns[0].tool_calls[0].result,
+        "The sum of 2 and 3 is 5."
+    );
+    let failure = report
+        .failure
+        .as_ref()
+        .expect("the unrecorded call stops the run");
+    assert_eq!(failure.kind(), "mcp_replay");
+    assert!(
+        report
+            .verdict
+            .to_string()
+            .starts_with("error: tool call s2 (sums__add): "),
+        "{}",
+        report.verdict
+    );
+}
+
+fn goal_free() -> Vec<VerifySpec> {
+    vec![verify(
+        "answered",
+        1,
+        Check::Answer(simtape::scenario::TextMatch::default()),
+    )]
+}
