@@ -81,11 +81,7 @@ pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
         });
         messages.extend(results);
     };
-    {
-        let mut transcript = ctx.state.transcript.borrow_mut();
-        transcript.end = Some(end);
-        transcript.retries = ctx.retries.taken();
-    }
+    ctx.state.transcript.borrow_mut().end = Some(end);
     ctx.record(AgentEvent::End { reason: end, turns }).await;
     Ok(())
 }
@@ -120,7 +116,7 @@ async fn ask(
             return Err(AgentError::Model { turn, error });
         }
         failures += 1;
-        if !ctx.retries.take() {
+        if !ctx.take_retry() {
             return Ok(None);
         }
         let wait = ctx.retries.backoff_ms(failures, *retry_after_ms);

@@ -48,6 +48,16 @@ impl Ctx {
         }
     }
 
+    /// Takes one retry from the run's budget (and counts it in the transcript); `false` when
+    /// the budget is spent.
+    pub(crate) fn take_retry(&self) -> bool {
+        let taken = self.retries.take();
+        if taken {
+            self.state.transcript.borrow_mut().retries = self.retries.taken();
+        }
+        taken
+    }
+
     /// Fails the agent's setup when `present` is false: `what` needs the table `table`.
     pub(crate) fn require(&self, present: bool, what: &str, table: &str) -> Result<(), AgentError> {
         if present {

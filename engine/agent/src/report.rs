@@ -224,7 +224,8 @@ pub struct EvalReport {
     pub end_ns: u64,
     /// Timer events popped.
     pub events: u64,
-    /// Records written (not counting tape meta records); 0 when the engine stopped the run.
+    /// Records written (not counting tape meta records); when the engine stopped the run,
+    /// the tape's record count (0 without a tape).
     pub records: u64,
     /// A fingerprint of every record; 0 when the engine stopped the run.
     pub fingerprint: u64,

@@ -270,11 +270,12 @@ fn stopped(
         .and_then(|fs| error.actors.get(fs))
         .and_then(|fs| fs.diff().ok());
     let failure = EvalFailure::Sim(*error.error);
+    let records = error.tape.as_ref().map_or(0, |tape| tape.record_count);
     EvalReport {
         seed: error.seed,
         end_ns: error.end_ns,
         events: error.events,
-        records: 0,
+        records,
         fingerprint: 0,
         tape: error.tape.map(|tape| *tape),
         tape_path: error.tape_path,

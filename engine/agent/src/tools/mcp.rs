@@ -83,7 +83,7 @@ pub(crate) async fn call(
             Err(error) => return Err(error.into()),
         };
         failures += 1;
-        if !ctx.retries.take() {
+        if !ctx.take_retry() {
             return Err(Failure::Tool(format!("{error} (retry budget spent)")));
         }
         let wait = ctx.retries.backoff_ms(failures, retry_after_ms(&error));

@@ -88,6 +88,7 @@ fn a_spent_budget_hands_the_mcp_error_to_the_model() {
     let scenario = kv_eval(vec![always], 1, goal());
     let report = run(&scenario, 5);
     let transcript = report.transcript.as_ref().unwrap();
+    assert_eq!(transcript.retries, 1);
     let call = &transcript.turns[0].tool_calls[0];
     assert!(!call.ok);
     assert_eq!(
