@@ -94,6 +94,10 @@ pub(crate) struct RunArgs {
     /// the SHA-256 of every artifact.
     #[arg(long, value_name = "DIR")]
     pub(crate) evidence: Option<PathBuf>,
+    /// Run every program without a mode (or without a process tape entry, under a replay
+    /// default) as the WASI module `DIR/<program>.wasm`, in the sandbox.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) process_wasi: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

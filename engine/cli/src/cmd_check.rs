@@ -1,13 +1,14 @@
 //! `simtape check`: validate a scenario and report every problem.
 
-use simtape::scenario::Scenario;
+use simtape_agent::EvalScenario;
 
 use crate::args::CheckArgs;
 use crate::exit::{CliResult, OK, USAGE};
 
 pub(crate) fn run(args: &CheckArgs) -> CliResult {
-    match Scenario::check_all(&args.scenario) {
-        Ok(scenario) => {
+    match EvalScenario::check_all(&args.scenario) {
+        Ok(eval) => {
+            let scenario = eval.scenario();
             println!(
                 "ok: scenario {} ({}), seeds {:?}",
                 scenario.name(),

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use simtape::oracle::{diff_bytes, Mode};
-use simtape::scenario::Scenario;
+use simtape_agent::EvalScenario;
 
 use crate::args::CiArgs;
 use crate::exit::{CliError, CliResult, DIVERGED, OK};
@@ -22,10 +22,11 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
     let tapes_dir = args.dir.join("tapes");
     let (mut matched, mut failed) = (0, 0);
     for path in &scenarios {
-        let scenario = Scenario::load(path).map_err(CliError::usage)?;
+        let eval = EvalScenario::load(path).map_err(CliError::usage)?;
+        let scenario = eval.scenario();
         for &seed in scenario.seeds() {
             let golden = golden_path(&tapes_dir, scenario.name(), seed);
-            let tape = tape_bytes(&scenario, seed)?;
+            let tape = tape_bytes(&eval, seed)?;
             let label = format!("{} seed {seed}", scenario.name());
             match check(&golden, &tape, args.bless)? {
                 Check::Match => {
@@ -79,18 +80,15 @@ pub(crate) fn golden_path(tapes_dir: &Path, scenario: &str, seed: u64) -> PathBu
     tapes_dir.join(scenario).join(format!("seed-{seed}.tape"))
 }
 
-fn tape_bytes(scenario: &Scenario, seed: u64) -> Result<Vec<u8>, CliError> {
-    let mut builder = scenario.builder(seed);
+fn tape_bytes(eval: &EvalScenario, seed: u64) -> Result<Vec<u8>, CliError> {
+    let mut builder = eval.builder(seed);
     builder.tape_in_memory();
-    // A run that ends in error still has a complete tape; its verdict is part of the golden.
-    let tape = match scenario.run(&mut builder) {
-        Ok(report) => report.tape,
-        Err(failure) => failure.tape.map(|t| *t),
-    };
-    tape.and_then(|t| t.memory).ok_or_else(|| {
+    // Every verdict is behaviour the golden tape pins, an expected FAIL or ERROR included.
+    let report = eval.run(&mut builder);
+    report.tape.and_then(|t| t.memory).ok_or_else(|| {
         CliError::usage(format!(
             "{} seed {seed}: the run produced no tape",
-            scenario.name()
+            eval.scenario().name()
         ))
     })
 }

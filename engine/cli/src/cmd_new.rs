@@ -8,18 +8,19 @@ use crate::exit::{CliError, CliResult, OK};
 /// The scenario template; `{name}` is replaced by the scenario's name.
 const TEMPLATE: &str = r#"# {name}: a starting point. Edit it, then `simtape check` and `simtape run` it.
 #
-# What it shows: a writer task edits a file in a copy-on-write overlay of data/{name}/worktree
-# (the real directory is never touched) after a seeded random delay, tells a reviewer task over
-# a channel, and the reviewer logs an event and declares the outcome. The network is closed
-# except for one allowed host.
+# What it shows: the built-in agent sends its task to the model, replayed from
+# data/{name}/llm.jsonl: the model reads notes.md, appends a line to it, and answers. The file
+# lives in a copy-on-write overlay of data/{name}/worktree (the real directory is never
+# touched). Two verifiers judge the run: the file's change and the final answer. The network
+# is closed except for one allowed host.
 #
-# Seeds: 1, 2, 3.
-# Expected outcome: every seed ends ok with the outcome `reviewed = true` and an fs diff of one
-# modified file (notes.md); the end time differs between seeds.
+# Seeds: 1, 2, 3 (the model's and the overlay's latencies come from the seed).
+# Expected outcome: every seed PASSes (2 verifiers held) with an fs diff of one modified file
+# (notes.md); the end time differs between seeds.
 
 [scenario]
 name = "{name}"
-description = "A writer and a reviewer over an overlay."
+description = "An agent reviews a notes file in an overlay."
 seeds = [1, 2, 3]
 
 [limits]
@@ -31,24 +32,32 @@ root = "data/{name}/worktree"
 [network]
 allow = ["api.example.com"]
 
-[[task]]
-name = "writer"
-steps = [
-  { sleep_random = { min = "10ms", max = "200ms" } },
-  { read = "notes.md" },
-  { append = "notes.md", content = "- reviewed by the simulation\n" },
-  { connect = "api.example.com:443" },
-  { send = "edits", value = "notes.md" },
-]
+[llm]
+fixture = "data/{name}/llm.jsonl"
 
-[[task]]
-name = "reviewer"
-steps = [
-  { recv = "edits", log = "edit-received" },
-  { sleep = "50ms" },
-  { event = "review", fields = { verdict = "looks good" } },
-  { outcome = "reviewed", value = true },
-]
+[agent]
+system = "You review notes. Use the file tools; answer when done."
+task = "Review notes.md and add a line saying it was reviewed."
+tools = ["fs"]
+max_turns = 5
+
+[[verify]]
+kind = "fs"
+path = "notes.md"
+state = "modified"
+contains = "- reviewed by the agent"
+
+[[verify]]
+kind = "answer"
+contains = "reviewed"
+"#;
+
+/// The model the template's agent talks to: one entry per turn, matched on the last message.
+const FIXTURE: &str = r#"# The model of the starter scenario (see docs/llm-fixtures.md): read, append, answer.
+{"simtape_llm": 1, "latency": {"base_ms": 300, "per_output_token_us": 2000, "jitter_ms": 100}}
+{"id": "read", "match": {"last_message": {"contains": "Review notes.md"}}, "response": {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]}}
+{"id": "append", "match": {"last_tool_result": {"contains": "written by hand"}}, "response": {"tool_calls": [{"name": "append_file", "arguments": {"path": "notes.md", "content": "- reviewed by the agent\n"}}]}}
+{"id": "answer", "match": {"last_tool_result": {"contains": "notes.md"}}, "response": {"text": "notes.md reviewed; one line added."}}
 "#;
 
 /// The file the scenario's worktree starts with.
@@ -66,13 +75,10 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
         )));
     }
     let scenario = args.dir.join(format!("{name}.toml"));
-    let notes = args
-        .dir
-        .join("data")
-        .join(name)
-        .join("worktree")
-        .join("notes.md");
-    for path in [&scenario, &notes] {
+    let data = args.dir.join("data").join(name);
+    let notes = data.join("worktree").join("notes.md");
+    let fixture = data.join("llm.jsonl");
+    for path in [&scenario, &notes, &fixture] {
         if path.exists() {
             return Err(CliError::usage(format!(
                 "{} exists; not overwriting it",
@@ -82,7 +88,13 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
     }
     write(&scenario, &TEMPLATE.replace("{name}", name))?;
     write(&notes, NOTES)?;
-    println!("wrote {} and {}", scenario.display(), notes.display());
+    write(&fixture, FIXTURE)?;
+    println!(
+        "wrote {}, {} and {}",
+        scenario.display(),
+        fixture.display(),
+        notes.display()
+    );
     println!(
         "next: simtape check {0}; simtape run {0} --tape out/{1}.tape",
         scenario.display(),

@@ -2,6 +2,7 @@
 
 use simtape::scenario::Scenario;
 use simtape::tape::{sha256_hex, TapeReader};
+use simtape_agent::EvalScenario;
 
 use crate::args::ReplayArgs;
 use crate::cmd_run::scratch_dir;
@@ -15,12 +16,12 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
     println!("seed={}", header.seed);
     let scenario = match &args.scenario {
         Some(path) => {
-            let scenario = Scenario::load(path).map_err(CliError::usage)?;
-            if scenario.digest() != header.scenario.digest {
+            let scenario = EvalScenario::load(path).map_err(CliError::usage)?;
+            if scenario.scenario().digest() != header.scenario.digest {
                 return Err(CliError::usage(format!(
                     "{} has digest {}, but the tape was made from digest {}",
                     path.display(),
-                    scenario.digest(),
+                    scenario.scenario().digest(),
                     header.scenario.digest
                 )));
             }
@@ -33,18 +34,22 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
                 ));
             }
             let origin = args.tape.with_extension("embedded-scenario.toml");
-            Scenario::parse(&header.scenario.source, &origin).map_err(|error| {
-                // The embedded source resolves its files against the tape's directory; a tape
-                // kept away from its scenario needs the original file.
-                let references_files = ["fs.", "llm."].iter().any(|t| error.field.starts_with(t));
-                let hint = if references_files {
-                    "\nhint: the scenario's files resolve against the tape's directory; pass \
+            Scenario::parse(&header.scenario.source, &origin)
+                .and_then(EvalScenario::from_scenario)
+                .map_err(|error| {
+                    // The embedded source resolves its files against the tape's directory; a tape
+                    // kept away from its scenario needs the original file.
+                    let references_files = ["fs.", "llm.", "process.", "mcp"]
+                        .iter()
+                        .any(|t| error.field.starts_with(t));
+                    let hint = if references_files {
+                        "\nhint: the scenario's files resolve against the tape's directory; pass \
                      --scenario with the original scenario file"
-                } else {
-                    ""
-                };
-                CliError::usage(format!("{error}{hint}"))
-            })?
+                    } else {
+                        ""
+                    };
+                    CliError::usage(format!("{error}{hint}"))
+                })?
         }
     };
     let out = match &args.out {
@@ -56,7 +61,7 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         .tape(&out)
         .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
-    let _ = scenario.run(&mut builder);
+    scenario.run(&mut builder);
     let read = |p: &std::path::Path| {
         std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))
     };
@@ -64,7 +69,7 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         println!(
             "replay: byte-identical ({}, scenario {}, seed {})",
             args.tape.display(),
-            scenario.name(),
+            scenario.scenario().name(),
             header.seed
         );
         if args.out.is_none() {

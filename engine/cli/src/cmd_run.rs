@@ -3,15 +3,16 @@
 use std::path::{Path, PathBuf};
 
 use simtape::cap::fs::FsDiff;
-use simtape::scenario::{Scenario, ScenarioReport, ScenarioRunError};
 use simtape::time::format_ns;
+use simtape_agent::{EvalReport, EvalScenario, Verdict};
 
 use crate::args::RunArgs;
 use crate::exit::{CliError, CliResult, DIVERGED, OK, RUN_ERROR};
 use crate::shell::command_line;
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
-    let scenario = Scenario::load(&args.scenario).map_err(CliError::usage)?;
+    let eval = load(&args.scenario, args.process_wasi.as_deref())?;
+    let scenario = eval.scenario();
     if let (Some(path), false) = (&args.emit_diff, scenario.has_fs()) {
         return Err(CliError::usage(format!(
             "--emit-diff {}: {} has no [fs] table, so its runs have no fs diff",
@@ -25,7 +26,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     // The seed comes first, before anything can fail, so every log names it.
     println!("seed={seed}");
     let reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
-    let mut builder = scenario.builder(seed);
+    let mut builder = eval.builder(seed);
     // Evidence needs a tape: the one asked for, or one inside the evidence directory.
     let tape = args.tape.clone().or_else(|| {
         args.evidence
@@ -36,45 +37,53 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         create_parent(tape)?;
         builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
     }
-    let outcome = scenario.run(&mut builder);
+    let report = eval.run(&mut builder);
     if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
         let run = crate::evidence::RunEvidence {
-            scenario: &scenario,
+            scenario: &eval,
             scenario_path: &args.scenario,
             seed,
-            outcome: &outcome,
+            report: &report,
             tape,
             reproduce: &reproduce,
         };
         let manifest = crate::evidence::write(dir, &run)?;
         println!("evidence: {}", manifest.display());
     }
-    let fs_diff = match &outcome {
-        Ok(report) => report.fs_diff.as_ref(),
-        Err(failure) => failure.fs_diff.as_deref(),
-    };
-    if let (Some(path), Some(diff)) = (&args.emit_diff, fs_diff) {
+    if let (Some(path), Some(diff)) = (&args.emit_diff, &report.fs_diff) {
         create_parent(path)?;
         diff.write_to(path)
             .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
-    let code = match &outcome {
-        Ok(report) => {
-            print_report(args, &scenario, report, &reproduce);
-            OK
-        }
-        Err(failure) => {
-            print_failure(args, &scenario, failure, &reproduce);
-            RUN_ERROR
-        }
-    };
+    print_report(args, &eval, &report, &reproduce);
+    let code = verdict_code(&report.verdict);
     if args.check_determinism {
-        let verdict = check_determinism(&scenario, seed)?;
+        let verdict = check_determinism(&eval, seed)?;
         if verdict != OK {
             return Ok(verdict);
         }
     }
     Ok(code)
+}
+
+/// Loads the scenario at `path` with everything it references; with `process_wasi`, programs
+/// without a mode run as WASI modules from that directory (`--process-wasi`).
+pub(crate) fn load(path: &Path, process_wasi: Option<&Path>) -> Result<EvalScenario, CliError> {
+    let Some(dir) = process_wasi else {
+        return EvalScenario::load(path).map_err(CliError::usage);
+    };
+    let mut scenario = simtape::scenario::Scenario::load(path).map_err(CliError::usage)?;
+    scenario.process_wasi(dir);
+    EvalScenario::from_scenario(scenario).map_err(CliError::usage)
+}
+
+/// Returns the exit code of a verdict: pass 0, fail 1 (a finding), error 3.
+pub(crate) fn verdict_code(verdict: &Verdict) -> u8 {
+    match verdict {
+        Verdict::Pass => OK,
+        Verdict::Fail { .. } => DIVERGED,
+        Verdict::Error { .. } => RUN_ERROR,
+    }
 }
 
 /// Returns the exact command line that reproduces this run.
@@ -93,37 +102,113 @@ pub(crate) fn reproduce_command(scenario: &Path, seed: u64, tape: Option<&Path>)
     command_line(&words)
 }
 
-fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, reproduce: &str) {
+/// Returns the report of a run as JSON: what `--json` prints and the evidence's verdict.
+pub(crate) fn report_json(eval: &EvalScenario, report: &EvalReport) -> serde_json::Value {
+    serde_json::json!({
+        "scenario": eval.scenario().name(),
+        "seed": report.seed,
+        "verdict": report.verdict.label(),
+        "reason": verdict_reason(&report.verdict),
+        "error": report.failure.as_ref().map(|failure| serde_json::json!({
+            "kind": failure.kind(),
+            "message": failure.to_string(),
+        })),
+        "verifiers": report.verifiers,
+        "end_ns": report.end_ns,
+        "events": report.events,
+        "records": report.records,
+        "fingerprint": format!("{:016x}", report.fingerprint),
+        "tape_bytes": report.tape.as_ref().map(|t| t.bytes),
+        "final_hash": report.tape.as_ref().map(|t| format!("{:016x}", t.final_hash)),
+        "outcomes": report.outcomes.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
+        "agent": report.transcript.as_ref().map(|t| serde_json::json!({
+            "turns": t.turns.len(),
+            "tool_calls": t.calls().count(),
+            "retries": t.retries,
+            "end": t.end_label(),
+            "answer": t.answer,
+        })),
+    })
+}
+
+/// Returns what a fail or error verdict says after its label, `None` for a pass.
+fn verdict_reason(verdict: &Verdict) -> Option<String> {
+    match verdict {
+        Verdict::Pass => None,
+        Verdict::Fail { verifier, saw } => Some(format!("{verifier}: {saw}")),
+        Verdict::Error { reason } => Some(reason.clone()),
+    }
+}
+
+fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reproduce: &str) {
     if args.json {
-        let json = serde_json::json!({
-            "scenario": scenario.name(),
-            "seed": report.seed,
-            "verdict": "ok",
-            "end_ns": report.end_ns,
-            "events": report.events,
-            "records": report.records,
-            "fingerprint": format!("{:016x}", report.fingerprint),
-            "tape": report.tape_path.as_ref().map(|p| p.display().to_string()),
-            "tape_bytes": report.tape.as_ref().map(|t| t.bytes),
-            "final_hash": report.tape.as_ref().map(|t| format!("{:016x}", t.final_hash)),
-            "outcomes": report.outcomes.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
-            "fs_diff": report.fs_diff.as_ref().map(|diff| diff_json(diff, args.emit_diff.as_deref())),
-            "reproduce": reproduce,
-        });
+        let mut json = report_json(eval, report);
+        if let Some(object) = json.as_object_mut() {
+            object.insert(
+                "tape".into(),
+                report
+                    .tape_path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .into(),
+            );
+            object.insert(
+                "fs_diff".into(),
+                report
+                    .fs_diff
+                    .as_ref()
+                    .map(|diff| diff_json(diff, args.emit_diff.as_deref()))
+                    .into(),
+            );
+            object.insert("reproduce".into(), reproduce.into());
+        }
         println!(
             "{}",
             serde_json::to_string_pretty(&json).expect("JSON values serialize")
         );
         return;
     }
-    println!("scenario {} ({})", scenario.name(), args.scenario.display());
     println!(
-        "result: ok at t={} (virtual), {} events, {} records, fingerprint {:016x}",
+        "scenario {} ({})",
+        eval.scenario().name(),
+        args.scenario.display()
+    );
+    let at = format!(
+        "at t={} (virtual), {} events, {} records, fingerprint {:016x}",
         format_ns(report.end_ns),
         report.events,
         report.records,
         report.fingerprint
     );
+    match &report.verdict {
+        Verdict::Pass => println!("result: PASS {at}"),
+        Verdict::Fail { verifier, saw } => {
+            println!("result: FAIL {at}\nverifier {verifier:?} failed: {saw}")
+        }
+        Verdict::Error { reason } => {
+            let kind = report.failure.as_ref().map_or("error", |f| f.kind());
+            println!("result: ERROR ({kind}) {reason}\n{at}");
+        }
+    }
+    for result in &report.verifiers {
+        let mark = if result.held { "held  " } else { "FAILED" };
+        println!(
+            "  verify {mark} {} (line {}): {}",
+            result.name, result.line, result.saw
+        );
+    }
+    if let Some(transcript) = &report.transcript {
+        println!(
+            "agent: {} turn(s), {} tool call(s), {} retr(ies), ended by {}",
+            transcript.turns.len(),
+            transcript.calls().count(),
+            transcript.retries,
+            transcript.end_label()
+        );
+        if let Some(answer) = &transcript.answer {
+            println!("answer: {answer}");
+        }
+    }
     for (name, value) in &report.outcomes {
         println!("outcome {name} = {value}");
     }
@@ -150,36 +235,9 @@ fn print_report(args: &RunArgs, scenario: &Scenario, report: &ScenarioReport, re
             ])
         );
     }
-}
-
-fn print_failure(args: &RunArgs, scenario: &Scenario, failure: &ScenarioRunError, reproduce: &str) {
-    if args.json {
-        let json = serde_json::json!({
-            "scenario": scenario.name(),
-            "seed": failure.seed,
-            "verdict": "error",
-            "error": { "kind": failure.error.kind(), "message": failure.error.to_string() },
-            "end_ns": failure.end_ns,
-            "events": failure.events,
-            "tape": failure.tape_path.as_ref().map(|p| p.display().to_string()),
-            "fs_diff": failure.fs_diff.as_ref().map(|diff| diff_json(diff, args.emit_diff.as_deref())),
-            "reproduce": reproduce,
-        });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).expect("JSON values serialize")
-        );
-        return;
+    if report.verdict != Verdict::Pass {
+        println!("reproduce: {reproduce}");
     }
-    println!("scenario {} ({})", scenario.name(), args.scenario.display());
-    println!("result: ERROR ({}) {}", failure.error.kind(), failure.error);
-    if let Some(diff) = &failure.fs_diff {
-        println!("{}", diff_line(diff, args.emit_diff.as_deref()));
-    }
-    if let Some(path) = &failure.tape_path {
-        println!("tape: {}", path.display());
-    }
-    println!("reproduce: {reproduce}");
 }
 
 /// Returns the summary line of an fs diff: `fs diff: N added, M modified, K deleted`, with
@@ -208,14 +266,14 @@ fn diff_json(diff: &FsDiff, written: Option<&Path>) -> serde_json::Value {
 }
 
 /// Runs the scenario twice more into temporary tapes and compares them byte for byte.
-fn check_determinism(scenario: &Scenario, seed: u64) -> CliResult {
+fn check_determinism(eval: &EvalScenario, seed: u64) -> CliResult {
     let dir = scratch_dir("check")?;
     let tapes = [dir.join("first.tape"), dir.join("second.tape")];
     for tape in &tapes {
-        let mut builder = scenario.builder(seed);
+        let mut builder = eval.builder(seed);
         builder.tape(tape);
-        // A run error is part of the behaviour under test: its tape is compared too.
-        let _ = scenario.run(&mut builder);
+        // Every verdict is part of the behaviour under test: its tape is compared too.
+        eval.run(&mut builder);
     }
     let read = |p: &PathBuf| {
         std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use simtape::scenario::Scenario;
+use simtape_agent::EvalScenario;
 
 use crate::args::SweepArgs;
 use crate::exit::{CliError, CliResult, DIVERGED, OK};
@@ -31,7 +31,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     }
     if let Some(out) = &args.out {
         for loaded in &scenarios {
-            let dir = out.join(loaded.scenario.name());
+            let dir = out.join(loaded.scenario.scenario().name());
             std::fs::create_dir_all(&dir)
                 .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
         }
@@ -61,9 +61,9 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             .iter()
             .zip(results)
             .map(|(loaded, results)| ScenarioResults {
-                name: loaded.scenario.name().to_string(),
+                name: loaded.scenario.scenario().name().to_string(),
                 path: loaded.path.display().to_string(),
-                sha256: loaded.scenario.digest(),
+                sha256: loaded.scenario.scenario().digest(),
                 summary: Summary::of(&results),
                 results,
             })
@@ -94,22 +94,27 @@ fn stop_on_ctrl_c() -> &'static AtomicBool {
 fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, CliError> {
     let mut scenarios = Vec::with_capacity(paths.len());
     for path in paths {
-        let scenario = Scenario::load(path).map_err(CliError::usage)?;
+        let scenario = EvalScenario::load(path).map_err(CliError::usage)?;
         scenarios.push(Loaded {
             scenario,
             path: path.clone(),
         });
     }
-    scenarios.sort_by(|a, b| a.scenario.name().cmp(b.scenario.name()));
+    scenarios.sort_by(|a, b| {
+        a.scenario
+            .scenario()
+            .name()
+            .cmp(b.scenario.scenario().name())
+    });
     if let Some(pair) = scenarios
         .windows(2)
-        .find(|pair| pair[0].scenario.name() == pair[1].scenario.name())
+        .find(|pair| pair[0].scenario.scenario().name() == pair[1].scenario.scenario().name())
     {
         return Err(CliError::usage(format!(
             "{} and {} are both named {:?}; a sweep needs distinct scenario names",
             pair[0].path.display(),
             pair[1].path.display(),
-            pair[0].scenario.name()
+            pair[0].scenario.scenario().name()
         )));
     }
     Ok(scenarios)

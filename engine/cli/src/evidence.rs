@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use simtape::scenario::{Scenario, ScenarioReport, ScenarioRunError};
 use simtape::tape::sha256_hex;
+use simtape_agent::{EvalReport, EvalScenario};
 
 use crate::exit::CliError;
 use crate::shell::command_line;
@@ -20,10 +20,10 @@ const MANIFEST_FILE: &str = "manifest.json";
 
 /// What the run left, for the evidence.
 pub(crate) struct RunEvidence<'a> {
-    pub(crate) scenario: &'a Scenario,
+    pub(crate) scenario: &'a EvalScenario,
     pub(crate) scenario_path: &'a Path,
     pub(crate) seed: u64,
-    pub(crate) outcome: &'a Result<ScenarioReport, ScenarioRunError>,
+    pub(crate) report: &'a EvalReport,
     pub(crate) tape: &'a Path,
     pub(crate) reproduce: &'a str,
 }
@@ -32,11 +32,7 @@ pub(crate) struct RunEvidence<'a> {
 pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliError> {
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let mut artifacts = vec![run.tape.to_path_buf()];
-    let diff = match run.outcome {
-        Ok(report) => report.fs_diff.as_ref(),
-        Err(failure) => failure.fs_diff.as_deref(),
-    };
-    if let Some(diff) = diff {
+    if let Some(diff) = &run.report.fs_diff {
         artifacts.push(put(dir, DIFF_FILE, diff.unified().as_bytes())?);
         let json = serde_json::to_vec_pretty(diff).expect("fs diffs serialize");
         artifacts.push(put(dir, DIFF_JSON_FILE, &json)?);
@@ -60,29 +56,13 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
 
 fn verdict_json(run: &RunEvidence<'_>) -> serde_json::Value {
     let base = serde_json::json!({
-        "scenario": run.scenario.name(),
-        "scenario_sha256": run.scenario.digest(),
-        "seed": run.seed,
+        "scenario_sha256": run.scenario.scenario().digest(),
         "reproduce": run.reproduce,
     });
-    let detail = match run.outcome {
-        Ok(report) => serde_json::json!({
-            "verdict": "ok",
-            "end_ns": report.end_ns,
-            "events": report.events,
-            "records": report.records,
-            "fingerprint": format!("{:016x}", report.fingerprint),
-            "outcomes": report.outcomes.iter()
-                .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
-                .collect::<Vec<_>>(),
-        }),
-        Err(failure) => serde_json::json!({
-            "verdict": "error",
-            "error": { "kind": failure.error.kind(), "message": failure.error.to_string() },
-            "end_ns": failure.end_ns,
-            "events": failure.events,
-        }),
-    };
+    let mut detail = crate::cmd_run::report_json(run.scenario, run.report);
+    if let Some(transcript) = &run.report.transcript {
+        detail["transcript"] = serde_json::to_value(transcript).expect("transcripts serialize");
+    }
     merge(base, detail)
 }
 
@@ -103,7 +83,7 @@ fn manifest_json(
         }));
     }
     Ok(serde_json::json!({
-        "scenario": run.scenario.name(),
+        "scenario": run.scenario.scenario().name(),
         "seed": run.seed,
         "artifacts": files,
     }))

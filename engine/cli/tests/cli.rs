@@ -44,7 +44,7 @@ fn run_prints_the_seed_first_and_succeeds() {
     );
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(stdout.starts_with("seed="), "{stdout}");
-    assert!(stdout.contains("result: ok"), "{stdout}");
+    assert!(stdout.contains("result: PASS"), "{stdout}");
     assert!(tape.exists());
 }
 
@@ -453,9 +453,10 @@ fn new_writes_a_scenario_that_checks_runs_and_replays() {
         "out/starter.diff",
     ]));
     let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(stdout.contains("outcome reviewed = true"), "{stdout}");
+    assert!(stdout.contains("result: PASS"), "{stdout}");
+    assert!(stdout.contains("answer: notes.md reviewed"), "{stdout}");
     let diff = std::fs::read_to_string(dir.join("out/starter.diff")).unwrap();
-    assert!(diff.contains("+- reviewed by the simulation"), "{diff}");
+    assert!(diff.contains("+- reviewed by the agent"), "{diff}");
     let replay = stdout
         .lines()
         .find_map(|l| l.strip_prefix("replay: "))
@@ -514,7 +515,7 @@ fn evidence_holds_every_artifact_with_its_sha256() {
     }
     let verdict: serde_json::Value =
         serde_json::from_slice(&std::fs::read(evidence.join("verdict.json")).unwrap()).unwrap();
-    assert_eq!(verdict["verdict"], "ok");
+    assert_eq!(verdict["verdict"], "pass");
     run_ok(
         simtape()
             .args(["tape", "verify"])

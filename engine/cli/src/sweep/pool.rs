@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use simtape::scenario::Scenario;
+use simtape_agent::{EvalScenario, Verdict as RunVerdict};
 
 use super::progress::Progress;
 use super::report::{Reason, SeedResult, Verdict};
@@ -17,7 +17,7 @@ use crate::cmd_run::reproduce_command;
 /// A scenario loaded once for the whole sweep.
 #[derive(Debug)]
 pub(crate) struct Loaded {
-    pub(crate) scenario: Scenario,
+    pub(crate) scenario: EvalScenario,
     /// The file, as given on the command line (replay commands name it).
     pub(crate) path: PathBuf,
 }
@@ -102,11 +102,13 @@ pub(crate) fn run(
     by_scenario
 }
 
-/// Runs one seed without a tape; a failing seed runs again with its tape kept under `out`.
+/// Runs one seed without a tape; a seed that does not pass runs again with its tape kept
+/// under `out`.
 fn run_seed(loaded: &Loaded, seed: u64, out: Option<&Path>) -> SeedResult {
-    let scenario = &loaded.scenario;
-    let failure = match scenario.run(&mut scenario.builder(seed)) {
-        Ok(report) => {
+    let eval = &loaded.scenario;
+    let report = eval.run(&mut eval.builder(seed));
+    let (verdict, reason) = match &report.verdict {
+        RunVerdict::Pass => {
             return SeedResult {
                 seed,
                 verdict: Verdict::Pass,
@@ -117,29 +119,40 @@ fn run_seed(loaded: &Loaded, seed: u64, out: Option<&Path>) -> SeedResult {
                 replay: None,
             }
         }
-        Err(failure) => failure,
+        RunVerdict::Fail { verifier, saw } => (
+            Verdict::Fail,
+            Reason {
+                kind: "verifier".to_string(),
+                message: format!("{verifier}: {saw}"),
+            },
+        ),
+        RunVerdict::Error { reason } => (
+            Verdict::Error,
+            Reason {
+                kind: report
+                    .failure
+                    .as_ref()
+                    .map_or("error", |failure| failure.kind())
+                    .to_string(),
+                message: reason.clone(),
+            },
+        ),
     };
     // The second run is the same run (same seed, same scenario), now writing its tape.
     let tape = out.and_then(|out| {
-        let path = tape_path(out, scenario.name(), seed);
-        let mut builder = scenario.builder(seed);
+        let path = tape_path(out, eval.scenario().name(), seed);
+        let mut builder = eval.builder(seed);
         builder.tape(&path);
-        let again = scenario.run(&mut builder);
-        let written = match again {
-            Ok(report) => report.tape_path,
-            Err(failure) => failure.tape_path,
-        };
-        written.map(|p| p.display().to_string())
+        eval.run(&mut builder)
+            .tape_path
+            .map(|p| p.display().to_string())
     });
     SeedResult {
         seed,
-        verdict: Verdict::Error,
-        reason: Some(Reason {
-            kind: failure.error.kind().to_string(),
-            message: failure.error.to_string(),
-        }),
-        end_ns: failure.end_ns,
-        events: failure.events,
+        verdict,
+        reason: Some(reason),
+        end_ns: report.end_ns,
+        events: report.events,
         tape,
         replay: Some(reproduce_command(&loaded.path, seed, None)),
     }

@@ -48,12 +48,12 @@ pub(crate) struct ScenarioResults {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Verdict {
-    /// The run completed (and, once verifiers land, they all held).
+    /// The run completed, at least one verifier ran and every verifier held.
     Pass,
-    /// The run completed but a verifier did not hold (issue 6: verifiers come later).
-    #[allow(dead_code, reason = "verifiers (issue 6) will give this verdict")]
+    /// The run completed but a verifier did not hold, or none ran.
     Fail,
-    /// The run ended in error: deadlock, limit, task panic, failed step.
+    /// The run could not complete: deadlock, limit, task panic, failed step, unmatched
+    /// replay, denied egress, fs escape.
     Error,
 }
 
