@@ -17,6 +17,20 @@
 //! 4. The verifiers run, still inside the simulation; the [`Verdict`] is `pass` only when at
 //!    least one ran and all held, and it is the tape footer's verdict.
 //!
+//! ```
+//! use simtape_agent::{EvalScenario, Verdict};
+//! // An agent that renames a function with edit_file; three verifiers judge it.
+//! let scenario = EvalScenario::load("tests/data/refactor.toml".as_ref()).unwrap();
+//! let mut builder = scenario.builder(7);
+//! builder.tape_in_memory();
+//! let report = scenario.run(&mut builder);
+//! assert_eq!(report.verdict, Verdict::Pass);
+//! assert!(report.verifiers.iter().all(|verifier| verifier.held));
+//! let transcript = report.transcript.unwrap();
+//! assert_eq!(transcript.turns[1].tool_calls[0].name, "edit_file");
+//! assert_eq!(transcript.answer.as_deref(), Some("Renamed old_name to new_name: done."));
+//! ```
+//!
 //! `docs/agent.md` describes the loop, the tools and their schemas, retries and verdicts.
 //!
 //! Module map:
