@@ -48,10 +48,10 @@ fn run_prints_the_seed_first_and_succeeds() {
     assert!(tape.exists());
 }
 
-/// Runs `scenario` at `seed` in its own process with a hostile environment, returns the tape.
+/// Runs `file` at `seed` in its own process with a hostile environment, returns the tape.
 fn tape_from_process(
     dir: &Path,
-    label: &str,
+    (file, label): (&str, &str),
     seed: u64,
     env: &[(&str, &str)],
     cwd: &Path,
@@ -61,7 +61,7 @@ fn tape_from_process(
     command
         .current_dir(cwd)
         .arg("run")
-        .arg(scenario("random-delays.toml"))
+        .arg(scenario(file))
         .args(["--seed", &seed.to_string(), "--tape"])
         .arg(&tape);
     for (key, value) in env {
@@ -73,41 +73,54 @@ fn tape_from_process(
 
 #[test]
 fn same_seed_same_bytes_across_processes_and_environments() {
-    // Goal: TZ, locale, HOME, cwd and unrelated variables never reach the tape.
+    // Goal: TZ, locale, HOME, cwd and unrelated variables never reach the tape: scripted
+    // tasks, the agent loop over the overlay, an MCP world with seeded faults, and a WASI guest.
     let dir = scratch("env");
     let elsewhere = scratch("env-cwd");
-    let a = tape_from_process(
-        &dir,
-        "a",
-        5,
-        &[
-            ("TZ", "UTC"),
-            ("LANG", "C"),
-            ("LC_ALL", "C"),
-            ("HOME", "/nonexistent-a"),
-        ],
-        &repo(),
-    );
-    let b = tape_from_process(
-        &dir,
-        "b",
-        5,
-        &[
-            ("TZ", "Pacific/Chatham"),
-            ("LANG", "de_DE.UTF-8"),
-            ("LC_ALL", "tr_TR.UTF-8"),
-            ("HOME", "/tmp"),
-            ("SIMTAPE_UNRELATED", "x"),
-            ("RUST_BACKTRACE", "1"),
-        ],
-        &elsewhere,
-    );
-    assert_eq!(a, b, "same seed, different environment: tapes differ");
-    let c = tape_from_process(&dir, "c", 6, &[], &repo());
-    assert_ne!(
-        a, c,
-        "different seeds of a randomized scenario gave identical tapes"
-    );
+    let files = [
+        "random-delays.toml",
+        "refactor-agent.toml",
+        "ticket-retry.toml",
+        "overnight-backup.toml",
+    ];
+    for file in files {
+        let label = |run: &str| format!("{file}-{run}");
+        let a = tape_from_process(
+            &dir,
+            (file, &label("a")),
+            5,
+            &[
+                ("TZ", "UTC"),
+                ("LANG", "C"),
+                ("LC_ALL", "C"),
+                ("HOME", "/nonexistent-a"),
+            ],
+            &repo(),
+        );
+        let b = tape_from_process(
+            &dir,
+            (file, &label("b")),
+            5,
+            &[
+                ("TZ", "Pacific/Chatham"),
+                ("LANG", "de_DE.UTF-8"),
+                ("LC_ALL", "tr_TR.UTF-8"),
+                ("HOME", "/tmp"),
+                ("SIMTAPE_UNRELATED", "x"),
+                ("RUST_BACKTRACE", "1"),
+            ],
+            &elsewhere,
+        );
+        assert_eq!(
+            a, b,
+            "{file}: same seed, different environment: tapes differ"
+        );
+        let c = tape_from_process(&dir, (file, &label("c")), 6, &[], &repo());
+        assert_ne!(
+            a, c,
+            "{file}: different seeds of a randomized scenario gave identical tapes"
+        );
+    }
 }
 
 #[test]

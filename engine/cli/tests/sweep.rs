@@ -131,6 +131,53 @@ fn deadlock_sweep_fails_every_seed_and_keeps_verifiable_tapes() {
 }
 
 #[test]
+fn race_sweep_finds_the_losing_seeds_and_each_replays_byte_for_byte() {
+    // Goal: the racy agent scenario passes on some seeds and fails on others; each failure
+    // names the verifier and what it saw, is a JUnit <failure>, and its kept tape replays to
+    // the same bytes.
+    let dir = scratch("sweep", "race");
+    let run = output(sweep(&dir, &["race-edit.toml"], "0..24").args([
+        "--out",
+        "out",
+        "--report-out",
+        "r.json",
+    ]));
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let report = load_json(&dir.join("r.json"));
+    let results = report["scenarios"][0]["results"].as_array().unwrap();
+    let failed: Vec<&serde_json::Value> =
+        results.iter().filter(|r| r["verdict"] == "fail").collect();
+    let passed = results.iter().filter(|r| r["verdict"] == "pass").count();
+    assert!(
+        passed > 0 && !failed.is_empty(),
+        "{passed} passed, {} failed",
+        failed.len()
+    );
+    assert_eq!(passed + failed.len(), 24, "no seed ends in error");
+    for result in &failed {
+        assert_eq!(result["reason"]["kind"], "verifier");
+        let message = result["reason"]["message"].as_str().unwrap();
+        assert!(message.starts_with("both edits landed: "), "{message}");
+        let tape = result["tape"].as_str().unwrap();
+        let replay = output(simtape().current_dir(&dir).args([
+            "replay",
+            tape,
+            "--scenario",
+            scenario("race-edit.toml").to_str().unwrap(),
+        ]));
+        assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
+        assert!(
+            text(&replay).contains("byte-identical"),
+            "{}",
+            text(&replay)
+        );
+    }
+    let junit = output(sweep(&dir, &["race-edit.toml"], "0..24").args(["--report", "junit"]));
+    let xml = String::from_utf8(junit.stdout).unwrap();
+    assert_eq!(xml.matches("<failure ").count(), failed.len(), "{xml}");
+}
+
+#[test]
 fn jobs_do_not_change_the_report_or_the_tapes() {
     // Goal: --jobs 1 and --jobs 2 write the same JSON report and the same kept tapes, byte
     // for byte.
@@ -138,7 +185,12 @@ fn jobs_do_not_change_the_report_or_the_tapes() {
     for jobs in ["1", "2"] {
         let dir = scratch("sweep", &format!("jobs-{jobs}"));
         let run = output(
-            sweep(&dir, &["random-delays.toml", "deadlock.toml"], "0..20").args([
+            sweep(
+                &dir,
+                &["race-edit.toml", "random-delays.toml", "deadlock.toml"],
+                "0..20",
+            )
+            .args([
                 "--jobs",
                 jobs,
                 "--out",
@@ -151,7 +203,20 @@ fn jobs_do_not_change_the_report_or_the_tapes() {
         let report = std::fs::read(dir.join("report.json")).unwrap();
         outcomes.push((report, files(&dir.join("out"))));
     }
-    assert_eq!(outcomes[0].1.len(), 20, "one kept tape per deadlocked seed");
+    let kept = &outcomes[0].1;
+    let deadlocked = kept
+        .iter()
+        .filter(|(path, _)| path.starts_with("deadlock"))
+        .count();
+    let raced = kept
+        .iter()
+        .filter(|(path, _)| path.starts_with("race-edit"))
+        .count();
+    assert_eq!(deadlocked, 20, "one kept tape per deadlocked seed");
+    assert!(
+        raced > 0 && raced < 20,
+        "{raced} race-edit seeds failed of 20"
+    );
     assert!(
         outcomes[0] == outcomes[1],
         "--jobs changed the report or a tape"
