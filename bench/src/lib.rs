@@ -5,6 +5,7 @@
 //! - [`frameworks`]: each workload written in each framework's idiom.
 //! - [`runner`]: interleaved rounds, medians, and the checks that every run did the work.
 //! - [`report`]: the table, its JSON, and the performance bars.
+//! - [`wasi`]: the WASI sandbox: a cached 24 h sleeper guest per run, and its fuel.
 //!
 //! ```
 //! use simtape_bench::frameworks::Framework;
@@ -19,4 +20,5 @@
 pub mod frameworks;
 pub mod report;
 pub mod runner;
+pub mod wasi;
 pub mod workloads;

@@ -16,6 +16,7 @@ use clap::Parser;
 use simtape_bench::frameworks::Framework;
 use simtape_bench::report;
 use simtape_bench::runner::{self, Plan};
+use simtape_bench::wasi;
 use simtape_bench::workloads::{Size, Workload, SEED};
 
 /// Benchmarks simtape against tokio and nexosim on the reference workloads.
@@ -38,6 +39,9 @@ struct Args {
     /// ratios need tokio in the list.
     #[arg(long, value_delimiter = ',', value_name = "simtape,tokio")]
     frameworks: Vec<Framework>,
+    /// Timed runs of the `wasi` workload (the cached 24 h sleeper guest); 0 skips it.
+    #[arg(long, default_value_t = 50)]
+    wasi_runs: usize,
 }
 
 fn main() -> ExitCode {
@@ -89,6 +93,23 @@ fn main() -> ExitCode {
     print!("{}", report::table(&rows));
     println!();
     print!("{}", report::render_bars(&report::bars(&rows)));
+    if args.wasi_runs > 0 {
+        match wasi::run(args.wasi_runs) {
+            Ok(measurement) => {
+                let fuel = measurement.fuel.first().copied().unwrap_or(0);
+                eprintln!(
+                    "wasi: {} runs, median {:.3} ms, fuel {fuel}",
+                    args.wasi_runs,
+                    measurement.median_ms()
+                );
+                print!("{}", report::render_bars(&wasi::bars(&measurement)));
+            }
+            Err(failure) => {
+                eprintln!("error: wasi workload: {failure}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     match args.json {
         Some(path) => write_json(&path, &rows),
         None => ExitCode::SUCCESS,

@@ -221,3 +221,15 @@ fn names_parse_for_the_command_line() {
     }
     let _: Shape = Workload::W2.shape(Size::Full);
 }
+
+#[test]
+fn the_wasi_sleeper_is_cached_and_burns_the_same_fuel() {
+    // Goal: the wasi workload runs (each run sleeps exactly 24 h of virtual time and prints
+    // it, or `run` fails), and every run of the one seed burns the same fuel.
+    let measurement = simtape_bench::wasi::run(3).unwrap();
+    assert_eq!(measurement.samples.len(), 3);
+    assert!(measurement.fuel[0] > 0);
+    assert!(measurement.fuel_identical(), "{:?}", measurement.fuel);
+    let bars = simtape_bench::wasi::bars(&measurement);
+    assert!(bars[1].pass);
+}

@@ -115,6 +115,36 @@ impl Builder {
         self
     }
 
+    /// Runs every program without a mode (or, under a replay default, without a process
+    /// tape entry) as the WASI guest `<dir>/<program>.wasm`: what `simtape run
+    /// --process-wasi DIR` does (see [`ProcessActor::wasi_fallback`]). A run without a
+    /// process actor gets one that runs every program so.
+    ///
+    /// ```
+    /// use simtape::cap::process::{Command, ProcessActor, ProcessError};
+    /// let mut builder = simtape::Sim::builder();
+    /// builder.process(ProcessActor::hermetic()).process_wasi_dir("no-such-dir");
+    /// let report = builder.build().unwrap().run(|host| async move {
+    ///     host.process().run(Command::new("tool")).await
+    /// }).unwrap();
+    /// // A guest now, not `NotCovered` (without the `wasi` feature: `WasiUnavailable`).
+    /// assert!(matches!(
+    ///     report.output,
+    ///     Err(ProcessError::WasmModuleMissing { .. } | ProcessError::WasiUnavailable { .. })
+    /// ));
+    /// ```
+    pub fn process_wasi_dir(&mut self, dir: impl AsRef<std::path::Path>) -> &mut Self {
+        let dir = dir.as_ref();
+        match self.capabilities.process {
+            Some(process) => self.update_actor(process, |actor| actor.wasi_fallback(dir)),
+            None => {
+                let actor = ProcessActor::wasi(dir).limits(self.limits_value());
+                self.process(actor);
+            }
+        }
+        self
+    }
+
     /// Gives the run subprocesses (see [`crate::cap::process`]); without it, a pipeline has
     /// no process actor at all.
     ///

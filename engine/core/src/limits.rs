@@ -100,3 +100,20 @@ impl std::fmt::Display for LimitName {
         f.write_str(self.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wasm_limits_have_defaults_and_decode_by_name() {
+        // Goal: the WASI guest bounds default to 10^10 fuel and 256 MiB, and a scenario's
+        // `[limits]` can set each by its name.
+        let limits = Limits::default();
+        assert_eq!(limits.wasm_fuel_max, 10_000_000_000);
+        assert_eq!(limits.wasm_memory_bytes_max, 256 << 20);
+        let set: Limits = toml::from_str("wasm_fuel_max = 5\nwasm_memory_bytes_max = 65536\n")
+            .expect("both limits are known");
+        assert_eq!((set.wasm_fuel_max, set.wasm_memory_bytes_max), (5, 65_536));
+    }
+}

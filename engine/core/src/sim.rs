@@ -164,6 +164,27 @@ impl Builder {
         self.seed
     }
 
+    /// Replaces the prototype of the registered `actor` with `change` of it; each run then
+    /// clones the changed actor (so state shared across clones, like a cache, stays shared).
+    pub(crate) fn update_actor<A: Actor + Clone>(
+        &mut self,
+        actor: ActorRef<A>,
+        change: impl FnOnce(A) -> A,
+    ) {
+        let index = usize::from(actor.id()) - BUILTIN_ACTORS.len();
+        let factory = &mut self.actors[index].1;
+        let current = *factory()
+            .downcast::<A>()
+            .expect("an ActorRef's type matches its factory");
+        let changed = change(current);
+        *factory = Rc::new(move || Box::new(changed.clone()));
+    }
+
+    /// Returns the configured limits.
+    pub(crate) fn limits_value(&self) -> &Limits {
+        &self.limits
+    }
+
     fn actor_names(&self) -> Vec<String> {
         BUILTIN_ACTORS
             .iter()

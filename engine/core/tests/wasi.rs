@@ -414,3 +414,68 @@ fn fuel_can_cost_virtual_time() {
     let output = report.output.unwrap();
     assert_eq!(output.duration_ns, output.fuel_consumed.unwrap() * 1_000);
 }
+
+#[test]
+fn memory_past_the_limit_is_a_named_error() {
+    // Goal: growing memory past `wasm_memory_bytes_max` ends the guest with a named error;
+    // growing within it works.
+    let limits = Limits {
+        wasm_memory_bytes_max: 4 << 16,
+        ..Limits::default()
+    };
+    let grow = |pages: &str| {
+        let actor = ProcessActor::wasi(guests()).limits(&limits);
+        invoke(1, actor, None, Command::new("tool").args(["grow", pages])).output
+    };
+    assert_eq!(grow("3").unwrap().stdout, b"grew\n");
+    match grow("4") {
+        Err(ProcessError::WasmMemoryExceeded {
+            desired_bytes,
+            max_bytes,
+            ..
+        }) => assert_eq!((desired_bytes, max_bytes), (5 << 16, 4 << 16)),
+        other => panic!("expected the memory limit, found {other:?}"),
+    }
+}
+
+#[test]
+fn fault_rules_reach_wasi_programs() {
+    // Goal: a `[[faults.process]]` rule fires on a WASI program as on a native one, and no
+    // guest runs (no time passes).
+    use simtape::scenario::{ProcessFault, Trigger};
+    let fault = ProcessFault {
+        program: "tool".into(),
+        trigger: Trigger::OnCall(1),
+        exit_code: 7,
+    };
+    let actor = ProcessActor::wasi(guests()).with_faults(vec![fault]);
+    let report = invoke(1, actor, None, Command::new("tool").args(["sleep", "60"]));
+    assert_eq!(report.output.unwrap().status, ExitStatus::Code(7));
+    assert_eq!(report.end_ns, 0);
+}
+
+#[test]
+fn process_wasi_dir_covers_what_the_tape_does_not() {
+    // Goal: `Builder::process_wasi_dir` keeps replayed programs replayed and runs every
+    // other program as a guest.
+    let tape = simtape::cap::process::ProcessTape::parse(
+        "inline",
+        "{\"simtape_process\": 1}\n{\"program\": \"git\", \"args\": [], \"stdout\": \"clean\\n\", \"status\": {\"code\": 0}, \"duration_ns\": 5}\n",
+    )
+    .unwrap();
+    let mut builder = Sim::builder();
+    builder
+        .process(ProcessActor::replay(tape))
+        .process_wasi_dir(guests());
+    let report = builder
+        .build()
+        .unwrap()
+        .run(|host| async move {
+            let git = host.process().run(Command::new("git")).await.unwrap();
+            let tool = host.process().run(Command::new("tool").arg("pair")).await;
+            (git.stdout, tool.unwrap().stdout)
+        })
+        .unwrap();
+    assert_eq!(report.output.0, b"clean\n");
+    assert!(report.output.1.starts_with(b"events 1"));
+}

@@ -90,8 +90,9 @@ fn open_root(root: &PathField, base: &Path) -> Result<FsActor, Problem> {
     })
 }
 
-/// Builds the process actor: hermetic, then the default mode, each program's mode and the
-/// process tape (parsed now, so its errors name its file and line).
+/// Builds the process actor: hermetic, then the default mode, each program's mode, the
+/// process tape (parsed now, so its errors name its file and line) and the WASI modules'
+/// directory (each program named in wasi mode must have its module there).
 fn open_process(spec: &ProcessSpec, limits: &Limits, base: &Path) -> Result<ProcessActor, Problem> {
     let mut actor = ProcessActor::hermetic().limits(limits);
     if let Some(mode) = spec.default {
@@ -110,7 +111,43 @@ fn open_process(spec: &ProcessSpec, limits: &Limits, base: &Path) -> Result<Proc
             ProcessTape::load(&resolved).map_err(|error| problem(tape, error.to_string()))?;
         actor = actor.replaying(loaded);
     }
+    if let Some(dir) = &spec.wasi_dir {
+        let resolved = base.join(&dir.path);
+        if !resolved.is_dir() {
+            let message = format!(
+                "expected a directory of WASI modules, found no directory at {}",
+                resolved.display()
+            );
+            return Err(problem(dir, message));
+        }
+        for program in &spec.wasi_programs {
+            let module = resolved.join(format!("{}.wasm", program.path));
+            if !module.is_file() {
+                let message = format!(
+                    "expected the WASI module of {:?} at {}, found nothing",
+                    program.path,
+                    module.display()
+                );
+                return Err(problem(program, message));
+            }
+        }
+        actor = actor.wasi_dir(resolved);
+    }
     Ok(actor)
+}
+
+impl super::Scenario {
+    /// Runs every program without a mode (or, under a replay default, without a process
+    /// tape entry) as a WASI guest from `dir`: what `simtape run --process-wasi DIR` does.
+    /// A scenario without `[process]` gets a process actor that runs every program so.
+    pub fn process_wasi(&mut self, dir: &Path) {
+        let resources = std::sync::Arc::make_mut(&mut self.resources);
+        let actor = match resources.process.take() {
+            Some(actor) => actor.wasi_fallback(dir),
+            None => ProcessActor::wasi(dir).limits(&self.spec.limits),
+        };
+        resources.process = Some(actor);
+    }
 }
 
 /// Returns the file `file` names, resolved against `base`, when it is a file; `what` names

@@ -53,7 +53,7 @@ pub(crate) const FS_KEYS: [&str; 5] = ["root", "enospc", "eio", "partial_write",
 /// The keys of `[fs] latency`.
 pub(crate) const FS_LATENCY_KEYS: [&str; 3] = ["base", "per_kib", "jitter"];
 /// The keys of `[process]`.
-pub(crate) const PROCESS_KEYS: [&str; 3] = ["tape", "default", "programs"];
+pub(crate) const PROCESS_KEYS: [&str; 4] = ["tape", "default", "programs", "wasi_dir"];
 /// The other keys of a `run` step.
 pub(crate) const RUN_KEYS: [&str; 4] = ["args", "cwd", "stdin", "log"];
 /// The model name of the request an `ask` step sends (fixtures may match on it).
@@ -114,6 +114,11 @@ pub(crate) struct ProcessSpec {
     pub(crate) default: Option<ProcessMode>,
     /// Each named program's mode, by the program string exactly as the steps pass it.
     pub(crate) programs: std::collections::BTreeMap<String, Option<ProcessMode>>,
+    /// The directory of the WASI modules; required when some mode is wasi.
+    pub(crate) wasi_dir: Option<PathField>,
+    /// The programs `programs` puts in wasi mode (`path` is the program), so a missing
+    /// module is reported at its entry.
+    pub(crate) wasi_programs: Vec<PathField>,
 }
 
 /// The capability a step uses, for the check that the scenario configures it.

@@ -150,7 +150,8 @@ pub(crate) fn llm(decoded: &mut Decoded, field: &Field<'_>) -> Option<LlmSpec> {
 }
 
 /// Decodes `[process]`: an optional process tape (required once some mode is replay), the
-/// default mode and the mode of each named program.
+/// default mode, the mode of each named program, and the WASI modules' directory (required
+/// once some mode is wasi).
 pub(crate) fn process(decoded: &mut Decoded, field: &Field<'_>) -> Option<ProcessSpec> {
     let what = "a [process] table like { tape = \"data/process.jsonl\", default = \"replay\" }";
     let mut fields = decoded.table(field, what)?;
@@ -163,9 +164,24 @@ pub(crate) fn process(decoded: &mut Decoded, field: &Field<'_>) -> Option<Proces
         Some(default) => process_mode(decoded, &default),
         None => Some(None),
     };
-    let (programs, complete) = match fields.take("programs") {
+    let (programs, wasi_programs, complete) = match fields.take("programs") {
         Some(programs) => program_modes(decoded, &programs),
-        None => (BTreeMap::new(), true),
+        None => (BTreeMap::new(), Vec::new(), true),
+    };
+    const WASI_DIR: &str = "a directory of WASI modules relative to the scenario file";
+    let wasi_dir = match fields.take("wasi_dir") {
+        Some(dir) => path(decoded, &dir, WASI_DIR).map(Some),
+        None => Some(None),
+    };
+    let wasi = default == Some(Some(ProcessMode::Wasi)) || !wasi_programs.is_empty();
+    let wasi_dir = match wasi_dir {
+        // A program in wasi mode runs `<wasi_dir>/<program>.wasm`.
+        Some(None) if wasi => {
+            let what = format!("{WASI_DIR} (a program is in wasi mode)");
+            decoded.missing(&fields, "wasi_dir", &what);
+            None
+        }
+        wasi_dir => wasi_dir,
     };
     let replays = default == Some(Some(ProcessMode::Replay))
         || programs
@@ -188,19 +204,23 @@ pub(crate) fn process(decoded: &mut Decoded, field: &Field<'_>) -> Option<Proces
         tape: tape?,
         default: default?,
         programs: complete.then_some(programs)?,
+        wasi_dir: wasi_dir?,
+        wasi_programs,
     })
 }
 
 /// `programs = { git = "replay", echo = "real" }`: each key is a program exactly as the
-/// steps name it. Returns the modes that decoded, and whether all did.
+/// steps name it. Returns the modes that decoded, the entries in wasi mode, and whether all
+/// decoded.
 fn program_modes(
     decoded: &mut Decoded,
     field: &Field<'_>,
-) -> (BTreeMap<String, Option<ProcessMode>>, bool) {
+) -> (BTreeMap<String, Option<ProcessMode>>, Vec<PathField>, bool) {
     let what = "a table of program modes like { git = \"replay\" }";
     let mut programs = BTreeMap::new();
+    let mut wasi_programs = Vec::new();
     let Some(mut fields) = decoded.table(field, what) else {
-        return (programs, false);
+        return (programs, wasi_programs, false);
     };
     let keys: Vec<String> = fields.entries.iter().map(|e| e.key.clone()).collect();
     let mut complete = true;
@@ -209,21 +229,31 @@ fn program_modes(
             .take(&key)
             .expect("the key is one of the table's entries");
         match process_mode(decoded, &value) {
-            Some(mode) => drop(programs.insert(key, mode)),
+            Some(mode) => {
+                if mode == Some(ProcessMode::Wasi) {
+                    wasi_programs.push(PathField {
+                        path: key.clone(),
+                        span: value.span.clone(),
+                        field: value.path.clone(),
+                    });
+                }
+                programs.insert(key, mode);
+            }
             None => complete = false,
         }
     }
-    (programs, complete)
+    (programs, wasi_programs, complete)
 }
 
-/// A scenario's process mode: `hermetic` (`None`), `replay` or `real`. Record mode writes a
-/// process tape, which a scenario run (repeated across seeds and sweeps) must not do.
+/// A scenario's process mode: `hermetic` (`None`), `replay`, `real` or `wasi`. Record mode
+/// writes a process tape, which a scenario run (repeated across seeds and sweeps) must not do.
 fn process_mode(decoded: &mut Decoded, field: &Field<'_>) -> Option<Option<ProcessMode>> {
-    const WHAT: &str = "a process mode `hermetic`, `replay` or `real`";
+    const WHAT: &str = "a process mode `hermetic`, `replay`, `real` or `wasi`";
     match decoded.string(field, WHAT)? {
         "hermetic" => Some(None),
         "replay" => Some(Some(ProcessMode::Replay)),
         "real" => Some(Some(ProcessMode::Real)),
+        "wasi" => Some(Some(ProcessMode::Wasi)),
         "record" => {
             let message = format!(
                 "expected {WHAT}, found \"record\": record mode belongs to the Rust API \

@@ -256,8 +256,8 @@ impl ProcessMode {
 #[derive(Debug, Clone)]
 pub struct ProcessActor {
     /// Each named program's mode; `None` leaves it uncovered whatever the default.
-    modes: BTreeMap<String, Option<ProcessMode>>,
-    fallback: Option<ProcessMode>,
+    pub(super) modes: BTreeMap<String, Option<ProcessMode>>,
+    pub(super) fallback: Option<ProcessMode>,
     writer: Option<ProcessTapeWriter>,
     replayer: Option<Replayer>,
     bounds: RunBounds,

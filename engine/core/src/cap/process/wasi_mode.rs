@@ -18,8 +18,15 @@ use crate::cap::wasi::{self, NsPerFuel, WasiSetup, WasmBounds};
 use crate::rng::RngStream;
 use crate::tape::RecordKind;
 
-/// What a guest run takes from the actor.
-type WasiPlan = (WasiSetup, WasmBounds, RngStream);
+/// What a run in wasi mode gets from the actor.
+#[derive(Debug)]
+enum WasiPlan {
+    /// Run the guest: the settings, the bounds, and a stream forked from the actor's (boxed:
+    /// a ChaCha state is large).
+    Guest(WasiSetup, WasmBounds, Box<RngStream>),
+    /// A fault rule fired: this output, and no guest runs.
+    Injected(Output),
+}
 
 impl ProcessActor {
     /// Returns an actor that runs every program as `<dir>/<program>.wasm` in the WASI sandbox.
@@ -68,22 +75,47 @@ impl ProcessActor {
         self
     }
 
-    /// Returns `None` for a program not in wasi mode; otherwise what its guest run needs.
+    /// Sets the WASI directory and makes wasi the mode of every program without one: the
+    /// default when there is none, and, when the default is replay, every program the
+    /// replay tape has no entry for (`simtape run --process-wasi DIR`).
+    pub fn wasi_fallback(mut self, dir: impl AsRef<Path>) -> ProcessActor {
+        if self.fallback == Some(ProcessMode::Replay) {
+            for entry in self.unused_entries() {
+                self.modes
+                    .entry(entry.program)
+                    .or_insert(Some(ProcessMode::Replay));
+            }
+        }
+        if matches!(self.fallback, None | Some(ProcessMode::Replay)) {
+            self.fallback = Some(ProcessMode::Wasi);
+        }
+        self.wasi_dir(dir)
+    }
+
+    /// Returns `None` for a program not in wasi mode; otherwise what its run gets. Fault
+    /// rules count the run here, as `handle` counts a native one.
     fn wasi_plan(
-        &self,
-        program: &str,
+        &mut self,
+        command: &Command,
         rng: &mut RngStream,
     ) -> Option<Result<WasiPlan, ProcessError>> {
-        if self.mode_of(program).ok()? != ProcessMode::Wasi {
+        if self.mode_of(&command.program).ok()? != ProcessMode::Wasi {
             return None;
+        }
+        if let Some(output) = self.injected(command, rng) {
+            return Some(Ok(WasiPlan::Injected(output)));
         }
         let Some(setup) = &self.wasi else {
             return Some(Err(ProcessError::NoWasiDir {
-                program: program.to_owned(),
+                program: command.program.clone(),
             }));
         };
         let guest_rng = RngStream::fork(rng.next_u64(), "wasi");
-        Some(Ok((setup.clone(), self.wasm, guest_rng)))
+        Some(Ok(WasiPlan::Guest(
+            setup.clone(),
+            self.wasm,
+            Box::new(guest_rng),
+        )))
     }
 }
 
@@ -96,7 +128,7 @@ impl ProcessHandle {
     ) -> Result<Result<Output, ProcessError>, Command> {
         let Some(plan) = self
             .actor
-            .with_state_and_rng(|actor, rng| actor.wasi_plan(&command.program, rng))
+            .with_state_and_rng(|actor, rng| actor.wasi_plan(&command, rng))
         else {
             return Err(command);
         };
@@ -106,7 +138,10 @@ impl ProcessHandle {
             unreachable!("built as a run request above")
         };
         let result = match plan {
-            Ok((setup, bounds, rng)) => self.guest(setup, &command, bounds, rng).await,
+            Ok(WasiPlan::Guest(setup, bounds, rng)) => {
+                self.guest(setup, &command, bounds, *rng).await
+            }
+            Ok(WasiPlan::Injected(output)) => Ok(output),
             Err(error) => Err(error),
         };
         let reply = result.map(ProcessReply::Ran);

@@ -13,6 +13,7 @@
 ;;   escape         opens ../x with O_CREAT; prints `escape errno E`
 ;;   spin           loops forever (only fuel stops it)
 ;;   exit CODE      proc_exit(CODE)
+;;   grow PAGES     grows memory by PAGES pages of 64 KiB; prints `grew`
 ;;
 ;; Memory map: 0..320 scratch records, 1024.. argv pointers, 2048.. argv strings,
 ;; 8192.. number formatting, 12288.. directory listing, 16384.. string literals, one per
@@ -65,6 +66,8 @@
   (data (i32.const 17312) "abs")
   (data (i32.const 17344) "open errno ")
   (data (i32.const 17376) "cat")
+  (data (i32.const 17408) "grew\n")
+  (data (i32.const 17440) "grow")
 
   (func $slot (param $k i32) (result i32)
     (i32.add (i32.const 16384) (i32.mul (local.get $k) (i32.const 32))))
@@ -283,6 +286,11 @@
             (i32.const 1) (i64.const -1) (i64.const -1) (i32.const 0) (i32.const 240)))
         (return)))
     (if (call $is (i32.const 1) (i32.const 26) (i32.const 4)) (then (loop $forever (br $forever))))
+    (if (call $is (i32.const 1) (i32.const 33) (i32.const 4))
+      (then
+        (drop (memory.grow (i32.wrap_i64 (call $number (i32.const 2)))))
+        (call $lit (i32.const 32) (i32.const 5))
+        (return)))
     (if (call $is (i32.const 1) (i32.const 27) (i32.const 4))
       (then (call $proc_exit (i32.wrap_i64 (call $number (i32.const 2))))))
     (call $lit (i32.const 18) (i32.const 6))
