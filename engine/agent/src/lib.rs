@@ -61,8 +61,8 @@ pub mod transcript;
 mod verify;
 
 pub use report::{
-    AgentError, EvalFailure, EvalReport, ToolFailure, Verdict, VerifierResult, NO_VERIFIER,
-    NO_VERIFIER_SAW,
+    AgentError, EvalFailure, EvalReport, ToolFailure, Verdict, VerifierResult, WorldOutcome,
+    NO_VERIFIER, NO_VERIFIER_SAW,
 };
 pub use scenario::{mcp_actor_name, EvalScenario, EvalSpec};
 pub use tools::fs::EDIT_BYTES_MAX;

@@ -13,6 +13,7 @@ use simtape::scenario::StepError;
 use simtape::tape::TapeSummary;
 use simtape::SimError;
 use simtape_mcp::actor::McpCallError;
+use simtape_mcp::world::server::WorldReport;
 
 use crate::transcript::Transcript;
 
@@ -245,4 +246,18 @@ pub struct EvalReport {
     pub transcript: Option<Transcript>,
     /// What stopped the run, for an `error` verdict.
     pub failure: Option<Box<EvalFailure>>,
+    /// Each world-backed `[[mcp]]` server's final state and report, in file order (what
+    /// `simtape run --evidence` writes as `world-<server>.json`).
+    pub worlds: Vec<WorldOutcome>,
+}
+
+/// A world server's end of a run: its final state, and its goal and collateral-damage report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorldOutcome {
+    /// The `[[mcp]]` server's name.
+    pub server: String,
+    /// The world's state at the end of the run.
+    pub state: Value,
+    /// Goal assertions, collateral damage and every tool call, as `simtape mcp world` reports.
+    pub report: WorldReport,
 }

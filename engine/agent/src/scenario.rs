@@ -11,7 +11,7 @@ use simtape::scenario::{
     AgentSpec, Check, FaultsSpec, McpFault, McpFaultKind, McpServerSpec, McpSource, Scenario,
     ScenarioError, ToolSource, Trigger, VerifySpec,
 };
-use simtape::{Builder, RunError, RunReport};
+use simtape::{ActorStates, Builder, RunError, RunReport};
 use simtape_mcp::actor::McpActor;
 use simtape_mcp::world::faults::{FaultKind, FaultRule};
 use simtape_mcp::world::World;
@@ -19,7 +19,7 @@ use simtape_mcp::world::World;
 use crate::log::{AgentLog, AGENT_ACTOR};
 use crate::pipeline::{self, RunOutput, RunState};
 use crate::place::{problem, Step};
-use crate::report::{EvalFailure, EvalReport, Verdict};
+use crate::report::{EvalFailure, EvalReport, Verdict, WorldOutcome};
 use crate::tools::Builtin;
 
 /// The eval parts of a scenario: what `[agent]`, `[[mcp]]`, `[faults]` and `[[verify]]`
@@ -78,6 +78,21 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Returns each world server's final state and report, in file order.
+    fn worlds(&self, actors: &ActorStates) -> Vec<WorldOutcome> {
+        let servers = self.eval.mcp.iter().zip(&self.refs.mcp);
+        servers
+            .filter_map(|(server, actor)| {
+                let world = actors.get(*actor)?;
+                Some(WorldOutcome {
+                    server: server.name.clone(),
+                    state: world.world_state()?.clone(),
+                    report: world.world_report()?,
+                })
+            })
+            .collect()
+    }
+
     /// Returns the index of the `[[mcp]]` server named `name`.
     pub(crate) fn server_index(&self, name: &str) -> Option<usize> {
         self.eval.mcp.iter().position(|server| server.name == name)
@@ -229,8 +244,14 @@ impl EvalScenario {
             .as_ref()
             .map(|_| state.transcript.take());
         match outcome {
-            Ok(report) => completed(report, transcript),
-            Err(error) => stopped(error, &state, transcript),
+            Ok(report) => {
+                let worlds = self.shared.worlds(&report.actors);
+                completed(report, transcript, worlds)
+            }
+            Err(error) => {
+                let worlds = self.shared.worlds(&error.actors);
+                stopped(error, &state, transcript, worlds)
+            }
         }
     }
 }
@@ -239,6 +260,7 @@ impl EvalScenario {
 fn completed(
     report: RunReport<RunOutput>,
     transcript: Option<crate::transcript::Transcript>,
+    worlds: Vec<WorldOutcome>,
 ) -> EvalReport {
     let fs_diff = report.fs_diff().and_then(Result::ok);
     let output = report.output;
@@ -256,6 +278,7 @@ fn completed(
         fs_diff,
         transcript,
         failure: output.failure.map(Box::new),
+        worlds,
     }
 }
 
@@ -264,6 +287,7 @@ fn stopped(
     error: RunError,
     state: &RunState,
     transcript: Option<crate::transcript::Transcript>,
+    worlds: Vec<WorldOutcome>,
 ) -> EvalReport {
     let fs = state.capabilities.get().and_then(|caps| caps.fs());
     let fs_diff = fs
@@ -287,6 +311,7 @@ fn stopped(
         fs_diff,
         transcript,
         failure: Some(Box::new(failure)),
+        worlds,
     }
 }
 
@@ -309,6 +334,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
         fs_diff: None,
         transcript: None,
         failure: Some(Box::new(failure)),
+        worlds: Vec::new(),
     }
 }
 

@@ -37,6 +37,10 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
         let json = serde_json::to_vec_pretty(diff).expect("fs diffs serialize");
         artifacts.push(put(dir, DIFF_JSON_FILE, &json)?);
     }
+    for world in &run.report.worlds {
+        let json = serde_json::to_vec_pretty(world).expect("world outcomes serialize");
+        artifacts.push(put(dir, &format!("world-{}.json", world.server), &json)?);
+    }
     let verdict = serde_json::to_vec_pretty(&verdict_json(run)).expect("JSON values serialize");
     artifacts.push(put(dir, VERDICT_FILE, &verdict)?);
     let replay = command_line(&[

@@ -492,6 +492,43 @@ fn new_writes_a_scenario_that_checks_runs_and_replays() {
 }
 
 #[test]
+fn evidence_of_an_agent_run_holds_the_transcript_and_the_world() {
+    // Goal: the evidence of an eval run carries the verdict with every verifier, the agent's
+    // transcript, and each world server's final state and report, all in the manifest.
+    let dir = scratch("evidence-agent");
+    let evidence = dir.join("ev");
+    run_ok(
+        simtape()
+            .arg("run")
+            .arg(scenario("ticket-retry.toml"))
+            .arg("--evidence")
+            .arg(&evidence),
+    );
+    let verdict: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("verdict.json")).unwrap()).unwrap();
+    assert_eq!(verdict["verdict"], "pass");
+    assert_eq!(verdict["verifiers"].as_array().unwrap().len(), 3);
+    assert!(verdict["transcript"]["answer"]
+        .as_str()
+        .unwrap()
+        .contains("closed as fixed"));
+    let world: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("world-tickets.json")).unwrap())
+            .unwrap();
+    assert_eq!(world["state"]["tickets"]["T-1"]["status"], "closed");
+    assert_eq!(world["report"]["passed"], true);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("manifest.json")).unwrap()).unwrap();
+    let files: Vec<&str> = manifest["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["file"].as_str().unwrap())
+        .collect();
+    assert!(files.contains(&"world-tickets.json"), "{files:?}");
+}
+
+#[test]
 fn evidence_holds_every_artifact_with_its_sha256() {
     // Goal: --evidence writes the tape, fs diff, verdict, replay command and a manifest whose
     // hashes match the files; a failed run's verdict names the error.
