@@ -479,3 +479,19 @@ fn process_wasi_dir_covers_what_the_tape_does_not() {
     assert_eq!(report.output.0, b"clean\n");
     assert!(report.output.1.starts_with(b"events 1"));
 }
+
+#[test]
+fn a_sleeping_guest_can_be_cancelled() {
+    // Goal: dropping a guest's call mid-sleep (a timeout around it) ends the call cleanly;
+    // the run goes on and later calls work.
+    let report = run_with(1, ProcessActor::wasi(guests()), None, |host| async move {
+        let process = host.process();
+        let sleeping = process.run(Command::new("tool").args(["sleep", "3600"]));
+        let cut = simtape::time::timeout(Duration::from_secs(60), sleeping).await;
+        let after = host.process().run(Command::new("tool").arg("pair")).await;
+        (cut.is_err(), after.unwrap().stdout)
+    });
+    assert!(report.output.0, "the timeout fired first");
+    assert!(report.output.1.starts_with(b"events 1"));
+    assert_eq!(report.end_ns, 61 * SECOND_NS);
+}

@@ -11,6 +11,7 @@ pub(super) struct Errno(pub(super) u16);
 pub(super) const EBADF: Errno = Errno(8);
 pub(super) const EEXIST: Errno = Errno(20);
 pub(super) const EFAULT: Errno = Errno(21);
+pub(super) const EFBIG: Errno = Errno(22);
 pub(super) const EILSEQ: Errno = Errno(25);
 pub(super) const EINVAL: Errno = Errno(28);
 pub(super) const EIO: Errno = Errno(29);

@@ -112,12 +112,18 @@ pub(super) fn linker(engine: &Engine) -> wasmtime::Result<Linker<Guest>> {
 
 /// Writes `items` as a `(pointers, buffer)` pair of NUL-terminated strings.
 fn write_strings(memory: &mut [u8], items: &[String], pointers: u32, buffer: u32) -> WasiResult {
-    let mut at = buffer;
-    for (index, item) in items.iter().enumerate() {
-        abi::write_u32(memory, pointers + 4 * index as u32, at)?;
+    // Guest pointers may sit anywhere: every step is checked, so an overflow is EFAULT.
+    let (mut pointer, mut at) = (pointers, buffer);
+    for item in items {
+        abi::write_u32(memory, pointer, at)?;
         abi::write_bytes(memory, at, item.as_bytes())?;
-        abi::write_bytes(memory, at + item.len() as u32, &[0])?;
-        at += item.len() as u32 + 1;
+        let end = u32::try_from(item.len())
+            .ok()
+            .and_then(|len| at.checked_add(len))
+            .ok_or(EFAULT)?;
+        abi::write_bytes(memory, end, &[0])?;
+        at = end.checked_add(1).ok_or(EFAULT)?;
+        pointer = pointer.checked_add(4).ok_or(EFAULT)?;
     }
     Ok(())
 }

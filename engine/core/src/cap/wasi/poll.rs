@@ -166,6 +166,7 @@ fn write_events(
         raw[8..10].copy_from_slice(&event.errno.to_le_bytes());
         raw[10] = event.event_type;
         raw[16..24].copy_from_slice(&event.nbytes.to_le_bytes());
+        // In range: the whole event array was checked before any time passed.
         abi::write_bytes(data, ptr + index as u32 * EVENT_BYTES, &raw)?;
     }
     abi::write_u32(data, written_ptr, events.len() as u32)

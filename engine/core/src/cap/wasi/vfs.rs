@@ -9,15 +9,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::abi::{
-    self, Errno, FileStat, WasiResult, EBADF, EEXIST, EINVAL, EISDIR, EMFILE, ENOENT, ENOTCAPABLE,
-    ENOTDIR, ENOTEMPTY, ESPIPE, FDFLAGS_APPEND, FILETYPE_CHARACTER_DEVICE, FILETYPE_DIRECTORY,
-    FILETYPE_REGULAR_FILE, OFLAGS_CREAT, OFLAGS_DIRECTORY, OFLAGS_EXCL, OFLAGS_TRUNC, WHENCE_CUR,
-    WHENCE_END, WHENCE_SET,
+    self, Errno, FileStat, WasiResult, EBADF, EEXIST, EFBIG, EINVAL, EISDIR, EMFILE, ENOENT,
+    ENOTCAPABLE, ENOTDIR, ENOTEMPTY, ESPIPE, FDFLAGS_APPEND, FILETYPE_CHARACTER_DEVICE,
+    FILETYPE_DIRECTORY, FILETYPE_REGULAR_FILE, OFLAGS_CREAT, OFLAGS_DIRECTORY, OFLAGS_EXCL,
+    OFLAGS_TRUNC, WHENCE_CUR, WHENCE_END, WHENCE_SET,
 };
 use crate::cap::fs::{Content, FileKind, FsRequest, Overlay};
 
 /// Descriptors one guest may hold open at once.
 pub(super) const DESCRIPTORS_MAX: usize = 1024;
+
+/// The largest file a guest may make, in bytes: a write or truncate past it is `EFBIG`, so
+/// a guest cannot make the host allocate without bound.
+pub(super) const FILE_BYTES_MAX: usize = 1 << 30;
 
 /// The pre-opened root directory's descriptor (after stdin, stdout and stderr).
 pub(super) const ROOT_FD: u32 = 3;
@@ -241,7 +245,10 @@ impl Vfs {
         let start = at.map_or(content.len(), |at| {
             usize::try_from(at).unwrap_or(usize::MAX)
         });
-        let end = start.checked_add(data.len()).ok_or(EINVAL)?;
+        let end = start.checked_add(data.len()).ok_or(EFBIG)?;
+        if end > FILE_BYTES_MAX {
+            return Err(EFBIG);
+        }
         if content.len() < end {
             content.resize(end, 0);
         }
@@ -367,8 +374,12 @@ impl Vfs {
         let Descriptor::File { key, .. } = self.descriptor(fd)?.clone() else {
             return Err(EBADF);
         };
+        let size = usize::try_from(size).map_err(|_| EFBIG)?;
+        if size > FILE_BYTES_MAX {
+            return Err(EFBIG);
+        }
         let mut content = self.overlay.read(&key)?;
-        content.resize(usize::try_from(size).map_err(|_| EINVAL)?, 0);
+        content.resize(size, 0);
         self.wrote(&key, content, now_unix_ns)
     }
 
@@ -549,6 +560,17 @@ mod tests {
         );
         assert!(matches!(&changes[1], FsRequest::Rename { to, .. } if to == "b"));
         assert_eq!(vfs.path_filestat(ROOT_FD, "b").unwrap().time_ns, 13);
+    }
+
+    #[test]
+    fn files_cannot_grow_without_bound() {
+        // Goal: a write far past the end, or a huge truncate, is EFBIG, not a host allocation.
+        let mut vfs = vfs();
+        let fd = vfs.open(ROOT_FD, "big", OFLAGS_CREAT, 0, 0).unwrap();
+        assert_eq!(vfs.write(fd, b"x", Some(1 << 40), 0), Err(EFBIG));
+        assert_eq!(vfs.set_size(fd, u64::MAX, 0), Err(EFBIG));
+        assert_eq!(vfs.write(fd, b"x", Some(3), 0), Ok(1));
+        assert_eq!(vfs.fd_filestat(fd).unwrap().size, 4);
     }
 
     #[test]
