@@ -5,6 +5,7 @@
 //! - [`frameworks`]: each workload written in each framework's idiom.
 //! - [`runner`]: interleaved rounds, medians, and the checks that every run did the work.
 //! - [`report`]: the table, its JSON, and the performance bars.
+//! - [`scenario`]: the reference eval scenario: runs per second, and a sweep on 1 and 2 threads.
 //! - [`wasi`]: the WASI sandbox: a cached 24 h sleeper guest per run, and its fuel.
 //!
 //! ```
@@ -20,5 +21,6 @@
 pub mod frameworks;
 pub mod report;
 pub mod runner;
+pub mod scenario;
 pub mod wasi;
 pub mod workloads;
