@@ -159,7 +159,11 @@ pub fn measure(runs: u64, rounds: usize) -> Result<Measurement, String> {
             let started = Instant::now();
             let fingerprints = sweep(&eval, runs, jobs)?;
             times.push(started.elapsed());
-            same(&reference.fingerprints, &fingerprints, &format!("{jobs} jobs"))?;
+            same(
+                &reference.fingerprints,
+                &fingerprints,
+                &format!("{jobs} jobs"),
+            )?;
         }
     }
     Ok(measurement)
@@ -180,7 +184,10 @@ fn same(reference: &[u64], round: &[u64], what: &str) -> Result<(), String> {
 fn median(times: &[Duration]) -> Duration {
     let mut sorted = times.to_vec();
     sorted.sort();
-    sorted.get(sorted.len() / 2).copied().unwrap_or(Duration::MAX)
+    sorted
+        .get(sorted.len() / 2)
+        .copied()
+        .unwrap_or(Duration::MAX)
 }
 
 /// The bars: at least [`RUNS_PER_S_MIN`] runs per second on one thread with the tape on, and

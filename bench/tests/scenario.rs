@@ -11,7 +11,11 @@ fn the_reference_scenario_passes_and_sweeps_alike_on_any_pool() {
     // Seeds draw their own latencies: the runs differ.
     assert_ne!(batch.fingerprints[0], batch.fingerprints[1]);
     // 21 model calls and 40 tool calls each leave records; a run far below that did less.
-    assert!(batch.records / 8 > 200, "{} records per run", batch.records / 8);
+    assert!(
+        batch.records / 8 > 200,
+        "{} records per run",
+        batch.records / 8
+    );
     for jobs in [1, 2] {
         assert_eq!(
             scenario::sweep(&eval, 8, jobs).expect("every run passes"),
