@@ -25,7 +25,15 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         .unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
     // The seed comes first, before anything can fail, so every log names it.
     println!("seed={seed}");
-    let reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
+    let mut reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
+    if let Some(dir) = &args.process_wasi {
+        // The guests are part of the run: the command that reproduces it names them too.
+        reproduce.push(' ');
+        reproduce.push_str(&command_line(&[
+            "--process-wasi",
+            &dir.display().to_string(),
+        ]));
+    }
     let mut builder = eval.builder(seed);
     // Evidence needs a tape: the one asked for, or one inside the evidence directory.
     let tape = args.tape.clone().or_else(|| {

@@ -83,4 +83,17 @@ fn process_wasi_runs_uncovered_programs_as_guests() {
     let shown = text(&output);
     assert!(output.status.success(), "{shown}");
     assert!(shown.contains("result: PASS at t=60s"), "{shown}");
+    let json = simtape()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--process-wasi")
+        .arg(guests())
+        .arg("--json")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&json.stdout);
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.trim_start_matches(|c| c != '{')).unwrap();
+    let reproduce = summary["reproduce"].as_str().unwrap();
+    assert!(reproduce.contains(" --process-wasi "), "{reproduce}");
 }
