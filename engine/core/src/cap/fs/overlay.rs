@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 mod base;
+mod lower;
 mod resolve;
+
+use lower::{Lower, LowerCache};
 
 use super::diff::FsDiff;
 use super::path;
@@ -80,6 +83,8 @@ pub struct Overlay {
     /// The real files under touched keys, captured before the first change there, so the
     /// diff compares against what the run started from.
     base: BTreeMap<String, Vec<u8>>,
+    /// The real entries' metadata, read once (shared by clones).
+    lower: LowerCache,
 }
 
 impl Overlay {
@@ -103,6 +108,7 @@ impl Overlay {
             upper: BTreeMap::new(),
             touched: BTreeSet::new(),
             base: BTreeMap::new(),
+            lower: LowerCache::default(),
         })
     }
 
@@ -123,6 +129,7 @@ impl Overlay {
             upper: BTreeMap::new(),
             touched: BTreeSet::new(),
             base: BTreeMap::new(),
+            lower: LowerCache::default(),
         }
     }
 
@@ -297,14 +304,21 @@ impl Overlay {
         if !self.real {
             return key.is_empty().then_some(Node::Dir);
         }
-        let meta = std::fs::symlink_metadata(self.real_path(key)).ok()?;
-        Some(if meta.is_dir() {
-            Node::Dir
-        } else if meta.is_file() {
-            Node::File
-        } else {
-            Node::Other
-        })
+        match self.lower(key) {
+            Lower::Missing => None,
+            Lower::Dir => Some(Node::Dir),
+            Lower::File { .. } => Some(Node::File),
+            Lower::Symlink(_) | Lower::Other => Some(Node::Other),
+        }
+    }
+
+    /// Returns the real entry at `key`, read from the host once (nothing, without a real
+    /// directory).
+    fn lower(&self, key: &str) -> Lower {
+        if !self.real {
+            return Lower::Missing;
+        }
+        self.lower.get(key, || self.real_path(key))
     }
 
     fn real_path(&self, key: &str) -> PathBuf {
@@ -321,9 +335,13 @@ impl Overlay {
     fn file_size(&self, key: &str, input: &str) -> Result<u64, FsError> {
         match self.upper.get(key) {
             Some(Entry::File(bytes)) => Ok(bytes.len() as u64),
-            _ => std::fs::symlink_metadata(self.real_path(key))
-                .map(|meta| meta.len())
-                .map_err(|e| FsError::host(input, &e)),
+            _ => match self.lower(key) {
+                Lower::File { len } => Ok(len),
+                // Not a file after all: let the host say why.
+                _ => std::fs::symlink_metadata(self.real_path(key))
+                    .map(|meta| meta.len())
+                    .map_err(|e| FsError::host(input, &e)),
+            },
         }
     }
 

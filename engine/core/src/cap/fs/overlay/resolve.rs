@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{Entry, Overlay, SYMLINK_HOPS_MAX};
+use super::{Entry, Lower, Overlay, SYMLINK_HOPS_MAX};
 use crate::cap::fs::path::{self, Step};
 use crate::cap::fs::FsError;
 
@@ -49,12 +49,10 @@ impl Overlay {
         if !self.real || self.hides_real(key) {
             return None;
         }
-        let real = self.real_path(key);
-        let meta = std::fs::symlink_metadata(&real).ok()?;
-        meta.file_type()
-            .is_symlink()
-            .then(|| std::fs::read_link(&real).ok())
-            .flatten()
+        match self.lower(key) {
+            Lower::Symlink(target) => target,
+            _ => None,
+        }
     }
 
     /// Returns whether the upper layer replaces or hides the real entry at `key`.
