@@ -11,8 +11,10 @@
 //! end: max_turns
 //! ```
 //!
-//! The conversation is kept once, here; each model call clones it into its request (the
-//! request is what the model actor, and the tape, receive).
+//! The conversation is kept once, here, as the request itself: each model call hands it to the
+//! model actor and gets it back with the answer (`LlmHandle::complete_returning`), and the
+//! turn's messages are appended to it, so a call copies neither the conversation nor the tool
+//! definitions.
 
 use std::rc::Rc;
 
@@ -47,6 +49,8 @@ pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
         messages.push(Message::system(agent.system.clone()));
     }
     messages.push(Message::user(agent.task.clone()));
+    let mut request =
+        ChatRequest::new(agent.model.clone(), messages).with_tools(toolbox.definitions().to_vec());
     let mut turns = 0;
     let end = loop {
         if turns == agent.max_turns {
@@ -54,7 +58,7 @@ pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
         }
         turns += 1;
         ctx.record(AgentEvent::Turn { turn: turns }).await;
-        let Some(response) = ask(&ctx, turns, &messages, &toolbox).await? else {
+        let Some(response) = ask(&ctx, turns, &mut request).await? else {
             break EndReason::RetryBudgetSpent;
         };
         let ChatResponse {
@@ -73,33 +77,33 @@ pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
             .zip(results)
             .map(|(call, result)| Message::tool_result(call.id.clone(), result))
             .collect();
-        messages.push(Message {
+        request.messages.push(Message {
             role: Role::Assistant,
             content: text,
             tool_calls: calls,
             tool_call_id: None,
         });
-        messages.extend(results);
+        request.messages.extend(results);
     };
     ctx.state.transcript.borrow_mut().end = Some(end);
     ctx.record(AgentEvent::End { reason: end, turns }).await;
     Ok(())
 }
 
-/// Calls the model, retrying what a client would retry; `None` when the retry budget is
-/// spent.
+/// Calls the model with `request` (handed back each time), retrying what a client would
+/// retry; `None` when the retry budget is spent.
 async fn ask(
     ctx: &Ctx,
     turn: u32,
-    messages: &[Message],
-    toolbox: &Toolbox,
+    request: &mut ChatRequest,
 ) -> Result<Option<ChatResponse>, AgentError> {
-    let agent = ctx.shared.eval.agent.as_ref().expect("the agent runs");
     let mut failures = 0;
     loop {
-        let request = ChatRequest::new(agent.model.clone(), messages.to_vec())
-            .with_tools(toolbox.definitions().to_vec());
-        let error = match ctx.host.llm().complete(request).await {
+        // The placeholder allocates nothing; the request comes back with the answer.
+        let asked = std::mem::replace(request, ChatRequest::new(String::new(), Vec::new()));
+        let (asked, answer) = ctx.host.llm().complete_returning(asked).await;
+        *request = asked;
+        let error = match answer {
             Ok(response) => return Ok(Some(response)),
             Err(error) => error,
         };

@@ -73,6 +73,15 @@ pub trait Actor: 'static {
         request: &Self::Request,
         cx: &mut ActorContext<'_>,
     ) -> Answer<Self::Response>;
+    /// Writes the body of `request`'s `request` record into `body` (MessagePack, rmp-serde's
+    /// compact form) and returns `true`; or returns `false` to record `request` itself, which
+    /// is the default. It runs right after [`Actor::handle`] answered `request`, so an actor
+    /// can leave out what its earlier records already hold (the LLM actor records only the
+    /// messages a conversation gained since the previous call).
+    fn encode_request(&mut self, request: &Self::Request, body: &mut Vec<u8>) -> bool {
+        let _ = (request, body);
+        false
+    }
 }
 
 /// One registered actor inside a running simulation.
@@ -118,6 +127,12 @@ impl<A> ActorRef<A> {
 impl<A: Actor> ActorRef<A> {
     /// Sends `request` and waits for the actor's answer, in virtual time.
     pub async fn call(&self, request: A::Request) -> A::Response {
+        self.call_returning(request).await.1
+    }
+
+    /// Like [`ActorRef::call`], and hands the request back with the answer, so a caller that
+    /// asks again with a little more (a growing conversation) need not copy it each time.
+    pub async fn call_returning(&self, request: A::Request) -> (A::Request, A::Response) {
         let id = self.id;
         let (operation, answer) = with_core(|core| {
             let now_ns = core.now_ns;
@@ -130,7 +145,12 @@ impl<A: Actor> ActorRef<A> {
                 rng,
             };
             let answer = actor.handle(&request, &mut cx);
-            core.record_value(id, RecordKind::Request, &(operation, &request));
+            let mut body = Vec::new();
+            if actor.encode_request(&request, &mut body) {
+                core.record_operation_body(id, RecordKind::Request, operation, &body);
+            } else {
+                core.record_value(id, RecordKind::Request, &(operation, &request));
+            }
             (operation, answer)
         });
         if answer.latency_ns > 0 {
@@ -139,7 +159,7 @@ impl<A: Actor> ActorRef<A> {
             Sleep::for_actor(deadline, id, false).await;
         }
         with_core(|core| core.record_value(id, RecordKind::Reply, &(operation, &answer.response)));
-        answer.response
+        (request, answer.response)
     }
 
     /// Runs `f` on the actor's state and its random stream, without a tape record: the seam

@@ -186,6 +186,23 @@ impl Core {
         }
     }
 
+    /// Writes an actor record `[operation, body]` whose body is already MessagePack.
+    pub(crate) fn record_operation_body(
+        &mut self,
+        actor: u16,
+        kind: RecordKind,
+        operation: &str,
+        body: &[u8],
+    ) {
+        let (t_ns, task) = (self.now_ns, current_task());
+        if let Err(e) = self
+            .recorder
+            .operation_body(t_ns, actor, task, kind, operation, body)
+        {
+            self.fail(e);
+        }
+    }
+
     /// Sets what the current task awaits (shown in a deadlock report).
     pub(crate) fn set_awaiting(&mut self, awaiting: Awaiting) {
         let task = current_task() as usize;

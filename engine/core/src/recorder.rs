@@ -104,6 +104,36 @@ impl Recorder {
         rmp_serde::encode::write(&mut self.payload, value).map_err(|e| TapeError::BadPayload {
             detail: e.to_string(),
         })?;
+        self.finish_payload(t_ns, actor, task, kind)
+    }
+
+    /// Records an actor record `[operation, body]` whose body is already MessagePack: the
+    /// bytes are those [`Recorder::value`] writes for `(operation, body)`.
+    pub(crate) fn operation_body(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+        operation: &str,
+        body: &[u8],
+    ) -> Result<(), SimError> {
+        self.fold_header(t_ns, actor, task, kind);
+        self.payload.clear();
+        rmp::encode::write_array_len(&mut self.payload, 2).expect("a Vec takes every write");
+        rmp::encode::write_str(&mut self.payload, operation).expect("a Vec takes every write");
+        self.payload.extend_from_slice(body);
+        self.finish_payload(t_ns, actor, task, kind)
+    }
+
+    /// Checks the encoded payload's size, folds it into the fingerprint and writes it.
+    fn finish_payload(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+    ) -> Result<(), SimError> {
         if self.payload.len() > self.payload_bytes_max {
             return Err(SimError::LimitExceeded {
                 limit: LimitName::PayloadBytesMax,

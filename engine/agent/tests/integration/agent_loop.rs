@@ -76,21 +76,23 @@ fn an_agent_reads_edits_and_answers_and_passes() {
             "verifier", "verifier"
         ]
     );
-    // The third model call carries the whole conversation: system, task, and two rounds.
-    // (Tape bodies are MessagePack with structs as arrays: a request is [model, messages,
-    // tools, scope], a message [role, content, …].)
+    // The third model call holds the whole conversation (system, task, two rounds); its
+    // record carries only the round added since the second call, and the tools only the
+    // first call's does. (Tape bodies are MessagePack with structs as arrays: a request
+    // record is [model, scope, messages, kept, new, tools_digest, tools], a message
+    // [role, content, …].)
     let model_calls: Vec<_> = requests(&report)
         .into_iter()
         .filter(|r| r.actor == "llm")
         .collect();
     assert_eq!(model_calls.len(), 3);
-    let messages = model_calls[2].body[1].as_array().unwrap();
-    let roles: Vec<&str> = messages.iter().map(|m| m[0].as_str().unwrap()).collect();
-    assert_eq!(
-        roles,
-        ["system", "user", "assistant", "tool", "assistant", "tool"]
-    );
-    assert_eq!(model_calls[2].body[2].as_array().unwrap().len(), 8);
+    let third = &model_calls[2].body;
+    assert_eq!((third[2].as_u64(), third[3].as_u64()), (Some(6), Some(4)));
+    let new = third[4].as_array().unwrap();
+    let roles: Vec<&str> = new.iter().map(|m| m[0].as_str().unwrap()).collect();
+    assert_eq!(roles, ["assistant", "tool"]);
+    assert!(third[6].is_null());
+    assert_eq!(model_calls[0].body[6].as_array().unwrap().len(), 8);
 }
 
 #[test]

@@ -631,3 +631,74 @@ fn large_responses_go_to_the_content_store() {
     assert!(replies[0].0, "the reply is a blob reference");
     assert!(replies[0].1 > 5_000, "{replies:?}");
 }
+
+/// Returns the JSON body of every `request` record of the actor on `tape`.
+fn request_bodies(tape: &[u8]) -> Vec<serde_json::Value> {
+    let mut reader = TapeReader::new(tape).unwrap().keep_blobs(true);
+    let mut bodies = Vec::new();
+    while let Some(record) = reader.next_record().unwrap() {
+        if record.kind == RecordKind::Request {
+            let payload = reader.resolve(&record).unwrap();
+            bodies.push(simtape::tape::payload_to_json(&payload).unwrap()[1].clone());
+        }
+    }
+    bodies
+}
+
+#[test]
+fn request_records_hold_what_changed_since_the_previous_call() {
+    // Goal: a growing conversation puts each message on the tape once, and the tools once;
+    // a rewritten one says how much it kept.
+    let tools = vec![ToolDefinition::named("get_weather")];
+    let first = ChatRequest::new("m", vec![Message::system("s"), Message::user("a")])
+        .with_tools(tools.clone());
+    let mut second = first.clone();
+    second
+        .messages
+        .extend([Message::assistant("b"), Message::user("c")]);
+    let mut rewritten = second.clone();
+    rewritten.messages[1] = Message::user("A");
+    let requests = vec![first, second.clone(), second, rewritten.clone()];
+    let make = actor(&[r#"{"mode": "sticky", "response": {"text": "ok"}}"#]);
+    let report = run(1, make, move |llm| async move {
+        let mut digests = Vec::new();
+        for request in requests {
+            digests.push((request.digest(), llm.complete_with_reply(request).await));
+        }
+        digests
+    });
+    for (digest, reply) in &report.output {
+        assert_eq!(&reply.request_digest, digest);
+    }
+    let bodies = request_bodies(&report.tape.unwrap().memory.unwrap());
+    // (model, scope, messages, kept, new, tools_digest, tools)
+    let shape: Vec<(u64, u64, usize, bool)> = bodies
+        .iter()
+        .map(|b| {
+            let (messages, kept) = (b[2].as_u64().unwrap(), b[3].as_u64().unwrap());
+            (
+                messages,
+                kept,
+                b[4].as_array().unwrap().len(),
+                !b[6].is_null(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (2, 0, 2, true),
+            (4, 2, 2, false),
+            (4, 4, 0, false),
+            (4, 1, 3, false)
+        ]
+    );
+    assert_eq!(bodies[1][4][0][1], "b", "{}", bodies[1]);
+    assert_eq!(bodies[0][6][0][0], "get_weather");
+    assert!(bodies.iter().all(|b| b[5] == bodies[0][5] && b[0] == "m"));
+    // A rewritten conversation gets its own digest.
+    let digests: Vec<&str> = report.output.iter().map(|(d, _)| d.as_str()).collect();
+    assert_eq!(digests[1], digests[2]);
+    assert_ne!(digests[2], digests[3]);
+    assert_eq!(rewritten.digest(), digests[3]);
+}

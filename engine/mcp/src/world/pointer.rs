@@ -18,7 +18,11 @@ pub fn tokens(pointer: &str) -> Result<Vec<String>, String> {
     };
     Ok(rest
         .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        // Most tokens hold no escape: skip the two searches and copies.
+        .map(|t| match t.contains('~') {
+            true => t.replace("~1", "/").replace("~0", "~"),
+            false => t.to_owned(),
+        })
         .collect())
 }
 

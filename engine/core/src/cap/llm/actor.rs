@@ -8,12 +8,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::digest::{Memo, Observed};
 use super::faults::fault_reply;
 use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
 use super::record::{RecordConfig, RecordError, Recorder};
-use super::request::{ChatRequest, ChatResponse, ToolCall, Usage};
+use super::request::{ChatRequest, ChatResponse, Message, ToolCall, ToolDefinition, Usage};
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::FaultRules;
 use crate::cap::net::NetError;
@@ -82,6 +83,26 @@ impl std::fmt::Display for LlmError {
 
 impl std::error::Error for LlmError {}
 
+/// The body of a call's `request` record: the conversation as it changed since the previous
+/// call of the run, so a run's records grow with its conversation, not with its square.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestRecord<'a> {
+    /// The model name.
+    pub model: &'a str,
+    /// The request's scope.
+    pub scope: Option<&'a str>,
+    /// How many messages the request holds.
+    pub messages: u64,
+    /// How many leading messages are those of the previous call (0 on the first call).
+    pub kept: u64,
+    /// The messages after those: `messages - kept` of them.
+    pub new: &'a [Message],
+    /// SHA-256 hex of the tool list's canonical JSON.
+    pub tools_digest: &'a str,
+    /// The tool list, when it differs from the previous call's (always on the first call).
+    pub tools: Option<&'a [ToolDefinition]>,
+}
+
 /// The reply record of one call: what the tape shows about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LlmReply {
@@ -98,6 +119,8 @@ pub struct LlmReply {
 }
 
 /// Where answers come from; chosen when the actor is built, never switched during a run.
+// One backend per actor, cloned once per run: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Backend {
     /// Answers from a fixture; never reaches a real provider.
@@ -109,7 +132,8 @@ pub enum Backend {
 /// The replay backend's state: the fixture, which `once` entries are used, the call counters.
 #[derive(Debug, Clone)]
 pub struct Replay {
-    fixture: Fixture,
+    /// Shared by every run built from one actor: a sweep parses (and copies) it once.
+    fixture: std::sync::Arc<Fixture>,
     used: Vec<bool>,
     run_calls: u64,
     scope_calls: BTreeMap<Option<String>, u64>,
@@ -120,6 +144,10 @@ pub struct Replay {
 pub struct LlmActor {
     backend: Backend,
     faults: FaultRules<LlmFault>,
+    /// The previous call of the run, so a call hashes and records only what is new.
+    memo: Memo,
+    /// What `handle` learned about the request being answered, for its `request` record.
+    observed: Option<Observed>,
 }
 
 /// Constructors of [`LlmActor`]s.
@@ -157,6 +185,8 @@ impl Llm {
         Ok(LlmActor {
             backend: Backend::Record(Recorder::new(config)?),
             faults: FaultRules::default(),
+            memo: Memo::default(),
+            observed: None,
         })
     }
 
@@ -165,11 +195,13 @@ impl Llm {
         LlmActor {
             backend: Backend::Replay(Replay {
                 used: vec![false; fixture.entries.len()],
-                fixture,
+                fixture: std::sync::Arc::new(fixture),
                 run_calls: 0,
                 scope_calls: BTreeMap::new(),
             }),
             faults: FaultRules::default(),
+            memo: Memo::default(),
+            observed: None,
         }
     }
 }
@@ -236,22 +268,49 @@ impl Actor for LlmActor {
     }
 
     fn handle(&mut self, request: &ChatRequest, cx: &mut ActorContext<'_>) -> Answer<LlmReply> {
-        if let Some(response) = fault_reply(&mut self.faults, request, cx.rng) {
+        let observed = self.memo.observe(request);
+        let digest = observed.digest.clone();
+        let input_bytes = observed.input_bytes;
+        self.observed = Some(observed);
+        if let Some(response) = fault_reply(&mut self.faults, digest.clone(), cx.rng) {
             return Answer {
                 latency_ns: super::faults::LLM_FAULT_LATENCY_NS,
                 response,
             };
         }
         match &mut self.backend {
-            Backend::Replay(replay) => replay.answer(request, cx),
-            Backend::Record(recorder) => recorder.answer(request, cx),
+            Backend::Replay(replay) => replay.answer(request, digest, input_bytes, cx),
+            Backend::Record(recorder) => recorder.answer(request, digest, cx),
         }
+    }
+
+    fn encode_request(&mut self, request: &ChatRequest, body: &mut Vec<u8>) -> bool {
+        let observed = match self.observed.take() {
+            Some(observed) => observed,
+            None => self.memo.observe(request),
+        };
+        let record = RequestRecord {
+            model: &request.model,
+            scope: request.scope.as_deref(),
+            messages: request.messages.len() as u64,
+            kept: observed.kept as u64,
+            new: &request.messages[observed.kept..],
+            tools_digest: &observed.tools_digest,
+            tools: observed.tools_changed.then_some(request.tools.as_slice()),
+        };
+        rmp_serde::encode::write(body, &record).expect("a request record always encodes");
+        true
     }
 }
 
 impl Replay {
-    fn answer(&mut self, request: &ChatRequest, cx: &mut ActorContext<'_>) -> Answer<LlmReply> {
-        let request_digest = request.digest();
+    fn answer(
+        &mut self,
+        request: &ChatRequest,
+        request_digest: String,
+        input_bytes: u64,
+        cx: &mut ActorContext<'_>,
+    ) -> Answer<LlmReply> {
         let turns = self.count_call(request);
         let match_text = request.match_text();
         let Some(index) = self.select(request, &match_text, turns) else {
@@ -286,13 +345,13 @@ impl Replay {
             Outcome::Respond(alternatives) => {
                 let picked = pick(alternatives, cx);
                 let rule = self.fixture.usage_rule;
-                let response = respond(
-                    &alternatives[picked].response,
+                let asked = Asked {
                     request,
-                    &match_text,
-                    rule,
+                    match_text: &match_text,
+                    input_bytes,
                     turns,
-                );
+                };
+                let response = respond(&alternatives[picked].response, &asked, rule);
                 let latency_ns = entry
                     .latency
                     .latency_ns(response.usage.output_tokens, cx.rng);
@@ -349,13 +408,22 @@ fn pick(alternatives: &[Alternative], cx: &mut ActorContext<'_>) -> usize {
         .expect("the fixture parser rejects alternatives whose weights total 0 or overflow")
 }
 
-fn respond(
-    spec: &ResponseSpec,
-    request: &ChatRequest,
-    match_text: &str,
-    rule: UsageRule,
+/// What an answer is computed from besides its fixture response.
+struct Asked<'a> {
+    request: &'a ChatRequest,
+    match_text: &'a str,
+    /// The usage rule's input bytes of the request.
+    input_bytes: u64,
     turns: Turns,
-) -> ChatResponse {
+}
+
+fn respond(spec: &ResponseSpec, asked: &Asked<'_>, rule: UsageRule) -> ChatResponse {
+    let Asked {
+        request,
+        match_text,
+        input_bytes,
+        turns,
+    } = *asked;
     let tool_calls: Vec<ToolCall> = spec
         .tool_calls
         .iter()
@@ -387,7 +455,7 @@ fn respond(
     };
     let (input_default, output_default) = match rule {
         UsageRule::BytesOver4 => (
-            tokens_of_bytes(request.input_bytes()),
+            tokens_of_bytes(input_bytes),
             tokens_of_bytes(response.output_bytes()),
         ),
         UsageRule::Harn => (match_text.len() as u64, 30),
@@ -422,6 +490,16 @@ impl LlmHandle {
     /// Calls the model: the answer, or an HTTP error, or [`LlmError::Unmatched`].
     pub async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         self.0.call(request).await.result
+    }
+
+    /// Calls the model like [`LlmHandle::complete`] and hands the request back, so a loop can
+    /// append the next turn's messages to it instead of copying the conversation each call.
+    pub async fn complete_returning(
+        &self,
+        request: ChatRequest,
+    ) -> (ChatRequest, Result<ChatResponse, LlmError>) {
+        let (request, reply) = self.0.call_returning(request).await;
+        (request, reply.result)
     }
 
     /// Calls the model and returns the whole reply record (digest, entry, alternative).

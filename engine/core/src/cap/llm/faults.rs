@@ -13,7 +13,6 @@
 //!   jitter), so later calls draw where the faulted call would have.
 
 use super::actor::{LlmError, LlmReply};
-use super::request::ChatRequest;
 use crate::cap::fault_rules::{FaultRules, ANY_TARGET};
 use crate::rng::RngStream;
 use crate::scenario::LlmFault;
@@ -25,12 +24,12 @@ pub const LLM_FAULT_LATENCY_NS: u64 = 20_000_000;
 /// any.
 pub(crate) fn fault_reply(
     faults: &mut FaultRules<LlmFault>,
-    request: &ChatRequest,
+    request_digest: String,
     rng: &mut RngStream,
 ) -> Option<LlmReply> {
     let rule = faults.fire(ANY_TARGET, rng)?;
     Some(LlmReply {
-        request_digest: request.digest(),
+        request_digest,
         entry_line: None,
         alternative: None,
         usage: None,

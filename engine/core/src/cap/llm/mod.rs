@@ -17,12 +17,14 @@
 //! - [`harn`] — Harn `--llm-mock` JSONL v0/v1 read into the same entries.
 //! - [`matcher`] — the `match` block: substrings and globs, tools, turns.
 //! - [`latency`] — the latency model and the default token rule.
+//! - `digest` — request digests and usage counts streamed from the structs; the per-run memo.
 //! - [`actor`] — [`LlmActor`], its [`Backend`] seam, [`LlmHandle`], [`LlmError`].
 //! - [`faults`] — injected HTTP errors by call number or seeded rate (`[[faults.llm]]`).
 //! - [`record`] — record mode: [`RecordConfig`], the recorder, the fixture it writes.
 //! - [`wire`] — the providers' wire formats ([`Provider`]): requests out, answers in.
 
 pub mod actor;
+mod digest;
 pub mod faults;
 pub mod fixture;
 pub mod harn;
@@ -32,7 +34,7 @@ pub mod record;
 pub mod request;
 pub mod wire;
 
-pub use actor::{Backend, Llm, LlmActor, LlmError, LlmHandle, LlmReply};
+pub use actor::{Backend, Llm, LlmActor, LlmError, LlmHandle, LlmReply, RequestRecord};
 pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
 pub use latency::{LatencyModel, UsageRule};
 pub use matcher::{Matcher, TextPattern};

@@ -283,9 +283,9 @@ impl Recorder {
     pub(super) fn answer(
         &mut self,
         request: &ChatRequest,
+        request_digest: String,
         cx: &mut ActorContext<'_>,
     ) -> Answer<LlmReply> {
-        let request_digest = request.digest();
         let failed = |error: LlmError| Answer {
             latency_ns: 0,
             response: LlmReply {

@@ -148,11 +148,11 @@ impl ChatRequest {
         self
     }
 
-    /// Returns the SHA-256 hex of the request's canonical JSON (object keys sorted, no spaces).
+    /// Returns the request digest: SHA-256 over the digests of each message's canonical JSON
+    /// (object keys sorted, no spaces) and of the head (model, scope, the tool list's digest),
+    /// as hex. `docs/llm-fixtures.md` gives the exact definition.
     pub fn digest(&self) -> String {
-        let value = serde_json::to_value(self).expect("a ChatRequest always serialises to JSON");
-        let bytes = serde_json::to_vec(&canonical(value)).expect("a JSON value always serialises");
-        crate::tape::sha256_hex(&bytes)
+        super::digest::request_digest(self)
     }
 
     /// Returns the text a `text` match sees: every non-system message's content, joined by `\n`.
@@ -185,39 +185,12 @@ impl ChatRequest {
     /// Returns the bytes the usage rule counts as input: every message's content and tool-call
     /// arguments, plus the tool definitions.
     pub fn input_bytes(&self) -> u64 {
-        let messages: usize = self
+        let messages: u64 = self
             .messages
             .iter()
-            .map(|m| {
-                m.content.len()
-                    + m.tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.arguments.to_string().len())
-                        .sum::<usize>()
-            })
+            .map(super::digest::message_input_bytes)
             .sum();
-        let tools: usize = self
-            .tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-            .sum();
-        (messages + tools) as u64
-    }
-}
-
-/// Returns `value` with every object's keys in sorted order, whatever serde_json's map is.
-fn canonical(value: serde_json::Value) -> serde_json::Value {
-    match value {
-        serde_json::Value::Object(map) => {
-            // Tool arguments written in any key order must give one digest.
-            let sorted: std::collections::BTreeMap<String, serde_json::Value> =
-                map.into_iter().map(|(k, v)| (k, canonical(v))).collect();
-            serde_json::Value::Object(sorted.into_iter().collect())
-        }
-        serde_json::Value::Array(items) => {
-            serde_json::Value::Array(items.into_iter().map(canonical).collect())
-        }
-        other => other,
+        messages + super::digest::tools_input_bytes(&self.tools)
     }
 }
 
@@ -250,11 +223,11 @@ impl ChatResponse {
     /// Returns the bytes the usage rule counts as output: the text plus each tool call's name
     /// and JSON arguments.
     pub fn output_bytes(&self) -> u64 {
-        let calls: usize = self
+        let calls: u64 = self
             .tool_calls
             .iter()
-            .map(|c| c.name.len() + c.arguments.to_string().len())
+            .map(|c| c.name.len() as u64 + super::digest::json_len(&c.arguments))
             .sum();
-        (self.text.len() + calls) as u64
+        self.text.len() as u64 + calls
     }
 }
