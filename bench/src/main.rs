@@ -10,6 +10,10 @@
 //! not do its workload's work or the JSON could not be written, 2 on a usage error.
 
 use std::path::{Path, PathBuf};
+
+/// Every framework in this process allocates through mimalloc, as the `simtape` binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -172,13 +172,15 @@ async fn run_calls(
         .iter()
         .enumerate()
         .map(|(index, call)| {
-            let task = run_call(
+            // Boxed: the call's state machine is large, and the spawn would otherwise move it
+            // through several frames; a box moves as one pointer.
+            let task = Box::pin(run_call(
                 Rc::clone(ctx),
                 Rc::clone(toolbox),
                 Rc::clone(calls),
                 index,
                 slots.clone(),
-            );
+            ));
             ctx.host
                 .spawn(&format!("tool {} {}", call.name, call.id), task)
         })
