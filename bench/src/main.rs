@@ -10,10 +10,6 @@
 //! not do its workload's work or the JSON could not be written, 2 on a usage error.
 
 use std::path::{Path, PathBuf};
-
-/// Every framework in this process allocates through mimalloc, as the `simtape` binary does.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -43,9 +39,6 @@ struct Args {
     /// ratios need tokio in the list.
     #[arg(long, value_delimiter = ',', value_name = "simtape,tokio")]
     frameworks: Vec<Framework>,
-    /// Runs per round of the reference scenario (20 turns, 40 tool calls); 0 skips it.
-    #[arg(long, default_value_t = 2_000)]
-    scenario_runs: u64,
     /// Timed runs of the `wasi` workload (the cached 24 h sleeper guest); 0 skips it.
     #[arg(long, default_value_t = 50)]
     wasi_runs: usize,
@@ -113,28 +106,6 @@ fn main() -> ExitCode {
             }
             Err(failure) => {
                 eprintln!("error: wasi workload: {failure}");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    if args.scenario_runs > 0 {
-        match simtape_bench::scenario::measure(args.scenario_runs, args.rounds) {
-            Ok(measurement) => {
-                eprintln!(
-                    "reference scenario: {} runs/round, median {:.0} µs/run, {} records and {} tape bytes per run, sweep 2 jobs {:.2}× 1 job",
-                    measurement.runs,
-                    measurement.run_us(),
-                    measurement.records_per_run,
-                    measurement.tape_bytes_per_run,
-                    measurement.sweep_speedup()
-                );
-                print!(
-                    "{}",
-                    report::render_bars(&simtape_bench::scenario::bars(&measurement))
-                );
-            }
-            Err(failure) => {
-                eprintln!("error: reference scenario: {failure}");
                 return ExitCode::FAILURE;
             }
         }
