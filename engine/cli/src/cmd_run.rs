@@ -25,15 +25,12 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         .unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
     // The seed comes first, before anything can fail, so every log names it.
     println!("seed={seed}");
-    let mut reproduce = reproduce_command(&args.scenario, seed, args.tape.as_deref());
-    if let Some(dir) = &args.process_wasi {
-        // The guests are part of the run: the command that reproduces it names them too.
-        reproduce.push(' ');
-        reproduce.push_str(&command_line(&[
-            "--process-wasi",
-            &dir.display().to_string(),
-        ]));
-    }
+    let reproduce = reproduce_command(
+        &args.scenario,
+        seed,
+        args.tape.as_deref(),
+        args.process_wasi.as_deref(),
+    );
     let mut builder = eval.builder(seed);
     // Evidence needs a tape: the one asked for, or one inside the evidence directory.
     let tape = args.tape.clone().or_else(|| {
@@ -95,7 +92,13 @@ pub(crate) fn verdict_code(verdict: &Verdict) -> u8 {
 }
 
 /// Returns the exact command line that reproduces this run.
-pub(crate) fn reproduce_command(scenario: &Path, seed: u64, tape: Option<&Path>) -> String {
+/// The guests of `--process-wasi` are part of the run, so the command names them too.
+pub(crate) fn reproduce_command(
+    scenario: &Path,
+    seed: u64,
+    tape: Option<&Path>,
+    process_wasi: Option<&Path>,
+) -> String {
     let mut words = vec![
         "simtape".to_string(),
         "run".to_string(),
@@ -106,6 +109,10 @@ pub(crate) fn reproduce_command(scenario: &Path, seed: u64, tape: Option<&Path>)
     if let Some(tape) = tape {
         words.push("--tape".into());
         words.push(tape.display().to_string());
+    }
+    if let Some(dir) = process_wasi {
+        words.push("--process-wasi".into());
+        words.push(dir.display().to_string());
     }
     command_line(&words)
 }

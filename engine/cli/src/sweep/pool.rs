@@ -154,6 +154,6 @@ fn run_seed(loaded: &Loaded, seed: u64, out: Option<&Path>) -> SeedResult {
         end_ns: report.end_ns,
         events: report.events,
         tape,
-        replay: Some(reproduce_command(&loaded.path, seed, None)),
+        replay: Some(reproduce_command(&loaded.path, seed, None, None)),
     }
 }
