@@ -66,7 +66,7 @@ pub fn run_batch(eval: &EvalScenario, runs: u64) -> Result<Batch, String> {
 fn run_one(eval: &EvalScenario, seed: u64) -> Result<(u64, u64, u64), String> {
     let mut builder = eval.builder(seed);
     builder.tape_in_memory();
-    let report = eval.run(&mut builder);
+    let report = eval.run_summary(&mut builder);
     if report.verdict != Verdict::Pass {
         return Err(format!("seed {seed}: {}", report.verdict));
     }

@@ -17,6 +17,7 @@
 //! definitions.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use simtape::cap::llm::{ChatRequest, ChatResponse, LlmError, Message, Role, ToolCall};
 
@@ -49,8 +50,8 @@ pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
         messages.push(Message::system(agent.system.clone()));
     }
     messages.push(Message::user(agent.task.clone()));
-    let mut request =
-        ChatRequest::new(agent.model.clone(), messages).with_tools(toolbox.definitions().to_vec());
+    let mut request = ChatRequest::new(agent.model.clone(), messages)
+        .with_tools(Arc::clone(toolbox.definitions()));
     let mut turns = 0;
     let end = loop {
         if turns == agent.max_turns {

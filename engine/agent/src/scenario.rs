@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use regex::Regex;
 use simtape::actor::ActorRef;
+use simtape::cap::fs::FsDiff;
 use simtape::scenario::{
     AgentSpec, Check, FaultsSpec, McpFault, McpFaultKind, McpServerSpec, McpSource, Scenario,
     ScenarioError, ToolSource, Trigger, VerifySpec,
@@ -222,6 +223,18 @@ impl EvalScenario {
     /// scripted tasks and the agent, then the verifiers. The tape's footer verdict is the
     /// [`Verdict`]'s text. Never panics on user input; every way a run can end is a verdict.
     pub fn run(&self, builder: &mut Builder) -> EvalReport {
+        self.run_keeping(builder, Keep::Artifacts)
+    }
+
+    /// Like [`EvalScenario::run`] for a caller that keeps only the verdict and the run's
+    /// summary (a sweep): the report leaves out the end-of-run artifacts, `fs_diff` is `None`
+    /// and `worlds` is empty, which spares each run a diff of the overlay and a second
+    /// scoring and copy of every world. The tape and verdict are the same as `run`'s.
+    pub fn run_summary(&self, builder: &mut Builder) -> EvalReport {
+        self.run_keeping(builder, Keep::Summary)
+    }
+
+    fn run_keeping(&self, builder: &mut Builder, keep: Keep) -> EvalReport {
         let seed = builder.seed_value();
         let sim = match builder.build() {
             Ok(sim) => sim,
@@ -243,17 +256,38 @@ impl EvalScenario {
             .agent
             .as_ref()
             .map(|_| state.transcript.take());
+        let artifacts = keep == Keep::Artifacts;
+        let worlds = |actors: &ActorStates| {
+            if artifacts {
+                self.shared.worlds(actors)
+            } else {
+                Vec::new()
+            }
+        };
         match outcome {
             Ok(report) => {
-                let worlds = self.shared.worlds(&report.actors);
-                completed(report, transcript, worlds)
+                let fs_diff = artifacts
+                    .then(|| report.fs_diff())
+                    .flatten()
+                    .and_then(Result::ok);
+                let worlds = worlds(&report.actors);
+                completed(report, transcript, worlds, fs_diff)
             }
             Err(error) => {
-                let worlds = self.shared.worlds(&error.actors);
-                stopped(error, &state, transcript, worlds)
+                let worlds = worlds(&error.actors);
+                stopped(error, &state, transcript, worlds, artifacts)
             }
         }
     }
+}
+
+/// What a run's report keeps besides its verdict and summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The fs diff and each world's final state and report too.
+    Artifacts,
+    /// Nothing more (a sweep's runs).
+    Summary,
 }
 
 /// The report of a run whose main task finished (its verdict may still be `error`).
@@ -261,8 +295,8 @@ fn completed(
     report: RunReport<RunOutput>,
     transcript: Option<crate::transcript::Transcript>,
     worlds: Vec<WorldOutcome>,
+    fs_diff: Option<FsDiff>,
 ) -> EvalReport {
-    let fs_diff = report.fs_diff().and_then(Result::ok);
     let output = report.output;
     EvalReport {
         seed: report.seed,
@@ -288,9 +322,11 @@ fn stopped(
     state: &RunState,
     transcript: Option<crate::transcript::Transcript>,
     worlds: Vec<WorldOutcome>,
+    artifacts: bool,
 ) -> EvalReport {
     let fs = state.capabilities.get().and_then(|caps| caps.fs());
     let fs_diff = fs
+        .filter(|_| artifacts)
         .and_then(|fs| error.actors.get(fs))
         .and_then(|fs| fs.diff().ok());
     let failure = EvalFailure::Sim(*error.error);

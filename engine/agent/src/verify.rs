@@ -263,11 +263,10 @@ fn world_goal(ctx: &Ctx, server: &str, allow_collateral: bool) -> Seen {
     let Some(index) = ctx.shared.server_index(server) else {
         return Err(format!("no [[mcp]] server is named {server:?}"));
     };
-    let report = ctx.shared.refs.mcp[index].with_state(|actor| actor.world_report());
-    let Some(report) = report else {
+    let scored = ctx.shared.refs.mcp[index].with_state(|actor| actor.world_score());
+    let Some(scored) = scored else {
         return Err(format!("server {server:?} is a cassette, not a world"));
     };
-    let scored = report.scored;
     if let Some(failed) = scored.assertions.iter().find(|a| !a.passed) {
         let found = failed
             .actual

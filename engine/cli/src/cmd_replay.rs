@@ -52,9 +52,13 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
                 })?
         }
     };
-    let out = match &args.out {
-        Some(path) => path.clone(),
-        None => scratch_dir("replay")?.join("replay.tape"),
+    // Without --out the replayed tape goes to a scratch directory, removed when it matches.
+    let (out, scratch) = match &args.out {
+        Some(path) => (path.clone(), None),
+        None => {
+            let dir = scratch_dir("replay")?;
+            (dir.join("replay.tape"), Some(dir))
+        }
     };
     let mut builder = scenario.builder(header.seed);
     builder
@@ -72,8 +76,8 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
             scenario.scenario().name(),
             header.seed
         );
-        if args.out.is_none() {
-            let _ = std::fs::remove_file(&out);
+        if let Some(dir) = &scratch {
+            let _ = std::fs::remove_dir_all(dir);
         }
         return Ok(OK);
     }

@@ -153,12 +153,23 @@ fn replay_is_byte_identical_and_rejects_a_damaged_tape() {
     );
     let moved = dir.join("elsewhere.tape");
     std::fs::rename(&tape, &moved).unwrap();
-    let output = run_ok(simtape().current_dir(&dir).arg("replay").arg(&moved));
+    let temp = dir.join("temp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let output = run_ok(
+        simtape()
+            .current_dir(&dir)
+            .env("TMPDIR", &temp)
+            .arg("replay")
+            .arg(&moved),
+    );
     assert!(
         text(&output).contains("byte-identical"),
         "{}",
         text(&output)
     );
+    // A replay that matched leaves nothing in the temp directory.
+    let left: Vec<_> = std::fs::read_dir(&temp).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     // Change one record's timing but keep the chain valid? Impossible: any edit breaks it.
     let mut bytes = std::fs::read(&moved).unwrap();
     let last = bytes.len() - 3;

@@ -16,6 +16,8 @@ pub(crate) mod mcp;
 pub(crate) mod params;
 pub(crate) mod process;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use simtape::cap::fs::FsError;
 use simtape::cap::llm::{ToolCall, ToolDefinition};
@@ -103,7 +105,8 @@ pub(crate) type ToolResult = Result<String, String>;
 #[derive(Debug)]
 pub(crate) struct Toolbox {
     tools: Vec<Tool>,
-    definitions: Vec<ToolDefinition>,
+    /// Shared with every request of the run, so none copies the list.
+    definitions: Arc<[ToolDefinition]>,
 }
 
 impl Toolbox {
@@ -139,7 +142,7 @@ impl Toolbox {
     }
 
     /// Returns the definitions the model is offered.
-    pub(crate) fn definitions(&self) -> &[ToolDefinition] {
+    pub(crate) fn definitions(&self) -> &Arc<[ToolDefinition]> {
         &self.definitions
     }
 

@@ -215,3 +215,28 @@ fn goal_free() -> Vec<VerifySpec> {
         Check::Answer(simtape::scenario::TextMatch::default()),
     )]
 }
+
+#[test]
+fn a_summary_run_has_the_same_tape_and_verdict_without_the_artifacts() {
+    // Goal: `run_summary` (what a sweep calls) leaves out the fs diff and the worlds and
+    // nothing else: the same verdict, fingerprint and tape bytes as `run`.
+    let eval = EvalScenario::load(&data().join("kv.toml")).unwrap();
+    let run = |summary: bool| {
+        let mut builder = eval.builder(5);
+        builder.tape_in_memory();
+        match summary {
+            true => eval.run_summary(&mut builder),
+            false => eval.run(&mut builder),
+        }
+    };
+    let (full, summary) = (run(false), run(true));
+    assert_eq!(full.verdict, Verdict::Pass, "{:?}", full.failure);
+    assert_eq!(summary.verdict, full.verdict);
+    assert_eq!(summary.fingerprint, full.fingerprint);
+    assert_eq!(summary.tape, full.tape);
+    assert_eq!(full.worlds.len(), 1);
+    assert!(full.worlds[0].report.scored.passed);
+    assert!(full.fs_diff.is_some());
+    assert!(summary.worlds.is_empty());
+    assert!(summary.fs_diff.is_none());
+}

@@ -106,7 +106,7 @@ pub(crate) fn run(
 /// under `out`.
 fn run_seed(loaded: &Loaded, seed: u64, out: Option<&Path>) -> SeedResult {
     let eval = &loaded.scenario;
-    let report = eval.run(&mut eval.builder(seed));
+    let report = eval.run_summary(&mut eval.builder(seed));
     let (verdict, reason) = match &report.verdict {
         RunVerdict::Pass => {
             return SeedResult {

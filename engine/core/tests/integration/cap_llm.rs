@@ -170,7 +170,12 @@ fn tool_names_must_all_be_offered() {
         ])
     };
     let offered = |names: &[&str]| {
-        user("go").with_tools(names.iter().map(|n| ToolDefinition::named(*n)).collect())
+        user("go").with_tools(
+            names
+                .iter()
+                .map(|n| ToolDefinition::named(*n))
+                .collect::<Vec<_>>(),
+        )
     };
     let results = replay(
         1,

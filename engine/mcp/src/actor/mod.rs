@@ -59,6 +59,7 @@ use crate::era;
 use crate::error::McpError;
 use crate::matching::Matcher;
 use crate::redact::Redactor;
+use crate::world::score::Scored;
 use crate::world::server::WorldReport;
 use crate::world::{SpecError, World};
 use world::WorldBackend;
@@ -253,6 +254,15 @@ impl McpActor {
         match &self.backend {
             Backend::Cassette(_) => None,
             Backend::World(world) => Some(world.report()),
+        }
+    }
+
+    /// Returns the current state's score against the world's goal (the report's `scored`),
+    /// or `None` for a cassette-backed actor.
+    pub fn world_score(&self) -> Option<Scored> {
+        match &self.backend {
+            Backend::Cassette(_) => None,
+            Backend::World(world) => Some(world.score()),
         }
     }
 }

@@ -15,6 +15,7 @@ use simtape::rng::RngStream;
 
 use super::{McpCallError, McpReply, McpRequest};
 use crate::world::server::{WorldReport, TIMEOUT_CODE};
+use crate::world::Scored;
 use crate::world::{World, WorldServer};
 
 /// A world served inside a simulation.
@@ -47,6 +48,11 @@ impl WorldBackend {
     /// Returns the report on the current state.
     pub(super) fn report(&self) -> WorldReport {
         self.server.report()
+    }
+
+    /// Returns the current state's score (the report without the calls).
+    pub(super) fn score(&self) -> Scored {
+        self.server.score()
     }
 
     /// Answers `request`, drawing the fault seed (first request only) and the jitter from `rng`.

@@ -50,6 +50,12 @@ pub fn pattern_covers(pattern: &str, path: &str) -> bool {
     let (Ok(pattern), Ok(path)) = (tokens(pattern), tokens(path)) else {
         return false;
     };
+    tokens_cover(&pattern, &path)
+}
+
+/// [`pattern_covers`] on pointers already split by [`tokens`] (scoring splits each pattern
+/// once, not once per changed leaf).
+pub fn tokens_cover(pattern: &[String], path: &[String]) -> bool {
     for (index, want) in pattern.iter().enumerate() {
         if want == "**" && index + 1 == pattern.len() {
             return true;

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::pointer::{join, pattern_covers};
+use super::pointer::{join, tokens, tokens_cover};
 use super::spec::{Assertion, GoalSpec};
 
 /// The outcome of one goal assertion.
@@ -80,15 +80,20 @@ pub fn score(goal: &GoalSpec, initial: &Value, final_state: &Value) -> Scored {
         .collect();
     let mut changed = Vec::new();
     diff("", Some(initial), Some(final_state), &mut changed);
+    // Assertion paths and allow patterns cover their subtrees; a pointer that does not split
+    // (the spec loader rejects those) covers nothing, as in `pattern_covers`.
+    let covering: Vec<Vec<String>> = goal
+        .assertions
+        .iter()
+        .map(|a| a.path.as_str())
+        .chain(goal.allow.iter().map(String::as_str))
+        .filter_map(|pattern| tokens(pattern).ok())
+        .collect();
     let collateral_damage: Vec<Change> = changed
         .into_iter()
-        .filter(|change| {
-            let asserted = goal
-                .assertions
-                .iter()
-                .any(|a| pattern_covers(&a.path, &change.path));
-            let allowed = goal.allow.iter().any(|p| pattern_covers(p, &change.path));
-            !asserted && !allowed
+        .filter(|change| match tokens(&change.path) {
+            Ok(path) => !covering.iter().any(|p| tokens_cover(p, &path)),
+            Err(_) => true,
         })
         .collect();
     let goal_met = assertions.iter().all(|a| a.passed);

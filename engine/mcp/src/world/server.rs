@@ -124,9 +124,15 @@ impl WorldServer {
             format: REPORT_FORMAT.into(),
             world: spec.name.clone(),
             seed: self.seed,
-            scored: score(&spec.goal, &spec.initial_state, &self.state),
+            scored: self.score(),
             calls: self.calls.clone(),
         }
+    }
+
+    /// Scores the current state against the goal (the report's `scored`, without the calls).
+    pub fn score(&self) -> Scored {
+        let spec = &self.world.spec;
+        score(&spec.goal, &spec.initial_state, &self.state)
     }
 
     /// Serves `input` until it ends, writing answers to `output`. Only I/O errors stop it.

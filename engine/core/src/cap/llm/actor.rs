@@ -14,7 +14,9 @@ use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
 use super::record::{RecordConfig, RecordError, Recorder};
-use super::request::{ChatRequest, ChatResponse, Message, ToolCall, ToolDefinition, Usage};
+use super::request::{
+    ChatRequest, ChatResponse, MatchText, Message, ToolCall, ToolDefinition, Usage,
+};
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::FaultRules;
 use crate::cap::net::NetError;
@@ -296,7 +298,7 @@ impl Actor for LlmActor {
             kept: observed.kept as u64,
             new: &request.messages[observed.kept..],
             tools_digest: &observed.tools_digest,
-            tools: observed.tools_changed.then_some(request.tools.as_slice()),
+            tools: observed.tools_changed.then_some(&request.tools[..]),
         };
         rmp_serde::encode::write(body, &record).expect("a request record always encodes");
         true
@@ -312,7 +314,7 @@ impl Replay {
         cx: &mut ActorContext<'_>,
     ) -> Answer<LlmReply> {
         let turns = self.count_call(request);
-        let match_text = request.match_text();
+        let match_text = MatchText::of(request);
         let Some(index) = self.select(request, &match_text, turns) else {
             let error = LlmError::Unmatched {
                 digest: request_digest.clone(),
@@ -382,7 +384,12 @@ impl Replay {
     }
 
     /// Returns the entry that answers: the lowest scope rank, then the earliest in the fixture.
-    fn select(&self, request: &ChatRequest, match_text: &str, turns: Turns) -> Option<usize> {
+    fn select(
+        &self,
+        request: &ChatRequest,
+        match_text: &MatchText<'_>,
+        turns: Turns,
+    ) -> Option<usize> {
         let scope = request.scope.as_deref();
         self.fixture
             .entries
@@ -411,7 +418,7 @@ fn pick(alternatives: &[Alternative], cx: &mut ActorContext<'_>) -> usize {
 /// What an answer is computed from besides its fixture response.
 struct Asked<'a> {
     request: &'a ChatRequest,
-    match_text: &'a str,
+    match_text: &'a MatchText<'a>,
     /// The usage rule's input bytes of the request.
     input_bytes: u64,
     turns: Turns,
@@ -458,7 +465,7 @@ fn respond(spec: &ResponseSpec, asked: &Asked<'_>, rule: UsageRule) -> ChatRespo
             tokens_of_bytes(input_bytes),
             tokens_of_bytes(response.output_bytes()),
         ),
-        UsageRule::Harn => (match_text.len() as u64, 30),
+        UsageRule::Harn => (match_text.get().len() as u64, 30),
     };
     response.usage = Usage {
         input_tokens: spec.usage.input_tokens.unwrap_or(input_default),

@@ -13,6 +13,8 @@
 //! the hash state after each message is kept, and the next call resumes from the state of the
 //! longest prefix it shares with the previous call.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -285,7 +287,9 @@ struct Seen {
 /// The previous call's tool list, with its digest and input bytes.
 #[derive(Debug, Clone)]
 struct SeenTools {
-    definitions: Vec<ToolDefinition>,
+    /// Shared with the request it came from: a request handing over the same list (by
+    /// address) is known unchanged without a comparison, as a shared slice cannot change.
+    definitions: Arc<[ToolDefinition]>,
     digest: String,
     input_bytes: u64,
 }
@@ -335,13 +339,13 @@ impl Memo {
                 input_bytes_through: bytes_before + message_input_bytes(m),
             });
         }
-        let tools_changed = !self
-            .tools
-            .as_ref()
-            .is_some_and(|seen| same_tools(&seen.definitions, &request.tools));
+        let tools_changed = !self.tools.as_ref().is_some_and(|seen| {
+            Arc::ptr_eq(&seen.definitions, &request.tools)
+                || same_tools(&seen.definitions, &request.tools)
+        });
         if tools_changed {
             self.tools = Some(SeenTools {
-                definitions: request.tools.clone(),
+                definitions: Arc::clone(&request.tools),
                 digest: tools_digest(&request.tools),
                 input_bytes: tools_input_bytes(&request.tools),
             });
@@ -468,6 +472,17 @@ mod tests {
         let again = memo.observe(&full);
         assert_eq!(again.kept, full.messages.len());
         assert!(!again.tools_changed);
+        // The tool list: an equal copy (another allocation) is unchanged, another list is not.
+        let mut copied = full.clone();
+        copied.tools = full.tools.to_vec().into();
+        assert!(!Arc::ptr_eq(&copied.tools, &full.tools));
+        assert!(!memo.observe(&copied).tools_changed);
+        let mut other = full.clone();
+        other.tools = Arc::new([ToolDefinition::named("other")]);
+        let seen = memo.observe(&other);
+        assert!(seen.tools_changed);
+        assert_eq!(seen.digest, other.digest());
+        assert_eq!(seen.input_bytes, other.input_bytes());
     }
 
     #[test]

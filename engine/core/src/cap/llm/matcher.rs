@@ -4,7 +4,7 @@
 //! either a substring (`contains`) or a glob (`glob`: `*` any run, `?` one character, `[…]` a
 //! class; `*` crosses newlines and `/`), always over the whole target text.
 
-use super::request::ChatRequest;
+use super::request::{ChatRequest, MatchText};
 
 /// A substring or a glob over one text.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,28 +70,31 @@ pub struct Turns {
 }
 
 impl Matcher {
-    /// Returns whether every condition holds for `request`.
-    pub fn matches(&self, request: &ChatRequest, match_text: &str, turns: Turns) -> bool {
-        let text_ok = self.text.as_ref().is_none_or(|p| p.matches(match_text));
-        let last_ok = self
-            .last_message
-            .as_ref()
-            .is_none_or(|p| request.last_message().is_some_and(|t| p.matches(t)));
-        let tool_result_ok = self
-            .last_tool_result
-            .as_ref()
-            .is_none_or(|p| request.last_tool_result().is_some_and(|t| p.matches(t)));
-        let model_ok = self
-            .model
-            .as_ref()
-            .is_none_or(|p| p.matches(&request.model));
-        let tools_ok = self
-            .tools
-            .iter()
-            .all(|name| request.tools.iter().any(|t| &t.name == name));
-        let turn_ok = self.turn.is_none_or(|n| n == turns.run);
-        let scope_turn_ok = self.scope_turn.is_none_or(|n| n == turns.scope);
-        text_ok && last_ok && tool_result_ok && model_ok && tools_ok && turn_ok && scope_turn_ok
+    /// Returns whether every condition holds for `request`. The cheap conditions (turns,
+    /// model, tools) are tested first, so the match text is joined only when they hold.
+    pub fn matches(&self, request: &ChatRequest, match_text: &MatchText<'_>, turns: Turns) -> bool {
+        self.turn.is_none_or(|n| n == turns.run)
+            && self.scope_turn.is_none_or(|n| n == turns.scope)
+            && self
+                .model
+                .as_ref()
+                .is_none_or(|p| p.matches(&request.model))
+            && self
+                .tools
+                .iter()
+                .all(|name| request.tools.iter().any(|t| &t.name == name))
+            && self
+                .last_message
+                .as_ref()
+                .is_none_or(|p| request.last_message().is_some_and(|t| p.matches(t)))
+            && self
+                .last_tool_result
+                .as_ref()
+                .is_none_or(|p| request.last_tool_result().is_some_and(|t| p.matches(t)))
+            && self
+                .text
+                .as_ref()
+                .is_none_or(|p| p.matches(match_text.get()))
     }
 
     /// Returns whether the block has no condition at all (Harn's FIFO entries).

@@ -39,5 +39,7 @@ pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, Sc
 pub use latency::{LatencyModel, UsageRule};
 pub use matcher::{Matcher, TextPattern};
 pub use record::{RecordConfig, RecordError, Recorder};
-pub use request::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition, Usage};
+pub use request::{
+    ChatRequest, ChatResponse, MatchText, Message, Role, ToolCall, ToolDefinition, Usage,
+};
 pub use wire::Provider;

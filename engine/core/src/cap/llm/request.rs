@@ -4,6 +4,8 @@
 //! Anthropic Messages, so record mode maps each wire format
 //! onto them without losing what replay matches on.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// Who wrote a message.
@@ -104,6 +106,29 @@ impl ToolDefinition {
     }
 }
 
+/// A request's match text, joined only when a match condition or usage rule reads it: most
+/// fixtures match by turn or last message, and the join grows with the conversation.
+#[derive(Debug)]
+pub struct MatchText<'a> {
+    request: &'a ChatRequest,
+    joined: std::cell::OnceCell<String>,
+}
+
+impl<'a> MatchText<'a> {
+    /// Returns the (not yet joined) match text of `request`.
+    pub fn of(request: &'a ChatRequest) -> MatchText<'a> {
+        MatchText {
+            request,
+            joined: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Returns [`ChatRequest::match_text`], joined on first use.
+    pub fn get(&self) -> &str {
+        self.joined.get_or_init(|| self.request.match_text())
+    }
+}
+
 /// One model call.
 ///
 /// ```
@@ -117,9 +142,10 @@ pub struct ChatRequest {
     pub model: String,
     /// The conversation so far.
     pub messages: Vec<Message>,
-    /// The tools offered.
+    /// The tools offered. Shared, so the calls of one conversation hand the model the same
+    /// list without copying it, and the LLM actor knows an unchanged list by its address.
     #[serde(default)]
-    pub tools: Vec<ToolDefinition>,
+    pub tools: Arc<[ToolDefinition]>,
     /// The fixture scope this call belongs to (an agent's name, say); `None` is unscoped.
     #[serde(default)]
     pub scope: Option<String>,
@@ -131,14 +157,14 @@ impl ChatRequest {
         ChatRequest {
             model: model.into(),
             messages,
-            tools: Vec::new(),
+            tools: Arc::new([]),
             scope: None,
         }
     }
 
-    /// Returns the request with `tools` offered.
-    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> ChatRequest {
-        self.tools = tools;
+    /// Returns the request with `tools` offered (a `Vec`, or an `Arc` to share one list).
+    pub fn with_tools(mut self, tools: impl Into<Arc<[ToolDefinition]>>) -> ChatRequest {
+        self.tools = tools.into();
         self
     }
 
