@@ -165,15 +165,17 @@ pub fn run(
 
 /// The time one run took.
 #[derive(Debug, Clone, Copy)]
-struct Times {
-    host: Duration,
-    cpu: Duration,
+pub(crate) struct Times {
+    /// Host (wall-clock) time.
+    pub(crate) host: Duration,
+    /// CPU time of the whole process, every thread.
+    pub(crate) cpu: Duration,
 }
 
 /// Runs `work` and returns the host and process CPU time it took. The benchmark measures
 /// host time on purpose; these are its only clock reads.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn timed<T>(work: impl FnOnce() -> T) -> (Times, T) {
+pub(crate) fn timed<T>(work: impl FnOnce() -> T) -> (Times, T) {
     let cpu_started = cpu_time::ProcessTime::now();
     let started = std::time::Instant::now();
     let value = work();

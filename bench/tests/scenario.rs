@@ -31,6 +31,10 @@ fn the_measurement_reports_both_bars() {
     let bars = scenario::bars(&measurement);
     assert_eq!(bars.len(), 2);
     assert!(bars.iter().all(|bar| bar.measured.is_some_and(|m| m > 0.0)));
+    // Each bar also shows its figure on the process CPU time.
+    assert!(bars
+        .iter()
+        .all(|bar| bar.measured_cpu.is_some_and(|m| m > 0.0)));
     assert!(measurement.records_per_run > 200);
     assert!(measurement.tape_bytes_per_run > 0);
 }
