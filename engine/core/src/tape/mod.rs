@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// The eight bytes every tape starts with.
 pub const MAGIC: &[u8; 8] = b"SIMTAPE\0";
 /// The tape format this engine writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Records between two checkpoints.
 pub const CHECKPOINT_INTERVAL_RECORDS: u64 = 1 << 16;
 /// Payloads larger than this go to the content store by default.

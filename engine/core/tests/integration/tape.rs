@@ -212,3 +212,45 @@ fn fuzzed_tapes_never_panic_and_are_never_accepted() {
         }
     }
 }
+
+#[test]
+fn a_tape_of_another_format_version_is_refused_by_name() {
+    // Goal: a tape written under format version 1 (before the LLM request records changed
+    // shape) is refused before any record is read, naming both versions.
+    use simtape::tape::{BlobMode, TapeHeader, TapeSink, TapeWriter, FORMAT_VERSION};
+    let dir = std::env::temp_dir().join(format!("simtape-tape-version-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("v1.tape");
+    let header = TapeHeader {
+        format_version: 1,
+        engine_version: "old".into(),
+        seed: 1,
+        start_unix_ns: 0,
+        scenario: Default::default(),
+        actors: vec!["engine".into(), "clock".into(), "events".into()],
+        blob_mode: "embedded".into(),
+        blob_threshold_bytes: 4096,
+        checkpoint_interval_records: simtape::tape::CHECKPOINT_INTERVAL_RECORDS,
+    };
+    let writer = TapeWriter::new(
+        TapeSink::create(&path).unwrap(),
+        &header,
+        BlobMode::Embedded,
+        u64::MAX,
+    )
+    .unwrap();
+    writer.finish(0, "ok").unwrap();
+    let error = read_all(&path).unwrap_err();
+    assert!(
+        matches!(error, TapeError::UnsupportedVersion { found: 1, supported } if supported == FORMAT_VERSION),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "tape format version 1 is not supported (this engine reads version {FORMAT_VERSION})"
+        )
+    );
+    assert!(verify_path(&path).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
