@@ -137,16 +137,19 @@ impl Measurement {
         self.runs as f64 / median(&self.single_cpu).as_secs_f64()
     }
 
-    /// Median sweep time on one thread over median sweep time on two.
+    /// The median over rounds of the round's sweep time on one thread over its sweep time on
+    /// two. Each round's two sweeps run back to back, so a ratio compares them under the same
+    /// host load, which drifts between rounds.
     pub fn sweep_speedup(&self) -> f64 {
-        median(&self.sweep_1).as_secs_f64() / median(&self.sweep_2).as_secs_f64()
+        median_ratio(&self.sweep_1, &self.sweep_2, 1.0)
     }
 
-    /// The speed-up two threads would give with both cores to themselves: twice the CPU time
-    /// of the single-thread rounds over the CPU time the two-thread sweeps took. Below 2
-    /// only by what the threads cost each other (shared memory, allocator, locks).
+    /// The speed-up two threads would give with both cores to themselves: per round, twice
+    /// the CPU time of the single-thread batch over the CPU time of the two-thread sweep (the
+    /// median over rounds). Below 2 only by what the threads cost each other (shared memory,
+    /// allocator, locks) or what the host's other work costs them (shared caches).
     pub fn sweep_speedup_cpu(&self) -> f64 {
-        2.0 * median(&self.single_cpu).as_secs_f64() / median(&self.sweep_2_cpu).as_secs_f64()
+        median_ratio(&self.single_cpu, &self.sweep_2_cpu, 2.0)
     }
 
     /// Median host time of one run on one thread, in µs.
@@ -177,7 +180,12 @@ pub fn measure(runs: u64, rounds: usize) -> Result<Measurement, String> {
         measurement.single.push(times.host);
         measurement.single_cpu.push(times.cpu);
         same(&reference.fingerprints, &batch.fingerprints, "one thread")?;
-        for jobs in [1, 2] {
+        // Alternate which sweep goes first, so neither always runs on a warmer host.
+        let order = match measurement.sweep_1.len() % 2 {
+            0 => [1, 2],
+            _ => [2, 1],
+        };
+        for jobs in order {
             let (times, fingerprints) = timed(|| sweep(&eval, runs, jobs));
             same(
                 &reference.fingerprints,
@@ -205,6 +213,17 @@ fn same(reference: &[u64], round: &[u64], what: &str) -> Result<(), String> {
         None if reference.len() != round.len() => Err(format!("{what}: runs missing")),
         None => Ok(()),
     }
+}
+
+/// Returns the median over rounds of `scale × a[i] / b[i]`.
+fn median_ratio(a: &[Duration], b: &[Duration], scale: f64) -> f64 {
+    let mut ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| scale * a.as_secs_f64() / b.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn median(times: &[Duration]) -> Duration {
