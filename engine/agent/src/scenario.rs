@@ -274,8 +274,13 @@ impl EvalScenario {
                 completed(report, transcript, worlds, fs_diff)
             }
             Err(error) => {
+                let fs = state.capabilities.get().and_then(|caps| caps.fs());
+                let fs_diff = fs
+                    .filter(|_| artifacts)
+                    .and_then(|fs| error.actors.get(fs))
+                    .and_then(|fs| fs.diff().ok());
                 let worlds = worlds(&error.actors);
-                stopped(error, &state, transcript, worlds, artifacts)
+                stopped(error, transcript, worlds, fs_diff)
             }
         }
     }
@@ -319,16 +324,10 @@ fn completed(
 /// The report of a run the engine stopped (deadlock, limit, panic, tape).
 fn stopped(
     error: RunError,
-    state: &RunState,
     transcript: Option<crate::transcript::Transcript>,
     worlds: Vec<WorldOutcome>,
-    artifacts: bool,
+    fs_diff: Option<FsDiff>,
 ) -> EvalReport {
-    let fs = state.capabilities.get().and_then(|caps| caps.fs());
-    let fs_diff = fs
-        .filter(|_| artifacts)
-        .and_then(|fs| error.actors.get(fs))
-        .and_then(|fs| fs.diff().ok());
     let failure = EvalFailure::Sim(*error.error);
     let records = error.tape.as_ref().map_or(0, |tape| tape.record_count);
     EvalReport {
