@@ -28,6 +28,10 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    // The stdio MCP commands keep Rust's default: a closed pipe is a write error they report.
+    if !matches!(cli.command, args::Command::Mcp(_)) {
+        die_quietly_on_closed_pipe();
+    }
     let result = match cli.command {
         args::Command::Run(a) => cmd_run::run(&a),
         args::Command::Replay(a) => cmd_replay::run(&a),
@@ -46,5 +50,19 @@ fn main() -> ExitCode {
             eprintln!("error: {}", error.message);
             ExitCode::from(error.code)
         }
+    }
+}
+
+/// Restores SIGPIPE's default action, so output piped into a reader that stops early
+/// (`simtape tape show t.tape | head`) ends the process as it ends `cat`, instead of a panic in
+/// `println!` (Rust ignores SIGPIPE, which turns the closed pipe into a write error). The
+/// project's one `unsafe` block: no safe API sets a signal's action.
+#[allow(unsafe_code)]
+fn die_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called on the main thread before any other thread exists; SIG_DFL is a valid
+    // action for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

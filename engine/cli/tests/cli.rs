@@ -656,3 +656,24 @@ fn the_published_scenario_schema_accepts_every_shipped_scenario() {
 fn scratch(name: &str) -> PathBuf {
     common::scratch("cli-tests", name)
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    // Goal: `simtape tape show t.tape | head` does not panic when the reader stops early: the
+    // pipe's reader is gone before the first line is written, so every write fails.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = simtape()
+        .args(["tape", "show"])
+        .arg(repo().join("tapes/race-edit/seed-0.tape"))
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(output.status.signal(), Some(13), "{:?}", output.status);
+    }
+}
