@@ -3,7 +3,7 @@
 //!
 //! For every `complete` call the recorder
 //! 1. asks the [`Network`] policy about the base URL's host and port (a denial is
-//!    [`LlmError::Denied`](super::LlmError::Denied) and nothing is dialled),
+//!    [`LlmError::Denied`] and nothing is dialled),
 //! 2. sends the request in the provider's wire format ([`Provider`], see [`super::wire`]),
 //!    blocking inside the actor's `handle`: the simulation is paused while the real call runs,
 //!    so no virtual time passes and no other task runs meanwhile,
