@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{repo, simtape};
+use common::{load_json, repo, simtape};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -515,28 +515,18 @@ fn evidence_of_an_agent_run_holds_the_transcript_and_the_world() {
             .arg("--evidence")
             .arg(&evidence),
     );
-    let verdict: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(evidence.join("verdict.json")).unwrap()).unwrap();
+    let verdict = load_json(&evidence.join("verdict.json"));
     assert_eq!(verdict["verdict"], "pass");
     assert_eq!(verdict["verifiers"].as_array().unwrap().len(), 3);
     assert!(verdict["transcript"]["answer"]
         .as_str()
         .unwrap()
         .contains("closed as fixed"));
-    let world: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(evidence.join("world-tickets.json")).unwrap())
-            .unwrap();
+    let world = load_json(&evidence.join("world-tickets.json"));
     assert_eq!(world["state"]["tickets"]["T-1"]["status"], "closed");
     assert_eq!(world["report"]["passed"], true);
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(evidence.join("manifest.json")).unwrap()).unwrap();
-    let files: Vec<&str> = manifest["artifacts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["file"].as_str().unwrap())
-        .collect();
-    assert!(files.contains(&"world-tickets.json"), "{files:?}");
+    let files = manifest_files(&evidence);
+    assert!(files.iter().any(|f| f == "world-tickets.json"), "{files:?}");
 }
 
 #[test]
@@ -552,14 +542,7 @@ fn evidence_holds_every_artifact_with_its_sha256() {
             .arg("--evidence")
             .arg(&evidence),
     );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(evidence.join("manifest.json")).unwrap()).unwrap();
-    let files: Vec<&str> = manifest["artifacts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["file"].as_str().unwrap())
-        .collect();
+    let files = manifest_files(&evidence);
     assert_eq!(
         files,
         [
@@ -570,12 +553,12 @@ fn evidence_holds_every_artifact_with_its_sha256() {
             "replay.sh"
         ]
     );
+    let manifest = load_json(&evidence.join("manifest.json"));
     for artifact in manifest["artifacts"].as_array().unwrap() {
         let bytes = std::fs::read(evidence.join(artifact["file"].as_str().unwrap())).unwrap();
         assert_eq!(artifact["sha256"], simtape::tape::sha256_hex(&bytes));
     }
-    let verdict: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(evidence.join("verdict.json")).unwrap()).unwrap();
+    let verdict = load_json(&evidence.join("verdict.json"));
     assert_eq!(verdict["verdict"], "pass");
     run_ok(
         simtape()
@@ -591,8 +574,7 @@ fn evidence_holds_every_artifact_with_its_sha256() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", text(&output));
-    let verdict: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(failed.join("verdict.json")).unwrap()).unwrap();
+    let verdict = load_json(&failed.join("verdict.json"));
     assert_eq!(
         (
             verdict["verdict"].as_str(),
@@ -606,9 +588,7 @@ fn evidence_holds_every_artifact_with_its_sha256() {
 fn the_published_scenario_schema_accepts_every_shipped_scenario() {
     // Goal: docs/scenario.schema.json (for editors) agrees with the shipped scenarios and with
     // `simtape new`, and rejects an unknown step.
-    let schema: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(repo().join("docs/scenario.schema.json")).unwrap())
-            .unwrap();
+    let schema = load_json(&repo().join("docs/scenario.schema.json"));
     let validator = jsonschema::validator_for(&schema).unwrap();
     let as_json = |text: &str| -> serde_json::Value {
         serde_json::to_value(toml::from_str::<toml::Value>(text).unwrap()).unwrap()
@@ -655,6 +635,16 @@ fn the_published_scenario_schema_accepts_every_shipped_scenario() {
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("cli-tests", name)
+}
+
+/// Returns the files an evidence directory's manifest lists, in its order.
+fn manifest_files(evidence: &Path) -> Vec<String> {
+    load_json(&evidence.join("manifest.json"))["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["file"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
