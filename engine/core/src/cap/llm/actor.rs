@@ -274,7 +274,7 @@ impl Actor for LlmActor {
         let digest = observed.digest.clone();
         let input_bytes = observed.input_bytes;
         self.observed = Some(observed);
-        if let Some(response) = fault_reply(&mut self.faults, digest.clone(), cx.rng) {
+        if let Some(response) = fault_reply(&mut self.faults, &digest, cx.rng) {
             return Answer {
                 latency_ns: super::faults::LLM_FAULT_LATENCY_NS,
                 response,

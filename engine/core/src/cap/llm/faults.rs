@@ -24,12 +24,12 @@ pub const LLM_FAULT_LATENCY_NS: u64 = 20_000_000;
 /// any.
 pub(crate) fn fault_reply(
     faults: &mut FaultRules<LlmFault>,
-    request_digest: String,
+    request_digest: &str,
     rng: &mut RngStream,
 ) -> Option<LlmReply> {
     let rule = faults.fire(ANY_TARGET, rng)?;
     Some(LlmReply {
-        request_digest,
+        request_digest: request_digest.to_string(),
         entry_line: None,
         alternative: None,
         usage: None,
