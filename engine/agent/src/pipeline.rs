@@ -6,7 +6,7 @@
 //! leaves. The first of them to fail stops the run at once; when both have finished, the
 //! verifiers run, still inside the simulation, so what they read and run is on the tape.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::rc::Rc;
@@ -28,7 +28,7 @@ use crate::transcript::Transcript;
 #[derive(Debug, Default)]
 pub(crate) struct RunState {
     pub(crate) transcript: RefCell<Transcript>,
-    pub(crate) capabilities: Cell<Option<Capabilities>>,
+    pub(crate) capabilities: RefCell<Option<Capabilities>>,
 }
 
 /// Everything the agent, its tools and the verifiers reach during one run.
@@ -94,7 +94,7 @@ impl RunOutput {
 
 /// The body of the main task.
 pub(crate) async fn run(host: Host, shared: Arc<Shared>, state: Rc<RunState>) -> RunOutput {
-    state.capabilities.set(Some(host.capabilities()));
+    *state.capabilities.borrow_mut() = Some(host.capabilities().clone());
     let ctx = Rc::new(Ctx {
         retries: Retries::new(shared.eval.agent.as_ref()),
         host,

@@ -107,7 +107,7 @@ impl Shared {
             .mcp
             .iter()
             .zip(&self.mcp)
-            .map(|(server, actor)| builder.actor(&mcp_actor_name(&server.name), actor.clone()))
+            .map(|(server, actor)| builder.capability(&mcp_actor_name(&server.name), actor.clone()))
             .collect();
         let records = self.eval.agent.is_some() || !self.eval.verify.is_empty();
         let log = records.then(|| builder.actor(AGENT_ACTOR, AgentLog));
@@ -274,7 +274,11 @@ impl EvalScenario {
                 completed(report, transcript, worlds, fs_diff)
             }
             Err(error) => {
-                let fs = state.capabilities.get().and_then(|caps| caps.fs());
+                let fs = state
+                    .capabilities
+                    .borrow()
+                    .as_ref()
+                    .and_then(|caps| caps.fs());
                 let fs_diff = fs
                     .filter(|_| artifacts)
                     .and_then(|fs| error.actors.get(fs))

@@ -16,6 +16,17 @@ use crate::rng::RngStream;
 use crate::tape::RecordKind;
 use crate::time::Sleep;
 
+/// The actor id of the engine itself (spawns, exits, tape meta records, the stop of an open
+/// run).
+pub const ENGINE_ACTOR: u16 = 0;
+/// The actor id of the clock (timer wakes, `Host::wall_clock`).
+pub const CLOCK_ACTOR: u16 = 1;
+/// The actor id of the user-event actor (`Host::event`).
+pub const EVENTS_ACTOR: u16 = 2;
+/// The names of the built-in actors, indexed by their ids: every tape's actor table starts
+/// with them.
+pub const BUILTIN_ACTORS: [&str; 3] = ["engine", "clock", "events"];
+
 /// What an actor sees while it answers a request.
 #[derive(Debug)]
 pub struct ActorContext<'a> {
@@ -86,6 +97,8 @@ pub trait Actor: 'static {
 
 /// One registered actor inside a running simulation.
 pub(crate) struct ActorSlot {
+    /// The actor's name, as in the tape's actor table.
+    pub(crate) name: String,
     pub(crate) rng: RngStream,
     pub(crate) state: Option<Box<dyn Any>>,
 }

@@ -26,7 +26,10 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
-use crate::actor::ActorRef;
+use std::any::TypeId;
+use std::sync::Arc;
+
+use crate::actor::{Actor, ActorRef};
 use crate::cap::fs::{FsActor, FsDiff, FsError, FsHandle};
 use crate::cap::llm::{LlmActor, LlmHandle};
 use crate::cap::net::{NetActor, NetHandle, Network};
@@ -43,48 +46,120 @@ pub const LLM_ACTOR: &str = "llm";
 /// See [`FS_ACTOR`].
 pub const PROCESS_ACTOR: &str = "process";
 
-/// Which capabilities a run was built with.
-#[derive(Debug, Clone, Copy, Default)]
+/// One capability of a run: an actor registered with [`Builder::capability`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityEntry {
+    /// The actor's name, as in the tape's actor table (`fs`, `llm`, `mcp:tickets`, …).
+    pub name: String,
+    /// The actor id, as on the tape.
+    pub id: u16,
+    /// The actor's Rust type name, for listings and messages.
+    pub type_name: &'static str,
+    type_id: TypeId,
+}
+
+/// The registry of a run's capabilities: every capability actor by name and type, in the
+/// order they were registered. A new kind of capability needs no field here: register it
+/// with [`Builder::capability`] and find it with [`Capabilities::get`] or
+/// [`Capabilities::all`]; a gateway lists every endpoint of a run with
+/// [`Capabilities::iter`]. Cheap to clone (shared).
+///
+/// ```
+/// use simtape::cap::net::{NetActor, Network};
+/// let mut builder = simtape::Sim::builder();
+/// builder.network(Network::deny());
+/// let caps = builder.capabilities();
+/// assert!(caps.net().is_some() && caps.fs().is_none());
+/// assert!(caps.get::<NetActor>("net").is_some());
+/// let names: Vec<&str> = caps.iter().map(|entry| entry.name.as_str()).collect();
+/// assert_eq!(names, ["net"]);
+/// ```
+#[derive(Debug, Clone, Default)]
 pub struct Capabilities {
-    fs: Option<ActorRef<FsActor>>,
-    net: Option<ActorRef<NetActor>>,
-    llm: Option<ActorRef<LlmActor>>,
-    process: Option<ActorRef<ProcessActor>>,
+    entries: Arc<Vec<CapabilityEntry>>,
 }
 
 impl Capabilities {
+    /// Returns the capability registered as `name`, if it is an `A`.
+    pub fn get<A: 'static>(&self, name: &str) -> Option<ActorRef<A>> {
+        self.entries
+            .iter()
+            .find(|entry| entry.name == name)
+            .filter(|entry| entry.type_id == TypeId::of::<A>())
+            .map(|entry| ActorRef::new(entry.id))
+    }
+
+    /// Returns every capability of type `A`, with its name, in registration order.
+    pub fn all<A: 'static>(&self) -> impl Iterator<Item = (&str, ActorRef<A>)> + '_ {
+        self.entries
+            .iter()
+            .filter(|entry| entry.type_id == TypeId::of::<A>())
+            .map(|entry| (entry.name.as_str(), ActorRef::new(entry.id)))
+    }
+
+    /// Returns every capability, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &CapabilityEntry> + '_ {
+        self.entries.iter()
+    }
+
     /// Returns the filesystem actor, if the run has one.
     pub fn fs(&self) -> Option<ActorRef<FsActor>> {
-        self.fs
+        self.get(FS_ACTOR)
     }
 
     /// Returns the network actor, if the run has one.
     pub fn net(&self) -> Option<ActorRef<NetActor>> {
-        self.net
+        self.get(NET_ACTOR)
     }
 
     /// Returns the LLM actor, if the run has one.
     pub fn llm(&self) -> Option<ActorRef<LlmActor>> {
-        self.llm
+        self.get(LLM_ACTOR)
     }
 
     /// Returns the process actor, if the run has one.
     pub fn process(&self) -> Option<ActorRef<ProcessActor>> {
-        self.process
+        self.get(PROCESS_ACTOR)
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.entries.iter().any(|entry| entry.name == name)
     }
 }
 
 impl Builder {
+    /// Registers `actor` as a capability named `name` (see [`Capabilities`]): an actor like
+    /// any other ([`Builder::actor`]), which pipelines, verifiers and gateways can also find
+    /// by name and type.
+    ///
+    /// # Panics
+    /// When the run already has a capability (or any actor) named `name`.
+    pub fn capability<A: Actor + Clone>(&mut self, name: &str, actor: A) -> ActorRef<A> {
+        assert!(
+            !self.capabilities.contains(name),
+            "the run already has a capability named {name:?}"
+        );
+        let actor_ref = self.actor(name, actor);
+        Arc::make_mut(&mut self.capabilities.entries).push(CapabilityEntry {
+            name: name.to_string(),
+            id: actor_ref.id(),
+            type_name: std::any::type_name::<A>(),
+            type_id: TypeId::of::<A>(),
+        });
+        actor_ref
+    }
+
+    /// Returns the capabilities registered so far.
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities.clone()
+    }
+
     /// Gives the run a filesystem: a copy-on-write overlay (see [`crate::cap::fs`]).
     ///
     /// # Panics
     /// When the run already has a filesystem.
     pub fn fs(&mut self, fs: FsActor) -> &mut Self {
-        assert!(
-            self.capabilities.fs.is_none(),
-            "the run already has a filesystem"
-        );
-        self.capabilities.fs = Some(self.actor(FS_ACTOR, fs));
+        self.capability(FS_ACTOR, fs);
         self
     }
 
@@ -94,11 +169,7 @@ impl Builder {
     /// # Panics
     /// When the run already has a network policy.
     pub fn network(&mut self, policy: Network) -> &mut Self {
-        assert!(
-            self.capabilities.net.is_none(),
-            "the run already has a network policy"
-        );
-        self.capabilities.net = Some(self.actor(NET_ACTOR, NetActor::new(policy)));
+        self.capability(NET_ACTOR, NetActor::new(policy));
         self
     }
 
@@ -107,11 +178,7 @@ impl Builder {
     /// # Panics
     /// When the run already has a model.
     pub fn llm(&mut self, llm: LlmActor) -> &mut Self {
-        assert!(
-            self.capabilities.llm.is_none(),
-            "the run already has a model"
-        );
-        self.capabilities.llm = Some(self.actor(LLM_ACTOR, llm));
+        self.capability(LLM_ACTOR, llm);
         self
     }
 
@@ -135,7 +202,7 @@ impl Builder {
     /// ```
     pub fn process_wasi_dir(&mut self, dir: impl AsRef<std::path::Path>) -> &mut Self {
         let dir = dir.as_ref();
-        match self.capabilities.process {
+        match self.capabilities.process() {
             Some(process) => self.update_actor(process, |actor| actor.wasi_fallback(dir)),
             None => {
                 let actor = ProcessActor::wasi(dir).limits(self.limits_value());
@@ -151,11 +218,7 @@ impl Builder {
     /// # Panics
     /// When the run already has a process actor.
     pub fn process(&mut self, process: ProcessActor) -> &mut Self {
-        assert!(
-            self.capabilities.process.is_none(),
-            "the run already has a process actor"
-        );
-        self.capabilities.process = Some(self.actor(PROCESS_ACTOR, process));
+        self.capability(PROCESS_ACTOR, process);
         self
     }
 }
@@ -168,7 +231,7 @@ impl Host {
     pub fn fs(&self) -> FsHandle {
         FsHandle::new(
             self.capabilities
-                .fs
+                .fs()
                 .expect("no filesystem: build the run with Builder::fs"),
         )
     }
@@ -180,7 +243,7 @@ impl Host {
     pub fn net(&self) -> NetHandle {
         NetHandle::new(
             self.capabilities
-                .net
+                .net()
                 .expect("no network policy: build the run with Builder::network"),
         )
     }
@@ -192,7 +255,7 @@ impl Host {
     pub fn llm(&self) -> LlmHandle {
         LlmHandle::new(
             self.capabilities
-                .llm
+                .llm()
                 .expect("no model: build the run with Builder::llm"),
         )
     }
@@ -204,32 +267,32 @@ impl Host {
     pub fn process(&self) -> ProcessHandle {
         ProcessHandle::new(
             self.capabilities
-                .process
+                .process()
                 .expect("no process actor: build the run with Builder::process"),
         )
-        .with_fs(self.capabilities.fs)
+        .with_fs(self.capabilities.fs())
     }
 
     /// Returns which capabilities the run has.
-    pub fn capabilities(&self) -> Capabilities {
-        self.capabilities
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 }
 
 impl<T> RunReport<T> {
     /// Returns the run's filesystem diff, when the run had a filesystem.
     pub fn fs_diff(&self) -> Option<Result<FsDiff, FsError>> {
-        let fs = self.capabilities.fs?;
+        let fs = self.capabilities.fs()?;
         Some(self.actors.get(fs)?.diff())
     }
 
     /// Returns the final LLM actor (its unused `once` entries, for instance).
     pub fn llm(&self) -> Option<&LlmActor> {
-        self.actors.get(self.capabilities.llm?)
+        self.actors.get(self.capabilities.llm()?)
     }
 
     /// Returns the final process actor (its unused replay entries, for instance).
     pub fn process(&self) -> Option<&ProcessActor> {
-        self.actors.get(self.capabilities.process?)
+        self.actors.get(self.capabilities.process()?)
     }
 }

@@ -38,6 +38,15 @@ pub enum SimError {
         /// Every waiting task and what it awaits, by task id.
         waiting: Vec<WaitingTask>,
     },
+    /// The driver of an open run ended it before its main task finished.
+    #[error("stopped at t={} before the main task finished: {} task(s) waiting: {}",
+        crate::time::format_ns(*t_ns), waiting.len(), format_waiting(waiting))]
+    Stopped {
+        /// Virtual time of the stop.
+        t_ns: u64,
+        /// Every waiting task and what it awaits, by task id.
+        waiting: Vec<WaitingTask>,
+    },
     /// A limit was reached.
     #[error("limit {limit} = {value} reached at t={}", crate::time::format_ns(*t_ns))]
     LimitExceeded {
@@ -70,6 +79,7 @@ impl SimError {
         match self {
             SimError::TaskPanicked { .. } => "task_panicked",
             SimError::Deadlock { .. } => "deadlock",
+            SimError::Stopped { .. } => "stopped",
             SimError::LimitExceeded { .. } => "limit_exceeded",
             SimError::Tape(_) => "tape",
             SimError::Config(_) => "config",

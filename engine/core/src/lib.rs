@@ -21,17 +21,19 @@
 //!
 //! Module map:
 //! - [`sim`] — `Sim` and `Builder` (seed, start instant, limits, tape, actors), `Host`.
-//! - `executor` — the run loop, tasks, join handles, deadlock detection.
+//! - [`run`] — open runs: `Sim::start` → `Run` (`step`, `run_until`, `deliver`, `finish`).
+//! - [`inbox`] — `Inbox`/`Outbox`: input into and output from an open run.
+//! - `executor` — the run loop (entered through a guard), tasks, join handles, deadlocks.
 //! - [`time`] — virtual time, `sleep`, `sleep_until`, `timeout`, `interval`.
 //! - `timers` — the `(t_ns, seq)` timer queue.
 //! - [`sync`] — channels.
 //! - [`rng`] — per-actor ChaCha streams, integer `Ratio`s.
 //! - [`actor`] — the actor seam; the clock and user-event actors.
 //! - [`cap`] — the capabilities: filesystem overlay, network policy, LLM.
-//! - [`capabilities`] — the builder settings and host handles for them.
+//! - [`capabilities`] — the capability registry, builder settings and host handles.
 //! - [`limits`] — every bound of a run.
 //! - `recorder` — records to the tape and the run fingerprint.
-//! - [`tape`] — the tape format v1, writer and reader.
+//! - [`tape`] — the tape format v3, writer and reader.
 //! - [`oracle`] — tape diffs.
 //! - [`scenario`] — the TOML scenario format and its interpreter.
 //! - [`error`] — what ends a run.
@@ -44,10 +46,12 @@ pub mod cap;
 pub mod capabilities;
 pub mod error;
 mod executor;
+pub mod inbox;
 pub mod limits;
 pub mod oracle;
 mod recorder;
 pub mod rng;
+pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod sync;
@@ -56,9 +60,11 @@ pub mod testing;
 pub mod time;
 mod timers;
 
+pub use actor::{CLOCK_ACTOR, ENGINE_ACTOR};
 pub use capabilities::Capabilities;
 pub use error::{SimError, WaitingTask};
-pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
+pub use executor::{in_simulation, spawn, JoinError, JoinHandle};
+pub use run::{Progress, Run};
 pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.

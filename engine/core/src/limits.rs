@@ -31,6 +31,9 @@ pub struct Limits {
     pub wasm_fuel_max: u64,
     /// Bytes of linear memory one WASI guest may grow to.
     pub wasm_memory_bytes_max: u64,
+    /// Messages an inbox (input from outside an open run, not yet received) or an outbox
+    /// (output not yet taken by the run's driver) may hold; see [`crate::inbox`].
+    pub mailbox_len_max: usize,
 }
 
 /// How long a subprocess group has between TERM and KILL, in milliseconds.
@@ -55,6 +58,7 @@ impl Default for Limits {
             process_output_bytes_max: 16 << 20,
             wasm_fuel_max: WASM_FUEL_DEFAULT_MAX,
             wasm_memory_bytes_max: 256 << 20,
+            mailbox_len_max: 4096,
         }
     }
 }
@@ -79,6 +83,8 @@ pub enum LimitName {
     TasksMax,
     /// See [`Limits::payload_bytes_max`].
     PayloadBytesMax,
+    /// See [`Limits::mailbox_len_max`].
+    MailboxLenMax,
 }
 
 impl LimitName {
@@ -91,6 +97,7 @@ impl LimitName {
             LimitName::RunQueueLenMax => "run_queue_len_max",
             LimitName::TasksMax => "tasks_max",
             LimitName::PayloadBytesMax => "payload_bytes_max",
+            LimitName::MailboxLenMax => "mailbox_len_max",
         }
     }
 }

@@ -6,21 +6,23 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::actor::{Actor, ActorRef, ActorSlot, Clock, ClockRequest, Events, UserEvent};
+use crate::actor::{
+    Actor, ActorRef, ActorSlot, Clock, ClockRequest, Events, UserEvent, BUILTIN_ACTORS,
+    CLOCK_ACTOR, EVENTS_ACTOR,
+};
 use crate::capabilities::Capabilities;
 use crate::error::SimError;
 use crate::executor::{self, Core, JoinHandle, LoopEnd};
+use crate::inbox::{ErasedInbox, Inbox, InboxState, Input, Outbox, OutboxState};
 use crate::limits::Limits;
 use crate::recorder::Recorder;
 use crate::rng::RngStream;
+use crate::run::Run;
 use crate::tape::{
     sidecar_dir, BlobMode, ScenarioStamp, TapeHeader, TapeSink, TapeSummary, TapeWriter,
     BLOB_THRESHOLD_DEFAULT_BYTES, CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION,
 };
 use crate::time::START_DEFAULT_UNIX_NS;
-
-/// The names of the built-in actors, in actor-id order.
-pub const BUILTIN_ACTORS: [&str; 3] = ["engine", "clock", "events"];
 
 #[derive(Debug, Clone)]
 enum TapeTarget {
@@ -52,6 +54,8 @@ pub struct Builder {
     blob_threshold_bytes: usize,
     scenario: ScenarioStamp,
     actors: Vec<(String, ActorFactory)>,
+    /// The actor ids of the registered inboxes.
+    inboxes: Vec<u16>,
     pub(crate) capabilities: Capabilities,
 }
 
@@ -76,6 +80,7 @@ impl Default for Builder {
             blob_threshold_bytes: BLOB_THRESHOLD_DEFAULT_BYTES,
             scenario: ScenarioStamp::default(),
             actors: Vec::new(),
+            inboxes: Vec::new(),
             capabilities: Capabilities::default(),
         }
     }
@@ -148,15 +153,52 @@ impl Builder {
     /// # Panics
     /// When `name` is already taken or more than 65,535 actors are registered.
     pub fn actor<A: Actor + Clone>(&mut self, name: &str, actor: A) -> ActorRef<A> {
+        ActorRef::new(self.register(name, Rc::new(move || Box::new(actor.clone()))))
+    }
+
+    /// Registers an inbox under `name`: the door through which the driver of an open run
+    /// ([`Sim::start`]) delivers input of type `M` (see [`crate::inbox`]).
+    ///
+    /// # Panics
+    /// When `name` is already taken or more than 65,535 actors are registered.
+    pub fn inbox<M: Input>(&mut self, name: &str) -> Inbox<M> {
+        let id = self.register(
+            name,
+            Rc::new(|| {
+                let erased: ErasedInbox = Box::new(InboxState::<M>::new());
+                Box::new(erased)
+            }),
+        );
+        self.inboxes.push(id);
+        Inbox::new(id)
+    }
+
+    /// Registers an outbox under `name`: where the run's tasks leave output of type `M` for
+    /// the driver of an open run (see [`crate::inbox`]).
+    ///
+    /// # Panics
+    /// When `name` is already taken or more than 65,535 actors are registered.
+    pub fn outbox<M: 'static>(&mut self, name: &str) -> Outbox<M> {
+        let id = self.register(
+            name,
+            Rc::new(|| {
+                Box::new(OutboxState::<M> {
+                    queue: std::collections::VecDeque::new(),
+                })
+            }),
+        );
+        Outbox::new(id)
+    }
+
+    fn register(&mut self, name: &str, factory: ActorFactory) -> u16 {
         assert!(
             !BUILTIN_ACTORS.contains(&name) && self.actors.iter().all(|(n, _)| n != name),
             "actor name {name:?} is already taken"
         );
         let id = u16::try_from(BUILTIN_ACTORS.len() + self.actors.len())
             .expect("fewer than 65,536 actors");
-        self.actors
-            .push((name.to_string(), Rc::new(move || Box::new(actor.clone()))));
-        ActorRef::new(id)
+        self.actors.push((name.to_string(), factory));
+        id
     }
 
     /// Returns the configured seed.
@@ -238,27 +280,30 @@ impl Builder {
             [Box::new(()), Box::new(Clock), Box::new(Events::default())];
         for (name, state) in BUILTIN_ACTORS.iter().zip(builtin) {
             actors.push(ActorSlot {
+                name: name.to_string(),
                 rng: RngStream::fork(self.seed, name),
                 state: Some(state),
             });
         }
         for (name, factory) in &self.actors {
             actors.push(ActorSlot {
+                name: name.clone(),
                 rng: RngStream::fork(self.seed, name),
                 state: Some(factory()),
             });
         }
-        let core = Core::new(
+        let mut core = Core::new(
             self.seed,
             self.start_unix_ns,
             self.limits.clone(),
             recorder,
             actors,
         );
+        core.inboxes.clone_from(&self.inboxes);
         Ok(Sim {
             core,
             tape_path: self.tape_file(),
-            capabilities: self.capabilities,
+            capabilities: self.capabilities.clone(),
         })
     }
 
@@ -397,68 +442,119 @@ impl Sim {
         Fut: Future<Output = T> + 'static,
         T: 'static,
     {
-        let seed = self.core.seed;
-        let capabilities = self.capabilities;
+        let (core, main, failure, tape_path, capabilities) = self.spawn_main(pipeline);
+        let (core, end) = match failure {
+            Some(error) => (core, LoopEnd::Failed(error)),
+            None => executor::run_to_end(core, &main),
+        };
+        finish_run(core, main, end, tape_path, capabilities, verdict)
+    }
+
+    /// Starts an open run: spawns `pipeline` as the main task, runs it until nothing is
+    /// runnable at time zero, and hands the run to its driver (see [`crate::run`]).
+    pub fn start<F, Fut, T>(self, pipeline: F) -> Run<T>
+    where
+        F: FnOnce(Host) -> Fut,
+        Fut: Future<Output = T> + 'static,
+        T: 'static,
+    {
+        let (core, main, failure, tape_path, capabilities) = self.spawn_main(pipeline);
+        Run::new(core, main, failure, tape_path, capabilities)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn spawn_main<F, Fut, T>(
+        self,
+        pipeline: F,
+    ) -> (
+        Core,
+        JoinHandle<T>,
+        Option<SimError>,
+        Option<PathBuf>,
+        Capabilities,
+    )
+    where
+        F: FnOnce(Host) -> Fut,
+        Fut: Future<Output = T> + 'static,
+        T: 'static,
+    {
         let host = Host {
-            seed,
+            seed: self.core.seed,
             start_unix_ns: self.core.start_unix_ns,
-            capabilities,
+            capabilities: self.capabilities.clone(),
         };
-        let (mut core, end, output) = executor::run_loop(self.core, pipeline(host));
-        let (end_ns, events) = (core.now_ns, core.events());
-        let outcome = match (end, output) {
-            (LoopEnd::Finished, Some(output)) => Ok(output),
-            (LoopEnd::Finished, None) => unreachable!("a finished main task has an output"),
-            (LoopEnd::Failed(error), _) => Err(error),
-        };
-        let verdict_text = verdict(outcome.as_ref());
-        let tape = core
-            .recorder
-            .writer
-            .take()
-            .map(|w| w.finish(end_ns, &verdict_text))
-            .transpose();
-        let (records, fingerprint) = (core.recorder.records(), core.recorder.fingerprint());
-        let actors = ActorStates {
-            states: core
-                .actors
-                .iter_mut()
-                .map(|slot| slot.state.take())
-                .collect(),
-        };
-        let tape_path = self.tape_path;
-        match (outcome, tape) {
-            (Ok(output), Ok(tape)) => Ok(RunReport {
-                output,
-                seed,
-                end_ns,
-                events,
-                records,
-                fingerprint,
-                tape,
-                tape_path,
-                actors,
-                capabilities,
-            }),
-            (Ok(_), Err(tape_error)) => Err(RunError {
-                error: Box::new(SimError::Tape(tape_error)),
-                seed,
-                end_ns,
-                events,
-                tape: None,
-                tape_path,
-                actors,
-            }),
-            (Err(error), tape) => Err(RunError {
-                error: Box::new(error),
-                seed,
-                end_ns,
-                events,
-                tape: tape.ok().flatten().map(Box::new),
-                tape_path,
-                actors,
-            }),
+        let (core, main, failure) = executor::start(self.core, pipeline(host));
+        (core, main, failure, self.tape_path, self.capabilities)
+    }
+}
+
+/// Ends a run: tears it down (taking the main task's output), writes the footer with
+/// `verdict(outcome)`, and builds the report or the error.
+pub(crate) fn finish_run<T: 'static>(
+    core: Core,
+    main: JoinHandle<T>,
+    end: LoopEnd,
+    tape_path: Option<PathBuf>,
+    capabilities: Capabilities,
+    verdict: impl FnOnce(Result<&T, &SimError>) -> String,
+) -> Result<RunReport<T>, RunError> {
+    let (mut core, output) = executor::teardown(core, main);
+    let seed = core.seed;
+    let (end_ns, events) = (core.now_ns, core.events());
+    let outcome = match (end, output) {
+        (LoopEnd::Finished, Some(output)) => Ok(output),
+        (LoopEnd::Finished, None) => unreachable!("a finished main task has an output"),
+        (LoopEnd::Failed(error), _) => Err(error),
+        (LoopEnd::Paused | LoopEnd::AwaitingInput(_), _) => {
+            unreachable!("a run is finished only once its loop ended")
         }
+    };
+    let verdict_text = verdict(outcome.as_ref());
+    let tape = core
+        .recorder
+        .writer
+        .take()
+        .map(|w| w.finish(end_ns, &verdict_text))
+        .transpose();
+    let (records, fingerprint) = (core.recorder.records(), core.recorder.fingerprint());
+    let actors = ActorStates {
+        states: core
+            .actors
+            .iter_mut()
+            .map(|slot| slot.state.take())
+            .collect(),
+    };
+    match (outcome, tape) {
+        (Ok(output), Ok(tape)) => Ok(RunReport {
+            output,
+            seed,
+            end_ns,
+            events,
+            records,
+            fingerprint,
+            tape,
+            tape_path,
+            actors,
+            capabilities,
+        }),
+        (Ok(_), Err(tape_error)) => Err(RunError {
+            error: Box::new(SimError::Tape(tape_error)),
+            seed,
+            end_ns,
+            events,
+            tape: None,
+            tape_path,
+            actors,
+        }),
+        (Err(error), tape) => Err(RunError {
+            error: Box::new(error),
+            seed,
+            end_ns,
+            events,
+            tape: tape.ok().flatten().map(Box::new),
+            tape_path,
+            actors,
+        }),
     }
 }
 
@@ -502,7 +598,7 @@ impl Host {
 
     /// Returns the clock actor (reads and sleeps recorded as requests and replies).
     pub fn clock(&self) -> ActorRef<Clock> {
-        ActorRef::new(1)
+        ActorRef::new(CLOCK_ACTOR)
     }
 
     /// Reads the simulated wall clock through the clock actor (recorded on the tape).
@@ -524,7 +620,7 @@ impl Host {
     /// Logs a structured event onto the tape through the user-event actor; returns its
     /// number (1 for the first event of the run).
     pub async fn event(&self, name: &str, fields: serde_json::Value) -> u64 {
-        let events: ActorRef<Events> = ActorRef::new(2);
+        let events: ActorRef<Events> = ActorRef::new(EVENTS_ACTOR);
         events
             .call(UserEvent {
                 name: name.to_string(),

@@ -9,7 +9,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::executor::{with_core, CLOCK_ACTOR};
+use crate::actor::CLOCK_ACTOR;
+use crate::executor::with_core;
 use crate::timers::TimerKey;
 
 /// The default start instant: 2026-01-01T00:00:00Z, in nanoseconds since the Unix epoch.

@@ -189,6 +189,30 @@ impl TimerQueue {
         }
     }
 
+    /// Returns the deadline of the earliest live timer, first dropping the cancelled timers
+    /// ahead of it (popping those is what the run loop would do anyway: they fire nothing).
+    pub(crate) fn next_live_ns(&mut self) -> Option<u64> {
+        loop {
+            let (t_ns, index) = self.peek_entry()?;
+            if self.slots[index as usize].waker.is_some() {
+                return Some(t_ns);
+            }
+            self.pop();
+        }
+    }
+
+    fn peek_entry(&self) -> Option<(u64, u32)> {
+        if let Some(&slot) = self.current.get(self.current_next) {
+            return Some((self.current_t_ns, slot));
+        }
+        if let Some(single) = self.single {
+            return Some(single);
+        }
+        let Reverse(t_ns) = *self.instants.peek()?;
+        let id = self.index.get(&t_ns)?;
+        Some((t_ns, *self.buckets[*id as usize].first()?))
+    }
+
     /// Pops the earliest timer.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Fired> {

@@ -1,4 +1,4 @@
-//! The tape: a bit-exact, hash-chained MessagePack record of one run (format v1).
+//! The tape: a bit-exact, hash-chained MessagePack record of one run (format v3).
 //!
 //! The byte-level specification is `docs/tape-format.md`; this module is its implementation.
 //! [`TapeWriter`] streams records through a reused buffer; [`TapeReader`] streams them back,
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// The eight bytes every tape starts with.
 pub const MAGIC: &[u8; 8] = b"SIMTAPE\0";
 /// The tape format this engine writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Records between two checkpoints.
 pub const CHECKPOINT_INTERVAL_RECORDS: u64 = 1 << 16;
 /// Payloads larger than this go to the content store by default.
@@ -51,6 +51,11 @@ pub enum RecordKind {
     /// A final effect of the run (an fs diff digest, a world state, a declared result):
     /// payload `[name, value]`. The oracle's outcome mode compares only these and the verdict.
     Outcome = 8,
+    /// Input from outside an open run, delivered through an inbox (the record's actor):
+    /// payload `[events, "message", message]`, `[events, "close", nil]`, or, on the engine
+    /// actor, `[events, "stop", nil]`. `events` is the number of timer events popped before
+    /// the delivery, which (with the record's place) pins the step it was delivered at.
+    Input = 9,
 }
 
 impl RecordKind {
@@ -66,6 +71,7 @@ impl RecordKind {
             6 => RecordKind::Blob,
             7 => RecordKind::Footer,
             8 => RecordKind::Outcome,
+            9 => RecordKind::Input,
             _ => return None,
         })
     }
@@ -82,6 +88,7 @@ impl RecordKind {
             RecordKind::Blob => "blob",
             RecordKind::Footer => "footer",
             RecordKind::Outcome => "outcome",
+            RecordKind::Input => "input",
         }
     }
 

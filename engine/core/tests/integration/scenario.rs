@@ -385,7 +385,7 @@ fn errors_name_line_column_and_field() {
         (
             format!("{head}[limits]\nevents_maxx = 5\nvirtual_time_max_ns = \"soon\"\n{task}steps = [{{ sleep = \"1s\" }}]\n"),
             vec![
-                "s.toml:4:1: field `limits.events_maxx`: unknown limit, expected one of `channel_capacity`, `events_max`, `payload_bytes_max`, `process_output_bytes_max`, `run_queue_len_max`, `tape_bytes_max`, `tasks_max`, `virtual_time_max_ns`, `wasm_fuel_max`, `wasm_memory_bytes_max`",
+                "s.toml:4:1: field `limits.events_maxx`: unknown limit, expected one of `channel_capacity`, `events_max`, `mailbox_len_max`, `payload_bytes_max`, `process_output_bytes_max`, `run_queue_len_max`, `tape_bytes_max`, `tasks_max`, `virtual_time_max_ns`, `wasm_fuel_max`, `wasm_memory_bytes_max`",
                 "s.toml:5:23: field `limits.virtual_time_max_ns`: expected a non-negative integer of nanoseconds or a duration like \"10s\", found \"soon\"",
             ],
         ),

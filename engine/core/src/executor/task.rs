@@ -1,0 +1,201 @@
+//! Tasks: `spawn`, `JoinHandle`, the exit record of a task, and what a waiting task awaits.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use super::context::{raise_attention, schedule, try_with_core, with_core};
+use super::TaskId;
+use crate::actor::ENGINE_ACTOR;
+use crate::tape::encode::SmallPayload;
+use crate::tape::RecordKind;
+
+/// What a task waits for, rendered only when a deadlock is reported.
+#[derive(Debug, Clone)]
+pub(crate) enum Awaiting {
+    /// A fixed description.
+    Static(&'static str),
+    /// A receive on the named channel.
+    Recv(Rc<str>),
+    /// A send on the named channel, which is full.
+    Send(Rc<str>),
+    /// Another task's end.
+    Join(TaskId),
+    /// Input from outside the simulation, on the inbox with this actor id.
+    Input(u16),
+}
+
+/// What a deadlock report says of a task waiting on a future simtape cannot see into.
+const UNSEEN: &str = "a future outside simtape's channels, timers and joins";
+
+/// Something tasks wait on (a channel, a oneshot). At a deadlock the executor asks each live
+/// probe which wakers it holds and matches them to tasks, so the hot paths (send, receive,
+/// sleep) never spend a write on describing what a task awaits.
+pub(crate) trait WaitProbe {
+    /// Appends every waker this probe holds and what its owner awaits.
+    fn waiting(&self, found: &mut Vec<(Waker, Awaiting)>);
+}
+
+/// Registers a probe with the running simulation.
+pub(crate) fn register_probe(probe: std::rc::Weak<dyn WaitProbe>) {
+    with_core(|core| core.register_probe(probe));
+}
+
+/// Writes a record of the engine actor caused by the current task.
+pub(crate) fn record_engine<T: serde::Serialize + ?Sized>(kind: RecordKind, value: &T) {
+    with_core(|core| core.record_value(ENGINE_ACTOR, kind, value));
+}
+
+/// A handle to a spawned task: await it for the task's output, or abort it. Dropping the
+/// handle lets the task run on (it is detached, as with threads).
+pub struct JoinHandle<T> {
+    id: TaskId,
+    pub(super) task: Option<async_task::Task<T, TaskId>>,
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle").field("id", &self.id).finish()
+    }
+}
+
+/// Why a joined task produced no output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JoinError {
+    /// The task was aborted.
+    #[error("task #{0} was aborted")]
+    Aborted(u32),
+}
+
+impl<T> JoinHandle<T> {
+    /// Returns the task id, as it appears on the tape.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Aborts the task: its future is dropped at the next turn of the executor (recorded as
+    /// an `exit` with status `aborted`) and awaiting this handle gives [`JoinError::Aborted`].
+    pub fn abort(&mut self) {
+        // Dropping an async-task `Task` cancels it; the executor then drops the future.
+        self.task.take();
+    }
+
+    /// Lets the task run on with nobody waiting for it (the same as dropping the handle).
+    pub fn detach(self) {}
+
+    /// Returns true when the task has completed or was aborted.
+    pub fn is_finished(&self) -> bool {
+        self.task.as_ref().is_none_or(|task| task.is_finished())
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.detach();
+        }
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let id = self.id;
+        let Some(task) = self.task.as_mut() else {
+            return Poll::Ready(Err(JoinError::Aborted(id)));
+        };
+        match Pin::new(task).poll(cx) {
+            Poll::Ready(output) => {
+                with_core(|core| core.set_awaiting(Awaiting::Static(UNSEEN)));
+                // A finished `Task` must not be polled again; `None` now means "taken".
+                std::mem::forget(self.task.take());
+                Poll::Ready(Ok(output))
+            }
+            Poll::Pending => {
+                with_core(|core| core.set_awaiting(Awaiting::Join(id)));
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Marks a task's end on the tape: "ok" when it completed, "aborted" when its future was
+/// dropped unfinished, "panicked" when it unwound.
+struct ExitGuard {
+    id: TaskId,
+    completed: bool,
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let status = if self.completed {
+            "ok"
+        } else if std::thread::panicking() {
+            "panicked"
+        } else {
+            "aborted"
+        };
+        let id = self.id;
+        try_with_core(|core| {
+            if core.shutting_down {
+                return;
+            }
+            if let Some(info) = core.tasks.get_mut(id as usize) {
+                info.alive = false;
+                core.tasks_alive -= 1;
+                // The loop drops the task's waker after this poll returns.
+                raise_attention();
+            }
+            let t_ns = core.now_ns;
+            let payload = SmallPayload::exit(status);
+            let written =
+                core.recorder
+                    .encoded(t_ns, ENGINE_ACTOR, id, RecordKind::Exit, payload.as_bytes());
+            if let Err(e) = written {
+                core.fail(e);
+            }
+        });
+    }
+}
+
+/// Spawns a named task on the running simulation.
+///
+/// ```
+/// let report = simtape::Sim::builder().build().unwrap().run(|_host| async {
+///     let child = simtape::spawn("child", async { 6 * 7 });
+///     child.await.unwrap()
+/// }).unwrap();
+/// assert_eq!(report.output, 42);
+/// ```
+pub fn spawn<F>(name: impl Into<Cow<'static, str>>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let name = name.into();
+    let id = with_core(|core| core.register_task(name));
+    let wrapped = async move {
+        let mut guard = ExitGuard {
+            id,
+            completed: false,
+        };
+        let output = future.await;
+        guard.completed = true;
+        output
+    };
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(id)
+        .spawn_local(move |_| wrapped, schedule);
+    // The core keeps a waker of every live task: at teardown, waking each one and dropping
+    // its runnable drops its future, which breaks reference cycles between blocked tasks.
+    let waker = runnable.waker();
+    with_core(|core| core.tasks[id as usize].waker = Some(waker));
+    runnable.schedule();
+    JoinHandle {
+        id,
+        task: Some(task),
+    }
+}
