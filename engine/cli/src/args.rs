@@ -64,6 +64,10 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// MCP tool servers: record, replay and verify cassettes; serve and score simulated worlds.
     Mcp(crate::cmd_mcp::McpArgs),
+    /// Serves a scenario's model on loopback HTTP (Anthropic Messages, OpenAI Chat
+    /// Completions) to an agent process, in virtual time, onto one tape.
+    #[command(after_help = EXIT_CODES)]
+    Serve(crate::cmd_serve::ServeArgs),
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ mod cmd_new;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_run;
+mod cmd_serve;
 mod cmd_sweep;
 mod cmd_tape;
 mod evidence;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         args::Command::New(a) => cmd_new::run(&a),
         args::Command::Sweep(a) => cmd_sweep::run(&a),
         args::Command::Report(a) => cmd_report::run(&a),
+        args::Command::Serve(a) => cmd_serve::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -42,4 +42,4 @@ pub use record::{RecordConfig, RecordError, Recorder};
 pub use request::{
     ChatRequest, ChatResponse, MatchText, Message, Role, ToolCall, ToolDefinition, Usage,
 };
-pub use wire::Provider;
+pub use wire::{Provider, ServedBody, ServedRequest};

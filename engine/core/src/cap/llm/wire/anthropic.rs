@@ -7,7 +7,9 @@ use serde_json::{json, Map, Value};
 use super::{
     array, field, implied_stop, optional, optional_string, schema, string, usage, Shape, WireAnswer,
 };
-use crate::cap::llm::request::{ChatRequest, Role, ToolCall};
+use crate::cap::llm::request::{
+    ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition,
+};
 
 pub(super) fn request_body(request: &ChatRequest, model: &str, max_tokens: u64) -> Value {
     let mut body = Map::new();
@@ -119,4 +121,209 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
         stop_reason,
         usage: usage(body, "input_tokens", "output_tokens")?,
     })
+}
+
+// --- The serving side: what `simtape serve` reads from an agent and answers it. ---------
+
+/// Reads an agent's Messages request. Content may be a string or a list of blocks; text
+/// blocks of one message join with a blank line, `tool_result` blocks become tool messages,
+/// and blocks `ChatRequest` has no place for (images, thinking, documents) are left out.
+pub(super) fn parse_request(body: &Value) -> Result<ChatRequest, Shape> {
+    let model = string(field(body, "the request", "model")?, "model")?;
+    let mut messages = Vec::new();
+    if let Some(system) = optional(body, "system") {
+        let text = blocks_text(system, "system")?;
+        if !text.is_empty() {
+            messages.push(Message::system(text));
+        }
+    }
+    for (index, message) in array(field(body, "the request", "messages")?, "messages")?
+        .iter()
+        .enumerate()
+    {
+        let at = format!("messages[{index}]");
+        let role = string(field(message, &at, "role")?, &format!("{at}.role"))?;
+        let content = field(message, &at, "content")?;
+        match role {
+            "user" => user_turn(content, &at, &mut messages)?,
+            "assistant" => messages.push(assistant_turn(content, &at)?),
+            other => {
+                return Err(Shape::new(
+                    format!("\"user\" or \"assistant\" at {at}.role"),
+                    format!("{other:?}"),
+                ))
+            }
+        }
+    }
+    let tools = match optional(body, "tools") {
+        None => Vec::new(),
+        Some(tools) => array(tools, "tools")?
+            .iter()
+            .enumerate()
+            .map(|(index, tool)| {
+                let at = format!("tools[{index}]");
+                Ok(ToolDefinition {
+                    name: string(field(tool, &at, "name")?, &format!("{at}.name"))?.to_owned(),
+                    description: optional_string(tool, &at, "description")?.unwrap_or_default(),
+                    parameters: optional(tool, "input_schema")
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                })
+            })
+            .collect::<Result<_, Shape>>()?,
+    };
+    Ok(ChatRequest::new(model, messages).with_tools(tools))
+}
+
+/// Returns the text of a string or of a list of blocks' `text` fields, joined.
+fn blocks_text(content: &Value, at: &str) -> Result<String, Shape> {
+    if let Some(text) = content.as_str() {
+        return Ok(text.to_owned());
+    }
+    let texts: Vec<&str> = array(content, at)?
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    Ok(texts.join("\n\n"))
+}
+
+fn user_turn(content: &Value, at: &str, messages: &mut Vec<Message>) -> Result<(), Shape> {
+    if content.is_string() {
+        messages.push(Message::user(blocks_text(content, at)?));
+        return Ok(());
+    }
+    let mut text = Vec::new();
+    for (index, block) in array(content, &format!("{at}.content"))?.iter().enumerate() {
+        let block_at = format!("{at}.content[{index}]");
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text.push(string(field(block, &block_at, "text")?, &block_at)?),
+            Some("tool_result") => {
+                let id = string(field(block, &block_at, "tool_use_id")?, &block_at)?;
+                let result = match optional(block, "content") {
+                    Some(content) => blocks_text(content, &format!("{block_at}.content"))?,
+                    None => String::new(),
+                };
+                messages.push(Message::tool_result(id, result));
+            }
+            _ => {}
+        }
+    }
+    if !text.is_empty() {
+        messages.push(Message::user(text.join("\n\n")));
+    }
+    Ok(())
+}
+
+fn assistant_turn(content: &Value, at: &str) -> Result<Message, Shape> {
+    if content.is_string() {
+        return Ok(Message::assistant(blocks_text(content, at)?));
+    }
+    let mut text = Vec::new();
+    let mut calls = Vec::new();
+    for (index, block) in array(content, &format!("{at}.content"))?.iter().enumerate() {
+        let block_at = format!("{at}.content[{index}]");
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text.push(string(field(block, &block_at, "text")?, &block_at)?),
+            Some("tool_use") => calls.push(ToolCall {
+                id: string(field(block, &block_at, "id")?, &block_at)?.to_owned(),
+                name: string(field(block, &block_at, "name")?, &block_at)?.to_owned(),
+                arguments: optional(block, "input")
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
+            }),
+            _ => {}
+        }
+    }
+    let mut message = Message::assistant(text.join("\n\n"));
+    message.tool_calls = calls;
+    Ok(message)
+}
+
+/// Returns the content blocks of `answer`: its text (when any), then its tool calls.
+fn answer_blocks(answer: &ChatResponse) -> Vec<Value> {
+    let mut blocks = text_block(&answer.text);
+    blocks.extend(answer.tool_calls.iter().map(|call| {
+        json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
+    }));
+    blocks
+}
+
+/// Returns the non-streaming Messages answer.
+pub(super) fn response_body(answer: &ChatResponse, id: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "message",
+        "role": "assistant",
+        "model": answer.model,
+        "content": answer_blocks(answer),
+        "stop_reason": answer.stop_reason,
+        "stop_sequence": null,
+        "usage": {
+            "input_tokens": answer.usage.input_tokens,
+            "output_tokens": answer.usage.output_tokens,
+        },
+    })
+}
+
+/// Returns the streamed answer as its server-sent events, in the order the API sends them:
+/// `message_start`, per block `content_block_start` / `content_block_delta` /
+/// `content_block_stop`, then `message_delta` (stop reason, usage) and `message_stop`.
+pub(super) fn stream_events(answer: &ChatResponse, id: &str) -> Vec<(&'static str, Value)> {
+    let mut events = vec![(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": answer.model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": answer.usage.input_tokens, "output_tokens": 0},
+        }}),
+    )];
+    for (index, block) in answer_blocks(answer).into_iter().enumerate() {
+        let (start, delta) = if block["type"] == "text" {
+            (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            )
+        } else {
+            (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            )
+        };
+        events.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        events.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        ));
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": answer.stop_reason, "stop_sequence": null},
+               "usage": {"output_tokens": answer.usage.output_tokens}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    events
+}
+
+/// Returns the API's error body for `status`.
+pub(super) fn error_body(status: u16, message: &str) -> Value {
+    let kind = match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    };
+    json!({"type": "error", "error": {"type": kind, "message": message}})
 }

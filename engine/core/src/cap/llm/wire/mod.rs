@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fixture::json_kind;
-use super::request::{ChatRequest, ToolCall, Usage};
+use super::request::{ChatRequest, ChatResponse, ToolCall, Usage};
 
 /// The wire format a recorded call is sent in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -121,6 +121,102 @@ impl Provider {
             Provider::OpenAiChat => openai_chat::parse_response(body),
             Provider::OpenAiResponses => openai_responses::parse_response(body),
             Provider::AnthropicMessages => anthropic::parse_response(body),
+        }
+    }
+}
+
+/// An agent's model request as the serving side reads it (`simtape serve`).
+#[derive(Debug, Clone)]
+pub struct ServedRequest {
+    /// The conversation, in our vocabulary.
+    pub request: ChatRequest,
+    /// Whether the agent asked for a server-sent event stream.
+    pub stream: bool,
+    /// Whether a streamed answer ends with a usage chunk (OpenAI `stream_options`).
+    pub include_usage: bool,
+}
+
+/// An answer rendered for the wire: its content type and its whole body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedBody {
+    /// `application/json` or `text/event-stream`.
+    pub content_type: &'static str,
+    /// The body: one JSON document, or every server-sent event of the stream.
+    pub body: String,
+}
+
+impl Provider {
+    /// Reads an agent's request body in this wire format (the serving side of the format;
+    /// `request_body` is the calling side).
+    pub fn parse_request(self, body: &Value) -> Result<ServedRequest, Shape> {
+        let request = match self {
+            Provider::OpenAiChat => openai_chat::parse_request(body)?,
+            Provider::AnthropicMessages => anthropic::parse_request(body)?,
+            Provider::OpenAiResponses => {
+                return Err(Shape::new(
+                    "a Chat Completions or Messages request (Responses is not served yet)",
+                    "a Responses request",
+                ))
+            }
+        };
+        let stream = optional(body, "stream").and_then(Value::as_bool) == Some(true);
+        let include_usage = optional(body, "stream_options")
+            .and_then(|options| options.get("include_usage"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        Ok(ServedRequest {
+            request,
+            stream,
+            include_usage,
+        })
+    }
+
+    /// Renders `answer` as the provider sends it: JSON, or (for `served.stream`) the whole
+    /// event stream. `id` names the answer; `created_unix_s` is the simulated wall clock.
+    pub fn answer_body(
+        self,
+        served: &ServedRequest,
+        answer: &ChatResponse,
+        id: &str,
+        created_unix_s: i64,
+    ) -> ServedBody {
+        if !served.stream {
+            let body = match self {
+                Provider::AnthropicMessages => anthropic::response_body(answer, id),
+                _ => openai_chat::response_body(answer, id, created_unix_s),
+            };
+            return ServedBody {
+                content_type: "application/json",
+                body: body.to_string(),
+            };
+        }
+        let mut text = String::new();
+        match self {
+            Provider::AnthropicMessages => {
+                for (event, data) in anthropic::stream_events(answer, id) {
+                    text.push_str(&format!("event: {event}\ndata: {data}\n\n"));
+                }
+            }
+            _ => {
+                for chunk in
+                    openai_chat::stream_chunks(answer, id, created_unix_s, served.include_usage)
+                {
+                    text.push_str(&format!("data: {chunk}\n\n"));
+                }
+                text.push_str("data: [DONE]\n\n");
+            }
+        }
+        ServedBody {
+            content_type: "text/event-stream",
+            body: text,
+        }
+    }
+
+    /// Returns the provider's error body for `status` with `message`.
+    pub fn error_body(self, status: u16, message: &str) -> Value {
+        match self {
+            Provider::AnthropicMessages => anthropic::error_body(status, message),
+            _ => openai_chat::error_body(status, message),
         }
     }
 }
@@ -267,7 +363,7 @@ fn implied_stop(tool_calls: &[ToolCall]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cap::llm::request::Message;
+    use crate::cap::llm::request::{Message, ToolDefinition};
 
     #[test]
     fn malformed_answers_name_what_was_expected_and_found() {
@@ -354,5 +450,100 @@ mod tests {
             "busy"
         );
         assert_eq!(error_message("Bad Gateway"), "Bad Gateway");
+    }
+
+    fn conversation() -> ChatRequest {
+        let mut assistant = Message::assistant("Reading it.");
+        assistant.tool_calls = vec![ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: serde_json::json!({"path": "a.txt"}),
+        }];
+        ChatRequest::new(
+            "m",
+            vec![
+                Message::system("rules"),
+                Message::user("fix it"),
+                assistant,
+                Message::tool_result("call_1", "hello"),
+            ],
+        )
+        .with_tools(vec![ToolDefinition {
+            name: "read_file".into(),
+            description: "Reads a file".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }])
+    }
+
+    #[test]
+    fn the_serving_side_reads_what_the_calling_side_writes() {
+        // Goal: for both served formats, a request written by record mode's calling side
+        // reads back, on the serving side, as the same conversation and tools.
+        let request = conversation();
+        for provider in [Provider::OpenAiChat, Provider::AnthropicMessages] {
+            let body = provider.request_body(&request, "m", 64);
+            let served = provider.parse_request(&body).unwrap();
+            assert_eq!(served.request.messages, request.messages, "{provider:?}");
+            assert_eq!(served.request.tools, request.tools, "{provider:?}");
+            assert!(!served.stream);
+        }
+    }
+
+    #[test]
+    fn a_streamed_answer_carries_the_whole_event_sequence() {
+        // Goal: an Anthropic stream is message_start, a start/delta/stop per block (text,
+        // then tool_use with its JSON in one input_json_delta), message_delta, message_stop;
+        // a Chat Completions stream ends with the finish reason, usage and [DONE].
+        let answer = ChatResponse {
+            model: "m".into(),
+            text: "Reading it.".into(),
+            tool_calls: conversation().messages[2].tool_calls.clone(),
+            stop_reason: "tool_use".into(),
+            usage: Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+            },
+        };
+        let served = |stream| ServedRequest {
+            request: conversation(),
+            stream,
+            include_usage: true,
+        };
+        let body = Provider::AnthropicMessages.answer_body(&served(true), &answer, "msg_1", 0);
+        assert_eq!(body.content_type, "text/event-stream");
+        let events: Vec<&str> = body
+            .body
+            .lines()
+            .filter_map(|line| line.strip_prefix("event: "))
+            .collect();
+        assert_eq!(
+            events,
+            [
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert!(body
+            .body
+            .contains(r#""partial_json":"{\"path\":\"a.txt\"}""#));
+        let chat = Provider::OpenAiChat.answer_body(&served(true), &answer, "c1", 5);
+        assert!(chat.body.ends_with("data: [DONE]\n\n"));
+        assert!(chat.body.contains(r#""finish_reason":"tool_calls""#));
+        assert!(chat.body.contains(r#""completion_tokens":3"#));
+        let json = Provider::OpenAiChat.answer_body(&served(false), &answer, "c1", 5);
+        let parsed = Provider::OpenAiChat
+            .parse_response(&serde_json::from_str(&json.body).unwrap())
+            .unwrap();
+        assert_eq!(
+            (parsed.text, parsed.tool_calls),
+            (answer.text, answer.tool_calls)
+        );
     }
 }

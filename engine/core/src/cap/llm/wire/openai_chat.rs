@@ -7,7 +7,9 @@ use super::{
     arguments, array, field, implied_stop, optional, optional_string, schema, string, usage, Shape,
     WireAnswer,
 };
-use crate::cap::llm::request::{ChatRequest, Message, Role, ToolCall};
+use crate::cap::llm::request::{
+    ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition,
+};
 
 pub(super) fn request_body(request: &ChatRequest, model: &str) -> Value {
     let mut body = Map::new();
@@ -119,4 +121,181 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
         stop_reason,
         usage: usage(body, "prompt_tokens", "completion_tokens")?,
     })
+}
+
+// --- The serving side: what `simtape serve` reads from an agent and answers it. ---------
+
+/// Reads an agent's Chat Completions request. `content` may be a string or a list of parts
+/// (their `text` joined); `tool` messages answer calls by `tool_call_id`.
+pub(super) fn parse_request(body: &Value) -> Result<ChatRequest, Shape> {
+    let model = string(field(body, "the request", "model")?, "model")?;
+    let mut messages = Vec::new();
+    for (index, wire) in array(field(body, "the request", "messages")?, "messages")?
+        .iter()
+        .enumerate()
+    {
+        let at = format!("messages[{index}]");
+        let role = string(field(wire, &at, "role")?, &format!("{at}.role"))?;
+        let text = content_text(optional(wire, "content"), &format!("{at}.content"))?;
+        let message = match role {
+            "system" | "developer" => Message::system(text),
+            "user" => Message::user(text),
+            "tool" => Message::tool_result(
+                string(
+                    field(wire, &at, "tool_call_id")?,
+                    &format!("{at}.tool_call_id"),
+                )?,
+                text,
+            ),
+            "assistant" => {
+                let mut message = Message::assistant(text);
+                if let Some(calls) = optional(wire, "tool_calls") {
+                    for (k, call) in array(calls, &format!("{at}.tool_calls"))?
+                        .iter()
+                        .enumerate()
+                    {
+                        let call_at = format!("{at}.tool_calls[{k}]");
+                        let function = field(call, &call_at, "function")?;
+                        message.tool_calls.push(ToolCall {
+                            id: string(field(call, &call_at, "id")?, &call_at)?.to_owned(),
+                            name: string(field(function, &call_at, "name")?, &call_at)?.to_owned(),
+                            arguments: arguments(
+                                string(field(function, &call_at, "arguments")?, &call_at)?,
+                                &format!("{call_at}.function.arguments"),
+                            )?,
+                        });
+                    }
+                }
+                message
+            }
+            other => {
+                return Err(Shape::new(
+                    format!("a chat role at {at}.role"),
+                    format!("{other:?}"),
+                ))
+            }
+        };
+        messages.push(message);
+    }
+    let mut tools = Vec::new();
+    if let Some(wire) = optional(body, "tools") {
+        for (index, tool) in array(wire, "tools")?.iter().enumerate() {
+            let at = format!("tools[{index}].function");
+            let function = field(tool, &format!("tools[{index}]"), "function")?;
+            tools.push(ToolDefinition {
+                name: string(field(function, &at, "name")?, &format!("{at}.name"))?.to_owned(),
+                description: optional_string(function, &at, "description")?.unwrap_or_default(),
+                parameters: optional(function, "parameters")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            });
+        }
+    }
+    Ok(ChatRequest::new(model, messages).with_tools(tools))
+}
+
+/// Returns a message's text: a string, or the `text` of each part joined; none is empty.
+fn content_text(content: Option<&Value>, at: &str) -> Result<String, Shape> {
+    let Some(content) = content else {
+        return Ok(String::new());
+    };
+    if let Some(text) = content.as_str() {
+        return Ok(text.to_owned());
+    }
+    let parts: Vec<&str> = array(content, at)?
+        .iter()
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect();
+    Ok(parts.join("\n\n"))
+}
+
+/// Returns `stop_reason` in Chat Completions' vocabulary.
+fn finish_reason(stop_reason: &str) -> &str {
+    match stop_reason {
+        "end_turn" | "stop_sequence" => "stop",
+        "max_tokens" => "length",
+        "tool_use" => "tool_calls",
+        other => other,
+    }
+}
+
+fn usage_body(answer: &ChatResponse) -> Value {
+    let usage = answer.usage;
+    json!({
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    })
+}
+
+/// Returns the non-streaming Chat Completions answer; `created` is Unix seconds.
+pub(super) fn response_body(answer: &ChatResponse, id: &str, created: i64) -> Value {
+    let mut reply = Message::assistant(answer.text.clone());
+    reply.tool_calls.clone_from(&answer.tool_calls);
+    json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": answer.model,
+        "choices": [{
+            "index": 0,
+            "message": message(&reply),
+            "finish_reason": finish_reason(&answer.stop_reason),
+            "logprobs": null,
+        }],
+        "usage": usage_body(answer),
+    })
+}
+
+/// Returns the streamed answer's chunks, in order: the role, the text, each tool call
+/// (id, name and whole arguments in one delta), the finish reason, and the usage chunk
+/// when `include_usage` (the caller's `stream_options`); the caller ends with `[DONE]`.
+pub(super) fn stream_chunks(
+    answer: &ChatResponse,
+    id: &str,
+    created: i64,
+    include_usage: bool,
+) -> Vec<Value> {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": id, "object": "chat.completion.chunk", "created": created,
+            "model": answer.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
+        })
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    if !answer.text.is_empty() {
+        chunks.push(chunk(json!({"content": answer.text}), Value::Null));
+    }
+    for (index, call) in answer.tool_calls.iter().enumerate() {
+        chunks.push(chunk(
+            json!({"tool_calls": [{
+                "index": index, "id": call.id, "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments.to_string()},
+            }]}),
+            Value::Null,
+        ));
+    }
+    chunks.push(chunk(json!({}), finish_reason(&answer.stop_reason).into()));
+    if include_usage {
+        chunks.push(json!({
+            "id": id, "object": "chat.completion.chunk", "created": created,
+            "model": answer.model, "choices": [], "usage": usage_body(answer),
+        }));
+    }
+    chunks
+}
+
+/// Returns the API's error body for `status`.
+pub(super) fn error_body(status: u16, message: &str) -> Value {
+    let kind = match status {
+        400 | 404 => "invalid_request_error",
+        401 => "authentication_error",
+        429 => "rate_limit_exceeded",
+        _ => "server_error",
+    };
+    json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
 }

@@ -1,0 +1,116 @@
+//! `simtape serve`: one simulation whose model endpoints an agent process reaches on
+//! loopback; the agent's requests, answers and exit go on the one tape.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use simtape_agent::EvalScenario;
+use simtape_serve::{AgentCommand, ServeOptions};
+
+use crate::exit::{CliError, CliResult, DIVERGED, OK, RUN_ERROR};
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The scenario file (TOML): its model fixture answers the agent.
+    pub(crate) scenario: PathBuf,
+    /// The seed (default: the scenario's first pinned seed).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Where to write the tape.
+    #[arg(long)]
+    pub(crate) tape: Option<PathBuf>,
+    /// Where to listen; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub(crate) addr: SocketAddr,
+    /// How long the agent must be quiet, in wall-clock milliseconds, before virtual time
+    /// moves and answers go out (docs/serve.md, "The settle rule").
+    #[arg(long, default_value_t = 20)]
+    pub(crate) settle_ms: u64,
+    /// Wall-clock seconds the agent may run before it is killed and the run ends in error.
+    #[arg(long, default_value_t = 600)]
+    pub(crate) timeout_s: u64,
+    /// The agent to run, with its arguments, after `--`; without it, serve until Ctrl-C.
+    #[arg(last = true)]
+    pub(crate) command: Vec<String>,
+}
+
+pub(crate) fn run(args: &ServeArgs) -> CliResult {
+    let eval = EvalScenario::load(&args.scenario).map_err(CliError::usage)?;
+    let seed = args
+        .seed
+        .unwrap_or_else(|| eval.scenario().seeds().first().copied().unwrap_or(0));
+    println!("seed={seed}");
+    let mut builder = eval.builder(seed);
+    if let Some(tape) = &args.tape {
+        if let Some(parent) = tape.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| CliError::usage(format!("{}: {e}", parent.display())))?;
+        }
+        builder.tape(tape);
+    }
+    let command = args
+        .command
+        .split_first()
+        .map(|(program, rest)| AgentCommand {
+            program: program.clone(),
+            args: rest.to_vec(),
+            env: Vec::new(),
+            cwd: None,
+            timeout: Some(Duration::from_secs(args.timeout_s)),
+        });
+    let interactive = command.is_none();
+    let options = ServeOptions {
+        addr: args.addr,
+        settle: Duration::from_millis(args.settle_ms),
+        command,
+    };
+    let (stop_tx, stop) = smol::channel::bounded(1);
+    if interactive {
+        // Ctrl-C ends the session; the tape is finished, not lost.
+        ctrlc::set_handler(move || {
+            let _ = stop_tx.try_send(());
+        })
+        .map_err(|e| CliError::usage(format!("cannot watch for Ctrl-C: {e}")))?;
+    }
+    let session = simtape_serve::serve(&mut builder, options, stop, |endpoints| {
+        println!("serve: listening on http://{}", endpoints.addr);
+        if interactive {
+            println!("serve: point your agent here, then press Ctrl-C to end and write the tape:");
+            for (name, value) in &endpoints.env {
+                println!("  export {name}={value}");
+            }
+        }
+    })
+    .map_err(CliError::usage)?;
+    if session.timed_out {
+        eprintln!(
+            "serve: the agent ran over --timeout-s {} and was killed",
+            args.timeout_s
+        );
+    }
+    if let Some(tape) = &args.tape {
+        println!("tape: {}", tape.display());
+    }
+    match session.report {
+        Ok(report) => {
+            let outcome = &report.output;
+            println!(
+                "serve: {} request(s), {} model call(s)",
+                outcome.requests, outcome.model_calls
+            );
+            let verdict = outcome.verdict();
+            println!("verdict: {verdict}");
+            Ok(match verdict.split(':').next() {
+                Some("ok") => OK,
+                Some("fail") => DIVERGED,
+                _ => RUN_ERROR,
+            })
+        }
+        Err(error) => {
+            println!("verdict: error: {}", error.error);
+            Ok(RUN_ERROR)
+        }
+    }
+}

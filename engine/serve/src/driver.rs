@@ -1,0 +1,244 @@
+//! The outside of `simtape serve`: the loopback HTTP server, the agent process, and the
+//! driver that turns wall-clock arrivals into the simulation's inputs.
+//!
+//! Everything here runs on one thread under a smol `LocalExecutor`: connection tasks hand
+//! each request to the driver through a channel; the driver owns the open run. The rule that
+//! keeps the tape independent of OS scheduling: the driver waits until the agent has been
+//! quiet for the settle window, sorts the requests that arrived meanwhile by content
+//! (method, path, body), delivers them in that order at the run's current virtual instant,
+//! runs the simulation until it awaits input again (every model latency passes in virtual
+//! time, at once), and only then releases the answers. An agent that sends its next request
+//! only after an answer (every agent's main loop) therefore always produces the same inputs
+//! in the same order; parallel requests inside one settle window are ordered by content.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use simtape::inbox::{Inbox, Outbox};
+use simtape::run::{Progress, Run};
+use smol::channel::{Receiver, Sender};
+
+use crate::gateway::{GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
+
+/// The largest request body the gateway reads (Claude Code's requests are ~50 KB).
+pub(crate) const REQUEST_BYTES_MAX: usize = 32 << 20;
+
+/// A request waiting for the driver, with the way back to its connection.
+pub(crate) struct Pending {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) body: String,
+    pub(crate) reply: Sender<HttpResponse>,
+}
+
+/// Accepts connections until the listener fails; each connection's requests go to `tx`.
+pub(crate) async fn accept(
+    executor: std::rc::Rc<smol::LocalExecutor<'static>>,
+    listener: smol::net::TcpListener,
+    tx: Sender<Pending>,
+) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let tx = tx.clone();
+        executor.spawn(connection(stream, tx)).detach();
+    }
+}
+
+async fn connection(stream: smol::net::TcpStream, tx: Sender<Pending>) {
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let tx = tx.clone();
+        async move { Ok::<_, std::convert::Infallible>(exchange(request, &tx).await) }
+    });
+    // A connection that breaks mid-request only loses that request: the agent sees the error.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service)
+        .await;
+}
+
+async fn exchange(
+    request: hyper::Request<Incoming>,
+    tx: &Sender<Pending>,
+) -> hyper::Response<Full<Bytes>> {
+    let (parts, body) = request.into_parts();
+    let body = match Limited::new(body, REQUEST_BYTES_MAX).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            let message =
+                format!("the request body is over {REQUEST_BYTES_MAX} bytes or broke off");
+            return plain(413, &message);
+        }
+    };
+    let (reply, answer) = smol::channel::bounded(1);
+    let pending = Pending {
+        method: parts.method.as_str().to_string(),
+        path: parts.uri.path().to_string(),
+        body: String::from_utf8_lossy(&body).into_owned(),
+        reply,
+    };
+    if tx.send(pending).await.is_err() {
+        return plain(503, "simtape serve is shutting down");
+    }
+    match answer.recv().await {
+        Ok(response) => http_response(response),
+        Err(_) => plain(503, "the simulation ended before answering this request"),
+    }
+}
+
+fn plain(status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
+    let body = serde_json::json!({"error": {"type": "simtape_serve", "message": message}});
+    http_response(HttpResponse {
+        id: 0,
+        status,
+        headers: Vec::new(),
+        content_type: "application/json",
+        body: body.to_string(),
+    })
+}
+
+fn http_response(response: HttpResponse) -> hyper::Response<Full<Bytes>> {
+    let mut builder = hyper::Response::builder()
+        .status(response.status)
+        .header("content-type", response.content_type);
+    for (name, value) in &response.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder
+        .body(Full::new(Bytes::from(response.body)))
+        .expect("status and headers come from the gateway's fixed vocabulary")
+}
+
+/// What ends a serve session besides the run itself.
+pub(crate) enum Ending {
+    /// The agent process exited with this code (`None`: a signal).
+    AgentExited(Option<i32>),
+    /// The user asked to stop (Ctrl-C without an agent command).
+    Stopped,
+}
+
+/// The driver loop: batches requests by the settle rule, feeds the run, answers.
+pub(crate) struct Driver {
+    pub(crate) run: Run<GatewayOutcome>,
+    pub(crate) inputs: Inbox<GatewayInput>,
+    pub(crate) responses: Outbox<HttpResponse>,
+    pub(crate) settle: Duration,
+    pub(crate) next_id: u64,
+    pub(crate) waiting: BTreeMap<u64, Sender<HttpResponse>>,
+}
+
+impl Driver {
+    /// Runs until `ending` resolves or the run ends; returns how the session ended.
+    pub(crate) async fn drive(
+        &mut self,
+        rx: &Receiver<Pending>,
+        ending: impl std::future::Future<Output = Ending>,
+    ) -> Option<Ending> {
+        self.run.run_until_idle();
+        let ending = std::pin::pin!(ending);
+        let mut ending = ending;
+        loop {
+            let next = smol::future::or(async { rx.recv().await.ok().map(Next::Request) }, async {
+                Some(Next::End((&mut ending).await))
+            })
+            .await;
+            let first = match next {
+                Some(Next::Request(pending)) => pending,
+                Some(Next::End(end)) => return Some(end),
+                None => return None,
+            };
+            let batch = self.settle_batch(first, rx).await;
+            if self.deliver(batch) != Progress::AwaitingInput {
+                return None;
+            }
+        }
+    }
+
+    /// Collects every request that arrives until the agent has been quiet for the window.
+    async fn settle_batch(&self, first: Pending, rx: &Receiver<Pending>) -> Vec<Pending> {
+        let mut batch = vec![first];
+        loop {
+            let more = smol::future::or(async { rx.recv().await.ok() }, async {
+                smol::Timer::after(self.settle).await;
+                None
+            })
+            .await;
+            match more {
+                Some(pending) => batch.push(pending),
+                None => return batch,
+            }
+        }
+    }
+
+    /// Delivers `batch` in content order, runs the simulation until it awaits input again,
+    /// and answers every request it answered.
+    fn deliver(&mut self, mut batch: Vec<Pending>) -> Progress {
+        batch.sort_by(|a, b| (&a.method, &a.path, &a.body).cmp(&(&b.method, &b.path, &b.body)));
+        for pending in batch {
+            let id = self.next_id;
+            self.next_id += 1;
+            let request = HttpRequest {
+                id,
+                method: pending.method,
+                path: pending.path,
+                body: pending.body,
+            };
+            match self
+                .run
+                .deliver(self.inputs, GatewayInput::Request(request))
+            {
+                Ok(()) => {
+                    self.waiting.insert(id, pending.reply);
+                }
+                Err(error) => {
+                    let _ = pending.reply.try_send(refusal(&error.to_string()));
+                }
+            }
+        }
+        let progress = self.run.run_until_idle();
+        self.answer();
+        progress
+    }
+
+    /// Hands every response the run produced to its waiting connection.
+    pub(crate) fn answer(&mut self) {
+        for response in self.run.take(self.responses) {
+            if let Some(reply) = self.waiting.remove(&response.id) {
+                let _ = reply.try_send(response);
+            }
+        }
+    }
+
+    /// Tells the run how the agent ended and closes the inbox; answers what is left.
+    pub(crate) fn close(&mut self, agent_exit: Option<Option<i32>>) {
+        if let Some(code) = agent_exit {
+            let _ = self
+                .run
+                .deliver(self.inputs, GatewayInput::AgentExited(code));
+        }
+        let _ = self.run.close(self.inputs);
+        self.run.run_until_idle();
+        self.answer();
+        for (_, reply) in std::mem::take(&mut self.waiting) {
+            let _ = reply.try_send(refusal(
+                "the simulation ended before answering this request",
+            ));
+        }
+    }
+}
+
+enum Next {
+    Request(Pending),
+    End(Ending),
+}
+
+fn refusal(message: &str) -> HttpResponse {
+    HttpResponse {
+        id: 0,
+        status: 503,
+        headers: Vec::new(),
+        content_type: "application/json",
+        body: serde_json::json!({"error": {"type": "simtape_serve", "message": message}})
+            .to_string(),
+    }
+}

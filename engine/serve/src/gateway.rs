@@ -1,0 +1,256 @@
+//! The simulation side of `simtape serve`: the `gateway` pipeline reads each HTTP request
+//! from its inbox, answers it through the run's actors, and leaves the response in its
+//! outbox. It runs inside the simulation, under the core's rules: no clock, no thread, no
+//! socket; everything it sees came through the inbox and is on the tape.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use simtape::cap::llm::{LlmError, Provider};
+use simtape::inbox::{Inbox, Outbox};
+use simtape::Host;
+
+/// An HTTP request as the gateway sees it (and as the tape records it): what identifies the
+/// endpoint and the body. Headers stay outside: they carry per-process noise (session ids,
+/// SDK versions, retry counters) that must not reach the tape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpRequest {
+    /// The request's number in delivery order (1 for the first).
+    pub id: u64,
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The path without the query (`/v1/messages`).
+    pub path: String,
+    /// The body, as text.
+    pub body: String,
+}
+
+/// What enters the gateway's inbox: a request, or the agent's exit (so a replay knows how
+/// the agent ended without running it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GatewayInput {
+    /// An HTTP request from the agent.
+    Request(HttpRequest),
+    /// The agent process ended: its exit code (`None` when a signal ended it).
+    AgentExited(Option<i32>),
+}
+
+/// The gateway's answer to the request with the same `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The request it answers.
+    pub id: u64,
+    /// The HTTP status.
+    pub status: u16,
+    /// Extra headers (`retry-after`), beside the content type.
+    pub headers: Vec<(String, String)>,
+    /// `application/json` or `text/event-stream`.
+    pub content_type: &'static str,
+    /// The whole body.
+    pub body: String,
+}
+
+/// What the gateway pipeline returns when its inbox closes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GatewayOutcome {
+    /// Requests answered.
+    pub requests: u64,
+    /// Model calls answered by the model (not refused, not faulted).
+    pub model_calls: u64,
+    /// The first request no fixture entry matched: its digest. Such a run is an ERROR.
+    pub unmatched: Option<String>,
+    /// How the agent process ended, when there was one: `Some(code)`, or `None` inside for
+    /// a signal.
+    pub agent_exit: Option<Option<i32>>,
+}
+
+impl GatewayOutcome {
+    /// Returns the tape's verdict line: an unmatched model request is an error, an agent
+    /// that failed is a failure, anything else passes.
+    pub fn verdict(&self) -> String {
+        if let Some(digest) = &self.unmatched {
+            return format!("error: unmatched model request sha256:{digest}");
+        }
+        match self.agent_exit {
+            Some(Some(0)) | None => "ok".to_string(),
+            Some(Some(code)) => format!("fail: the agent exited with status {code}"),
+            Some(None) => "fail: the agent was ended by a signal".to_string(),
+        }
+    }
+}
+
+/// The gateway pipeline: answers every request until the driver closes the inbox.
+pub async fn gateway(
+    host: Host,
+    inputs: Inbox<GatewayInput>,
+    responses: Outbox<HttpResponse>,
+) -> GatewayOutcome {
+    let outcome = std::rc::Rc::new(std::cell::RefCell::new(GatewayOutcome::default()));
+    let mut tasks = Vec::new();
+    while let Some(input) = inputs.recv().await {
+        let request = match input {
+            GatewayInput::Request(request) => request,
+            GatewayInput::AgentExited(code) => {
+                outcome.borrow_mut().agent_exit = Some(code);
+                continue;
+            }
+        };
+        let (host_for_task, outcome) = (host.clone(), outcome.clone());
+        let name = format!("request-{}", request.id);
+        tasks.push(host.spawn(&name, async move {
+            let response = answer(&host_for_task, &request, &outcome).await;
+            responses.send(response);
+        }));
+    }
+    for task in tasks {
+        // A task ends only by answering; an abort would be the engine's own doing.
+        let _ = task.await;
+    }
+    let outcome = outcome.borrow().clone();
+    host.outcome(
+        "gateway",
+        &json!({"requests": outcome.requests, "model_calls": outcome.model_calls}),
+    );
+    outcome
+}
+
+/// The endpoints, by method and path.
+enum Endpoint {
+    Model(Provider),
+    CountTokens,
+    Models,
+}
+
+fn endpoint(method: &str, path: &str) -> Option<Endpoint> {
+    let path = path.trim_end_matches('/');
+    match (method, path) {
+        ("POST", "/v1/messages") => Some(Endpoint::Model(Provider::AnthropicMessages)),
+        ("POST", "/v1/chat/completions") => Some(Endpoint::Model(Provider::OpenAiChat)),
+        ("POST", "/v1/messages/count_tokens") => Some(Endpoint::CountTokens),
+        ("GET", "/v1/models") => Some(Endpoint::Models),
+        _ => None,
+    }
+}
+
+/// The provider whose error shape a path's caller expects.
+fn error_shape(path: &str) -> Provider {
+    if path.starts_with("/v1/messages") {
+        Provider::AnthropicMessages
+    } else {
+        Provider::OpenAiChat
+    }
+}
+
+async fn answer(
+    host: &Host,
+    request: &HttpRequest,
+    outcome: &std::cell::RefCell<GatewayOutcome>,
+) -> HttpResponse {
+    outcome.borrow_mut().requests += 1;
+    let error = |status: u16, message: &str| {
+        json_response(
+            request.id,
+            status,
+            &error_shape(&request.path).error_body(status, message),
+        )
+    };
+    let Some(endpoint) = endpoint(&request.method, &request.path) else {
+        let message = format!(
+            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/messages/count_tokens, GET /v1/models)",
+            request.method, request.path
+        );
+        return error(404, &message);
+    };
+    let body = match endpoint {
+        Endpoint::Models => return models(request.id, host),
+        _ => match serde_json::from_str::<Value>(&request.body) {
+            Ok(body) => body,
+            Err(e) => return error(400, &format!("the request body is not JSON: {e}")),
+        },
+    };
+    let provider = match endpoint {
+        Endpoint::Model(provider) => provider,
+        Endpoint::CountTokens => return count_tokens(request.id, &body),
+        Endpoint::Models => unreachable!("answered above"),
+    };
+    let served = match provider.parse_request(&body) {
+        Ok(served) => served,
+        Err(shape) => {
+            let message = format!("expected {}, found {}", shape.expected, shape.found);
+            return error(400, &message);
+        }
+    };
+    let llm = host.llm();
+    match llm.complete(served.request.clone()).await {
+        Ok(reply) => {
+            outcome.borrow_mut().model_calls += 1;
+            let id = match provider {
+                Provider::AnthropicMessages => format!("msg_simtape_{:06}", request.id),
+                _ => format!("chatcmpl-simtape-{:06}", request.id),
+            };
+            let created_unix_s = (host.start_unix_ns() + host.now_ns() as i64) / 1_000_000_000;
+            let rendered = provider.answer_body(&served, &reply, &id, created_unix_s);
+            HttpResponse {
+                id: request.id,
+                status: 200,
+                headers: Vec::new(),
+                content_type: rendered.content_type,
+                body: rendered.body,
+            }
+        }
+        Err(LlmError::Http {
+            status,
+            message,
+            retry_after_ms,
+        }) => {
+            let mut response = error(status, &message);
+            if let Some(ms) = retry_after_ms {
+                // Providers send whole seconds (rounded up) and, some, milliseconds.
+                response
+                    .headers
+                    .push(("retry-after".into(), ms.div_ceil(1000).to_string()));
+                response
+                    .headers
+                    .push(("retry-after-ms".into(), ms.to_string()));
+            }
+            response
+        }
+        Err(LlmError::Unmatched { digest, .. }) => {
+            let mut outcome = outcome.borrow_mut();
+            outcome.unmatched.get_or_insert_with(|| digest.clone());
+            let message = format!(
+                "simtape: no LLM fixture entry matched request sha256:{digest}; add an entry that matches it (docs/llm-fixtures.md) — the run ends in ERROR"
+            );
+            error(400, &message)
+        }
+        Err(other) => error(500, &other.to_string()),
+    }
+}
+
+fn json_response(id: u64, status: u16, body: &Value) -> HttpResponse {
+    HttpResponse {
+        id,
+        status,
+        headers: Vec::new(),
+        content_type: "application/json",
+        body: body.to_string(),
+    }
+}
+
+/// The model list: one simulated model, in a shape both SDKs read (`data[].id`).
+fn models(id: u64, host: &Host) -> HttpResponse {
+    let created = host.start_unix_ns() / 1_000_000_000;
+    let body = json!({
+        "object": "list",
+        "data": [{"id": "simtape", "object": "model", "type": "model",
+                  "display_name": "simtape", "created": created,
+                  "created_at": "2026-01-01T00:00:00Z", "owned_by": "simtape"}],
+        "has_more": false, "first_id": "simtape", "last_id": "simtape",
+    });
+    json_response(id, 200, &body)
+}
+
+/// A token count of the request: a quarter of its JSON's bytes, as a deterministic estimate.
+fn count_tokens(id: u64, body: &Value) -> HttpResponse {
+    let bytes = body.to_string().len() as u64;
+    json_response(id, 200, &json!({"input_tokens": bytes.div_ceil(4)}))
+}

@@ -1,0 +1,292 @@
+//! `simtape serve`: one simulation whose model endpoints other processes reach over loopback
+//! HTTP, with everything they ask on the one tape.
+//!
+//! An agent under test (Claude Code, a Python agent on the OpenAI or Anthropic SDK, …) is a
+//! real process with its own threads and clock; the simulation is single-threaded and reads
+//! no clock. The two meet at an **open run** (`simtape::run`): this crate's driver accepts
+//! HTTP on loopback, turns each request into an `input` record through the run's `gateway`
+//! inbox, lets the simulation answer it through the scenario's actors (the LLM actor's
+//! fixtures, faults and latency model, in virtual time), and sends the answer back in the
+//! provider's wire format, JSON or a server-sent event stream.
+//!
+//! - `gateway` — the simulation side: routes a request to the LLM actor and renders the answer.
+//! - `driver` — the outside: the hyper server on smol, the settle rule, the agent process.
+//!
+//! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
+//! tape's inputs and gives the same bytes.
+
+pub mod gateway;
+
+mod driver;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+
+use simtape::inbox::{Inbox, Outbox};
+use simtape::run::{recorded_inputs, ReplayInputError};
+use simtape::tape::TapeReader;
+use simtape::{Builder, RunError, RunReport};
+
+pub use gateway::{GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
+
+/// The name of the gateway's inbox on the tape.
+pub const GATEWAY_INBOX: &str = "gateway";
+/// The name of the gateway's outbox.
+pub const GATEWAY_OUTBOX: &str = "gateway-responses";
+/// The API key handed to the agent: the gateway accepts any, but SDKs insist on one.
+pub const DUMMY_API_KEY: &str = "simtape-serve";
+/// The settle window's default: how long the agent must be quiet before virtual time moves.
+pub const SETTLE_DEFAULT: Duration = Duration::from_millis(20);
+
+/// The agent process to run against the endpoints.
+#[derive(Debug, Clone)]
+pub struct AgentCommand {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment, after the endpoint variables.
+    pub env: Vec<(String, String)>,
+    /// Its working directory (the current one when `None`).
+    pub cwd: Option<std::path::PathBuf>,
+    /// A wall-clock limit, after which the agent is killed and the session ends.
+    pub timeout: Option<Duration>,
+}
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen (`127.0.0.1:0` picks a free port).
+    pub addr: SocketAddr,
+    /// The settle window (see `driver`'s docs).
+    pub settle: Duration,
+    /// The agent to run; without one, serve until `stop` fires.
+    pub command: Option<AgentCommand>,
+}
+
+/// The endpoints of a serve session, as an agent's environment names them.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// The address the server listens on.
+    pub addr: SocketAddr,
+    /// The variables an agent needs: base URLs of both providers and dummy keys.
+    pub env: Vec<(String, String)>,
+}
+
+impl Endpoints {
+    fn new(addr: SocketAddr) -> Endpoints {
+        let base = format!("http://{addr}");
+        Endpoints {
+            addr,
+            env: vec![
+                ("ANTHROPIC_BASE_URL".into(), base.clone()),
+                ("ANTHROPIC_API_KEY".into(), DUMMY_API_KEY.into()),
+                ("OPENAI_BASE_URL".into(), format!("{base}/v1")),
+                ("OPENAI_API_KEY".into(), DUMMY_API_KEY.into()),
+                ("SIMTAPE_SERVE_URL".into(), base),
+            ],
+        }
+    }
+}
+
+/// What stopped a session before it could serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address could not be bound (in use, not local, no permission).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The agent command could not be started.
+    #[error("cannot start the agent {program:?}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// How a served session ended.
+#[derive(Debug)]
+pub struct Session {
+    /// The run: its report (output = the gateway's outcome) or the error that ended it.
+    pub report: Result<RunReport<GatewayOutcome>, RunError>,
+    /// Whether the agent overran its timeout and was killed.
+    pub timed_out: bool,
+}
+
+/// Registers the gateway's inbox and outbox on `builder` (serve and replay register the same
+/// actors in the same order, so their tapes line up).
+pub fn register(builder: &mut Builder) -> (Inbox<GatewayInput>, Outbox<HttpResponse>) {
+    (
+        builder.inbox::<GatewayInput>(GATEWAY_INBOX),
+        builder.outbox::<HttpResponse>(GATEWAY_OUTBOX),
+    )
+}
+
+/// Serves `builder`'s run on `options.addr` until the agent exits (or, without an agent,
+/// until `stop` receives), then finishes the run. `listening` is called once the port is
+/// bound, with the endpoints (to print them).
+pub fn serve(
+    builder: &mut Builder,
+    options: ServeOptions,
+    stop: smol::channel::Receiver<()>,
+    listening: impl FnOnce(&Endpoints),
+) -> Result<Session, ServeError> {
+    let (inputs, responses) = register(builder);
+    let executor = Rc::new(smol::LocalExecutor::new());
+    smol::block_on(executor.run(session(
+        executor.clone(),
+        builder,
+        inputs,
+        responses,
+        options,
+        stop,
+        listening,
+    )))
+}
+
+async fn session(
+    executor: Rc<smol::LocalExecutor<'static>>,
+    builder: &mut Builder,
+    inputs: Inbox<GatewayInput>,
+    responses: Outbox<HttpResponse>,
+    options: ServeOptions,
+    stop: smol::channel::Receiver<()>,
+    listening: impl FnOnce(&Endpoints),
+) -> Result<Session, ServeError> {
+    let listener = smol::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: options.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: options.addr,
+        source,
+    })?;
+    let endpoints = Endpoints::new(addr);
+    listening(&endpoints);
+    let (tx, rx) = smol::channel::unbounded();
+    let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx));
+    let sim = builder
+        .build()
+        .expect("a tape path that cannot be created is checked first");
+    let run = sim.start(move |host| gateway::gateway(host, inputs, responses));
+    let mut driver = driver::Driver {
+        run,
+        inputs,
+        responses,
+        settle: options.settle,
+        next_id: 1,
+        waiting: Default::default(),
+    };
+    let mut child = match &options.command {
+        Some(command) => Some(spawn_agent(command, &endpoints)?),
+        None => None,
+    };
+    let timeout = options.command.as_ref().and_then(|c| c.timeout);
+    let ending = async {
+        match child.as_mut() {
+            Some(child) => {
+                let exited = async {
+                    let status = child.status().await;
+                    driver::Ending::AgentExited(status.ok().and_then(|s| s.code()))
+                };
+                match timeout {
+                    Some(limit) => {
+                        smol::future::or(exited, async {
+                            smol::Timer::after(limit).await;
+                            driver::Ending::Stopped
+                        })
+                        .await
+                    }
+                    None => exited.await,
+                }
+            }
+            None => {
+                let _ = stop.recv().await;
+                driver::Ending::Stopped
+            }
+        }
+    };
+    let ended = driver.drive(&rx, ending).await;
+    let timed_out = child.is_some() && matches!(ended, Some(driver::Ending::Stopped));
+    if let Some(child) = child.as_mut() {
+        // A timed-out agent is killed; an exited one is reaped. Nothing outlives the session.
+        let _ = child.kill();
+        let _ = child.status().await;
+    }
+    let agent_exit = match ended {
+        Some(driver::Ending::AgentExited(code)) => Some(code),
+        _ => None,
+    };
+    driver.close(agent_exit);
+    drop(acceptor);
+    let report = driver.run.finish_with_verdict(verdict);
+    Ok(Session { report, timed_out })
+}
+
+fn spawn_agent(
+    command: &AgentCommand,
+    endpoints: &Endpoints,
+) -> Result<smol::process::Child, ServeError> {
+    let mut process = smol::process::Command::new(&command.program);
+    process
+        .args(&command.args)
+        .envs(endpoints.env.iter().map(|(k, v)| (k, v)))
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .stdin(smol::process::Stdio::null())
+        .kill_on_drop(true);
+    if let Some(cwd) = &command.cwd {
+        process.current_dir(cwd);
+    }
+    process.spawn().map_err(|source| ServeError::Spawn {
+        program: command.program.clone(),
+        source,
+    })
+}
+
+/// The footer verdict of a serve run.
+fn verdict(outcome: Result<&GatewayOutcome, &simtape::SimError>) -> String {
+    match outcome {
+        Ok(outcome) => outcome.verdict(),
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// Why a serve tape could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The tape's inputs could not be read or fed.
+    #[error(transparent)]
+    Inputs(#[from] ReplayInputError),
+    /// The tape could not be opened.
+    #[error(transparent)]
+    Tape(#[from] simtape::tape::TapeError),
+}
+
+/// Runs `builder`'s gateway again from the inputs recorded on `tape`, without any agent:
+/// the same seed and scenario give the same tape bytes.
+pub fn replay(
+    builder: &mut Builder,
+    tape: &Path,
+) -> Result<Result<RunReport<GatewayOutcome>, RunError>, ReplayError> {
+    let inputs = recorded_inputs(TapeReader::open(tape)?)?;
+    let (inbox, outbox) = register(builder);
+    let sim = builder.build().map_err(|e| {
+        ReplayError::Inputs(ReplayInputError::BadInput {
+            index: 0,
+            detail: e.to_string(),
+        })
+    })?;
+    let mut run = sim.start(move |host| gateway::gateway(host, inbox, outbox));
+    run.replay_inputs(&inputs)?;
+    Ok(run.finish_with_verdict(verdict))
+}

@@ -1,0 +1,120 @@
+//! Real agents on the official Python SDKs (PyPI `openai`, `anthropic`) under `serve`: each
+//! passes, two runs of a seed give the same tape bytes, and the tape replays without them.
+//!
+//! The SDKs come from `engine/serve/tests/peers/requirements.txt`; `.ci/run` installs them
+//! into a venv and names its python in SIMTAPE_SERVE_PYTHON. Without it these tests print a
+//! skip notice, and fail when CI is true.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use simtape_agent::EvalScenario;
+use simtape_serve::{AgentCommand, ServeOptions, SETTLE_DEFAULT};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn in_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1"))
+}
+
+/// The python that has the SDKs, or `None` (after a skip notice) when there is none.
+fn python() -> Option<String> {
+    match std::env::var("SIMTAPE_SERVE_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if in_ci() => panic!(
+            "SIMTAPE_SERVE_PYTHON is not set: .ci/run installs engine/serve/tests/peers/requirements.txt into a venv and exports it"
+        ),
+        _ => {
+            eprintln!("skip: SIMTAPE_SERVE_PYTHON is not set (pip install -r engine/serve/tests/peers/requirements.txt)");
+            None
+        }
+    }
+}
+
+struct Served {
+    tape: Vec<u8>,
+    verdict: String,
+    model_calls: u64,
+    end_ns: u64,
+}
+
+fn serve_once(python: &str, agent: &str, tape: &Path) -> Served {
+    let scenario = repo().join("examples/agents/python-sdk/scenario.toml");
+    let eval = EvalScenario::load(&scenario).expect("the example scenario loads");
+    let mut builder = eval.builder(0);
+    builder.tape(tape);
+    let options = ServeOptions {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        settle: SETTLE_DEFAULT,
+        command: Some(AgentCommand {
+            program: python.to_string(),
+            args: vec![repo()
+                .join("examples/agents/python-sdk")
+                .join(agent)
+                .display()
+                .to_string()],
+            env: Vec::new(),
+            cwd: None,
+            timeout: Some(Duration::from_secs(120)),
+        }),
+    };
+    let (_stop, stop) = smol::channel::bounded(1);
+    let session = simtape_serve::serve(&mut builder, options, stop, |_| {}).expect("serves");
+    assert!(!session.timed_out, "{agent} finished in time");
+    let report = session.report.expect("the run completes");
+    Served {
+        tape: std::fs::read(tape).unwrap(),
+        verdict: report.output.verdict(),
+        model_calls: report.output.model_calls,
+        end_ns: report.end_ns,
+    }
+}
+
+fn check_agent(agent: &str) {
+    let Some(python) = python() else { return };
+    let dir = std::env::temp_dir().join(format!("simtape-serve-{agent}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let first = serve_once(&python, agent, &dir.join("a.tape"));
+    assert_eq!(first.verdict, "ok", "{agent} passes");
+    assert_eq!(first.model_calls, 2, "a tool call, then the answer");
+    assert!(
+        first.end_ns >= 1_600_000_000,
+        "two calls of 0.8 s and more, in virtual time"
+    );
+    let second = serve_once(&python, agent, &dir.join("b.tape"));
+    assert!(
+        first.tape == second.tape,
+        "{agent}: two runs of one seed give the same tape bytes"
+    );
+
+    // Without the agent: the tape's inputs alone give the same bytes again.
+    let eval =
+        EvalScenario::load(&repo().join("examples/agents/python-sdk/scenario.toml")).unwrap();
+    let mut builder = eval.builder(0);
+    builder.tape(dir.join("replay.tape"));
+    let replayed = simtape_serve::replay(&mut builder, &dir.join("a.tape"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(replayed.output.verdict(), "ok");
+    assert!(
+        std::fs::read(dir.join("replay.tape")).unwrap() == first.tape,
+        "{agent}: replay"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_openai_sdk_agent_runs_unchanged_and_deterministically() {
+    // Goal: the official openai SDK (a plain call, then a streamed one with usage) parses
+    // simtape's Chat Completions answers as a provider's; the tape is byte-stable and replays.
+    check_agent("openai_agent.py");
+}
+
+#[test]
+fn an_anthropic_sdk_agent_runs_unchanged_and_deterministically() {
+    // Goal: the official anthropic SDK (a plain call, then messages.stream) parses simtape's
+    // Messages answers and event stream as a provider's; the tape is byte-stable and replays.
+    check_agent("anthropic_agent.py");
+}

@@ -1,0 +1,46 @@
+"""A small tool-using agent on the official Anthropic Python SDK (Messages).
+
+It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the environment, as the SDK does, so
+it runs unchanged against Anthropic or against `simtape serve`. The first call is a plain
+request; the second streams. Exits 0 when the final answer names the product.
+"""
+
+import sys
+
+import anthropic
+
+TOOLS = [{
+    "name": "multiply",
+    "description": "Multiplies two integers.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+}]
+
+
+def main() -> int:
+    client = anthropic.Anthropic(max_retries=0)
+    system = "You answer arithmetic questions with your tools."
+    messages = [{"role": "user", "content": "What is 6 times 7?"}]
+    first = client.messages.create(
+        model="simtape", max_tokens=1024, system=system, messages=messages, tools=TOOLS,
+    )
+    messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]})
+    results = []
+    for block in first.content:
+        if block.type == "tool_use":
+            product = block.input["a"] * block.input["b"]
+            results.append({"type": "tool_result", "tool_use_id": block.id, "content": str(product)})
+    messages.append({"role": "user", "content": results})
+    with client.messages.stream(
+        model="simtape", max_tokens=1024, system=system, messages=messages, tools=TOOLS,
+    ) as stream:
+        text = "".join(stream.text_stream)
+    print(text)
+    return 0 if "42" in text else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
