@@ -35,7 +35,8 @@
 //! - [`oracle`] — tape diffs.
 //! - [`scenario`] — the TOML scenario format and its interpreter.
 //! - [`error`] — what ends a run.
-//! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure.
+//! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure; the
+//!   attribute [`test`] (feature `macros`, on by default) makes one `#[test]` of a sweep.
 
 #![warn(missing_docs)]
 
@@ -60,6 +61,8 @@ pub use capabilities::Capabilities;
 pub use error::{SimError, WaitingTask};
 pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
 pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
+#[cfg(feature = "macros")]
+pub use simtape_macros::test;
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.
 #[cfg(doctest)]

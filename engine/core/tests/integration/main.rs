@@ -12,6 +12,7 @@ mod oracle;
 mod scenario;
 mod scenario_eval;
 mod tape;
+mod testing;
 
 /// Guards against a test file that exists but is not declared above.
 #[test]
