@@ -68,3 +68,9 @@ pub use simtape_macros::test;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// docs/testing.md's Rust examples, compiled and run as doctests (its shown output is checked
+/// by `engine/macros/tests/fresh_crate.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/testing.md")]
+struct TestingDoctests;

@@ -40,13 +40,17 @@ use syn::{Expr, ExprLit, ExprPath, ItemFn, Lit, MetaNameValue, Token};
 /// (`#[ignore]`, `#[should_panic]`) stay on the generated test.
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
-    let function = syn::parse_macro_input!(item as ItemFn);
-    let parsed = Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse(args);
-    parsed
-        .and_then(Args::from_pairs)
-        .and_then(|args| expand(args, function))
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expand_attribute(args.into(), item.into()).into()
+}
+
+/// The attribute on `proc_macro2` tokens (testable outside a compiler): the wrapper, or the
+/// first problem as a `compile_error!` at its place.
+fn expand_attribute(args: Tokens, item: Tokens) -> Tokens {
+    let parsed = syn::parse2::<ItemFn>(item).and_then(|function| {
+        let pairs = Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(args)?;
+        expand(Args::from_pairs(pairs)?, function)
+    });
+    parsed.unwrap_or_else(syn::Error::into_compile_error)
 }
 
 /// The attribute's arguments, as tokens for the expansion.
@@ -165,4 +169,101 @@ fn expand(args: Args, mut function: ItemFn) -> syn::Result<Tokens> {
             )
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{expand_attribute, quote, Tokens};
+
+    fn expanded(args: Tokens, item: Tokens) -> String {
+        expand_attribute(args, item).to_string()
+    }
+
+    #[test]
+    fn the_wrapper_calls_run_test_through_absolute_paths_only() {
+        // Goal: the expansion names `::simtape`/`::core` paths only and keeps other attributes.
+        let text = expanded(
+            quote!(seeds = 3..9, tape = "tapes/{seed}.tape", builder = setup),
+            quote!(
+                #[ignore]
+                async fn slow(host: Host) {
+                    body(host).await
+                }
+            ),
+        );
+        for part in [
+            "# [ignore] # [:: core :: prelude :: v1 :: test] fn slow ()",
+            "async fn slow (host : Host)",
+            ":: simtape :: testing :: run_test (",
+            "tape : :: core :: option :: Option :: Some (\"tapes/{seed}.tape\")",
+            "configure : :: core :: option :: Option :: Some (setup as fn (& mut :: simtape :: Builder))",
+            "3 .. 9 , slow ,",
+        ] {
+            assert!(text.contains(part), "{part:?} not in {text}");
+        }
+        let defaults = expanded(
+            quote!(),
+            quote!(
+                async fn quick(host: Host) {}
+            ),
+        );
+        assert!(defaults.contains("0 .. 100 , quick"), "{defaults}");
+    }
+
+    #[test]
+    fn misuse_is_a_compile_error_that_says_what_to_write() {
+        // Goal: each wrong shape or argument is one `compile_error!` naming the fix.
+        let function = quote!(
+            async fn f(host: Host) {}
+        );
+        let cases = [
+            (
+                quote!(seed = 3),
+                function.clone(),
+                "unknown argument `seed`: expected `seeds`, `tape` or `builder`",
+            ),
+            (
+                quote!(seeds = 0..2, seeds = 0..3),
+                function.clone(),
+                "`seeds` is given twice",
+            ),
+            (
+                quote!(tape = 3),
+                function.clone(),
+                "expected a string, e.g. `tape = ",
+            ),
+            (
+                quote!(builder = || 3),
+                function.clone(),
+                "`builder` takes a function path",
+            ),
+            (
+                quote!(),
+                quote!(
+                    fn f(host: Host) {}
+                ),
+                "takes an `async fn name(host: simtape::Host)`",
+            ),
+            (
+                quote!(),
+                quote!(
+                    async fn f() {}
+                ),
+                "takes exactly one argument",
+            ),
+            (
+                quote!(),
+                quote!(
+                    #[test]
+                    async fn f(host: Host) {}
+                ),
+                "already makes a #[test]",
+            ),
+        ];
+        for (args, item, message) in cases {
+            let text = expanded(args, item);
+            assert!(text.starts_with(":: core :: compile_error !"), "{text}");
+            assert!(text.contains(message), "{message:?} not in {text}");
+        }
+    }
 }

@@ -1,21 +1,15 @@
 //! `cargo test` support: `check_seeds` with `()` and `Result` checks and panics, the
 //! `#[simtape::test]` attribute, the seed overrides and the tapes a failing seed keeps.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use simtape::tape::verify_path;
 use simtape::testing::{check_seeds, run_test_with, sweep, SeedOverride, TestSpec};
 use simtape::Host;
 
-/// Makes an empty directory under the target directory for one test.
 fn tempdir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("testing-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::tempdir("testing-tests", name)
 }
 
 /// A pipeline whose delay is drawn from the seed: 0 to 5.1 s of virtual time.
