@@ -36,6 +36,10 @@ pub const SEED_ENV: &str = "SIMTAPE_SEED";
 /// The environment variable that replaces a sweep's seeds with the range `A..B`.
 pub const SEEDS_ENV: &str = "SIMTAPE_SEEDS";
 
+/// The seeds of a `#[simtape::test]` that names none: enough to meet the schedules a seed
+/// draws, few enough that a small body's sweep takes milliseconds.
+pub const SEEDS_DEFAULT: Range<u64> = 0..100;
+
 /// At most this many panic locations are named per failing seed (a panic, then the `unwrap`
 /// that turned its error into a second one, is the common case).
 const PANIC_LOCATIONS_MAX: usize = 3;

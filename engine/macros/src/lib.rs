@@ -29,7 +29,8 @@ use syn::{Expr, ExprLit, ExprPath, ItemFn, Lit, MetaNameValue, Token};
 /// ```
 ///
 /// Arguments, all optional:
-/// - `seeds = EXPR`: the seeds, any `IntoIterator<Item = u64>` (default `0..100`);
+/// - `seeds = EXPR`: the seeds, any `IntoIterator<Item = u64>` (default
+///   `simtape::testing::SEEDS_DEFAULT`, `0..100`);
 ///   `SIMTAPE_SEED=N` runs only `N`, `SIMTAPE_SEEDS=A..B` replaces them.
 /// - `tape = "PATH"`: where a failing seed's tape goes, relative to the crate's directory,
 ///   with `{name}` and `{seed}` replaced (default `<target dir>/simtape/{name}-{seed}.tape`).
@@ -63,7 +64,7 @@ struct Args {
 impl Args {
     fn from_pairs(pairs: Punctuated<MetaNameValue, Token![,]>) -> syn::Result<Args> {
         let mut args = Args {
-            seeds: quote!(0..100),
+            seeds: quote!(::simtape::testing::SEEDS_DEFAULT),
             tape: quote!(::core::option::Option::None),
             builder: quote!(::core::option::Option::None),
         };
@@ -207,7 +208,8 @@ mod tests {
                 async fn quick(host: Host) {}
             ),
         );
-        assert!(defaults.contains("0 .. 100 , quick"), "{defaults}");
+        let default_seeds = ":: simtape :: testing :: SEEDS_DEFAULT , quick";
+        assert!(defaults.contains(default_seeds), "{defaults}");
     }
 
     #[test]

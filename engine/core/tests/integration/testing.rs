@@ -268,3 +268,9 @@ async fn the_attribute_fails_a_plain_assert_with_the_report(host: Host) {
     // the kept tape (under the target directory's simtape/).
     within_five_seconds(host).await;
 }
+
+#[simtape::test]
+async fn the_attribute_without_seeds_runs_the_default_range(host: Host) {
+    // Goal: a bare attribute sweeps `SEEDS_DEFAULT`.
+    assert!(simtape::testing::SEEDS_DEFAULT.contains(&host.seed()));
+}
