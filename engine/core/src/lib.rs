@@ -37,7 +37,8 @@
 //! - [`oracle`] — tape diffs.
 //! - [`scenario`] — the TOML scenario format and its interpreter.
 //! - [`error`] — what ends a run.
-//! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure.
+//! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure; the
+//!   attribute [`test`] (feature `macros`, on by default) makes one `#[test]` of a sweep.
 
 #![warn(missing_docs)]
 
@@ -66,8 +67,16 @@ pub use error::{SimError, WaitingTask};
 pub use executor::{in_simulation, spawn, JoinError, JoinHandle};
 pub use run::{Progress, Run};
 pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
+#[cfg(feature = "macros")]
+pub use simtape_macros::test;
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// docs/testing.md's Rust examples, compiled and run as doctests (its shown output is checked
+/// by `engine/macros/tests/fresh_crate.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/testing.md")]
+struct TestingDoctests;

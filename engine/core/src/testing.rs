@@ -1,70 +1,404 @@
-//! `cargo test` helpers: run a pipeline over many seeds; a failure names the seed and the one
-//! command that replays it.
+//! `cargo test` helpers: run a pipeline over many seeds; a failure, returned or panicked, names
+//! the seed, where it panicked, the one command that replays it and (for `#[simtape::test]`)
+//! the tape it left under `target/simtape/`. `docs/testing.md` is the guide.
 //!
 //! ```
 //! use std::time::Duration;
 //! simtape::testing::check_seeds(0..20, |seed| {
 //!     let mut builder = simtape::Sim::builder();
 //!     builder.seed(seed);
-//!     let report = builder.build().map_err(|e| e.to_string())?.run(|host| async move {
+//!     let report = builder.build().unwrap().run(|host| async move {
 //!         let delay = host.rng("jitter").below(100);
 //!         host.sleep(Duration::from_millis(delay)).await;
 //!         host.now_ns()
-//!     }).map_err(|e| e.to_string())?;
-//!     if report.output < 100_000_000 { Ok(()) } else { Err("too slow".to_string()) }
+//!     }).unwrap();
+//!     assert!(report.output < 100_000_000, "waited {} ns", report.output);
 //! });
 //! ```
+//!
+//! The environment picks the seeds: `SIMTAPE_SEED=N` runs only seed `N`, `SIMTAPE_SEEDS=A..B`
+//! replaces the range (for a longer nightly sweep); `SIMTAPE_SEED` wins when both are set.
 
+use std::any::Any;
+use std::cell::RefCell;
 use std::fmt::Display;
+use std::future::Future;
+use std::ops::Range;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
 
-/// The environment variable that narrows [`check_seeds`] to one seed.
+use crate::error::SimError;
+use crate::sim::{Builder, Host, RunError, RunReport, Sim};
+
+/// The environment variable that narrows a sweep to one seed.
 pub const SEED_ENV: &str = "SIMTAPE_SEED";
 
-/// Runs `check(seed)` for every seed of `seeds`, or only for `$SIMTAPE_SEED` when it is set,
-/// and panics at the first failure with the seed, the failure and the replay command.
+/// The environment variable that replaces a sweep's seeds with the range `A..B`.
+pub const SEEDS_ENV: &str = "SIMTAPE_SEEDS";
+
+/// The seeds of a `#[simtape::test]` that names none: enough to meet the schedules a seed
+/// draws, few enough that a small body's sweep takes milliseconds.
+pub const SEEDS_DEFAULT: Range<u64> = 0..100;
+
+/// At most this many panic locations are named per failing seed (a panic, then the `unwrap`
+/// that turned its error into a second one, is the common case).
+const PANIC_LOCATIONS_MAX: usize = 3;
+
+/// What a seed's check returns: `()` (only a panic fails it) or `Result<(), E>`.
+pub trait IntoFailure {
+    /// Returns the failure's text, or `None` when the check passed.
+    fn into_failure(self) -> Option<String>;
+}
+
+impl IntoFailure for () {
+    fn into_failure(self) -> Option<String> {
+        None
+    }
+}
+
+impl<E: Display> IntoFailure for Result<(), E> {
+    fn into_failure(self) -> Option<String> {
+        self.err().map(|error| error.to_string())
+    }
+}
+
+/// The seeds the environment asks for instead of a sweep's own.
+///
+/// ```
+/// use simtape::testing::SeedOverride;
+/// let nightly = SeedOverride::parse(None, Some("0..10000")).unwrap();
+/// assert_eq!(nightly.select(0..200).count(), 10_000);
+/// let one = SeedOverride::parse(Some("17"), Some("0..10000")).unwrap();
+/// assert_eq!(one.select(0..200).collect::<Vec<_>>(), vec![17]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SeedOverride {
+    /// `SIMTAPE_SEED`: run this seed only.
+    pub seed: Option<u64>,
+    /// `SIMTAPE_SEEDS`: run these seeds instead.
+    pub range: Option<Range<u64>>,
+}
+
+impl SeedOverride {
+    /// Reads `SIMTAPE_SEED` and `SIMTAPE_SEEDS`.
+    pub fn from_env() -> Result<SeedOverride, String> {
+        // Reading the environment is banned in the engine core; this is test tooling that runs
+        // around simulations, never inside one, and every seed it picks is printed on failure.
+        #[allow(clippy::disallowed_methods)]
+        let (seed, range) = (std::env::var(SEED_ENV).ok(), std::env::var(SEEDS_ENV).ok());
+        SeedOverride::parse(seed.as_deref(), range.as_deref())
+    }
+
+    /// Parses the two variables' texts; an error names the variable and what it expects.
+    pub fn parse(seed: Option<&str>, range: Option<&str>) -> Result<SeedOverride, String> {
+        let seed = seed
+            .map(|text| {
+                parse_seed(text).ok_or_else(|| format!("{SEED_ENV}={text:?} is not a seed (a u64)"))
+            })
+            .transpose()?;
+        let range = range
+            .map(|text| {
+                let (start, end) = text.trim().split_once("..").unwrap_or((text, ""));
+                match (parse_seed(start), parse_seed(end)) {
+                    (Some(start), Some(end)) if start < end => Ok(start..end),
+                    _ => Err(format!(
+                        "{SEEDS_ENV}={text:?} is not a seed range (A..B with A < B, B excluded)"
+                    )),
+                }
+            })
+            .transpose()?;
+        Ok(SeedOverride { seed, range })
+    }
+
+    /// Returns the seeds to run: the one seed, else the range, else `seeds`.
+    pub fn select(&self, seeds: impl IntoIterator<Item = u64>) -> impl Iterator<Item = u64> {
+        let range = self.range.clone().filter(|_| self.seed.is_none());
+        let own = (self.seed.is_none() && self.range.is_none()).then_some(seeds);
+        let one = self.seed.into_iter();
+        one.chain(range.into_iter().flatten())
+            .chain(own.into_iter().flatten())
+    }
+}
+
+fn parse_seed(text: &str) -> Option<u64> {
+    text.trim().parse().ok()
+}
+
+/// Runs `check(seed)` for every seed of `seeds` (or the environment's, see [`SeedOverride`])
+/// and panics at the first failure, an `Err` or a panic, with the seed, the failure, where it
+/// panicked and the replay command.
 ///
 /// # Panics
-/// At the first failing seed (that is the point), or when `$SIMTAPE_SEED` is not a number.
-pub fn check_seeds<E: Display>(
+/// At the first failing seed (that is the point), or when a seed variable is malformed.
+#[track_caller]
+pub fn check_seeds<R: IntoFailure>(
     seeds: impl IntoIterator<Item = u64>,
-    check: impl FnMut(u64) -> Result<(), E>,
+    check: impl FnMut(u64) -> R,
 ) {
-    // Reading the environment is banned in the engine core; this is test tooling that runs
-    // before and around simulations, never inside one, and the seed it reads is printed.
-    #[allow(clippy::disallowed_methods)]
-    let only = std::env::var(SEED_ENV).ok().map(|text| {
-        text.trim()
-            .parse::<u64>()
-            .unwrap_or_else(|_| panic!("{SEED_ENV}={text:?} is not a seed (a u64)"))
-    });
-    if let Err(message) = sweep(seeds, only, check) {
+    let overrides = SeedOverride::from_env().unwrap_or_else(|error| panic!("{error}"));
+    if let Err(message) = sweep(seeds, &overrides, check) {
         panic!("{message}");
     }
 }
 
-/// The logic of [`check_seeds`], without the environment: returns the failure message.
-pub fn sweep<E: Display>(
+/// The logic of [`check_seeds`], with the overrides passed in: returns how many seeds ran, or
+/// the failure message.
+pub fn sweep<R: IntoFailure>(
     seeds: impl IntoIterator<Item = u64>,
-    only: Option<u64>,
-    mut check: impl FnMut(u64) -> Result<(), E>,
+    overrides: &SeedOverride,
+    mut check: impl FnMut(u64) -> R,
 ) -> Result<usize, String> {
-    let seeds: Vec<u64> = match only {
-        Some(seed) => vec![seed],
-        None => seeds.into_iter().collect(),
+    let test = std::thread::current()
+        .name()
+        .filter(|name| *name != "main")
+        .unwrap_or("TEST_NAME")
+        .to_string();
+    run_seeds(overrides.select(seeds), &test, |seed| {
+        Ok(check(seed).into_failure().map(Failure::returned))
+    })
+}
+
+/// What `#[simtape::test]` knows about the test it wraps; the macro fills it in.
+#[derive(Debug, Clone, Copy)]
+pub struct TestSpec<'a> {
+    /// `module_path!()::name`; the first segment (the crate) is dropped for the test's name.
+    pub path: &'a str,
+    /// The test crate's directory (`CARGO_MANIFEST_DIR` when it was compiled).
+    pub manifest_dir: &'a str,
+    /// Where a failing seed's tape goes; `{name}` and `{seed}` are replaced, a relative path
+    /// is taken from `manifest_dir`. `None`: `<target dir>/simtape/{name}-{seed}.tape`.
+    pub tape: Option<&'a str>,
+    /// Configures each seed's builder (capabilities, limits, start instant) before the seed
+    /// and the tape are set.
+    pub configure: Option<fn(&mut Builder)>,
+}
+
+impl TestSpec<'_> {
+    /// Returns the name `cargo test NAME -- --exact` knows the test by.
+    pub fn name(&self) -> &str {
+        self.path
+            .split_once("::")
+            .map_or(self.path, |(_, name)| name)
+    }
+
+    /// Returns where the tape of a failing `seed` is kept.
+    pub fn tape_path(&self, seed: u64) -> PathBuf {
+        let file_name = self.name().replace("::", "__");
+        let template = match self.tape {
+            Some(template) => Path::new(self.manifest_dir).join(template),
+            None => target_dir(Path::new(self.manifest_dir)).join("simtape/{name}-{seed}.tape"),
+        };
+        let path = template.to_string_lossy();
+        PathBuf::from(
+            path.replace("{name}", &file_name)
+                .replace("{seed}", &seed.to_string()),
+        )
+    }
+}
+
+/// Runs the body of a `#[simtape::test]` as the main task of one simulation per seed and
+/// panics at the first failing seed, keeping its tape (see [`run_test_with`]).
+///
+/// # Panics
+/// At the first failing seed, or when a seed variable is malformed.
+#[track_caller]
+pub fn run_test<F, Fut, R>(spec: TestSpec<'_>, seeds: impl IntoIterator<Item = u64>, body: F)
+where
+    F: Fn(Host) -> Fut,
+    Fut: Future<Output = R> + 'static,
+    R: IntoFailure + 'static,
+{
+    let overrides = SeedOverride::from_env().unwrap_or_else(|error| panic!("{error}"));
+    if let Err(message) = run_test_with(&spec, seeds, &overrides, body) {
+        panic!("{message}");
+    }
+}
+
+/// The logic of [`run_test`], with the overrides passed in: returns how many seeds ran, or the
+/// failure message. A seed fails when the body panics (inside the simulation: a task panic),
+/// returns an `Err`, or the run ends in error (a deadlock, a limit).
+pub fn run_test_with<F, Fut, R>(
+    spec: &TestSpec<'_>,
+    seeds: impl IntoIterator<Item = u64>,
+    overrides: &SeedOverride,
+    body: F,
+) -> Result<usize, String>
+where
+    F: Fn(Host) -> Fut,
+    Fut: Future<Output = R> + 'static,
+    R: IntoFailure + 'static,
+{
+    run_seeds(overrides.select(seeds), spec.name(), |seed| {
+        let mut builder = Sim::builder();
+        if let Some(configure) = spec.configure {
+            configure(&mut builder);
+        }
+        // Every seed writes its tape to memory and only a failing one goes to disk: the file
+        // is then the very run that failed (no second run, which could repeat real side
+        // effects of record modes or, for a nondeterministic body, not fail at all), and a
+        // passing seed costs the in-memory encoding only.
+        builder.seed(seed).tape_in_memory();
+        let sim = builder.build().map_err(|error| {
+            Failure::returned(format!("the simulation could not be built: {error}"))
+        })?;
+        let failure = match sim.run(&body) {
+            Ok(RunReport { output, tape, .. }) => output
+                .into_failure()
+                .map(|message| (Failure::returned(message), tape.and_then(|t| t.memory))),
+            Err(error) => Some(run_failure(error)),
+        };
+        Ok(failure.map(|(failure, tape)| failure.keep_tape(tape, &spec.tape_path(seed))))
+    })
+}
+
+fn run_failure(error: RunError) -> (Failure, Option<Vec<u8>>) {
+    let failure = match *error.error {
+        SimError::TaskPanicked { .. } => Failure::panicked(error.to_string()),
+        _ => Failure::returned(error.to_string()),
     };
-    for &seed in &seeds {
-        if let Err(error) = check(seed) {
-            let test = std::thread::current()
-                .name()
-                .unwrap_or("TEST_NAME")
-                .to_string();
-            return Err(format!(
-                "seed {seed} failed: {error}\n\
-                 replay it alone: {SEED_ENV}={seed} cargo test {test} -- --exact"
-            ));
+    (failure, error.tape.and_then(|tape| tape.memory))
+}
+
+/// Why one seed failed.
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    /// Where it panicked, when it did; filled in by [`run_seeds`].
+    panicked_at: Option<Vec<String>>,
+    /// The kept tape, or why there is none.
+    tape: Option<Result<PathBuf, String>>,
+}
+
+impl Failure {
+    fn returned(message: String) -> Failure {
+        Failure {
+            message,
+            panicked_at: None,
+            tape: None,
         }
     }
-    Ok(seeds.len())
+
+    fn panicked(message: String) -> Failure {
+        Failure {
+            panicked_at: Some(Vec::new()),
+            ..Failure::returned(message)
+        }
+    }
+
+    fn keep_tape(mut self, bytes: Option<Vec<u8>>, path: &Path) -> Failure {
+        let kept = match bytes {
+            None => Err("the run's tape could not be finished".to_string()),
+            Some(bytes) => path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(path, bytes))
+                .map(|()| path.to_path_buf())
+                .map_err(|error| format!("could not write {}: {error}", path.display())),
+        };
+        self.tape = Some(kept);
+        self
+    }
+
+    fn report(&self, seed: u64, test: &str) -> String {
+        let mut report = format!("seed {seed} failed: {}", self.message);
+        if let Some(locations) = self.panicked_at.as_ref().filter(|at| !at.is_empty()) {
+            report.push_str(&format!("\n  panicked at: {}", locations.join(", then ")));
+        }
+        report.push_str(&format!(
+            "\n  replay it alone: {SEED_ENV}={seed} cargo test {test} -- --exact"
+        ));
+        match &self.tape {
+            Some(Ok(path)) => report.push_str(&format!("\n  tape: {}", path.display())),
+            Some(Err(why)) => report.push_str(&format!("\n  no tape: {why}")),
+            None => {}
+        }
+        report
+    }
+}
+
+/// Runs `run_seed` for each seed until one fails; a panic out of it fails the seed too.
+/// Returns how many seeds ran, or the report of the failing one.
+fn run_seeds(
+    seeds: impl Iterator<Item = u64>,
+    test: &str,
+    mut run_seed: impl FnMut(u64) -> Result<Option<Failure>, Failure>,
+) -> Result<usize, String> {
+    watch_panic_locations();
+    let mut ran = 0;
+    for seed in seeds {
+        PANICKED_AT.with(|at| at.borrow_mut().clear());
+        let failure = match catch_unwind(AssertUnwindSafe(|| run_seed(seed))) {
+            Ok(Ok(None)) => None,
+            Ok(Ok(Some(failure)) | Err(failure)) => Some(failure),
+            Err(payload) => Some(Failure::panicked(panic_text(payload.as_ref()))),
+        };
+        ran += 1;
+        if let Some(mut failure) = failure {
+            if let Some(locations) = &mut failure.panicked_at {
+                *locations = PANICKED_AT.with(|at| at.take());
+            }
+            return Err(failure.report(seed, test));
+        }
+    }
+    Ok(ran)
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    let text = payload.downcast_ref::<&str>().copied();
+    text.map(str::to_string)
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic whose payload is not text".to_string())
+}
+
+thread_local! {
+    /// Where this thread panicked since its current seed started (written by the hook).
+    static PANICKED_AT: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Installs, once per process, a panic hook that notes each panic's location for the
+/// failure report (a panic's payload carries no location) and then calls the hook it
+/// replaced, so the usual panic output is unchanged. Process-wide, and so outside the
+/// engine's no-global-state rule: it is test tooling, and it only ever writes the
+/// panicking thread's own list, which nothing in a run reads.
+fn watch_panic_locations() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(location) = info.location() {
+                let _ = PANICKED_AT.try_with(|at| {
+                    if let Ok(mut at) = at.try_borrow_mut() {
+                        if at.len() < PANIC_LOCATIONS_MAX {
+                            at.push(location.to_string());
+                        }
+                    }
+                });
+            }
+            previous(info);
+        }));
+    });
+}
+
+/// Returns the directory cargo builds into: `$CARGO_TARGET_DIR` when it is an absolute path,
+/// else the one holding the running test executable (`<target>/<profile>/deps/<test>`), else
+/// `<manifest_dir>/target`. A relative `$CARGO_TARGET_DIR` is skipped: it is relative to
+/// wherever cargo was started, which a test cannot know.
+pub fn target_dir(manifest_dir: &Path) -> PathBuf {
+    // Test tooling, as in `SeedOverride::from_env`: where to keep a failing tape.
+    #[allow(clippy::disallowed_methods)]
+    let from_env = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);
+    let from_exe = || {
+        let exe = std::env::current_exe().ok()?;
+        let dir = exe.parent()?;
+        if !matches!(dir.file_name()?.to_str()?, "deps" | "examples") {
+            return None;
+        }
+        dir.parent()?.parent().map(Path::to_path_buf)
+    };
+    from_env
+        .filter(|dir| dir.is_absolute())
+        .or_else(from_exe)
+        .unwrap_or_else(|| manifest_dir.join("target"))
 }
 
 #[cfg(test)]
@@ -74,11 +408,13 @@ mod tests {
     #[test]
     fn the_failure_names_the_seed_and_the_replay_command() {
         // Goal: the first failing seed is reported with an env-var command naming this test.
-        let failure = sweep(
-            0..10,
-            None,
-            |seed| if seed == 7 { Err("boom") } else { Ok(()) },
-        );
+        let failure = sweep(0..10, &SeedOverride::default(), |seed| {
+            if seed == 7 {
+                Err("boom")
+            } else {
+                Ok(())
+            }
+        });
         let message = failure.unwrap_err();
         assert!(message.starts_with("seed 7 failed: boom"), "{message}");
         assert!(
@@ -88,10 +424,42 @@ mod tests {
             "{message}"
         );
         let mut seen = Vec::new();
-        let ran = sweep(0..10, Some(3), |seed| {
-            seen.push(seed);
-            Ok::<(), String>(())
-        });
+        let only = SeedOverride::parse(Some("3"), None).unwrap();
+        let ran = sweep(0..10, &only, |seed| seen.push(seed));
         assert_eq!((ran, seen), (Ok(1), vec![3]));
+    }
+
+    #[test]
+    fn malformed_seed_variables_are_named_with_what_they_expect() {
+        // Goal: a bad SIMTAPE_SEED or SIMTAPE_SEEDS is an error naming the variable and value.
+        let bad_seed = SeedOverride::parse(Some("seven"), None).unwrap_err();
+        assert_eq!(bad_seed, "SIMTAPE_SEED=\"seven\" is not a seed (a u64)");
+        for text in ["5", "9..3", "3..3", "a..b", "..4"] {
+            let error = SeedOverride::parse(None, Some(text)).unwrap_err();
+            assert!(error.starts_with(&format!("SIMTAPE_SEEDS={text:?} is not a seed range")));
+        }
+        let range = SeedOverride::parse(None, Some(" 4..7 ")).unwrap();
+        assert_eq!(range.select(0..100).collect::<Vec<_>>(), vec![4, 5, 6]);
+    }
+
+    #[test]
+    fn the_test_name_drops_the_crate_and_names_the_tape() {
+        // Goal: `krate::tests::name` replays as `tests::name`; its tape template is filled in.
+        let spec = TestSpec {
+            path: "krate::tests::slow_reply",
+            manifest_dir: "/work/krate",
+            tape: Some("tapes/{name}/{seed}.tape"),
+            configure: None,
+        };
+        assert_eq!(spec.name(), "tests::slow_reply");
+        assert_eq!(
+            spec.tape_path(12),
+            Path::new("/work/krate/tapes/tests__slow_reply/12.tape")
+        );
+        let top_level = TestSpec {
+            path: "fixture::fails",
+            ..spec
+        };
+        assert_eq!(top_level.name(), "fails");
     }
 }

@@ -14,6 +14,17 @@ mod oracle;
 mod scenario;
 mod scenario_eval;
 mod tape;
+mod testing;
+
+/// Makes an empty directory `<target tmp>/<area>/<name>` for one test.
+fn tempdir(area: &str, name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(area)
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
 
 /// Guards against a test file that exists but is not declared above.
 #[test]

@@ -95,14 +95,8 @@ fn records(path: &Path) -> Vec<simtape::tape::RawRecord> {
     std::iter::from_fn(|| reader.next_record().unwrap()).collect()
 }
 
-/// Makes an empty directory under the target directory for one test.
 fn tempdir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("oracle-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::tempdir("oracle-tests", name)
 }
 
 #[test]
