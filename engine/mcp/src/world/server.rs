@@ -54,7 +54,7 @@ pub struct CallRecord {
     pub fault: Option<String>,
 }
 
-/// What `simtape mcp world` writes to `--report` when stdin closes.
+/// What `simtape mcp world` writes to `--report` when the session ends (EOF or a signal).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorldReport {
     /// [`REPORT_FORMAT`].
