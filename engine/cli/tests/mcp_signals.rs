@@ -245,16 +245,25 @@ fn record_passes_a_signal_to_a_server_that_ignores_stdin_eof() {
     let server = [
         "sh".to_string(),
         "-c".into(),
-        "trap 'echo server-got-TERM >&2; exit 0' TERM; cat >/dev/null; sleep 30 & wait".into(),
+        // `ready` goes out once the trap is set, so the test signals a server that handles it.
+        r#"trap 'echo server-got-TERM >&2; exit 0' TERM
+           echo '{"jsonrpc":"2.0","method":"ready"}'
+           cat >/dev/null; sleep 30 & wait"#
+            .into(),
     ];
-    let recorder = RawSession::start(&record_args(&cassette, &server));
-    std::thread::sleep(Duration::from_millis(300));
+    let mut recorder = RawSession::start(&record_args(&cassette, &server));
+    let mut ready = String::new();
+    recorder.stdout.read_line(&mut ready).unwrap();
+    assert!(ready.contains("ready"), "{ready}");
     let started = Instant::now();
     let (status, stderr) = recorder.kill("TERM");
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("server-got-TERM"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(4), "no grace wait");
-    assert_eq!(load_json(&cassette)["messages"], json!([]));
+    assert_eq!(
+        cassette_flow(&load_json(&cassette)),
+        [("server".into(), "ready".into())]
+    );
 }
 
 #[test]
