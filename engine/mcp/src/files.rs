@@ -27,6 +27,15 @@ pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> io::Resu
     write_atomic(path, &text)
 }
 
+/// The absolute form of a path, for a journal header that is read later, maybe from another
+/// directory.
+pub fn absolute(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// Returns a free name beside `path` for an output rebuilt from a left journal:
 /// `out.json` → `out.recovered.json`, then `out.recovered-2.json`, … (never an existing file).
 pub fn recovered_path(path: &Path) -> PathBuf {

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::cassette::{Cassette, Direction};
 use crate::error::McpError;
-use crate::files::recovered_path;
+use crate::files::{absolute, recovered_path};
 use crate::journal::{self, Journal};
 use crate::limits::{LINE_BYTES_MAX, SHUTDOWN_GRACE_MS};
 use crate::lines::{read_line_bounded, LineRead};
@@ -216,14 +216,6 @@ pub fn recover_left(cassette: &Path) -> Result<Option<Written>, McpError> {
         return Ok(None);
     }
     recover(&journal_path, Some(&recovered_path(cassette))).map(Some)
-}
-
-/// The absolute form of a path, for a journal header read later from another directory.
-pub(crate) fn absolute(path: &Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
 }
 
 /// Writes one line to the server; after the server has gone away, further lines are dropped

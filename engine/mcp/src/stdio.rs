@@ -62,8 +62,8 @@ pub enum Event {
 pub struct Stopper(SyncSender<Event>);
 
 impl Stopper {
-    /// Ends the session with `ending`. After the loop has ended, this blocks, so it is called
-    /// only from threads that have nothing else to do.
+    /// Ends the session with `ending`. Once the loop has ended nobody takes events any more and
+    /// this may block for good, so it is called only from threads with nothing else to do.
     pub fn stop(&self, ending: Ending) {
         // The inbox keeps a sender, so the channel only closes when the inbox is dropped; then
         // nobody is listening and there is nothing left to stop.

@@ -11,9 +11,8 @@ use serde_json::{json, Value};
 use super::server::{CallRecord, WorldReport, WorldServer};
 use super::spec::World;
 use crate::error::McpError;
-use crate::files::{recovered_path, write_json_atomic};
+use crate::files::{absolute, recovered_path, write_json_atomic};
 use crate::journal::{self, Journal};
-use crate::record::absolute;
 
 /// The `kind` of a world session's journal.
 pub const JOURNAL_KIND: &str = "world";
