@@ -5,6 +5,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use simtape_mcp::record::{Recorder, Written};
+use simtape_mcp::stdio::{Ending, Inbox};
+use simtape_mcp::world::outputs::{self, Outputs, Recovered};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
 
@@ -12,9 +15,11 @@ use crate::exit::{CliError, CliResult, DIVERGED, OK};
 
 const MCP_EXIT_CODES: &str = "\
 Exit codes:
-  0  success (verify: no drift; eval: every state passed; world: served until stdin closed)
+  0  success (verify: no drift; eval: every state passed; record, replay, world: the session
+     ended by stdin EOF, SIGTERM, SIGINT or SIGHUP and every owed file was written)
   1  verify: drift found; eval: at least one state failed its goal
-  2  bad usage or input: arguments, unreadable cassettes or specs, a server that cannot start";
+  2  bad usage or input: arguments, unreadable cassettes, specs or journals, a server that
+     cannot start, an owed file that cannot be written, a failed read of stdin";
 
 /// The `mcp` command group.
 #[derive(Debug, Args)]
@@ -36,7 +41,7 @@ pub(crate) enum McpCommand {
     #[command(after_help = MCP_EXIT_CODES)]
     Verify(VerifyArgs),
     /// Serves a seeded simulated world (docs/mcp-world.md); writes its state and a goal report
-    /// when stdin closes.
+    /// when the session ends (stdin EOF, SIGTERM, SIGINT or SIGHUP).
     #[command(after_help = MCP_EXIT_CODES)]
     World(WorldArgs),
     /// Scores final world states against the spec's goal: pass rate, pass@k, pass^k.
@@ -48,17 +53,21 @@ pub(crate) enum McpCommand {
 #[derive(Debug, Args)]
 pub(crate) struct WorldArgs {
     /// The world spec (JSON).
-    #[arg(long)]
-    pub(crate) spec: PathBuf,
+    #[arg(long, required_unless_present = "recover")]
+    pub(crate) spec: Option<PathBuf>,
     /// The seed for probability faults (default: the spec's `seed`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "recover")]
     pub(crate) seed: Option<u64>,
-    /// Where to write the final state when stdin closes.
+    /// Where to write the final state when the session ends.
     #[arg(long, value_name = "S.json")]
     pub(crate) state_out: Option<PathBuf>,
-    /// Where to write the report (goal match, collateral damage, calls) when stdin closes.
+    /// Where to write the report (goal match, collateral damage, calls) when the session ends.
     #[arg(long, value_name = "R.json")]
     pub(crate) report: Option<PathBuf>,
+    /// Rebuild the state and report from the journal a killed `world` left, instead of
+    /// serving (written where that session would have; --state-out/--report override).
+    #[arg(long, value_name = "R.json.journal.jsonl", conflicts_with = "spec")]
+    pub(crate) recover: Option<PathBuf>,
 }
 
 /// Arguments of `simtape mcp eval`.
@@ -78,14 +87,23 @@ pub(crate) struct EvalArgs {
 /// Arguments of `simtape mcp record`.
 #[derive(Debug, Args)]
 pub(crate) struct RecordArgs {
-    /// Where to write the cassette (when stdin closes).
-    #[arg(long)]
-    pub(crate) cassette: PathBuf,
+    /// Where to write the cassette (when the session ends); messages are journaled beside it
+    /// as they pass, in C.json.journal.jsonl.
+    #[arg(long, required_unless_present = "recover")]
+    pub(crate) cassette: Option<PathBuf>,
+    /// Turn the journal a killed `record` left into its cassette, instead of recording
+    /// (written where that recording would have; --cassette overrides).
+    #[arg(long, value_name = "C.json.journal.jsonl", conflicts_with = "server")]
+    pub(crate) recover: Option<PathBuf>,
     /// Redact the value of this environment variable wherever it appears (repeatable).
     #[arg(long = "redact-env", value_name = "NAME")]
     pub(crate) redact_env: Vec<String>,
     /// The server command line, after `--`.
-    #[arg(last = true, required = true, value_name = "SERVER")]
+    #[arg(
+        last = true,
+        required_unless_present = "recover",
+        value_name = "SERVER"
+    )]
     pub(crate) server: Vec<String>,
 }
 
@@ -151,27 +169,110 @@ fn load(path: &Path) -> Result<Cassette, CliError> {
     Cassette::load(path).map_err(failed)
 }
 
-fn record(args: &RecordArgs) -> CliResult {
-    let redactor = redactor(&args.redact_env);
-    let stdin = io::stdin().lock();
-    let stdout = io::stdout();
-    let cassette =
-        simtape_mcp::record::record(&args.server, &redactor, stdin, stdout).map_err(failed)?;
-    cassette.save(&args.cassette).map_err(failed)?;
+/// Starts a long-lived stdio session: stdin is read on its own thread, and termination
+/// signals end the session exactly as stdin EOF does (the serving loop then writes what it
+/// owes).
+fn stdio_session() -> Result<Inbox, CliError> {
+    let inbox = Inbox::new();
+    watch_signals(&inbox)
+        .map_err(|e| CliError::usage(format!("cannot install signal handlers: {e}")))?;
+    inbox.read_from(io::stdin());
+    Ok(inbox)
+}
+
+/// SIGTERM, SIGINT and SIGHUP end the session. SIGPIPE gets a handler too, so writing to a
+/// client that went away fails (and ends the session) instead of killing the process before
+/// its files are written.
+#[cfg(unix)]
+fn watch_signals(inbox: &Inbox) -> io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    signal_hook::flag::register(SIGPIPE, Default::default())?;
+    let stopper = inbox.stopper();
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            stopper.stop(Ending::Signal(signal));
+        }
+    });
+    Ok(())
+}
+
+/// Elsewhere only stdin EOF ends a session.
+#[cfg(not(unix))]
+fn watch_signals(_: &Inbox) -> io::Result<()> {
+    Ok(())
+}
+
+/// Passes a termination signal on to the server `record` proxies.
+#[cfg(unix)]
+fn send_signal(pid: u32, signal: i32) -> io::Result<()> {
+    use nix::sys::signal::{kill, Signal};
+    let signal = Signal::try_from(signal).map_err(io::Error::from)?;
+    let pid = i32::try_from(pid).map_err(io::Error::other)?;
+    kill(nix::unistd::Pid::from_raw(pid), signal).map_err(io::Error::from)
+}
+
+#[cfg(not(unix))]
+fn send_signal(_: u32, _: i32) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// The exit code after a session's files are written: 0 however the session ended, except when
+/// reading stdin failed.
+fn ended(command: &str, ending: Ending) -> CliResult {
+    match ending {
+        Ending::InputFailed(error) => Err(CliError::usage(format!(
+            "simtape mcp {command}: stdin: {error}"
+        ))),
+        Ending::Eof | Ending::Signal(_) | Ending::ClientGone => Ok(OK),
+    }
+}
+
+fn print_written(what: &str, written: &Written) {
     eprintln!(
-        "simtape mcp record: wrote {} message(s) to {}",
-        cassette.messages.len(),
-        args.cassette.display()
+        "simtape mcp record: {what} {} message(s) to {}",
+        written.messages,
+        written.cassette.display()
     );
-    Ok(OK)
+    for skipped in &written.skipped {
+        eprintln!("simtape mcp record: skipped journal {skipped}");
+    }
+}
+
+fn record(args: &RecordArgs) -> CliResult {
+    if let Some(journal) = &args.recover {
+        let written =
+            simtape_mcp::record::recover(journal, args.cassette.as_deref()).map_err(failed)?;
+        print_written("recovered", &written);
+        return Ok(OK);
+    }
+    let cassette = args
+        .cassette
+        .as_deref()
+        .expect("clap requires --cassette without --recover");
+    if let Some(left) = simtape_mcp::record::recover_left(cassette).map_err(failed)? {
+        print_written("a killed recording left a journal; recovered", &left);
+    }
+    let redactor = redactor(&args.redact_env);
+    let inbox = stdio_session()?;
+    let recorder = Recorder {
+        command: &args.server,
+        redactor: &redactor,
+        cassette,
+        send_signal,
+    };
+    let (ending, written) =
+        simtape_mcp::record::record(&recorder, &inbox, io::stdout()).map_err(failed)?;
+    print_written(&format!("{ending}; wrote"), &written);
+    ended("record", ending)
 }
 
 fn replay(args: &ReplayArgs) -> CliResult {
     let cassette = load(&args.cassette)?;
     let mut server = ReplayServer::new(&cassette, redactor(&args.redact_env));
-    simtape_mcp::serve::serve(&mut server, io::stdin().lock(), io::stdout().lock())
-        .map_err(|e| failed(e.into()))?;
-    Ok(OK)
+    let inbox = stdio_session()?;
+    let ending = simtape_mcp::serve::serve(&mut server, &inbox, io::stdout().lock());
+    ended("replay", ending)
 }
 
 fn verify(args: &VerifyArgs) -> CliResult {
@@ -210,38 +311,58 @@ fn load_world(path: &Path) -> Result<World, CliError> {
     World::load(path).map_err(CliError::usage)
 }
 
-fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), CliError> {
-    let mut text = serde_json::to_string_pretty(value).expect("JSON values serialize");
-    text.push('\n');
-    std::fs::write(path, text).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+fn print_recovered(recovered: &Recovered) {
+    for path in [&recovered.outputs.state, &recovered.outputs.report]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("simtape mcp world: rebuilt {}", path.display());
+    }
+    for skipped in &recovered.skipped {
+        eprintln!("simtape mcp world: skipped journal {skipped}");
+    }
 }
 
 fn world(args: &WorldArgs) -> CliResult {
-    let world = load_world(&args.spec)?;
+    let targets = Outputs {
+        state: args.state_out.clone(),
+        report: args.report.clone(),
+    };
+    if let Some(journal) = &args.recover {
+        let recovered = outputs::recover(journal, &targets).map_err(failed)?;
+        print_recovered(&recovered);
+        return Ok(OK);
+    }
+    let spec = args
+        .spec
+        .as_deref()
+        .expect("clap requires --spec without --recover");
+    // The spec text goes into the journal, so a rebuild does not depend on the file later.
+    let text = std::fs::read_to_string(spec)
+        .map_err(|e| CliError::usage(format!("{}: {e}", spec.display())))?;
+    let world = World::parse(&text, spec).map_err(CliError::usage)?;
     let seed = args.seed.unwrap_or(world.spec.seed);
     // Stdout carries only MCP messages; the seed goes to stderr, first, for reproduction.
     eprintln!("simtape mcp world: seed={seed}");
+    if let Some(left) = outputs::recover_left(&targets).map_err(failed)? {
+        eprintln!("simtape mcp world: a killed session left a journal");
+        print_recovered(&left);
+    }
+    let mut journal = outputs::open_journal(&targets, spec, &text, seed).map_err(failed)?;
     let mut server = WorldServer::new(world, seed);
-    server
-        .serve(io::stdin().lock(), io::stdout().lock())
-        .map_err(|e| failed(e.into()))?;
-    if let Some(path) = &args.state_out {
-        write_json(path, server.state())?;
-    }
-    let report = server.report();
-    if let Some(path) = &args.report {
-        write_json(path, &report)?;
-    }
+    let inbox = stdio_session()?;
+    let ending = server.serve(&inbox, io::stdout().lock(), journal.as_mut());
+    let report = outputs::finish(&server, &targets, journal).map_err(failed)?;
     let verdict = if report.scored.passed {
         "goal met"
     } else {
         "goal not met"
     };
     eprintln!(
-        "simtape mcp world: {verdict}; {} call(s); reproduce with --seed {seed}",
+        "simtape mcp world: {ending}; {verdict}; {} call(s); reproduce with --seed {seed}",
         report.calls.len()
     );
-    Ok(OK)
+    ended("world", ending)
 }
 
 fn eval(args: &EvalArgs) -> CliResult {

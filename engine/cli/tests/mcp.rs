@@ -2,10 +2,13 @@
 //! servers (`@modelcontextprotocol/server-everything`, `…/server-memory`) and the official
 //! Python SDK client (`mcp` from PyPI). `.ci/run` installs them and exports
 //! `SIMTAPE_MCP_PEERS_NODE_DIR` (the `node_modules` directory) and `SIMTAPE_MCP_PYTHON` (the
-//! venv's python). Without them a local run prints a skip notice; under `CI` it fails.
+//! venv's python). Without them a local run prints a skip notice; under CI=true it fails.
 
+#[path = "peers/clients.rs"]
+mod clients;
 mod common;
 
+use clients::{missing, python_driver};
 use common::{repo, simtape};
 
 use std::io::{BufRead, BufReader, Write};
@@ -75,10 +78,7 @@ fn peers() -> Option<Peers> {
         node_modules.display(),
         python.display()
     );
-    if std::env::var_os("CI").is_some() {
-        panic!("{what}");
-    }
-    eprintln!("SKIP: {what}");
+    missing(what);
     None
 }
 
@@ -231,27 +231,12 @@ fn kinds(report: &Value) -> Vec<String> {
 
 /// Runs the Python SDK driver against `simtape mcp replay` and returns its JSON report.
 fn python_client(peers: &Peers, mode: &str, cassette: &Path, calls: Value) -> Value {
-    let driver = repo().join("engine/mcp/tests/peers/driver.py");
-    let output = Command::new(&peers.python)
-        .arg(driver)
-        .args([
-            mode,
-            &calls.to_string(),
-            "--",
-            env!("CARGO_BIN_EXE_simtape"),
-            "mcp",
-            "replay",
-            "--cassette",
-        ])
-        .arg(cassette)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "python client ({mode}) failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let replay = [env!("CARGO_BIN_EXE_simtape"), "mcp", "replay", "--cassette"]
+        .map(String::from)
+        .into_iter()
+        .chain([cassette.display().to_string()])
+        .collect::<Vec<_>>();
+    python_driver(&peers.python, mode, &calls, &replay)
 }
 
 /// Returns the response message of the recorded request whose method (and tool) match.

@@ -1,15 +1,18 @@
 //! `simtape mcp world` and `simtape mcp eval` end to end. The world server is driven by the
 //! official Python SDK client (`mcp` from PyPI) in legacy and 2026-07-28 modes, as `.ci/run`
 //! installs it (`SIMTAPE_MCP_PYTHON`); without it those tests print a skip notice locally and
-//! fail under `CI`. The eval, spec-error and determinism tests need no peer.
+//! fail under CI=true. The eval, spec-error and determinism tests need no peer.
 
+#[path = "peers/clients.rs"]
+mod clients;
 mod common;
 
+use clients::{python, python_driver};
 use common::{repo, simtape};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::{json, Value};
 
@@ -17,53 +20,14 @@ fn world_spec(name: &str) -> PathBuf {
     repo().join("scenarios/worlds").join(name)
 }
 
-/// Finds the Python SDK client, or returns `None` after a skip notice (locally) or panics
-/// (under CI).
-fn python() -> Option<PathBuf> {
-    let home = std::env::var("HOME").unwrap_or_default();
-    let python = std::env::var_os("SIMTAPE_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(&home).join(".cache/simtape-mcp-venv/bin/python"));
-    let ok = Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return Some(python);
-    }
-    let what = format!(
-        "MCP Python client missing (`mcp` at {}). Install it: `python3 -m venv V && \
-         V/bin/pip install -r engine/mcp/tests/peers/requirements.txt`, then set SIMTAPE_MCP_PYTHON=V/bin/python",
-        python.display()
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("{what}");
-    }
-    eprintln!("SKIP: {what}");
-    None
-}
-
 /// Runs the Python SDK driver against `simtape mcp world` and returns its JSON report.
 fn python_client(python: &Path, mode: &str, world: &[&str], calls: &Value) -> Value {
-    let driver = repo().join("engine/mcp/tests/peers/driver.py");
-    let output = Command::new(python)
-        .arg(driver)
-        .args([
-            mode,
-            &calls.to_string(),
-            "--",
-            env!("CARGO_BIN_EXE_simtape"),
-        ])
-        .args(["mcp", "world"])
-        .args(world)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "python client ({mode}) failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let server: Vec<String> = [env!("CARGO_BIN_EXE_simtape"), "mcp", "world"]
+        .iter()
+        .chain(world)
+        .map(|a| a.to_string())
+        .collect();
+    python_driver(python, mode, calls, &server)
 }
 
 /// Runs `simtape mcp world` with `requests` (one JSON-RPC message each) on stdin, then EOF.

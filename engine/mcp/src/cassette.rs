@@ -199,7 +199,7 @@ impl Cassette {
     pub fn save(&self, path: &Path) -> Result<(), McpError> {
         let mut text = serde_json::to_string_pretty(self).expect("a Value tree always serializes");
         text.push('\n');
-        std::fs::write(path, text).map_err(|source| McpError::CassetteIo {
+        crate::files::write_atomic(path, text.as_bytes()).map_err(|source| McpError::CassetteIo {
             path: path.into(),
             source,
         })

@@ -83,31 +83,23 @@ pub fn check_modern_envelope(params: Option<&Value>) -> Result<(), EnvelopeError
     Ok(())
 }
 
-/// Returns the params as compared for matching: absent params become `{}`, and from `_meta`
-/// the progress token and every `io.modelcontextprotocol/` envelope key are removed (an empty
-/// `_meta` is then dropped). So one recorded request matches the same call made in either
-/// era, with any id and any progress token.
+/// Returns the params as compared for matching: absent params become `{}`, and `_meta` is
+/// removed. `_meta` is per-request metadata, not what is asked: the progress token, the
+/// 2026-07-28 envelope (`io.modelcontextprotocol/…`) and client keys such as Claude Code's
+/// `claudecode/toolUseId` differ on every call. So one recorded request matches the same call
+/// made in either era, by any client, with any id.
 ///
 /// ```
 /// use serde_json::json;
 /// use simtape_mcp::era::matching_params;
-/// let live = json!({"_meta": {"progressToken": 4,
-///     "io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
-/// assert_eq!(matching_params(Some(&live)), json!({}));
+/// let live = json!({"name": "t", "_meta": {"progressToken": 4,
+///     "io.modelcontextprotocol/protocolVersion": "2026-07-28", "claudecode/toolUseId": "x"}});
+/// assert_eq!(matching_params(Some(&live)), json!({"name": "t"}));
 /// ```
 pub fn matching_params(params: Option<&Value>) -> Value {
     let mut params = params.cloned().unwrap_or_else(|| Value::Object(Map::new()));
     if let Some(object) = params.as_object_mut() {
-        let drop_meta = match object.get_mut("_meta").and_then(Value::as_object_mut) {
-            Some(meta) => {
-                meta.retain(|key, _| key != META_PROGRESS_TOKEN && !key.starts_with(META_PREFIX));
-                meta.is_empty()
-            }
-            None => false,
-        };
-        if drop_meta {
-            object.remove("_meta");
-        }
+        object.remove("_meta");
     }
     params
 }
@@ -191,15 +183,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn matching_params_ignore_envelope_and_progress_token() {
-        // Goal: a modern request with envelope keys and a legacy request without params match.
+    fn matching_params_ignore_all_of_meta() {
+        // Goal: a modern request with envelope keys, a progress token and a client's own keys
+        // matches the plain request; a legacy request without params matches `{}`.
         let modern = json!({"name": "echo", "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": "p", "trace": 1}});
-        assert_eq!(
-            matching_params(Some(&modern)),
-            json!({"name": "echo", "_meta": {"trace": 1}})
-        );
+            "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": "p",
+            "claudecode/toolUseId": "toolu_1"}});
+        assert_eq!(matching_params(Some(&modern)), json!({"name": "echo"}));
         assert_eq!(matching_params(None), json!({}));
     }
 

@@ -33,6 +33,28 @@ pub enum McpError {
     /// Reading or writing stdio (or a child's pipes) failed.
     #[error("stdio: {0}")]
     Io(#[from] std::io::Error),
+    /// An output file or a journal could not be written or read.
+    #[error("{path}: {source}")]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A journal is held by a running simtape process, so it is not left over.
+    #[error("{path}: a running simtape process is writing this journal")]
+    JournalBusy {
+        /// The journal path.
+        path: PathBuf,
+    },
+    /// A journal cannot be rebuilt into its output.
+    #[error("{path}: not a usable simtape journal: {reason}")]
+    JournalInvalid {
+        /// The journal path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A live server broke the protocol badly enough that the session cannot go on.
     #[error("live server: {0}")]
     Live(String),

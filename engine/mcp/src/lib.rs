@@ -23,9 +23,12 @@
 //!   inside a simtape simulation, in virtual time; pipelines call it through
 //!   [`actor::McpHandle`].
 //!
-//! Everything above is pure (no clocks, no threads, no processes). The I/O lives in three
-//! modules: [`serve`] (the stdio loop), [`record`] (the recording proxy around a child process)
-//! and [`live`] (a client session against a live server, for `verify`).
+//! Everything above is pure (no clocks, no threads, no processes). The I/O lives apart:
+//! [`stdio`] (the reader thread and the one way a stdio session ends: EOF or a signal),
+//! [`serve`] (the replay loop), [`record`] (the recording proxy around a child process),
+//! [`live`] (a client session against a live server, for `verify`), [`journal`] (what a
+//! long-lived command owes, appended as it passes, so a kill loses nothing) and [`files`]
+//! (atomic output writes).
 
 pub mod actor;
 pub mod cassette;
@@ -33,6 +36,8 @@ pub mod drift;
 pub mod era;
 pub mod error;
 pub mod eval;
+pub mod files;
+pub mod journal;
 pub mod jsonrpc;
 pub mod limits;
 pub mod lines;
@@ -42,6 +47,7 @@ pub mod record;
 pub mod redact;
 pub mod replay;
 pub mod serve;
+pub mod stdio;
 pub mod world;
 
 pub use cassette::{Cassette, Direction, Entry, Exchange};

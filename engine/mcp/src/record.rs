@@ -1,65 +1,126 @@
 //! The recording proxy of `simtape mcp record`: start the server, forward client lines to its
-//! stdin and its stdout lines to the client unchanged, and log every message with the
-//! milliseconds since the start. When the client's input ends, close the server's stdin, wait
-//! for it to exit (kill it after a grace period), and return the redacted cassette.
+//! stdin and its stdout lines to the client unchanged, and journal every message with the
+//! milliseconds since the start (beside the cassette, flushed per message, see
+//! [`crate::journal`]). When the session ends (stdin EOF or a termination signal, see
+//! [`crate::stdio`]), close the server's stdin, pass the signal on if there was one, wait for it
+//! to exit (kill it after a grace period), and build the cassette from the journal. A journal
+//! left by a killed recorder becomes a cassette through [`recover`].
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::cassette::{Cassette, Direction};
 use crate::error::McpError;
+use crate::files::{absolute, recovered_path};
+use crate::journal::{self, Journal};
 use crate::limits::{LINE_BYTES_MAX, SHUTDOWN_GRACE_MS};
 use crate::lines::{read_line_bounded, LineRead};
 use crate::redact::Redactor;
+use crate::stdio::{Ending, Event, Inbox};
 
-/// The message log shared by the two forwarding directions.
+/// The `kind` of a recording's journal.
+pub const JOURNAL_KIND: &str = "record";
+
+/// Sends a signal (by number) to a process (by id). Signals are OS calls, which this crate
+/// leaves to its caller.
+pub type SendSignal = fn(pid: u32, signal: i32) -> io::Result<()>;
+
+/// What one recording needs.
+#[derive(Debug)]
+pub struct Recorder<'a> {
+    /// The server command line.
+    pub command: &'a [String],
+    /// Scrubs secrets from every message before it is journaled.
+    pub redactor: &'a Redactor,
+    /// Where the cassette goes; its journal is [`journal::path_for`] it.
+    pub cassette: &'a Path,
+    /// Passes a termination signal on to the server.
+    pub send_signal: SendSignal,
+}
+
+/// A cassette written from a journal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// Where the cassette went.
+    pub cassette: PathBuf,
+    /// How many messages it holds.
+    pub messages: usize,
+    /// Journal lines that could not be used (a kill mid-write cuts the last one short).
+    pub skipped: Vec<String>,
+}
+
+/// The message journal shared by the two forwarding directions.
 struct Log {
     start: Instant,
-    messages: Mutex<Vec<(Direction, u64, Value)>>,
+    journal: Mutex<Journal>,
+    redactor: Redactor,
 }
 
 impl Log {
-    /// Logs a line if it is JSON. The timestamp is taken under the lock, so log order and
-    /// time order agree.
+    /// Journals a line if it is JSON, redacted. The timestamp is taken under the lock, so
+    /// journal order and time order agree.
     fn note(&self, from: Direction, line: &[u8]) {
-        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
             eprintln!(
                 "simtape mcp record: forwarding a non-JSON {from:?} line without recording it"
             );
             return;
         };
-        let mut messages = self
-            .messages
+        self.redactor.redact_value(&mut message);
+        let mut journal = self
+            .journal
             .lock()
-            .expect("no thread panics while holding the log");
+            .expect("no thread panics while holding the journal");
         let at_ms = self.start.elapsed().as_millis() as u64;
-        messages.push((from, at_ms, message));
+        let entry = json!({"from": from, "at_ms": at_ms, "message": message});
+        if let Err(e) = journal.append(&entry) {
+            eprintln!("simtape mcp record: {e}; this message will be missing from the cassette");
+        }
     }
 }
 
-/// Records one session: `input` is the client side (stdin), `output` the client's reply
-/// channel (stdout). Returns the cassette, redacted with `redactor`.
-pub fn record<R: BufRead, W: Write + Send>(
-    command: &[String],
-    redactor: &Redactor,
-    mut input: R,
+/// Records one session: lines come from `inbox` (the client), answers go to `output` (the
+/// client's stdout). Returns why the session ended and the cassette written.
+pub fn record<W: Write + Send>(
+    recorder: &Recorder<'_>,
+    inbox: &Inbox,
     mut output: W,
-) -> Result<Cassette, McpError> {
-    let mut child = spawn(command)?;
+) -> Result<(Ending, Written), McpError> {
+    let redactor = recorder.redactor;
+    let server: Vec<String> = recorder
+        .command
+        .iter()
+        .map(|a| redactor.redact_text(a))
+        .collect();
+    let header = json!({"server": server, "cassette": absolute(recorder.cassette)});
+    let journal = Journal::create(&journal::path_for(recorder.cassette), JOURNAL_KIND, header)?;
+    let journal_path = journal.path().to_path_buf();
+    let mut child = match spawn(recorder.command) {
+        Ok(child) => child,
+        Err(e) => {
+            // Nothing was recorded: leave no journal to recover.
+            drop(journal);
+            let _ = journal::remove(&journal_path);
+            return Err(e);
+        }
+    };
     let child_stdout = child.stdout.take().expect("stdout is piped");
     let mut child_stdin = Some(child.stdin.take().expect("stdin is piped"));
     let log = Log {
         start: Instant::now(),
-        messages: Mutex::new(Vec::new()),
+        journal: Mutex::new(journal),
+        redactor: redactor.clone(),
     };
-    std::thread::scope(|scope| -> Result<(), McpError> {
+    let ending = std::thread::scope(|scope| -> Result<Ending, McpError> {
         let log = &log;
         let server_to_client = scope.spawn(move || -> Result<(), McpError> {
             let mut reader = BufReader::new(child_stdout);
+            let mut client_open = true;
             while let Some(read) = read_line_bounded(&mut reader, LINE_BYTES_MAX)? {
                 let LineRead::Line(line) = read else {
                     eprintln!(
@@ -68,38 +129,93 @@ pub fn record<R: BufRead, W: Write + Send>(
                     continue;
                 };
                 log.note(Direction::Server, &line);
-                output.write_all(&line)?;
-                output.write_all(b"\n")?;
-                output.flush()?;
+                // A client that went away still leaves the server's answers in the journal.
+                client_open = client_open
+                    && output
+                        .write_all(&line)
+                        .and_then(|()| output.write_all(b"\n"))
+                        .and_then(|()| output.flush())
+                        .is_ok();
             }
             Ok(())
         });
-        while let Some(read) = read_line_bounded(&mut input, LINE_BYTES_MAX)? {
-            match read {
-                LineRead::Line(line) => {
+        let ending = loop {
+            match inbox.next() {
+                Event::Line(LineRead::Line(line)) => {
                     log.note(Direction::Client, &line);
                     forward(&mut child_stdin, &line);
                 }
-                LineRead::TooLong(length) => {
+                Event::Line(LineRead::TooLong(length)) => {
                     eprintln!("simtape mcp record: refused a client line of {length} bytes");
                 }
+                Event::End(ending) => break ending,
+            }
+        };
+        // A signal we got is passed on first (so the server sees it, not just EOF); then
+        // closing stdin, the stdio shutdown signal, reaches servers that ignore signals.
+        if let Ending::Signal(signal) = ending {
+            if let Err(e) = (recorder.send_signal)(child.id(), signal) {
+                eprintln!("simtape mcp record: passing the signal to the server failed: {e}");
             }
         }
-        // Closing stdin is the stdio shutdown signal; servers exit on EOF.
         drop(child_stdin.take());
         stop(&mut child)?;
         server_to_client
             .join()
-            .expect("the forwarding thread does not panic")
+            .expect("the forwarding thread does not panic")?;
+        Ok(ending)
     })?;
-    let mut cassette = Cassette::new(command.iter().map(|a| redactor.redact_text(a)).collect());
-    let messages = log.messages.into_inner().expect("all threads joined");
-    for (from, at_ms, mut message) in messages {
-        redactor.redact_value(&mut message);
-        cassette.push(from, at_ms, message);
+    let journal = log
+        .journal
+        .into_inner()
+        .expect("all threads joined without panicking");
+    let written = recover(&journal.close(), Some(recorder.cassette))?;
+    Ok((ending, written))
+}
+
+/// Builds the cassette from a journal that no running process holds, writes it (atomically)
+/// to `cassette` or else where the journal says, and deletes the journal.
+pub fn recover(journal_path: &Path, cassette: Option<&Path>) -> Result<Written, McpError> {
+    let contents = journal::read(journal_path, JOURNAL_KIND)?;
+    let invalid = |reason: String| McpError::JournalInvalid {
+        path: journal_path.into(),
+        reason,
+    };
+    let server: Vec<String> = serde_json::from_value(contents.header["server"].clone())
+        .map_err(|e| invalid(format!("header `server`: {e}")))?;
+    let target = match (cassette, contents.header["cassette"].as_str()) {
+        (Some(path), _) => path.to_path_buf(),
+        (None, Some(path)) => PathBuf::from(path),
+        (None, None) => return Err(invalid("the header names no cassette".into())),
+    };
+    let mut built = Cassette::new(server);
+    let mut skipped = contents.skipped;
+    for (index, entry) in contents.entries.into_iter().enumerate() {
+        let from = serde_json::from_value::<Direction>(entry["from"].clone());
+        match (from, entry["at_ms"].as_u64(), entry.get("message")) {
+            (Ok(from), Some(at_ms), Some(message)) => built.push(from, at_ms, message.clone()),
+            _ => skipped.push(format!("entry {}: not a recorded message", index + 1)),
+        }
     }
-    cassette.fill_latencies();
-    Ok(cassette)
+    built.fill_latencies();
+    built.save(&target)?;
+    journal::remove(journal_path)?;
+    Ok(Written {
+        cassette: target,
+        messages: built.messages.len(),
+        skipped,
+    })
+}
+
+/// At the start of a recording: when a killed recorder left a journal beside `cassette`,
+/// turns it into a cassette beside it (`C.recovered.json`, see [`recovered_path`]) so the new
+/// recording loses nothing of the old one.
+pub fn recover_left(cassette: &Path) -> Result<Option<Written>, McpError> {
+    let journal_path = journal::path_for(cassette);
+    if !journal::is_left(&journal_path)? {
+        return Ok(None);
+    }
+    recover(&journal_path, Some(&recovered_path(cassette))).map(Some)
 }
 
 /// Writes one line to the server; after the server has gone away, further lines are dropped
@@ -136,7 +252,8 @@ pub fn spawn(command: &[String]) -> Result<Child, McpError> {
         })
 }
 
-/// Waits for a child whose stdin is closed to exit; kills it after the grace period.
+/// Waits for a child whose stdin is closed (and that may have been sent a signal) to exit;
+/// kills it after the grace period.
 pub fn stop(child: &mut Child) -> Result<(), McpError> {
     let deadline = Instant::now() + Duration::from_millis(SHUTDOWN_GRACE_MS);
     while Instant::now() < deadline {
@@ -146,7 +263,7 @@ pub fn stop(child: &mut Child) -> Result<(), McpError> {
         std::thread::sleep(Duration::from_millis(10));
     }
     eprintln!(
-        "simtape mcp: server did not exit {SHUTDOWN_GRACE_MS} ms after stdin closed; killing it"
+        "simtape mcp: server did not exit {SHUTDOWN_GRACE_MS} ms after being told to stop; killing it"
     );
     child.kill()?;
     child.wait()?;

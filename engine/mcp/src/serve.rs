@@ -1,28 +1,21 @@
-//! The stdio loop of `simtape mcp replay`: read capped lines, let the pure
+//! The stdio loop of `simtape mcp replay`: take capped lines from the [`Inbox`], let the pure
 //! [`ReplayServer`] answer, write one message per line, flush after each line's answers.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::limits::LINE_BYTES_MAX;
-use crate::lines::{read_line_bounded, LineRead};
+use crate::lines::LineRead;
 use crate::replay::ReplayServer;
+use crate::stdio::{serve_lines, Ending, Inbox};
 
-/// Serves until the input ends. Only I/O errors stop it; every bad message gets an answer.
-pub fn serve<R: BufRead, W: Write>(
-    server: &mut ReplayServer,
-    mut input: R,
-    mut output: W,
-) -> io::Result<()> {
-    while let Some(read) = read_line_bounded(&mut input, LINE_BYTES_MAX)? {
-        let answers = match read {
-            LineRead::Line(line) => server.handle_line(&line),
-            LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
-        };
-        write_messages(&mut output, &answers)?;
-    }
-    Ok(())
+/// Serves until the session ends (EOF, a signal, a client that went away) and says why. Every
+/// bad message gets an answer.
+pub fn serve<W: Write>(server: &mut ReplayServer, inbox: &Inbox, output: W) -> Ending {
+    serve_lines(inbox, output, |read| match read {
+        LineRead::Line(line) => server.handle_line(&line),
+        LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
+    })
 }
 
 /// Writes messages, one JSON document per line, and flushes.
@@ -45,9 +38,10 @@ mod tests {
         // Goal: each input line gets its answers on its own output line; garbage does not
         // stop the loop.
         let mut server = ReplayServer::new(&Cassette::new(vec![]), Redactor::default());
-        let input: &[u8] = b"garbage\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        let inbox =
+            Inbox::from_bytes(b"garbage\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
         let mut output = Vec::new();
-        serve(&mut server, input, &mut output).unwrap();
+        assert_eq!(serve(&mut server, &inbox, &mut output), Ending::Eof);
         let lines: Vec<Value> = output
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())

@@ -14,7 +14,7 @@
 //! `outputSchema` (a mismatch is a bug in the spec: JSON-RPC `-32603`).
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, Write};
+use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -25,13 +25,13 @@ use super::score::{score, Scored};
 use super::spec::{tool_listing, World};
 use super::template::{render, Bindings};
 use crate::era::{self, LATEST_HANDSHAKE_VERSION, META_SERVER_INFO, MODERN_VERSIONS};
+use crate::journal::Journal;
 use crate::jsonrpc::{
     error_response, parse_line, result_response, Message, INVALID_PARAMS, METHOD_NOT_FOUND,
 };
-use crate::limits::LINE_BYTES_MAX;
-use crate::lines::{read_line_bounded, LineRead};
+use crate::lines::LineRead;
 use crate::replay::ReplayServer;
-use crate::serve::write_messages;
+use crate::stdio::{serve_lines, Ending, Inbox};
 
 /// The error code of a simulated timeout: the one the MCP SDKs use for a request timeout.
 pub const TIMEOUT_CODE: i64 = -32001;
@@ -54,7 +54,7 @@ pub struct CallRecord {
     pub fault: Option<String>,
 }
 
-/// What `simtape mcp world` writes to `--report` when stdin closes.
+/// What `simtape mcp world` writes to `--report` when the session ends (EOF or a signal).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorldReport {
     /// [`REPORT_FORMAT`].
@@ -135,16 +135,28 @@ impl WorldServer {
         score(&spec.goal, &spec.initial_state, &self.state)
     }
 
-    /// Serves `input` until it ends, writing answers to `output`. Only I/O errors stop it.
-    pub fn serve<R: BufRead, W: Write>(&mut self, mut input: R, mut output: W) -> io::Result<()> {
-        while let Some(read) = read_line_bounded(&mut input, LINE_BYTES_MAX)? {
-            let answers = match read {
-                LineRead::Line(line) => self.handle_line(&line),
-                LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
-            };
-            write_messages(&mut output, &answers)?;
-        }
-        Ok(())
+    /// Serves until the session ends (EOF, a signal, a client that went away) and says why.
+    /// Each `tools/call` is appended to `journal` (when given) before it is answered, so every
+    /// answered call can be replayed after a kill ([`super::outputs`]).
+    pub fn serve<W: Write>(
+        &mut self,
+        inbox: &Inbox,
+        output: W,
+        mut journal: Option<&mut Journal>,
+    ) -> Ending {
+        serve_lines(inbox, output, |read| match read {
+            LineRead::Line(line) => {
+                let calls_before = self.calls.len();
+                let answers = self.handle_line(&line);
+                if let (Some(journal), Some(call)) =
+                    (journal.as_deref_mut(), self.calls.get(calls_before))
+                {
+                    super::outputs::note_call(journal, call, &line);
+                }
+                answers
+            }
+            LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
+        })
     }
 
     /// Handles one input line and returns the messages to send back.

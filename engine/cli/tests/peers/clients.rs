@@ -1,0 +1,87 @@
+//! Finding and running the real MCP clients the CLI tests drive (included with `#[path]` by
+//! the test binaries that use them): the official Python SDK client (`SIMTAPE_MCP_PYTHON`)
+//! and Claude Code (`SIMTAPE_AGENT_PEERS_DIR`), as `.ci/run` installs them. A missing client
+//! is a skip notice locally and a failure under CI (`CI=true` or `CI=1`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Whether this run is CI: only `CI=true` or `CI=1` count.
+pub(crate) fn under_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true" | "1"))
+}
+
+/// Reports a missing peer: panics under CI, prints a skip notice otherwise.
+pub(crate) fn missing(what: String) {
+    if under_ci() {
+        panic!("{what}");
+    }
+    eprintln!("SKIP: {what}");
+}
+
+/// Finds the Python SDK client, or returns `None` after [`missing`].
+pub(crate) fn python() -> Option<PathBuf> {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let python = std::env::var_os("SIMTAPE_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(&home).join(".cache/simtape-mcp-venv/bin/python"));
+    let ok = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    missing(format!(
+        "MCP Python client missing (`mcp` at {}). Install it: `python3 -m venv V && \
+         V/bin/pip install -r engine/mcp/tests/peers/requirements.txt`, then set SIMTAPE_MCP_PYTHON=V/bin/python",
+        python.display()
+    ));
+    None
+}
+
+/// Runs the Python SDK driver (engine/mcp/tests/peers/driver.py) in `mode` against the stdio
+/// server `server` (a command line), calling `calls`, and returns its JSON report. The client
+/// ends the server its own normal way when the session is over.
+pub(crate) fn python_driver(python: &Path, mode: &str, calls: &Value, server: &[String]) -> Value {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/peers/driver.py");
+    let output = Command::new(python)
+        .arg(driver)
+        .args([mode, &calls.to_string(), "--"])
+        .args(server)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "python client ({mode}) failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Finds the Claude Code binary, or returns `None` after [`missing`]. The wrapper package's
+/// postinstall may not have run, so the platform package's binary is run directly.
+pub(crate) fn claude() -> Option<PathBuf> {
+    let node_modules = std::env::var_os("SIMTAPE_AGENT_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/agents/node_modules")
+        });
+    let binary = node_modules.join("@anthropic-ai/claude-code-linux-x64/claude");
+    let ok = Command::new(&binary)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(binary);
+    }
+    missing(format!(
+        "Claude Code missing ({}). Install it: `npm ci --prefix engine/cli/tests/peers/agents`, \
+         then set SIMTAPE_AGENT_PEERS_DIR=engine/cli/tests/peers/agents/node_modules",
+        binary.display()
+    ));
+    None
+}

@@ -1,0 +1,97 @@
+//! Writing output files so that a reader never sees half of one: the bytes go to a temporary
+//! file in the same directory, are synced, and the temporary is renamed over the target (a
+//! rename within one file system is atomic on POSIX).
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Writes `bytes` to `path` atomically: either the old file or the whole new one is there.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let temporary = temporary_path(path);
+    let written = std::fs::File::create(&temporary).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
+    if renamed.is_err() {
+        // Best effort: a failed write leaves no temporary behind.
+        let _ = std::fs::remove_file(&temporary);
+    }
+    renamed
+}
+
+/// Writes a value as pretty JSON with a final newline, atomically.
+pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> io::Result<()> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    text.push(b'\n');
+    write_atomic(path, &text)
+}
+
+/// The absolute form of a path, for a journal header that is read later, maybe from another
+/// directory.
+pub fn absolute(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// Returns a free name beside `path` for an output rebuilt from a left journal:
+/// `out.json` → `out.recovered.json`, then `out.recovered-2.json`, … (never an existing file).
+pub fn recovered_path(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let extension = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    (1u32..)
+        .map(|n| {
+            let counter = if n == 1 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            path.with_file_name(format!("{stem}.recovered{counter}{extension}"))
+        })
+        .find(|candidate| !candidate.exists())
+        .expect("some counter is free")
+}
+
+/// `dir/.name.tmp-PID`: hidden, in the target's directory (so the rename stays on one file
+/// system), and distinct per process.
+fn temporary_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// An empty scratch directory for one unit test of this crate's file handling.
+#[cfg(test)]
+pub(crate) fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("simtape-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_the_file_and_leaves_no_temporary() {
+        // Goal: the target holds the new bytes and the directory holds nothing else.
+        let dir = test_dir("atomic");
+        let target = dir.join("out.json");
+        std::fs::write(&target, "old").unwrap();
+        write_atomic(&target, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
