@@ -432,23 +432,38 @@ fn open_servers(
         let (key, opened) = match &server.source {
             McpSource::Cassette(path) => (
                 "cassette",
-                McpActor::load(path).map_err(|error| error.to_string()),
+                McpActor::load(path).map_err(OpenError::Cassette),
             ),
             McpSource::World(path) => ("world", open_world(eval, server, path)),
         };
         match opened {
             Ok(actor) => actors.push(actor),
-            Err(message) => {
+            Err(error) => {
                 let at = [Step::Key("mcp"), Step::Index(index), Step::Key(key)];
-                problems.push(problem(scenario, &at, message));
+                problems.push(problem(scenario, &at, error.to_string()));
             }
         }
     }
     actors
 }
 
-fn open_world(eval: &EvalSpec, server: &McpServerSpec, path: &Path) -> Result<McpActor, String> {
-    let world = World::load(path).map_err(|error| error.to_string())?;
+/// Why an `[[mcp]]` server could not be opened. Fatal to loading the scenario: each is
+/// reported at the `[[mcp]]` field that names the file.
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    /// The cassette does not load.
+    #[error("{0}")]
+    Cassette(simtape_mcp::McpError),
+    /// The world spec does not load.
+    #[error("{0}")]
+    World(simtape_mcp::world::SpecError),
+    /// The scenario's fault rules for the server do not fit its world.
+    #[error("the [[faults.mcp]] rules do not fit the world: {0}")]
+    Faults(simtape_mcp::world::SpecError),
+}
+
+fn open_world(eval: &EvalSpec, server: &McpServerSpec, path: &Path) -> Result<McpActor, OpenError> {
+    let world = World::load(path).map_err(OpenError::World)?;
     let rules: Vec<FaultRule> = eval
         .faults
         .mcp
@@ -459,9 +474,7 @@ fn open_world(eval: &EvalSpec, server: &McpServerSpec, path: &Path) -> Result<Mc
     if rules.is_empty() {
         return Ok(McpActor::from_world(world));
     }
-    let world = world
-        .with_faults(rules)
-        .map_err(|error| format!("the [[faults.mcp]] rules do not fit the world: {error}"))?;
+    let world = world.with_faults(rules).map_err(OpenError::Faults)?;
     Ok(McpActor::from_world(world))
 }
 

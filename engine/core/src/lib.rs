@@ -27,13 +27,14 @@
 //! - [`sync`] — channels.
 //! - [`rng`] — per-actor ChaCha streams, integer `Ratio`s.
 //! - [`actor`] — the actor seam; the clock and user-event actors.
-//! - [`cap`] — the capabilities: filesystem overlay, network policy, LLM.
+//! - [`cap`] — the capabilities: filesystem overlay, network policy, LLM, processes, the
+//!   WASI sandbox, and the `[faults]` rules they share.
 //! - [`capabilities`] — the builder settings and host handles for them.
 //! - [`limits`] — every bound of a run.
 //! - `recorder` — records to the tape and the run fingerprint.
-//! - [`tape`] — the tape format v1, writer and reader.
+//! - [`tape`] — the tape format v2, writer and reader.
 //! - [`oracle`] — tape diffs.
-//! - [`scenario`] — the TOML scenario format and its interpreter.
+//! - [`scenario`] — the TOML scenario format: its span-keeping decoder and its interpreter.
 //! - [`error`] — what ends a run.
 //! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure.
 

@@ -37,17 +37,33 @@ pub fn check_seeds<E: Display>(
             .parse::<u64>()
             .unwrap_or_else(|_| panic!("{SEED_ENV}={text:?} is not a seed (a u64)"))
     });
-    if let Err(message) = sweep(seeds, only, check) {
-        panic!("{message}");
+    if let Err(failure) = sweep(seeds, only, check) {
+        panic!("{failure}");
     }
 }
 
-/// The logic of [`check_seeds`], without the environment: returns the failure message.
+/// The first seed of a sweep that failed: fatal to the test, which panics with it. It
+/// displays the seed, the error and the command that replays the seed alone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "seed {seed} failed: {error}\nreplay it alone: {SEED_ENV}={seed} cargo test {test} -- --exact"
+)]
+pub struct SeedFailure {
+    /// The seed.
+    pub seed: u64,
+    /// The check's error, as text.
+    pub error: String,
+    /// The test's name (`TEST_NAME` off a test thread).
+    pub test: String,
+}
+
+/// The logic of [`check_seeds`], without the environment: returns how many seeds ran, or
+/// the first that failed.
 pub fn sweep<E: Display>(
     seeds: impl IntoIterator<Item = u64>,
     only: Option<u64>,
     mut check: impl FnMut(u64) -> Result<(), E>,
-) -> Result<usize, String> {
+) -> Result<usize, SeedFailure> {
     let seeds: Vec<u64> = match only {
         Some(seed) => vec![seed],
         None => seeds.into_iter().collect(),
@@ -58,10 +74,11 @@ pub fn sweep<E: Display>(
                 .name()
                 .unwrap_or("TEST_NAME")
                 .to_string();
-            return Err(format!(
-                "seed {seed} failed: {error}\n\
-                 replay it alone: {SEED_ENV}={seed} cargo test {test} -- --exact"
-            ));
+            return Err(SeedFailure {
+                seed,
+                error: error.to_string(),
+                test,
+            });
         }
     }
     Ok(seeds.len())
@@ -79,7 +96,7 @@ mod tests {
             None,
             |seed| if seed == 7 { Err("boom") } else { Ok(()) },
         );
-        let message = failure.unwrap_err();
+        let message = failure.unwrap_err().to_string();
         assert!(message.starts_with("seed 7 failed: boom"), "{message}");
         assert!(
             message.contains(
@@ -90,7 +107,7 @@ mod tests {
         let mut seen = Vec::new();
         let ran = sweep(0..10, Some(3), |seed| {
             seen.push(seed);
-            Ok::<(), String>(())
+            Ok::<(), &str>(())
         });
         assert_eq!((ran, seen), (Ok(1), vec![3]));
     }

@@ -27,6 +27,8 @@
 //! modules: [`serve`] (the stdio loop), [`record`] (the recording proxy around a child process)
 //! and [`live`] (a client session against a live server, for `verify`).
 
+#![warn(missing_docs)]
+
 pub mod actor;
 pub mod cassette;
 pub mod drift;

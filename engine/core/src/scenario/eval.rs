@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::rng::Ratio;
+use crate::cap::fault_rules::{FsFault, LlmFault, ProcessFault, Trigger};
 
 /// `[agent]`: the harness under test in scenario mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,16 +69,6 @@ pub enum McpSource {
     World(PathBuf),
 }
 
-/// When a fault rule fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    /// On this 1-based call (counted per rule target).
-    OnCall(u64),
-    /// On each call with this chance, drawn from the capability's own stream.
-    Rate(Ratio),
-}
-
 /// `[faults]`: the fault plan, per capability. (The overlay's own EIO/ENOSPC ratios stay in
 /// `[fs]`; `[[faults.fs]]` adds rules by call number.)
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -98,19 +88,6 @@ impl FaultsSpec {
     pub fn is_empty(&self) -> bool {
         self.llm.is_empty() && self.mcp.is_empty() && self.fs.is_empty() && self.process.is_empty()
     }
-}
-
-/// A model call answered with an HTTP error instead of the fixture's response.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LlmFault {
-    /// When it fires (counting model calls).
-    pub trigger: Trigger,
-    /// The HTTP status (default 429).
-    pub status: u16,
-    /// The provider's retry hint, when it gives one.
-    pub retry_after_ms: Option<u64>,
-    /// The error message.
-    pub message: String,
 }
 
 /// A tool call to an MCP server that fails.
@@ -154,40 +131,6 @@ pub enum McpFaultKind {
         /// How many operations land.
         ops: u64,
     },
-}
-
-/// A filesystem operation that fails.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FsFault {
-    /// The operation (`read`, `write`, `append`, `remove`, `rename`, `mkdir`, `list`, `stat`)
-    /// or `*` for every operation (calls are counted per `op`).
-    pub op: String,
-    /// When it fires.
-    pub trigger: Trigger,
-    /// What happens.
-    pub kind: FsFaultKind,
-}
-
-/// What an fs fault does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FsFaultKind {
-    /// EIO: the operation fails and changes nothing.
-    Eio,
-    /// ENOSPC: the operation fails and changes nothing.
-    Enospc,
-}
-
-/// A program run that fails.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProcessFault {
-    /// The program, or `*` for every program (runs are counted per `program`).
-    pub program: String,
-    /// When it fires.
-    pub trigger: Trigger,
-    /// The exit code the run reports instead of running (stdout empty, stderr names the
-    /// fault).
-    pub exit_code: i32,
 }
 
 /// `[[verify]]`: one verifier. A run passes only when at least one verifier ran and every

@@ -5,13 +5,12 @@
 //! `rate = "1/10"` (a seeded chance per call), and names what fails and how.
 
 use super::decode::Decoded;
-use super::eval::{
-    FaultsSpec, FsFault, FsFaultKind, LlmFault, McpFault, McpFaultKind, ProcessFault, Trigger,
-};
+use super::eval::{FaultsSpec, McpFault, McpFaultKind};
 use super::fields::{one_of, Field, Fields};
 use super::mcp_table::{Lookup, Servers};
 use super::schema::Capability;
 use super::tables::ratio;
+use crate::cap::fault_rules::{FsFault, FsFaultKind, LlmFault, ProcessFault, Trigger};
 
 /// The keys of `[faults]`.
 const FAULTS_KEYS: [&str; 4] = ["llm", "mcp", "fs", "process"];

@@ -65,10 +65,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::cap::fault_rules::{FsFault, FsFaultKind, LlmFault, ProcessFault, Trigger};
 pub use error::ScenarioError;
 pub use eval::{
-    AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault, McpFaultKind,
-    McpServerSpec, McpSource, ProcessFault, TextMatch, ToolSource, Trigger, VerifySpec,
+    AgentSpec, Check, FaultsSpec, FsState, McpFault, McpFaultKind, McpServerSpec, McpSource,
+    TextMatch, ToolSource, VerifySpec,
 };
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 

@@ -1,4 +1,4 @@
-//! The tape: a bit-exact, hash-chained MessagePack record of one run (format v1).
+//! The tape: a bit-exact, hash-chained MessagePack record of one run (format v2).
 //!
 //! The byte-level specification is `docs/tape-format.md`; this module is its implementation.
 //! [`TapeWriter`] streams records through a reused buffer; [`TapeReader`] streams them back,
@@ -9,7 +9,7 @@ mod json;
 mod reader;
 mod writer;
 
-pub use json::{payload_to_json, to_json};
+pub use json::{payload_to_json, to_json, PayloadError};
 pub use reader::{verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
 pub use writer::{BlobMode, TapeSink, TapeSummary, TapeWriter};
 
