@@ -13,11 +13,10 @@
 //! Each check returns `Ok(evidence)` when it holds and `Err(mismatch)` when it does not; both
 //! become the result's `saw`.
 
-use regex::Regex;
+use crate::spec::{Check, FsState, TextMatch, VerifySpec};
 use serde_json::Value;
 use simtape::cap::fs::{FsDiff, FsError};
 use simtape::cap::process::{Command, ProcessHandle};
-use simtape::scenario::{Check, FsState, TextMatch, VerifySpec};
 
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
@@ -44,15 +43,14 @@ pub(crate) async fn run_all(
     let verifiers = &ctx.shared.eval.verify;
     let mut diff = None;
     let mut results = Vec::with_capacity(verifiers.len());
-    for (spec, pattern) in verifiers.iter().zip(&ctx.shared.patterns) {
-        let pattern = pattern.as_ref();
+    for spec in verifiers {
         let seen = match &spec.check {
             Check::Fs {
                 path,
                 state,
                 content,
-            } => fs(ctx, &mut diff, path, *state, content, pattern),
-            Check::Answer(expected) => answer(ctx, expected, pattern),
+            } => fs(ctx, &mut diff, path, *state, content),
+            Check::Answer(expected) => answer(ctx, expected),
             Check::ToolCalled { tool, args, called } => {
                 tool_called(ctx, tool, args.as_ref(), *called)
             }
@@ -86,11 +84,7 @@ pub(crate) async fn run_all(
 }
 
 /// Checks `text` against every expectation given, the first that fails named.
-pub(crate) fn text_match(
-    expected: &TextMatch,
-    pattern: Option<&Regex>,
-    text: &str,
-) -> Result<(), Mismatch> {
+pub(crate) fn text_match(expected: &TextMatch, text: &str) -> Result<(), Mismatch> {
     if let Some(equals) = &expected.equals {
         if text != equals {
             return Err(Mismatch(format!(
@@ -116,10 +110,11 @@ pub(crate) fn text_match(
             )));
         }
     }
-    if let (Some(source), Some(pattern)) = (&expected.matches, pattern) {
+    if let Some(pattern) = &expected.matches {
         if !pattern.is_match(text) {
             return Err(Mismatch(format!(
-                "expected to match /{source}/, found {}",
+                "expected to match /{}/, found {}",
+                pattern.as_str(),
                 quote(text)
             )));
         }
@@ -161,7 +156,6 @@ fn fs(
     path: &str,
     state: FsState,
     content: &TextMatch,
-    pattern: Option<&Regex>,
 ) -> Seen {
     let Some(actor) = ctx.host.capabilities().fs() else {
         return Err(Mismatch("the scenario has no [fs] overlay".to_string()));
@@ -212,13 +206,13 @@ fn fs(
             ))
         })?;
     let text = String::from_utf8_lossy(&bytes);
-    match text_match(content, pattern, &text) {
+    match text_match(content, &text) {
         Ok(()) => Ok(format!("found {found}, content as expected")),
         Err(mismatch) => Err(Mismatch(format!("content {mismatch}"))),
     }
 }
 
-fn answer(ctx: &Ctx, expected: &TextMatch, pattern: Option<&Regex>) -> Seen {
+fn answer(ctx: &Ctx, expected: &TextMatch) -> Seen {
     if ctx.shared.eval.agent.is_none() {
         return Err(Mismatch(
             "no final answer: the scenario has no [agent]".to_string(),
@@ -231,7 +225,7 @@ fn answer(ctx: &Ctx, expected: &TextMatch, pattern: Option<&Regex>) -> Seen {
             transcript.end_label()
         )));
     };
-    text_match(expected, pattern, answer)?;
+    text_match(expected, answer)?;
     Ok(format!("found {}", quote(answer)))
 }
 
@@ -377,8 +371,8 @@ fn outcome(outcomes: &[(String, Value)], name: &str, expected: &Value) -> Seen {
 
 #[cfg(test)]
 mod tests {
+    use crate::spec::{Pattern, TextMatch};
     use serde_json::json;
-    use simtape::scenario::TextMatch;
 
     use super::{quote, subset, text_match, Mismatch};
 
@@ -390,27 +384,26 @@ mod tests {
             excludes: Some("TODO".into()),
             ..TextMatch::default()
         };
-        assert_eq!(text_match(&expected, None, "all done"), Ok(()));
+        assert_eq!(text_match(&expected, "all done"), Ok(()));
         assert_eq!(
-            text_match(&expected, None, "working"),
+            text_match(&expected, "working"),
             Err(Mismatch(
                 "expected to contain \"done\", found \"working\"".to_string()
             ))
         );
         assert_eq!(
-            text_match(&expected, None, "done, TODO: tests"),
+            text_match(&expected, "done, TODO: tests"),
             Err(Mismatch(
                 "expected not to contain \"TODO\", found \"done, TODO: tests\"".to_string()
             ))
         );
-        let pattern = regex::Regex::new("^v[0-9]+$").unwrap();
         let matches = TextMatch {
-            matches: Some("^v[0-9]+$".into()),
+            matches: Some(Pattern::new("^v[0-9]+$").unwrap()),
             ..TextMatch::default()
         };
-        assert_eq!(text_match(&matches, Some(&pattern), "v12"), Ok(()));
+        assert_eq!(text_match(&matches, "v12"), Ok(()));
         assert_eq!(
-            text_match(&matches, Some(&pattern), "v1.2"),
+            text_match(&matches, "v1.2"),
             Err(Mismatch(
                 "expected to match /^v[0-9]+$/, found \"v1.2\"".to_string()
             ))

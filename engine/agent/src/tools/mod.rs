@@ -18,11 +18,11 @@ pub(crate) mod process;
 
 use std::sync::Arc;
 
+use crate::spec::ToolSource;
 use serde_json::Value;
 use simtape::cap::fs::FsError;
 use simtape::cap::llm::{ToolCall, ToolDefinition};
 use simtape::cap::process::ProcessError;
-use simtape::scenario::ToolSource;
 use simtape_mcp::actor::McpCallError;
 
 use crate::pipeline::Ctx;

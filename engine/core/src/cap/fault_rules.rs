@@ -27,6 +27,26 @@ pub enum Trigger {
     Rate(Ratio),
 }
 
+/// `[faults]`: the fault plan of the llm, fs and process actors. (The overlay's own
+/// EIO/ENOSPC ratios stay in `[fs]`; `[[faults.fs]]` adds rules by call number. A scenario
+/// extension may add rule arrays of its own, such as `[[faults.mcp]]`.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FaultsSpec {
+    /// `[[faults.llm]]`: model calls that fail.
+    pub llm: Vec<LlmFault>,
+    /// `[[faults.fs]]`: filesystem operations that fail.
+    pub fs: Vec<FsFault>,
+    /// `[[faults.process]]`: program runs that fail.
+    pub process: Vec<ProcessFault>,
+}
+
+impl FaultsSpec {
+    /// Returns whether the plan has no rule.
+    pub fn is_empty(&self) -> bool {
+        self.llm.is_empty() && self.fs.is_empty() && self.process.is_empty()
+    }
+}
+
 /// A model call answered with an HTTP error instead of the fixture's response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LlmFault {

@@ -10,7 +10,6 @@ mod executor;
 mod faults;
 mod oracle;
 mod scenario;
-mod scenario_eval;
 mod tape;
 
 /// Guards against a test file that exists but is not declared above.

@@ -1,16 +1,16 @@
 //! The eval parts of a scenario, as checked data: the agent (`[agent]`), the MCP servers
-//! (`[[mcp]]`), the fault plan (`[faults]`) and the verifiers (`[[verify]]`).
+//! (`[[mcp]]`), their fault rules (`[[faults.mcp]]`) and the verifiers (`[[verify]]`).
 //!
-//! The core only decodes and checks these tables; the harness that runs them (the agent loop,
-//! the MCP actors, the verifiers) is the `simtape-agent` crate, which sits above both the core
-//! and `simtape-mcp`. Keeping the data here lets `simtape check` place every problem at its
-//! file, line and field with the same decoder as the rest of the format.
+//! `tables` decodes them with the core's decoder (through its extension hook), so
+//! `simtape check` places every problem at its file, line and field like the rest of the
+//! format; the rest of this crate runs them.
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::cap::fault_rules::{FsFault, LlmFault, ProcessFault, Trigger};
+use regex::Regex;
+use simtape::scenario::Trigger;
 
 /// `[agent]`: the harness under test in scenario mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -67,27 +67,6 @@ pub enum McpSource {
     Cassette(PathBuf),
     /// A world spec, a seeded stateful server (`world = "…"`), resolved likewise.
     World(PathBuf),
-}
-
-/// `[faults]`: the fault plan, per capability. (The overlay's own EIO/ENOSPC ratios stay in
-/// `[fs]`; `[[faults.fs]]` adds rules by call number.)
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct FaultsSpec {
-    /// `[[faults.llm]]`: model calls that fail.
-    pub llm: Vec<LlmFault>,
-    /// `[[faults.mcp]]`: tool calls to an MCP server that fail.
-    pub mcp: Vec<McpFault>,
-    /// `[[faults.fs]]`: filesystem operations that fail.
-    pub fs: Vec<FsFault>,
-    /// `[[faults.process]]`: program runs that fail.
-    pub process: Vec<ProcessFault>,
-}
-
-impl FaultsSpec {
-    /// Returns whether the plan has no rule.
-    pub fn is_empty(&self) -> bool {
-        self.llm.is_empty() && self.mcp.is_empty() && self.fs.is_empty() && self.process.is_empty()
-    }
 }
 
 /// A tool call to an MCP server that fails.
@@ -223,9 +202,8 @@ pub struct TextMatch {
     pub contains: Option<String>,
     /// The text does not contain this.
     pub excludes: Option<String>,
-    /// The text matches this regular expression (Rust `regex` syntax; checked when the
-    /// scenario is loaded).
-    pub matches: Option<String>,
+    /// The text matches this regular expression.
+    pub matches: Option<Pattern>,
 }
 
 impl TextMatch {
@@ -235,5 +213,43 @@ impl TextMatch {
             && self.contains.is_none()
             && self.excludes.is_none()
             && self.matches.is_none()
+    }
+}
+
+/// A regular expression of a text expectation (Rust `regex` syntax), compiled once, when the
+/// scenario is loaded. Two patterns are equal when their sources are.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    regex: Regex,
+}
+
+impl Pattern {
+    /// Compiles `source`.
+    pub fn new(source: &str) -> Result<Pattern, regex::Error> {
+        Regex::new(source).map(|regex| Pattern { regex })
+    }
+
+    /// Returns the source, as written.
+    pub fn as_str(&self) -> &str {
+        self.regex.as_str()
+    }
+
+    /// Returns whether the pattern matches somewhere in `text`.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex.is_match(text)
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Pattern {}
+
+impl Serialize for Pattern {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
