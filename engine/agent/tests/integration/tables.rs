@@ -718,3 +718,52 @@ fn the_reference_eval_example_checks() {
         ]
     );
 }
+
+#[test]
+fn checking_never_panics_on_the_eval_example_cut_apart() {
+    // Goal: the eval tables' decoder, like the core's, never panics and places every problem:
+    // the reference eval example with each line dropped, and cut short after each line,
+    // checks to a scenario or to problems that each have a line and a column.
+    let source = doc_example("complete eval example");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/example.toml");
+    let lines: Vec<&str> = source.lines().collect();
+    let mut refused = 0;
+    for index in 0..lines.len() {
+        let dropped: Vec<&str> = [&lines[..index], &lines[index + 1..]].concat();
+        let cut = &lines[..index];
+        for variant in [dropped.join("\n"), cut.join("\n")] {
+            let outcome = std::panic::catch_unwind(|| EvalScenario::check_source(&variant, &path));
+            let Ok(checked) = outcome else {
+                panic!("check_source panicked on:\n{variant}");
+            };
+            if let Err(problems) = checked {
+                refused += 1;
+                for problem in problems {
+                    assert!(problem.line >= 1 && problem.column >= 1, "{problem}");
+                }
+            }
+        }
+    }
+    assert!(
+        refused > lines.len(),
+        "only {refused} variants were refused"
+    );
+}
+
+#[test]
+fn core_and_eval_problems_come_in_one_pass_in_source_order() {
+    // Goal: through the extension hook, a problem of a core table, of an eval table and an
+    // unknown table are reported together, in source order, and the unknown-table message
+    // lists the eval tables in the format's order.
+    let source = format!(
+        "{HEAD}[fs]\nroot = \"worktree\"\nenospc = \"2/1\"\n[llm]\nfixture = \"llm.jsonl\"\n[agent]\ntask = \"t\"\nmax_turns = 0\n[agnet]\n"
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "5:10: field `fs.enospc`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found \"2/1\"",
+            "10:13: field `agent.max_turns`: expected an integer from 1 to 1000, found 0",
+            "11:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`",
+        ]
+    );
+}
