@@ -26,7 +26,7 @@ use crate::pipeline::Ctx;
 use crate::report::AgentError;
 use crate::retry::wait_ms;
 use crate::slots::{join_all, Slots};
-use crate::tools::Toolbox;
+use crate::tools::{ToolReply, Toolbox};
 use crate::transcript::{EndReason, TranscriptCall, TranscriptTurn};
 
 /// Runs the agent to its end; the error is what stops the run.
@@ -209,8 +209,8 @@ async fn run_call(
     };
     ctx.record(started).await;
     let (ok, content) = match toolbox.call(&ctx, call).await? {
-        Ok(text) => (true, text),
-        Err(error) => (false, format!("error: {error}")),
+        ToolReply::Text(text) => (true, text),
+        ToolReply::Error(error) => (false, format!("error: {error}")),
     };
     let ended = AgentEvent::Result {
         id: call.id.clone(),

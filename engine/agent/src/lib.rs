@@ -4,9 +4,11 @@
 //!
 //! One run, in the order it happens:
 //!
-//! 1. [`EvalScenario::load`] reads the scenario, opens its `[[mcp]]` cassettes and world specs
-//!    (with the `[[faults.mcp]]` rules turned into world fault rules) and compiles its
-//!    verifiers' patterns: once, shared by every run of a sweep.
+//! 1. [`EvalScenario::load`] reads the scenario: the core decodes its own tables and hands
+//!    `[agent]`, `[[mcp]]`, `[[faults.mcp]]` and `[[verify]]` to this crate's decoder (the
+//!    core's extension hook), which checks them once and compiles the verifiers' patterns;
+//!    then it opens the `[[mcp]]` cassettes and world specs (with the `[[faults.mcp]]` rules
+//!    turned into world fault rules): once, shared by every run of a sweep.
 //! 2. [`EvalScenario::builder`] gives the scenario's builder plus one MCP actor per server
 //!    (`mcp:<name>`) and the `agent` actor that puts the harness's own steps on the tape.
 //! 3. [`EvalScenario::run`] runs the scripted tasks and the agent together in the main task;
@@ -34,7 +36,10 @@
 //! `docs/agent.md` describes the loop, the tools and their schemas, retries and verdicts.
 //!
 //! Module map:
-//! - `scenario` — [`EvalScenario`], [`EvalSpec`]: loading, checks, builders, runs.
+//! - `spec` — the eval parts as data: [`AgentSpec`], [`McpServerSpec`], [`McpFault`],
+//!   [`VerifySpec`] and their parts.
+//! - `tables` — decoding and checking the eval tables, through the core's extension hook.
+//! - `scenario` — [`EvalScenario`], [`EvalSpec`]: loading, builders, runs.
 //! - `pipeline` — the main task: tasks and agent side by side, then verifiers.
 //! - `agent` — the loop: turns, model retries, concurrent tool calls.
 //! - `tools` — the fs, process and MCP tools, argument checks, what stops a run.
@@ -44,18 +49,18 @@
 //! - [`log`] — the `agent` actor and its records.
 //! - [`transcript`] — the agent's turns, calls and answer for people and reports.
 //! - `report` — [`EvalReport`], [`Verdict`], [`VerifierResult`], [`EvalFailure`].
-//! - `place` — problems placed at their line in the scenario file.
 
 #![warn(missing_docs)]
 
 mod agent;
 pub mod log;
 mod pipeline;
-mod place;
 mod report;
 mod retry;
 mod scenario;
 mod slots;
+mod spec;
+mod tables;
 mod tools;
 pub mod transcript;
 mod verify;
@@ -65,6 +70,10 @@ pub use report::{
     NO_VERIFIER, NO_VERIFIER_SAW,
 };
 pub use scenario::{mcp_actor_name, EvalScenario, EvalSpec};
+pub use spec::{
+    AgentSpec, Check, FsState, McpFault, McpFaultKind, McpServerSpec, McpSource, Pattern,
+    TextMatch, ToolSource, VerifySpec,
+};
 pub use tools::fs::EDIT_BYTES_MAX;
 pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptTurn};
 pub use verify::SAW_CHARS_MAX;

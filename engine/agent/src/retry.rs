@@ -8,7 +8,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use simtape::scenario::AgentSpec;
+use crate::spec::AgentSpec;
 
 /// The run's retry budget and back-off settings.
 #[derive(Debug)]

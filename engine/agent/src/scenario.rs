@@ -1,17 +1,14 @@
 //! [`EvalScenario`]: a scenario and everything its eval parts reference, loaded and checked
-//! once, then run at any seed, any number of times, from any thread.
+//! once (the eval tables by `tables`, through the core's decoder), then run at any seed, any
+//! number of times, from any thread.
 
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use regex::Regex;
 use simtape::actor::ActorRef;
 use simtape::cap::fs::FsDiff;
-use simtape::scenario::{
-    AgentSpec, Check, FaultsSpec, McpFault, McpFaultKind, McpServerSpec, McpSource, Scenario,
-    ScenarioError, ToolSource, Trigger, VerifySpec,
-};
+use simtape::scenario::{Scenario, ScenarioError, Trigger};
 use simtape::{ActorStates, Builder, RunError, RunReport};
 use simtape_mcp::actor::McpActor;
 use simtape_mcp::world::faults::{FaultKind, FaultRule};
@@ -19,12 +16,14 @@ use simtape_mcp::world::World;
 
 use crate::log::{AgentLog, AGENT_ACTOR};
 use crate::pipeline::{self, RunOutput, RunState};
-use crate::place::{problem, Step};
 use crate::report::{EvalFailure, EvalReport, Verdict, WorldOutcome};
+use crate::spec::VerifySpec;
+use crate::spec::{AgentSpec, Check, McpFault, McpFaultKind, McpServerSpec, McpSource, ToolSource};
+use crate::tables::EvalTables;
 use crate::tools::Builtin;
 
-/// The eval parts of a scenario: what `[agent]`, `[[mcp]]`, `[faults]` and `[[verify]]`
-/// decode to. [`EvalScenario::from_scenario`] takes them from the scenario file;
+/// The eval parts of a scenario: what `[agent]`, `[[mcp]]`, `[[faults.mcp]]` and `[[verify]]`
+/// decode to. [`EvalScenario::load`] takes them from the scenario file;
 /// [`EvalScenario::from_parts`] takes them from Rust.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EvalSpec {
@@ -32,22 +31,10 @@ pub struct EvalSpec {
     pub agent: Option<AgentSpec>,
     /// The MCP servers, in file order.
     pub mcp: Vec<McpServerSpec>,
-    /// The fault plan (this crate applies `mcp`; the core applies the rest).
-    pub faults: FaultsSpec,
+    /// The MCP fault rules (`[[faults.mcp]]`; the core applies the rest of `[faults]`).
+    pub mcp_faults: Vec<McpFault>,
     /// The verifiers, in file order.
     pub verify: Vec<VerifySpec>,
-}
-
-impl EvalSpec {
-    /// Returns the eval parts of `scenario` as its file declares them.
-    pub fn of(scenario: &Scenario) -> EvalSpec {
-        EvalSpec {
-            agent: scenario.agent().cloned(),
-            mcp: scenario.mcp_servers().to_vec(),
-            faults: scenario.faults().clone(),
-            verify: scenario.verifiers().to_vec(),
-        }
-    }
 }
 
 /// Returns the actor name of the `[[mcp]]` server `name` in the tape's actor table.
@@ -74,8 +61,6 @@ pub(crate) struct Shared {
     mcp: Vec<McpActor>,
     pub(crate) refs: Refs,
     pub(crate) builtin: Builtin,
-    /// Each verifier's compiled `matches` pattern, by verifier.
-    pub(crate) patterns: Vec<Option<Regex>>,
 }
 
 impl Shared {
@@ -145,49 +130,77 @@ impl EvalScenario {
         EvalScenario::check_all(path).map_err(first)
     }
 
-    /// Like [`EvalScenario::load`], reporting every problem (for `simtape check`); a bad
-    /// world spec or cassette is reported at the `[[mcp]]` field that names it.
+    /// Like [`EvalScenario::load`], reporting every problem (for `simtape check`): the core's
+    /// tables and the eval tables in one pass, in source order; a bad world spec or cassette
+    /// is reported at the `[[mcp]]` field that names it.
     pub fn check_all(path: &Path) -> Result<EvalScenario, Vec<ScenarioError>> {
-        let scenario = Scenario::check_all(path)?;
-        let eval = EvalSpec::of(&scenario);
-        EvalScenario::build(scenario, eval)
+        EvalScenario::check_all_wasi(path, None)
     }
 
-    /// Takes a checked scenario and opens what its eval parts reference.
-    pub fn from_scenario(scenario: Scenario) -> Result<EvalScenario, ScenarioError> {
-        let eval = EvalSpec::of(&scenario);
-        EvalScenario::from_parts(scenario, eval)
-    }
-
-    /// Takes a checked scenario and eval parts given in Rust (they replace the file's own).
-    /// `[[mcp]]` paths are used as given (the scenario decoder has already resolved a file's
-    /// own against its directory).
-    pub fn from_parts(scenario: Scenario, eval: EvalSpec) -> Result<EvalScenario, ScenarioError> {
-        EvalScenario::build(scenario, eval).map_err(first)
-    }
-
-    fn build(scenario: Scenario, eval: EvalSpec) -> Result<EvalScenario, Vec<ScenarioError>> {
-        let mut problems = Vec::new();
-        check_fault_servers(&scenario, &eval, &mut problems);
-        check_tool_sources(&scenario, &eval, &mut problems);
-        let mcp = open_servers(&scenario, &eval, &mut problems);
-        let patterns = compile_patterns(&scenario, &eval, &mut problems);
-        if !problems.is_empty() {
-            return Err(problems);
+    /// Like [`EvalScenario::check_all`]; with `process_wasi`, programs without a mode run as
+    /// WASI modules from that directory (`simtape run --process-wasi`).
+    pub fn check_all_wasi(
+        path: &Path,
+        process_wasi: Option<&Path>,
+    ) -> Result<EvalScenario, Vec<ScenarioError>> {
+        let mut tables = EvalTables::default();
+        let mut scenario = Scenario::check_all_with(path, &mut tables)?;
+        if let Some(dir) = process_wasi {
+            scenario.process_wasi(dir);
         }
+        Ok(EvalScenario::build(scenario, tables.spec, tables.servers))
+    }
+
+    /// Checks scenario text (`path` names it in errors and anchors its relative paths),
+    /// reporting every problem, in source order.
+    pub fn check_source(source: &str, path: &Path) -> Result<EvalScenario, Vec<ScenarioError>> {
+        let mut tables = EvalTables::default();
+        let scenario = Scenario::check_source_with(source, path, &mut tables)?;
+        Ok(EvalScenario::build(scenario, tables.spec, tables.servers))
+    }
+
+    /// Like [`EvalScenario::check_source`]; the error is the first problem.
+    pub fn parse(source: &str, path: &Path) -> Result<EvalScenario, ScenarioError> {
+        EvalScenario::check_source(source, path).map_err(first)
+    }
+
+    /// Takes a checked scenario and eval parts given in Rust, and opens what they reference.
+    /// `[[mcp]]` paths are used as given. A problem with the parts has no place in the file:
+    /// it names the field it is about, at line 0.
+    pub fn from_parts(scenario: Scenario, eval: EvalSpec) -> Result<EvalScenario, ScenarioError> {
+        let mut problems = Vec::new();
+        check_parts(&eval, &mut |field, message| {
+            problems.push(unplaced(&scenario, field, message))
+        });
+        let mut servers = Vec::new();
+        for (index, server) in eval.mcp.iter().enumerate() {
+            match open_server(server, &eval.mcp_faults) {
+                Ok(actor) => servers.push(actor),
+                Err(error) => {
+                    let field = format!("mcp[{index}].{}", error.key());
+                    problems.push(unplaced(&scenario, field, error.to_string()));
+                }
+            }
+        }
+        match problems.is_empty() {
+            true => Ok(EvalScenario::build(scenario, eval, servers)),
+            false => Err(first(problems)),
+        }
+    }
+
+    fn build(scenario: Scenario, eval: EvalSpec, mcp: Vec<McpActor>) -> EvalScenario {
         let mut shared = Shared {
             scenario,
             eval,
             mcp,
             refs: Refs::default(),
             builtin: Builtin::new(),
-            patterns,
         };
         let mut scratch = shared.scenario.builder(0);
         shared.refs = shared.register(&mut scratch);
-        Ok(EvalScenario {
+        EvalScenario {
             shared: Arc::new(shared),
-        })
+        }
     }
 
     /// Returns the scenario.
@@ -383,17 +396,26 @@ fn first(mut problems: Vec<ScenarioError>) -> ScenarioError {
     problems.swap_remove(0)
 }
 
-/// Each `[[faults.mcp]]` rule must name a world server.
-fn check_fault_servers(scenario: &Scenario, eval: &EvalSpec, problems: &mut Vec<ScenarioError>) {
-    for (index, fault) in eval.faults.mcp.iter().enumerate() {
-        let at = [
-            Step::Key("faults"),
-            Step::Key("mcp"),
-            Step::Index(index),
-            Step::Key("server"),
-        ];
-        let server = eval.mcp.iter().find(|server| server.name == fault.server);
-        let message = match server.map(|server| &server.source) {
+/// A problem with eval parts given in Rust: the field it is about, at no place in the file.
+fn unplaced(scenario: &Scenario, field: String, message: String) -> ScenarioError {
+    ScenarioError {
+        file: scenario.path().to_path_buf(),
+        line: 0,
+        column: 0,
+        field,
+        message,
+    }
+}
+
+/// Checks eval parts given in Rust for what the table decoder checks in a file: each fault
+/// rule and `world_goal` names a world server, each MCP tool source a server.
+fn check_parts(eval: &EvalSpec, report: &mut dyn FnMut(String, String)) {
+    let source = |name: &str| {
+        let server = eval.mcp.iter().find(|server| server.name == name);
+        server.map(|server| &server.source)
+    };
+    for (index, fault) in eval.mcp_faults.iter().enumerate() {
+        let message = match source(&fault.server) {
             Some(McpSource::World(_)) => continue,
             Some(McpSource::Cassette(_)) => format!(
                 "faults need a world server, found {:?}, which replays a cassette",
@@ -404,58 +426,68 @@ fn check_fault_servers(scenario: &Scenario, eval: &EvalSpec, problems: &mut Vec<
                 fault.server
             ),
         };
-        problems.push(problem(scenario, &at, message));
+        report(format!("faults.mcp[{index}].server"), message);
     }
-}
-
-/// Each MCP server the agent offers must exist.
-fn check_tool_sources(scenario: &Scenario, eval: &EvalSpec, problems: &mut Vec<ScenarioError>) {
-    let Some(agent) = &eval.agent else { return };
-    for (index, source) in agent.tools.iter().enumerate() {
-        let ToolSource::Mcp(name) = source else {
-            continue;
-        };
-        if eval.mcp.iter().all(|server| &server.name != name) {
-            let at = [Step::Key("agent"), Step::Key("tools"), Step::Index(index)];
-            let message =
-                format!("expected \"fs\", \"process\" or an [[mcp]] server's name, found {name:?}");
-            problems.push(problem(scenario, &at, message));
+    let tools = eval.agent.iter().flat_map(|agent| agent.tools.iter());
+    for (index, tool) in tools.enumerate() {
+        match tool {
+            ToolSource::Mcp(name) if source(name).is_none() => {
+                let message = format!(
+                    "expected \"fs\", \"process\" or an [[mcp]] server's name, found {name:?}"
+                );
+                report(format!("agent.tools[{index}]"), message);
+            }
+            _ => {}
         }
     }
-}
-
-/// Opens every `[[mcp]]` server: parses its cassette, or compiles its world spec with the
-/// run's MCP fault rules added.
-fn open_servers(
-    scenario: &Scenario,
-    eval: &EvalSpec,
-    problems: &mut Vec<ScenarioError>,
-) -> Vec<McpActor> {
-    let mut actors = Vec::new();
-    for (index, server) in eval.mcp.iter().enumerate() {
-        let (key, opened) = match &server.source {
-            McpSource::Cassette(path) => (
-                "cassette",
-                McpActor::load(path).map_err(|error| error.to_string()),
-            ),
-            McpSource::World(path) => ("world", open_world(eval, server, path)),
-        };
-        match opened {
-            Ok(actor) => actors.push(actor),
-            Err(message) => {
-                let at = [Step::Key("mcp"), Step::Index(index), Step::Key(key)];
-                problems.push(problem(scenario, &at, message));
+    for (index, verifier) in eval.verify.iter().enumerate() {
+        if let Check::WorldGoal { server, .. } = &verifier.check {
+            if !matches!(source(server), Some(McpSource::World(_))) {
+                let message =
+                    format!("expected the name of an [[mcp]] world server, found {server:?}");
+                report(format!("verify[{index}].server"), message);
             }
         }
     }
-    actors
 }
 
-fn open_world(eval: &EvalSpec, server: &McpServerSpec, path: &Path) -> Result<McpActor, String> {
-    let world = World::load(path).map_err(|error| error.to_string())?;
-    let rules: Vec<FaultRule> = eval
-        .faults
-        .mcp
+/// Why an `[[mcp]]` server could not be opened. Fatal to loading the scenario: each is
+/// reported at the `[[mcp]]` field that names the file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    /// The cassette does not load.
+    #[error("{0}")]
+    Cassette(simtape_mcp::McpError),
+    /// The world spec does not load.
+    #[error("{0}")]
+    World(simtape_mcp::world::SpecError),
+    /// The scenario's fault rules for the server do not fit its world.
+    #[error("the [[faults.mcp]] rules do not fit the world: {0}")]
+    Faults(simtape_mcp::world::SpecError),
+}
+
+impl OpenError {
+    /// Returns the `[[mcp]]` key that names the file.
+    fn key(&self) -> &'static str {
+        match self {
+            OpenError::Cassette(_) => "cassette",
+            OpenError::World(_) | OpenError::Faults(_) => "world",
+        }
+    }
+}
+
+/// Opens one `[[mcp]]` server: parses its cassette, or compiles its world spec with the
+/// server's fault rules among `faults` added.
+pub(crate) fn open_server(
+    server: &McpServerSpec,
+    faults: &[McpFault],
+) -> Result<McpActor, OpenError> {
+    let path = match &server.source {
+        McpSource::Cassette(path) => return McpActor::load(path).map_err(OpenError::Cassette),
+        McpSource::World(path) => path,
+    };
+    let world = World::load(path).map_err(OpenError::World)?;
+    let rules: Vec<FaultRule> = faults
         .iter()
         .filter(|fault| fault.server == server.name)
         .map(fault_rule)
@@ -463,9 +495,7 @@ fn open_world(eval: &EvalSpec, server: &McpServerSpec, path: &Path) -> Result<Mc
     if rules.is_empty() {
         return Ok(McpActor::from_world(world));
     }
-    let world = world
-        .with_faults(rules)
-        .map_err(|error| format!("the [[faults.mcp]] rules do not fit the world: {error}"))?;
+    let world = world.with_faults(rules).map_err(OpenError::Faults)?;
     Ok(McpActor::from_world(world))
 }
 
@@ -502,46 +532,4 @@ pub(crate) fn fault_rule(fault: &McpFault) -> FaultRule {
         probability,
         fault: fault_kind,
     }
-}
-
-/// Compiles each verifier's `matches` pattern; checks that `world_goal` names a world.
-fn compile_patterns(
-    scenario: &Scenario,
-    eval: &EvalSpec,
-    problems: &mut Vec<ScenarioError>,
-) -> Vec<Option<Regex>> {
-    let mut patterns = Vec::with_capacity(eval.verify.len());
-    for (index, verifier) in eval.verify.iter().enumerate() {
-        let text_match = match &verifier.check {
-            Check::Fs { content, .. } => Some(content),
-            Check::Answer(expected) => Some(expected),
-            Check::WorldGoal { server, .. } => {
-                let world = eval.mcp.iter().find(|s| &s.name == server);
-                if !matches!(world.map(|s| &s.source), Some(McpSource::World(_))) {
-                    let at = [Step::Key("verify"), Step::Index(index), Step::Key("server")];
-                    let message =
-                        format!("expected the name of an [[mcp]] world server, found {server:?}");
-                    problems.push(problem(scenario, &at, message));
-                }
-                None
-            }
-            _ => None,
-        };
-        let source = text_match.and_then(|expected| expected.matches.as_deref());
-        let compiled = source.and_then(|source| match Regex::new(source) {
-            Ok(pattern) => Some(pattern),
-            Err(error) => {
-                let at = [
-                    Step::Key("verify"),
-                    Step::Index(index),
-                    Step::Key("matches"),
-                ];
-                let message = format!("expected a regular expression, found {source:?}: {error}");
-                problems.push(problem(scenario, &at, message));
-                None
-            }
-        });
-        patterns.push(compiled);
-    }
-    patterns
 }

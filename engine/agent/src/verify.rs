@@ -13,11 +13,10 @@
 //! Each check returns `Ok(evidence)` when it holds and `Err(mismatch)` when it does not; both
 //! become the result's `saw`.
 
-use regex::Regex;
+use crate::spec::{Check, FsState, TextMatch, VerifySpec};
 use serde_json::Value;
 use simtape::cap::fs::{FsDiff, FsError};
 use simtape::cap::process::{Command, ProcessHandle};
-use simtape::scenario::{Check, FsState, TextMatch, VerifySpec};
 
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
@@ -27,8 +26,14 @@ use crate::tools::process::{exit_code, stops_the_run};
 /// Characters of a text that a verifier's `saw` quotes.
 pub const SAW_CHARS_MAX: usize = 120;
 
+/// What a check saw when it did not hold: what it expected and what it found instead. Not
+/// an error of the run: it becomes the verifier's `saw`, and the verdict is `fail`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Mismatch(pub(crate) String);
+
 /// What a check saw: evidence when it held, the mismatch when not.
-type Seen = Result<String, String>;
+type Seen = Result<String, Mismatch>;
 
 /// Runs every verifier; the error is a gate's replay that cannot answer (it stops the run).
 pub(crate) async fn run_all(
@@ -38,15 +43,14 @@ pub(crate) async fn run_all(
     let verifiers = &ctx.shared.eval.verify;
     let mut diff = None;
     let mut results = Vec::with_capacity(verifiers.len());
-    for (spec, pattern) in verifiers.iter().zip(&ctx.shared.patterns) {
-        let pattern = pattern.as_ref();
+    for spec in verifiers {
         let seen = match &spec.check {
             Check::Fs {
                 path,
                 state,
                 content,
-            } => fs(ctx, &mut diff, path, *state, content, pattern),
-            Check::Answer(expected) => answer(ctx, expected, pattern),
+            } => fs(ctx, &mut diff, path, *state, content),
+            Check::Answer(expected) => answer(ctx, expected),
             Check::ToolCalled { tool, args, called } => {
                 tool_called(ctx, tool, args.as_ref(), *called)
             }
@@ -62,7 +66,7 @@ pub(crate) async fn run_all(
             Check::Outcome { name, value } => outcome(outcomes, name, value),
         };
         let held = seen.is_ok();
-        let saw = seen.unwrap_or_else(|mismatch| mismatch);
+        let saw = seen.unwrap_or_else(|mismatch| mismatch.0);
         let event = AgentEvent::Verifier {
             name: spec.name.clone(),
             held,
@@ -80,38 +84,39 @@ pub(crate) async fn run_all(
 }
 
 /// Checks `text` against every expectation given, the first that fails named.
-pub(crate) fn text_match(
-    expected: &TextMatch,
-    pattern: Option<&Regex>,
-    text: &str,
-) -> Result<(), String> {
+pub(crate) fn text_match(expected: &TextMatch, text: &str) -> Result<(), Mismatch> {
     if let Some(equals) = &expected.equals {
         if text != equals {
-            return Err(format!("expected {}, found {}", quote(equals), quote(text)));
+            return Err(Mismatch(format!(
+                "expected {}, found {}",
+                quote(equals),
+                quote(text)
+            )));
         }
     }
     if let Some(contains) = &expected.contains {
         if !text.contains(contains.as_str()) {
-            return Err(format!(
+            return Err(Mismatch(format!(
                 "expected to contain {contains:?}, found {}",
                 quote(text)
-            ));
+            )));
         }
     }
     if let Some(excludes) = &expected.excludes {
         if text.contains(excludes.as_str()) {
-            return Err(format!(
+            return Err(Mismatch(format!(
                 "expected not to contain {excludes:?}, found {}",
                 quote(text)
-            ));
+            )));
         }
     }
-    if let (Some(source), Some(pattern)) = (&expected.matches, pattern) {
+    if let Some(pattern) = &expected.matches {
         if !pattern.is_match(text) {
-            return Err(format!(
-                "expected to match /{source}/, found {}",
+            return Err(Mismatch(format!(
+                "expected to match /{}/, found {}",
+                pattern.as_str(),
                 quote(text)
-            ));
+            )));
         }
     }
     Ok(())
@@ -151,16 +156,15 @@ fn fs(
     path: &str,
     state: FsState,
     content: &TextMatch,
-    pattern: Option<&Regex>,
 ) -> Seen {
     let Some(actor) = ctx.host.capabilities().fs() else {
-        return Err("the scenario has no [fs] overlay".to_string());
+        return Err(Mismatch("the scenario has no [fs] overlay".to_string()));
     };
     let key = diff_key(path);
     let diff = diff.get_or_insert_with(|| actor.with_state(|fs| fs.diff()));
     let diff = diff
         .as_ref()
-        .map_err(|error| format!("the fs diff could not be computed: {error}"))?;
+        .map_err(|error| Mismatch(format!("the fs diff could not be computed: {error}")))?;
     let change = if diff.added.iter().any(|file| file.path == key) {
         Some("added")
     } else if diff.modified.iter().any(|file| file.path == key) {
@@ -173,7 +177,7 @@ fn fs(
     let exists = match actor.with_state(|fs| fs.overlay().stat(&key)) {
         Ok(_) => true,
         Err(FsError::NotFound { .. } | FsError::NotADirectory { .. }) => false,
-        Err(error) => return Err(format!("cannot look at the path: {error}")),
+        Err(error) => return Err(Mismatch(format!("cannot look at the path: {error}"))),
     };
     let found = change.unwrap_or(if exists { "unchanged" } else { "absent" });
     let holds = match state {
@@ -189,33 +193,39 @@ fn fs(
         } else {
             found
         };
-        return Err(format!("expected {expected}, found {found}"));
+        return Err(Mismatch(format!("expected {expected}, found {found}")));
     }
     if content.is_empty() {
         return Ok(format!("found {found}"));
     }
     let bytes = actor
         .with_state(|fs| fs.overlay().read(&key))
-        .map_err(|error| format!("expected content, found an unreadable file: {error}"))?;
+        .map_err(|error| {
+            Mismatch(format!(
+                "expected content, found an unreadable file: {error}"
+            ))
+        })?;
     let text = String::from_utf8_lossy(&bytes);
-    match text_match(content, pattern, &text) {
+    match text_match(content, &text) {
         Ok(()) => Ok(format!("found {found}, content as expected")),
-        Err(mismatch) => Err(format!("content {mismatch}")),
+        Err(mismatch) => Err(Mismatch(format!("content {mismatch}"))),
     }
 }
 
-fn answer(ctx: &Ctx, expected: &TextMatch, pattern: Option<&Regex>) -> Seen {
+fn answer(ctx: &Ctx, expected: &TextMatch) -> Seen {
     if ctx.shared.eval.agent.is_none() {
-        return Err("no final answer: the scenario has no [agent]".to_string());
+        return Err(Mismatch(
+            "no final answer: the scenario has no [agent]".to_string(),
+        ));
     }
     let transcript = ctx.state.transcript.borrow();
     let Some(answer) = &transcript.answer else {
-        return Err(format!(
+        return Err(Mismatch(format!(
             "no final answer (ended: {})",
             transcript.end_label()
-        ));
+        )));
     };
-    text_match(expected, pattern, answer)?;
+    text_match(expected, answer)?;
     Ok(format!("found {}", quote(answer)))
 }
 
@@ -245,27 +255,31 @@ fn tool_called(ctx: &Ctx, tool: &str, args: Option<&Value>, called: bool) -> See
     let wanted = args.map_or(String::new(), |args| format!(" with arguments {args}"));
     match (called, matching.first()) {
         (true, Some(_)) => Ok(format!("found {} matching call(s)", matching.len())),
-        (true, None) if calls.is_empty() => Err(format!("expected a call{wanted}, found none")),
-        (true, None) => Err(format!(
+        (true, None) if calls.is_empty() => {
+            Err(Mismatch(format!("expected a call{wanted}, found none")))
+        }
+        (true, None) => Err(Mismatch(format!(
             "expected a call{wanted}, found {} call(s), none matching (first arguments {})",
             calls.len(),
             calls[0]
-        )),
+        ))),
         (false, None) => Ok(format!("found no call{wanted}")),
-        (false, Some(first)) => Err(format!(
+        (false, Some(first)) => Err(Mismatch(format!(
             "expected no call{wanted}, found {} (first arguments {first})",
             matching.len()
-        )),
+        ))),
     }
 }
 
 fn world_goal(ctx: &Ctx, server: &str, allow_collateral: bool) -> Seen {
     let Some(index) = ctx.shared.server_index(server) else {
-        return Err(format!("no [[mcp]] server is named {server:?}"));
+        return Err(Mismatch(format!("no [[mcp]] server is named {server:?}")));
     };
     let scored = ctx.shared.refs.mcp[index].with_state(|actor| actor.world_score());
     let Some(scored) = scored else {
-        return Err(format!("server {server:?} is a cassette, not a world"));
+        return Err(Mismatch(format!(
+            "server {server:?} is a cassette, not a world"
+        )));
     };
     if let Some(failed) = scored.assertions.iter().find(|a| !a.passed) {
         let found = failed
@@ -276,10 +290,10 @@ fn world_goal(ctx: &Ctx, server: &str, allow_collateral: bool) -> Seen {
             Some(value) => value.to_string(),
             None => failed.check.clone(),
         };
-        return Err(format!(
+        return Err(Mismatch(format!(
             "goal not met: {}: expected {expected}, found {found}",
             failed.path
-        ));
+        )));
     }
     let damage = &scored.collateral_damage;
     match damage.first() {
@@ -298,12 +312,12 @@ fn world_goal(ctx: &Ctx, server: &str, allow_collateral: bool) -> Seen {
                 1 => String::new(),
                 n => format!(" and {} more", n - 1),
             };
-            Err(format!(
+            Err(Mismatch(format!(
                 "collateral damage: {} changed from {} to {}{more}",
                 change.path,
                 show(&change.before),
                 show(&change.after)
-            ))
+            )))
         }
     }
 }
@@ -316,9 +330,9 @@ async fn gate(
     expected: i32,
 ) -> Result<Seen, AgentError> {
     let Some(actor) = ctx.host.capabilities().process() else {
-        return Ok(Err(
-            "the scenario has no [process] to run the gate".to_string()
-        ));
+        return Ok(Err(Mismatch(
+            "the scenario has no [process] to run the gate".to_string(),
+        )));
     };
     let command = Command::new(program).args(args.iter().cloned());
     let output = match ProcessHandle::new(actor).run(command).await {
@@ -329,7 +343,7 @@ async fn gate(
                 error: Box::new(error),
             })
         }
-        Err(error) => return Ok(Err(format!("cannot run {program:?}: {error}"))),
+        Err(error) => return Ok(Err(Mismatch(format!("cannot run {program:?}: {error}")))),
     };
     let code = exit_code(output.status);
     if code == expected {
@@ -340,25 +354,27 @@ async fn gate(
         "" => String::new(),
         text => format!(" (stderr {})", quote(text)),
     };
-    Ok(Err(format!(
+    Ok(Err(Mismatch(format!(
         "expected exit code {expected}, found {code}{stderr}"
-    )))
+    ))))
 }
 
 fn outcome(outcomes: &[(String, Value)], name: &str, expected: &Value) -> Seen {
     match outcomes.iter().rev().find(|(declared, _)| declared == name) {
-        None => Err(format!("expected {expected}, found no outcome {name:?}")),
+        None => Err(Mismatch(format!(
+            "expected {expected}, found no outcome {name:?}"
+        ))),
         Some((_, value)) if value == expected => Ok(format!("found {value}")),
-        Some((_, value)) => Err(format!("expected {expected}, found {value}")),
+        Some((_, value)) => Err(Mismatch(format!("expected {expected}, found {value}"))),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::spec::{Pattern, TextMatch};
     use serde_json::json;
-    use simtape::scenario::TextMatch;
 
-    use super::{quote, subset, text_match};
+    use super::{quote, subset, text_match, Mismatch};
 
     #[test]
     fn text_matches_name_the_first_expectation_that_fails() {
@@ -368,24 +384,29 @@ mod tests {
             excludes: Some("TODO".into()),
             ..TextMatch::default()
         };
-        assert_eq!(text_match(&expected, None, "all done"), Ok(()));
+        assert_eq!(text_match(&expected, "all done"), Ok(()));
         assert_eq!(
-            text_match(&expected, None, "working"),
-            Err("expected to contain \"done\", found \"working\"".to_string())
+            text_match(&expected, "working"),
+            Err(Mismatch(
+                "expected to contain \"done\", found \"working\"".to_string()
+            ))
         );
         assert_eq!(
-            text_match(&expected, None, "done, TODO: tests"),
-            Err("expected not to contain \"TODO\", found \"done, TODO: tests\"".to_string())
+            text_match(&expected, "done, TODO: tests"),
+            Err(Mismatch(
+                "expected not to contain \"TODO\", found \"done, TODO: tests\"".to_string()
+            ))
         );
-        let pattern = regex::Regex::new("^v[0-9]+$").unwrap();
         let matches = TextMatch {
-            matches: Some("^v[0-9]+$".into()),
+            matches: Some(Pattern::new("^v[0-9]+$").unwrap()),
             ..TextMatch::default()
         };
-        assert_eq!(text_match(&matches, Some(&pattern), "v12"), Ok(()));
+        assert_eq!(text_match(&matches, "v12"), Ok(()));
         assert_eq!(
-            text_match(&matches, Some(&pattern), "v1.2"),
-            Err("expected to match /^v[0-9]+$/, found \"v1.2\"".to_string())
+            text_match(&matches, "v1.2"),
+            Err(Mismatch(
+                "expected to match /^v[0-9]+$/, found \"v1.2\"".to_string()
+            ))
         );
     }
 

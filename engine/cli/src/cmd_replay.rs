@@ -1,6 +1,5 @@
 //! `simtape replay`: re-run a tape's scenario and seed; the new tape must be byte-identical.
 
-use simtape::scenario::Scenario;
 use simtape::tape::{sha256_hex, TapeReader};
 use simtape_agent::EvalScenario;
 
@@ -34,22 +33,20 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
                 ));
             }
             let origin = args.tape.with_extension("embedded-scenario.toml");
-            Scenario::parse(&header.scenario.source, &origin)
-                .and_then(EvalScenario::from_scenario)
-                .map_err(|error| {
-                    // The embedded source resolves its files against the tape's directory; a tape
-                    // kept away from its scenario needs the original file.
-                    let references_files = ["fs.", "llm.", "process.", "mcp"]
-                        .iter()
-                        .any(|t| error.field.starts_with(t));
-                    let hint = if references_files {
-                        "\nhint: the scenario's files resolve against the tape's directory; pass \
+            EvalScenario::parse(&header.scenario.source, &origin).map_err(|error| {
+                // The embedded source resolves its files against the tape's directory; a tape
+                // kept away from its scenario needs the original file.
+                let references_files = ["fs.", "llm.", "process.", "mcp"]
+                    .iter()
+                    .any(|t| error.field.starts_with(t));
+                let hint = if references_files {
+                    "\nhint: the scenario's files resolve against the tape's directory; pass \
                      --scenario with the original scenario file"
-                    } else {
-                        ""
-                    };
-                    CliError::usage(format!("{error}{hint}"))
-                })?
+                } else {
+                    ""
+                };
+                CliError::usage(format!("{error}{hint}"))
+            })?
         }
     };
     // Without --out the replayed tape goes to a scratch directory, removed when it matches.

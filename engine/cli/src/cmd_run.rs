@@ -74,12 +74,8 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
 /// Loads the scenario at `path` with everything it references; with `process_wasi`, programs
 /// without a mode run as WASI modules from that directory (`--process-wasi`).
 pub(crate) fn load(path: &Path, process_wasi: Option<&Path>) -> Result<EvalScenario, CliError> {
-    let Some(dir) = process_wasi else {
-        return EvalScenario::load(path).map_err(CliError::usage);
-    };
-    let mut scenario = simtape::scenario::Scenario::load(path).map_err(CliError::usage)?;
-    scenario.process_wasi(dir);
-    EvalScenario::from_scenario(scenario).map_err(CliError::usage)
+    EvalScenario::check_all_wasi(path, process_wasi)
+        .map_err(|mut problems| CliError::usage(problems.swap_remove(0)))
 }
 
 /// Returns the exit code of a verdict: pass 0, fail 1 (a finding), error 3.

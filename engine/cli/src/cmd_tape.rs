@@ -38,7 +38,7 @@ fn record_json(reader: &TapeReader<std::fs::File>, record: &RawRecord) -> serde_
     let payload = reader
         .resolve(record)
         .map_err(|e| e.to_string())
-        .and_then(|bytes| payload_to_json(&bytes));
+        .and_then(|bytes| payload_to_json(&bytes).map_err(|e| e.to_string()));
     let mut json = serde_json::json!({
         "seq": record.seq,
         "t_ns": record.t_ns,

@@ -29,13 +29,14 @@
 //! - [`sync`] — channels.
 //! - [`rng`] — per-actor ChaCha streams, integer `Ratio`s.
 //! - [`actor`] — the actor seam; the clock and user-event actors.
-//! - [`cap`] — the capabilities: filesystem overlay, network policy, LLM.
+//! - [`cap`] — the capabilities: filesystem overlay, network policy, LLM, processes, the
+//!   WASI sandbox, and the `[faults]` rules they share.
 //! - [`capabilities`] — the capability registry, builder settings and host handles.
 //! - [`limits`] — every bound of a run.
 //! - `recorder` — records to the tape and the run fingerprint.
 //! - [`tape`] — the tape format v3, writer and reader.
 //! - [`oracle`] — tape diffs.
-//! - [`scenario`] — the TOML scenario format and its interpreter.
+//! - [`scenario`] — the TOML scenario format: its span-keeping decoder and its interpreter.
 //! - [`error`] — what ends a run.
 //! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure; the
 //!   attribute [`test`] (feature `macros`, on by default) makes one `#[test]` of a sweep.

@@ -95,7 +95,8 @@ impl Builder {
 
     /// Sets the start instant from RFC 3339 text (default `2026-01-01T00:00:00Z`).
     pub fn start_at(&mut self, instant: &str) -> Result<&mut Self, SimError> {
-        self.start_unix_ns = crate::time::parse_instant(instant).map_err(SimError::Config)?;
+        self.start_unix_ns = crate::time::parse_instant(instant)
+            .map_err(|error| SimError::Config(error.to_string()))?;
         Ok(self)
     }
 

@@ -60,16 +60,54 @@ pub fn format_ns(ns: u64) -> String {
     unreachable!("the last unit has scale 1")
 }
 
+/// Why a time text does not parse. Never fatal to a run: the caller reports it where the
+/// text came from (a scenario field, a builder setting).
+#[derive(Debug, thiserror::Error)]
+pub enum TimeParseError {
+    /// Not an RFC 3339 instant.
+    #[error("{text:?}: {source}")]
+    Instant {
+        /// The text as given.
+        text: String,
+        /// What the parser found.
+        source: humantime::TimestampError,
+    },
+    /// An instant before the Unix epoch.
+    #[error("{text:?} is before 1970-01-01T00:00:00Z, which simtape does not support")]
+    BeforeEpoch {
+        /// The text as given.
+        text: String,
+    },
+    /// An instant whose nanoseconds do not fit in an `i64`.
+    #[error("{text:?} is too far in the future")]
+    TooLate {
+        /// The text as given.
+        text: String,
+    },
+    /// Not a duration.
+    #[error("{text:?}: {source}")]
+    Duration {
+        /// The text as given (trimmed).
+        text: String,
+        /// What the parser found.
+        source: humantime::DurationError,
+    },
+}
+
 /// Parses an RFC 3339 instant (`2026-01-01T00:00:00Z`) into nanoseconds since the Unix epoch.
-pub fn parse_instant(text: &str) -> Result<i64, String> {
+pub fn parse_instant(text: &str) -> Result<i64, TimeParseError> {
+    let owned = || text.to_string();
     #[allow(clippy::disallowed_types)] // a value conversion, not a clock read
     let instant: std::time::SystemTime =
-        humantime::parse_rfc3339_weak(text.trim()).map_err(|e| format!("{text:?}: {e}"))?;
+        humantime::parse_rfc3339_weak(text.trim()).map_err(|source| TimeParseError::Instant {
+            text: owned(),
+            source,
+        })?;
     #[allow(clippy::disallowed_types)]
-    let since = instant.duration_since(std::time::UNIX_EPOCH).map_err(|_| {
-        format!("{text:?} is before 1970-01-01T00:00:00Z, which simtape does not support")
-    })?;
-    i64::try_from(since.as_nanos()).map_err(|_| format!("{text:?} is too far in the future"))
+    let since = instant
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| TimeParseError::BeforeEpoch { text: owned() })?;
+    i64::try_from(since.as_nanos()).map_err(|_| TimeParseError::TooLate { text: owned() })
 }
 
 /// Formats nanoseconds since the Unix epoch as RFC 3339 (UTC, nanosecond precision).
@@ -81,14 +119,17 @@ pub fn format_instant(unix_ns: i64) -> String {
 }
 
 /// Parses a duration such as `250ms`, `1h 30m`, `2s`, or a bare number of nanoseconds.
-pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
+pub fn parse_duration_ns(text: &str) -> Result<u64, TimeParseError> {
     let text = text.trim();
     if let Ok(ns) = text.parse::<u64>() {
         return Ok(ns);
     }
     humantime::parse_duration(text)
         .map(duration_ns)
-        .map_err(|e| format!("{text:?}: {e}"))
+        .map_err(|source| TimeParseError::Duration {
+            text: text.to_string(),
+            source,
+        })
 }
 
 /// A future that completes at a virtual deadline. Created by [`sleep`] and [`sleep_until`].

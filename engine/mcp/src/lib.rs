@@ -30,6 +30,8 @@
 //! long-lived command owes, appended as it passes, so a kill loses nothing) and [`files`]
 //! (atomic output writes).
 
+#![warn(missing_docs)]
+
 pub mod actor;
 pub mod cassette;
 pub mod drift;

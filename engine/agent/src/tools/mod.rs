@@ -18,11 +18,11 @@ pub(crate) mod process;
 
 use std::sync::Arc;
 
+use crate::spec::ToolSource;
 use serde_json::Value;
 use simtape::cap::fs::FsError;
 use simtape::cap::llm::{ToolCall, ToolDefinition};
 use simtape::cap::process::ProcessError;
-use simtape::scenario::ToolSource;
 use simtape_mcp::actor::McpCallError;
 
 use crate::pipeline::Ctx;
@@ -98,8 +98,14 @@ impl From<McpCallError> for Failure {
     }
 }
 
-/// A tool call's result for the model: its text, or an error text.
-pub(crate) type ToolResult = Result<String, String>;
+/// A tool call's result for the model: its text, or the text of an error it may correct.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ToolReply {
+    /// What the tool returned.
+    Text(String),
+    /// What went wrong (without the `error: ` prefix).
+    Error(String),
+}
 
 /// The tools of one run, in the order the model is offered them.
 #[derive(Debug)]
@@ -152,12 +158,12 @@ impl Toolbox {
     }
 
     /// Runs one call: the harness's checks, then the tool.
-    pub(crate) async fn call(&self, ctx: &Ctx, call: &ToolCall) -> Result<ToolResult, AgentError> {
+    pub(crate) async fn call(&self, ctx: &Ctx, call: &ToolCall) -> Result<ToolReply, AgentError> {
         let Some(tool) = self.tools.iter().find(|t| t.definition.name == call.name) else {
-            return Ok(Err(format!("unknown tool {:?}", call.name)));
+            return Ok(ToolReply::Error(format!("unknown tool {:?}", call.name)));
         };
         if let Err(why) = tool.params.check(&call.arguments) {
-            return Ok(Err(format!("invalid arguments: {why}")));
+            return Ok(ToolReply::Error(format!("invalid arguments: {why}")));
         }
         let arguments = &call.arguments;
         let outcome = match tool.kind {
@@ -169,8 +175,8 @@ impl Toolbox {
             }
         };
         match outcome {
-            Ok(text) => Ok(Ok(text)),
-            Err(Failure::Tool(text)) => Ok(Err(text)),
+            Ok(text) => Ok(ToolReply::Text(text)),
+            Err(Failure::Tool(text)) => Ok(ToolReply::Error(text)),
             Err(Failure::Fatal(error)) => Err(AgentError::Tool {
                 tool: call.name.clone(),
                 call: call.id.clone(),

@@ -85,6 +85,34 @@ fn bit(name: &str) -> u8 {
 }
 
 /// Names a value's JSON type for an error message.
+/// Why a tool call's arguments do not fit the tool's parameters. Not fatal: the model gets
+/// the message as the call's error result and may correct the call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ArgumentError {
+    /// The arguments are not an object.
+    #[error("expected an object of arguments, found {found}")]
+    NotAnObject {
+        /// What they are instead (`an array`).
+        found: &'static str,
+    },
+    /// A required argument is absent.
+    #[error("missing required argument {key:?}")]
+    Missing {
+        /// The argument's name.
+        key: String,
+    },
+    /// An argument has a type its schema does not admit.
+    #[error("argument {key:?} must be {expected}, found {found}")]
+    Type {
+        /// The argument's name.
+        key: String,
+        /// The types admitted (`a string or null`).
+        expected: String,
+        /// What it is instead.
+        found: &'static str,
+    },
+}
+
 pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::String(_) => "a string",
@@ -137,32 +165,33 @@ impl Params {
     }
 
     /// Checks `arguments`; the error says what is wrong, for the model to correct.
-    pub(crate) fn check(&self, arguments: &Value) -> Result<(), String> {
+    pub(crate) fn check(&self, arguments: &Value) -> Result<(), ArgumentError> {
         let empty = serde_json::Map::new();
         let object = match arguments {
             Value::Object(object) => object,
             // No arguments at all reads as an empty object, as clients send it.
             Value::Null => &empty,
             other => {
-                return Err(format!(
-                    "expected an object of arguments, found {}",
-                    kind_of(other)
-                ))
+                return Err(ArgumentError::NotAnObject {
+                    found: kind_of(other),
+                })
             }
         };
         if let Some(missing) = self.required.iter().find(|key| !object.contains_key(*key)) {
-            return Err(format!("missing required argument {missing:?}"));
+            return Err(ArgumentError::Missing {
+                key: missing.clone(),
+            });
         }
         for (key, types) in &self.properties {
             let Some(value) = object.get(key) else {
                 continue;
             };
             if !types.admits(value) {
-                return Err(format!(
-                    "argument {key:?} must be {}, found {}",
-                    types.describe(),
-                    kind_of(value)
-                ));
+                return Err(ArgumentError::Type {
+                    key: key.clone(),
+                    expected: types.describe(),
+                    found: kind_of(value),
+                });
             }
         }
         Ok(())
@@ -174,6 +203,11 @@ mod tests {
     use serde_json::json;
 
     use super::Params;
+
+    /// Checks `arguments` and returns the message the model would see, if any.
+    fn check(params: &Params, arguments: &serde_json::Value) -> Option<String> {
+        params.check(arguments).err().map(|error| error.to_string())
+    }
 
     #[test]
     fn required_keys_and_types_are_checked() {
@@ -189,31 +223,31 @@ mod tests {
             },
             "required": ["path"]
         }));
-        assert_eq!(params.check(&json!({"path": "a", "extra": 1})), Ok(()));
+        assert_eq!(check(&params, &json!({"path": "a", "extra": 1})), None);
         assert_eq!(
-            params.check(&json!({"path": "a", "ratio": 2, "free": [1]})),
-            Ok(())
+            check(&params, &json!({"path": "a", "ratio": 2, "free": [1]})),
+            None
         );
-        assert_eq!(params.check(&json!({"path": "a", "tags": null})), Ok(()));
+        assert_eq!(check(&params, &json!({"path": "a", "tags": null})), None);
         assert_eq!(
-            params.check(&json!({})),
-            Err("missing required argument \"path\"".to_string())
-        );
-        assert_eq!(
-            params.check(&json!({"path": 3})),
-            Err("argument \"path\" must be a string, found an integer".to_string())
+            check(&params, &json!({})),
+            Some("missing required argument \"path\"".to_string())
         );
         assert_eq!(
-            params.check(&json!({"path": "a", "count": 1.5})),
-            Err("argument \"count\" must be an integer, found a number".to_string())
+            check(&params, &json!({"path": 3})),
+            Some("argument \"path\" must be a string, found an integer".to_string())
         );
         assert_eq!(
-            params.check(&json!({"path": "a", "tags": "x"})),
-            Err("argument \"tags\" must be an array or null, found a string".to_string())
+            check(&params, &json!({"path": "a", "count": 1.5})),
+            Some("argument \"count\" must be an integer, found a number".to_string())
         );
         assert_eq!(
-            params.check(&json!(["a"])),
-            Err("expected an object of arguments, found an array".to_string())
+            check(&params, &json!({"path": "a", "tags": "x"})),
+            Some("argument \"tags\" must be an array or null, found a string".to_string())
+        );
+        assert_eq!(
+            check(&params, &json!(["a"])),
+            Some("expected an object of arguments, found an array".to_string())
         );
     }
 
@@ -221,7 +255,7 @@ mod tests {
     fn a_schema_without_properties_takes_any_object() {
         // Goal: tools without parameters accept `{}` and no arguments at all.
         let params = Params::compile(&json!({"type": "object"}));
-        assert_eq!(params.check(&json!({"anything": true})), Ok(()));
-        assert_eq!(params.check(&serde_json::Value::Null), Ok(()));
+        assert_eq!(check(&params, &json!({"anything": true})), None);
+        assert_eq!(check(&params, &serde_json::Value::Null), None);
     }
 }

@@ -1,7 +1,7 @@
 //! The agent loop end to end: turns, tools, answers, limits.
 
 use serde_json::json;
-use simtape::scenario::{Check, FsState, TextMatch, ToolSource};
+use simtape_agent::{Check, FsState, TextMatch, ToolSource};
 use simtape_agent::{EndReason, Verdict, NO_VERIFIER, NO_VERIFIER_SAW};
 
 use crate::common::{

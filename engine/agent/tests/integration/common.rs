@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use simtape::scenario::{AgentSpec, Check, Scenario, ToolSource, VerifySpec};
+use simtape::scenario::Scenario;
 use simtape::tape::{payload_to_json, RecordKind, TapeReader};
+use simtape_agent::{AgentSpec, Check, ToolSource, VerifySpec};
 use simtape_agent::{EvalReport, EvalScenario, EvalSpec};
 
 /// Returns the test data directory.

@@ -1,7 +1,7 @@
 //! Concurrent tool calls: one task per call, the seed's latencies decide the interleaving.
 
-use simtape::scenario::{Check, FsState, TextMatch, ToolSource};
 use simtape_agent::EvalScenario;
+use simtape_agent::{Check, FsState, TextMatch, ToolSource};
 
 use crate::common::{agent, agent_operations, eval, run, scenario, tape, verify};
 

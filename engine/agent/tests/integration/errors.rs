@@ -1,11 +1,11 @@
 //! What stops a run: ERROR verdicts name it, and no verifier runs.
 
-use simtape::scenario::{Check, TextMatch, ToolSource};
+use simtape_agent::{Check, TextMatch, ToolSource};
 use simtape_agent::{EvalFailure, Verdict};
 
 use crate::common::{agent, eval, footer_verdict, run, scenario, verify};
 
-fn any_answer() -> Vec<simtape::scenario::VerifySpec> {
+fn any_answer() -> Vec<simtape_agent::VerifySpec> {
     vec![verify("answer", 1, Check::Answer(TextMatch::default()))]
 }
 

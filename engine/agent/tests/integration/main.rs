@@ -8,6 +8,7 @@ mod errors;
 mod files;
 mod mcp;
 mod retries;
+mod tables;
 mod verifiers;
 
 #[test]

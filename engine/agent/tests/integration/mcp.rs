@@ -2,10 +2,11 @@
 //! scenario's fault plan, retries, world goals.
 
 use simtape::rng::Ratio;
-use simtape::scenario::{
-    Check, McpFault, McpFaultKind, McpServerSpec, McpSource, ToolSource, Trigger, VerifySpec,
+use simtape::scenario::Trigger;
+use simtape_agent::{
+    Check, EvalScenario, EvalSpec, McpFault, McpFaultKind, McpServerSpec, McpSource, ToolSource,
+    Verdict, VerifySpec,
 };
-use simtape_agent::{EvalScenario, EvalSpec, Verdict};
 
 use crate::common::{agent, data, requests, run, scenario, verify};
 
@@ -38,7 +39,7 @@ fn kv_eval(faults: Vec<McpFault>, retry_budget: u32, checks: Vec<VerifySpec>) ->
         verify: checks,
         ..EvalSpec::default()
     };
-    parts.faults.mcp = faults;
+    parts.mcp_faults = faults;
     EvalScenario::from_parts(scenario("kv.jsonl", ""), parts).unwrap()
 }
 
@@ -119,7 +120,7 @@ fn faults_on_a_cassette_server_or_an_unknown_server_are_refused() {
         mcp: vec![cassette],
         ..EvalSpec::default()
     };
-    parts.faults.mcp = vec![rate_limited(Trigger::OnCall(1), None)];
+    parts.mcp_faults = vec![rate_limited(Trigger::OnCall(1), None)];
     let problem = EvalScenario::from_parts(scenario("kv.jsonl", ""), parts.clone()).unwrap_err();
     assert_eq!(problem.field, "faults.mcp[0].server");
     assert!(
@@ -212,7 +213,7 @@ fn goal_free() -> Vec<VerifySpec> {
     vec![verify(
         "answered",
         1,
-        Check::Answer(simtape::scenario::TextMatch::default()),
+        Check::Answer(simtape_agent::TextMatch::default()),
     )]
 }
 

@@ -1,6 +1,6 @@
 //! Model retries: back-off in virtual time, retry hints, the run-wide budget.
 
-use simtape::scenario::{Check, TextMatch};
+use simtape_agent::{Check, TextMatch};
 use simtape_agent::{EndReason, Verdict};
 
 use crate::common::{agent, agent_operations, eval, requests, run, scenario, verify};

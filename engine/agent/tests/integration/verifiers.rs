@@ -1,7 +1,7 @@
 //! Each verifier kind, holding and failing, with what it saw.
 
 use serde_json::json;
-use simtape::scenario::{Check, FsState, TextMatch, ToolSource, VerifySpec};
+use simtape_agent::{Check, FsState, Pattern, TextMatch, ToolSource, VerifySpec};
 use simtape_agent::{Verdict, VerifierResult};
 
 use crate::common::{agent, agent_operations, eval, run, scenario, verify};
@@ -27,7 +27,7 @@ fn text(equals: Option<&str>, contains: Option<&str>, matches: Option<&str>) -> 
         equals: equals.map(String::from),
         contains: contains.map(String::from),
         excludes: None,
-        matches: matches.map(String::from),
+        matches: matches.map(|source| Pattern::new(source).unwrap()),
     }
 }
 

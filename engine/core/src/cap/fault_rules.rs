@@ -1,6 +1,7 @@
 //! Fault rules by call number or seeded rate, as the scenario's `[faults]` gives them to the
-//! llm, fs and process actors: the call counts they fire on, and the one draw discipline
-//! they share.
+//! llm, fs and process actors: the rule types, the call counts they fire on, and the one draw
+//! discipline they share. Adding a fault kind for one of these capabilities starts here; the
+//! scenario decoder (`scenario::faults_table`) reads the rules into these types.
 //!
 //! A rule names a target (an fs operation, a program, or `*` for every call) and a
 //! [`Trigger`]. Each call counts once for its own target and once for `*`. Every `rate` rule
@@ -12,8 +13,86 @@
 
 use std::collections::BTreeMap;
 
-use crate::rng::RngStream;
-use crate::scenario::{FsFault, LlmFault, ProcessFault, Trigger};
+use serde::Serialize;
+
+use crate::rng::{Ratio, RngStream};
+
+/// When a fault rule fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// On this 1-based call (counted per rule target).
+    OnCall(u64),
+    /// On each call with this chance, drawn from the capability's own stream.
+    Rate(Ratio),
+}
+
+/// `[faults]`: the fault plan of the llm, fs and process actors. (The overlay's own
+/// EIO/ENOSPC ratios stay in `[fs]`; `[[faults.fs]]` adds rules by call number. A scenario
+/// extension may add rule arrays of its own, such as `[[faults.mcp]]`.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FaultsSpec {
+    /// `[[faults.llm]]`: model calls that fail.
+    pub llm: Vec<LlmFault>,
+    /// `[[faults.fs]]`: filesystem operations that fail.
+    pub fs: Vec<FsFault>,
+    /// `[[faults.process]]`: program runs that fail.
+    pub process: Vec<ProcessFault>,
+}
+
+impl FaultsSpec {
+    /// Returns whether the plan has no rule.
+    pub fn is_empty(&self) -> bool {
+        self.llm.is_empty() && self.fs.is_empty() && self.process.is_empty()
+    }
+}
+
+/// A model call answered with an HTTP error instead of the fixture's response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LlmFault {
+    /// When it fires (counting model calls).
+    pub trigger: Trigger,
+    /// The HTTP status (default 429).
+    pub status: u16,
+    /// The provider's retry hint, when it gives one.
+    pub retry_after_ms: Option<u64>,
+    /// The error message.
+    pub message: String,
+}
+
+/// A filesystem operation that fails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FsFault {
+    /// The operation (`read`, `write`, `append`, `remove`, `rename`, `mkdir`, `list`, `stat`)
+    /// or `*` for every operation (calls are counted per `op`).
+    pub op: String,
+    /// When it fires.
+    pub trigger: Trigger,
+    /// What happens.
+    pub kind: FsFaultKind,
+}
+
+/// What an fs fault does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsFaultKind {
+    /// EIO: the operation fails and changes nothing.
+    Eio,
+    /// ENOSPC: the operation fails and changes nothing.
+    Enospc,
+}
+
+/// A program run that fails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessFault {
+    /// The program, or `*` for every program (runs are counted per `program`).
+    pub program: String,
+    /// When it fires.
+    pub trigger: Trigger,
+    /// The exit code the run reports instead of running (stdout empty, stderr names the
+    /// fault).
+    pub exit_code: i32,
+}
 
 /// The target a rule gives to match every call.
 pub(crate) const ANY_TARGET: &str = "*";
@@ -113,7 +192,6 @@ impl<R: FaultRule> FaultRules<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Ratio;
 
     /// A rule for the tests: a target, a trigger, and a number that names it.
     #[derive(Debug, Clone, Copy)]

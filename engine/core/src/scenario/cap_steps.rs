@@ -4,7 +4,7 @@
 //! Each records which capability it uses, so `validate` can report a step whose table is
 //! missing at the step itself.
 
-use super::decode::{Decoded, Use};
+use super::decode::{Decoder, Use};
 use super::fields::{Field, Fields};
 use super::schema::{Call, Capability, RunCall, Step, RUN_KEYS};
 use crate::cap::net::{NetError, Network};
@@ -16,7 +16,7 @@ pub(crate) const TEXT_BYTES_MAX: usize = 1 << 20;
 /// Decodes the step of `kind`, whose kind key holds `field`; `None` when `kind` calls no
 /// capability. The second value lists the other keys the kind takes.
 pub(crate) fn call_step(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     kind: &str,
     field: &Field<'_>,
     fields: &mut Fields<'_>,
@@ -66,7 +66,7 @@ pub(crate) fn call_step(
 
 /// A path inside the overlay. Whether it stays inside the root is the overlay's decision at
 /// run time (a `..` that escapes is a run error, as it would be for a real pipeline).
-pub(crate) fn fs_path(decoded: &mut Decoded, field: &Field<'_>) -> Option<String> {
+pub fn fs_path(decoded: &mut Decoder, field: &Field<'_>) -> Option<String> {
     const WHAT: &str = "a path inside the [fs] root like \"src/lib.rs\"";
     let text = decoded.string(field, WHAT)?;
     if text.is_empty() || text.contains('\0') {
@@ -77,7 +77,7 @@ pub(crate) fn fs_path(decoded: &mut Decoded, field: &Field<'_>) -> Option<String
 }
 
 /// A string of at most [`TEXT_BYTES_MAX`] bytes.
-fn text(decoded: &mut Decoded, field: &Field<'_>, what: &str) -> Option<String> {
+fn text(decoded: &mut Decoder, field: &Field<'_>, what: &str) -> Option<String> {
     let text = decoded.string(field, what)?;
     if text.len() > TEXT_BYTES_MAX {
         decoded.expected(field, &format!("{what} of at most {TEXT_BYTES_MAX} bytes"));
@@ -87,7 +87,7 @@ fn text(decoded: &mut Decoded, field: &Field<'_>, what: &str) -> Option<String> 
 }
 
 fn write(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
     fields: &mut Fields<'_>,
     append: bool,
@@ -107,7 +107,7 @@ fn write(
     })
 }
 
-fn rename(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Call> {
+fn rename(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Call> {
     let from = fs_path(decoded, field);
     let to = match fields.take("to") {
         Some(to) => fs_path(decoded, &to),
@@ -128,7 +128,7 @@ fn rename(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> 
 
 /// `"host:port"`, with an IPv6 literal in brackets (`"[::1]:8080"`). The host is checked as
 /// the policy will check it, so a target that could never be dialled is a check error.
-fn connect(decoded: &mut Decoded, field: &Field<'_>) -> Option<Call> {
+fn connect(decoded: &mut Decoder, field: &Field<'_>) -> Option<Call> {
     const WHAT: &str = "a target like \"api.github.com:443\" or \"[::1]:8080\"";
     let text = decoded.string(field, WHAT)?;
     let Some((host, port)) = text.rsplit_once(':') else {
@@ -152,14 +152,14 @@ fn connect(decoded: &mut Decoded, field: &Field<'_>) -> Option<Call> {
     })
 }
 
-fn ask(decoded: &mut Decoded, field: &Field<'_>) -> Option<Call> {
+fn ask(decoded: &mut Decoder, field: &Field<'_>) -> Option<Call> {
     let prompt = text(decoded, field, "a prompt string")?;
     Some(Call::Ask { prompt })
 }
 
 /// `{ run = "git", args = ["status"], cwd = "…", stdin = "…", log = "name" }`: the program
 /// exactly as the `[process]` modes and the process tape name it.
-fn run(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Call> {
+fn run(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Call> {
     const WHAT: &str = "a program name like \"git\"";
     let program = match decoded.string(field, WHAT) {
         Some(text) if !text.is_empty() && !text.contains('\0') => Some(text.to_string()),
@@ -194,7 +194,7 @@ fn run(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Opt
     }))
 }
 
-fn run_args(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<String>> {
+fn run_args(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<String>> {
     let items = decoded.array(
         field,
         "an array of arguments like [\"status\", \"--short\"]",

@@ -6,6 +6,7 @@
 //! can. A table's leftover keys are reported as unknown after its known keys are read.
 
 use super::error::Problem;
+use super::extension::{listed, Extension, Tables};
 use super::fields::{one_of, Field};
 use super::node::{Node, Span, Value};
 use super::schema::{
@@ -13,7 +14,8 @@ use super::schema::{
     TASK_NAMES_RESERVED,
 };
 use super::steps::step_list;
-use super::{agent_table, faults_table, mcp_table, tables, verify_table};
+use super::{faults_table, tables};
+use crate::cap::fault_rules::FaultsSpec;
 use crate::limits::Limits;
 use crate::time::{parse_duration_ns, START_DEFAULT_UNIX_NS};
 
@@ -25,10 +27,11 @@ pub(crate) struct Use {
     pub(crate) field: String,
 }
 
-/// What decoding found: the spec when nothing was wrong, and what the checks of `validate`
-/// need even when something was.
+/// The decoder's state: every problem found so far, the spec once the core's tables decoded,
+/// and what the checks of `validate` need even when something was wrong. An
+/// [`Extension`] decodes its tables through it, with the value decoders of `fields`.
 #[derive(Debug, Default)]
-pub(crate) struct Decoded {
+pub struct Decoder {
     pub(crate) spec: Option<Spec>,
     pub(crate) problems: Vec<Problem>,
     pub(crate) task_names: Vec<Use>,
@@ -39,16 +42,29 @@ pub(crate) struct Decoded {
     pub(crate) capability_uses: Vec<(Capability, Use)>,
 }
 
-/// Decodes a document tree; `source` is its text (verifiers keep their line).
-pub(crate) fn decode(root: &Node, source: &str) -> Decoded {
-    let mut decoded = Decoded::default();
-    decoded.spec = document(&mut decoded, root, source);
+impl Decoder {
+    /// Returns whether the file has the capability's table (even when its contents are bad).
+    pub fn has_table(&self, capability: Capability) -> bool {
+        self.tables.contains(&capability)
+    }
+}
+
+/// Decodes a document tree; `source` is its text, `extension` decodes the tables the core
+/// does not own.
+pub(crate) fn decode(root: &Node, source: &str, extension: &mut dyn Extension) -> Decoder {
+    let mut decoded = Decoder::default();
+    decoded.spec = document(&mut decoded, root, source, extension);
     decoded
 }
 
-/// Decodes the whole document: `[scenario]`, `[limits]`, the capability tables, the eval
-/// tables (`[[mcp]]`, `[agent]`, `[faults]`, `[[verify]]`), `[[task]]`.
-fn document(decoded: &mut Decoded, root: &Node, source: &str) -> Option<Spec> {
+/// Decodes the whole document: `[scenario]`, `[limits]`, the capability tables, `[faults]`,
+/// the extension's tables, `[[task]]`.
+fn document(
+    decoded: &mut Decoder,
+    root: &Node,
+    source: &str,
+    extension: &mut dyn Extension,
+) -> Option<Spec> {
     let root_field = Field {
         node: root,
         path: String::new(),
@@ -94,27 +110,25 @@ fn document(decoded: &mut Decoded, root: &Node, source: &str) -> Option<Spec> {
         }
         None => Some(None),
     };
-    let (mcp, servers) = match top.take("mcp") {
-        Some(field) => mcp_table::mcp(decoded, &field),
-        None => (Some(Vec::new()), mcp_table::Servers::default()),
+    let (faults, extension_faults) = match top.take("faults") {
+        Some(field) => faults_table::faults(decoded, &field, extension.fault_tables()),
+        None => (Some(FaultsSpec::default()), Vec::new()),
     };
-    let has_agent = top.entries.iter().any(|entry| entry.key == "agent");
-    let agent = match top.take("agent") {
-        Some(field) => agent_table::agent(decoded, &field, &servers).map(Some),
-        None => Some(None),
+    let extension_tables: Vec<_> = extension
+        .tables()
+        .iter()
+        .filter_map(|(name, _)| top.take(name).map(|field| (*name, field)))
+        .collect();
+    let extension_tables = Tables {
+        source,
+        top: extension_tables,
+        faults: extension_faults,
     };
-    let faults = match top.take("faults") {
-        Some(field) => faults_table::faults(decoded, &field, &servers),
-        None => Some(super::eval::FaultsSpec::default()),
-    };
-    let verify = match top.take("verify") {
-        Some(field) => verify_table::verify(decoded, &field, &servers, source),
-        None => Some(Vec::new()),
-    };
+    extension.decode(decoded, &extension_tables);
     let tasks = match top.take("task") {
         Some(field) => tasks(decoded, &field),
         // An agent scenario runs its agent; tasks are what a scripted one runs.
-        None if has_agent => Some(Vec::new()),
+        None if extension.runs_without_tasks(&extension_tables) => Some(Vec::new()),
         None => {
             decoded.missing(&top, "task", "at least one [[task]] table");
             None
@@ -124,11 +138,10 @@ fn document(decoded: &mut Decoded, root: &Node, source: &str) -> Option<Spec> {
         decoded,
         &format!(
             "unknown key, expected one of the tables {}",
-            one_of(&TABLES)
+            one_of(&listed(&TABLES, extension.tables()))
         ),
     );
     let (name, description, start_unix_ns, seeds) = scenario?;
-    let (mcp, mcp_files) = mcp?.into_iter().unzip();
     Some(Spec {
         name,
         description,
@@ -140,17 +153,13 @@ fn document(decoded: &mut Decoded, root: &Node, source: &str) -> Option<Spec> {
         llm: llm?,
         process: process?,
         tasks: tasks?,
-        agent: agent?,
-        mcp,
-        mcp_files,
         faults: faults?,
-        verify: verify?,
     })
 }
 
 type ScenarioTable = (String, String, i64, Vec<u64>);
 
-fn scenario(decoded: &mut Decoded, field: &Field<'_>) -> Option<ScenarioTable> {
+fn scenario(decoded: &mut Decoder, field: &Field<'_>) -> Option<ScenarioTable> {
     let mut fields = decoded.table(field, "a [scenario] table")?;
     let name = match fields.take("name") {
         Some(name) => decoded.name(&name),
@@ -178,7 +187,7 @@ fn scenario(decoded: &mut Decoded, field: &Field<'_>) -> Option<ScenarioTable> {
     Some((name?, description?, start?, seeds?))
 }
 
-fn seed_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<u64>> {
+fn seed_list(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<u64>> {
     let items = decoded.array(field, "an array of seeds like [1, 2, 3]")?;
     if items.is_empty() {
         decoded.expected(field, "at least one seed");
@@ -201,7 +210,7 @@ fn seed_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<u64>> {
 
 /// Decodes `[limits]`. The known keys and their kinds come from [`Limits`] itself (its
 /// serialized default), so a new limit is accepted here the day it is added there.
-fn limits(decoded: &mut Decoded, field: &Field<'_>) -> Option<Limits> {
+fn limits(decoded: &mut Decoder, field: &Field<'_>) -> Option<Limits> {
     let fields = decoded.table(field, "a [limits] table")?;
     let known = toml::Table::try_from(Limits::default()).unwrap_or_default();
     let known_keys: Vec<&str> = known.keys().map(String::as_str).collect();
@@ -245,7 +254,7 @@ fn limits(decoded: &mut Decoded, field: &Field<'_>) -> Option<Limits> {
 }
 
 /// An integer limit; one whose name ends in `_ns` also takes a duration like `"10s"`.
-fn limit_integer(decoded: &mut Decoded, key: &str, field: &Field<'_>) -> Option<toml::Value> {
+fn limit_integer(decoded: &mut Decoder, key: &str, field: &Field<'_>) -> Option<toml::Value> {
     let takes_duration = key.ends_with("_ns");
     let what = if takes_duration {
         "a non-negative integer of nanoseconds or a duration like \"10s\""
@@ -268,7 +277,7 @@ fn limit_integer(decoded: &mut Decoded, key: &str, field: &Field<'_>) -> Option<
 
 /// A limit of another kind than integer: serde decides, one key at a time so that its error
 /// points at the key's value.
-fn limit_other(decoded: &mut Decoded, key: &str, field: &Field<'_>) -> Option<toml::Value> {
+fn limit_other(decoded: &mut Decoder, key: &str, field: &Field<'_>) -> Option<toml::Value> {
     let value = plain_toml(field.node);
     let single = value
         .clone()
@@ -302,7 +311,7 @@ fn plain_toml(node: &Node) -> Option<toml::Value> {
     })
 }
 
-fn tasks(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<TaskSpec>> {
+fn tasks(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<TaskSpec>> {
     let items = decoded.array(field, "an array of [[task]] tables")?;
     if items.is_empty() {
         decoded.expected(field, "at least one [[task]] table");
@@ -312,7 +321,7 @@ fn tasks(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<TaskSpec>> {
     tasks.into_iter().collect()
 }
 
-fn task(decoded: &mut Decoded, field: &Field<'_>) -> Option<TaskSpec> {
+fn task(decoded: &mut Decoder, field: &Field<'_>) -> Option<TaskSpec> {
     let mut fields = decoded.table(field, "a [[task]] table")?;
     let name = match fields.take("name") {
         Some(name) => task_name(decoded, &name),
@@ -369,7 +378,7 @@ fn steps_path(task: &str) -> String {
     super::fields::join(task, "steps")
 }
 
-fn task_name(decoded: &mut Decoded, field: &Field<'_>) -> Option<String> {
+fn task_name(decoded: &mut Decoder, field: &Field<'_>) -> Option<String> {
     let name = decoded.name(field)?;
     if TASK_NAMES_RESERVED.contains(&name.as_str()) {
         let message = format!("the task name {name:?} is reserved: the engine's own tasks use it");

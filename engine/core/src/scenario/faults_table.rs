@@ -1,57 +1,53 @@
 //! Decoding of `[faults]`: the fault plan, one array of rules per capability
-//! (`[[faults.llm]]`, `[[faults.mcp]]`, `[[faults.fs]]`, `[[faults.process]]`).
+//! (`[[faults.llm]]`, `[[faults.fs]]`, `[[faults.process]]`; an extension adds its own, such
+//! as `[[faults.mcp]]`). The rule types are `cap::fault_rules`'s.
 //!
 //! Every rule has one trigger, `on_call = n` (the n-th call it counts, from 1) or
-//! `rate = "1/10"` (a seeded chance per call), and names what fails and how.
+//! `rate = "1/10"` (a seeded chance per call), and names what fails and how. The value
+//! decoders here ([`trigger`], [`text`], [`required_text`], [`integer`], [`retry_after`])
+//! are public, so an extension's rules read the same way.
 
-use super::decode::Decoded;
-use super::eval::{
-    FaultsSpec, FsFault, FsFaultKind, LlmFault, McpFault, McpFaultKind, ProcessFault, Trigger,
-};
+use super::decode::Decoder;
+use super::extension::{listed, Listed};
 use super::fields::{one_of, Field, Fields};
-use super::mcp_table::{Lookup, Servers};
 use super::schema::Capability;
 use super::tables::ratio;
+use crate::cap::fault_rules::{FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, Trigger};
 
-/// The keys of `[faults]`.
-const FAULTS_KEYS: [&str; 4] = ["llm", "mcp", "fs", "process"];
+/// The keys of `[faults]` the core decodes.
+const FAULTS_KEYS: [&str; 3] = ["llm", "fs", "process"];
 /// The keys of a `[[faults.llm]]` rule.
 const LLM_KEYS: [&str; 5] = ["on_call", "rate", "status", "retry_after", "message"];
 /// The keys of a `[[faults.fs]]` rule.
 const FS_KEYS: [&str; 4] = ["op", "on_call", "rate", "kind"];
 /// The keys of a `[[faults.process]]` rule.
 const PROCESS_KEYS: [&str; 4] = ["program", "on_call", "rate", "exit_code"];
-/// The keys every `[[faults.mcp]]` rule takes, whatever its kind.
-const MCP_KEYS: [&str; 5] = ["server", "tool", "on_call", "rate", "kind"];
 /// The operations a `[[faults.fs]]` rule may name (`remove` covers files and directories).
 pub(crate) const FS_OPS: [&str; 9] = [
     "read", "write", "append", "remove", "rename", "mkdir", "list", "stat", "*",
 ];
-/// The MCP fault kinds and the keys each adds.
-const MCP_KINDS: [(&str, &[&str]); 4] = [
-    ("rpc_error", &["code", "message", "retry_after"]),
-    ("timeout", &["after"]),
-    ("tool_error", &["message"]),
-    ("partial_write", &["ops"]),
-];
-const MCP_RPC_CODE_DEFAULT: i64 = 429;
-const MCP_RPC_MESSAGE_DEFAULT: &str = "rate limited";
-const MCP_TIMEOUT_DEFAULT_MS: u64 = 30_000;
 const LLM_STATUS_DEFAULT: i64 = 429;
 const PROCESS_EXIT_CODE_DEFAULT: i64 = 1;
 
-/// Decodes `[faults]`; `servers` are the `[[mcp]]` servers its MCP rules may name.
-pub(crate) fn faults(
-    decoded: &mut Decoded,
-    field: &Field<'_>,
-    servers: &Servers,
-) -> Option<FaultsSpec> {
+/// The extension's rule arrays, as the file gives them.
+type Added<'a> = Vec<(&'static str, Field<'a>)>;
+
+/// Decodes `[faults]`: the core's rule arrays, and the arrays `added` names handed back for
+/// the extension that decodes them.
+pub(crate) fn faults<'a>(
+    decoded: &mut Decoder,
+    field: &Field<'a>,
+    added: &[Listed],
+) -> (Option<FaultsSpec>, Added<'a>) {
     let what = "a [faults] table of rule arrays like [[faults.llm]]";
-    let mut fields = decoded.table(field, what)?;
+    let Some(mut fields) = decoded.table(field, what) else {
+        return (None, Vec::new());
+    };
     let llm = rules(decoded, &mut fields, "llm", Some(Capability::Llm), llm_rule);
-    let mcp = rules(decoded, &mut fields, "mcp", None, |d, f| {
-        mcp_rule(d, f, servers)
-    });
+    let extension = added
+        .iter()
+        .filter_map(|(key, _)| fields.take(key).map(|field| (*key, field)))
+        .collect();
     let fs = rules(decoded, &mut fields, "fs", Some(Capability::Fs), fs_rule);
     let process = rules(
         decoded,
@@ -62,31 +58,48 @@ pub(crate) fn faults(
     );
     fields.finish(
         decoded,
-        &format!("unknown key, expected one of {}", one_of(&FAULTS_KEYS)),
+        &format!(
+            "unknown key, expected one of {}",
+            one_of(&listed(&FAULTS_KEYS, added))
+        ),
     );
-    Some(FaultsSpec {
-        llm: llm?,
-        mcp: mcp?,
-        fs: fs?,
-        process: process?,
-    })
+    let spec = (|| {
+        Some(FaultsSpec {
+            llm: llm?,
+            fs: fs?,
+            process: process?,
+        })
+    })();
+    (spec, extension)
 }
 
 /// Decodes the rule array `faults.<key>`, each rule with `rule`; `needs` is the table the
 /// rules' capability needs, reported once at the first rule when it is missing.
 fn rules<T>(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     key: &str,
     needs: Option<Capability>,
-    mut rule: impl FnMut(&mut Decoded, &Field<'_>) -> Option<T>,
+    rule: impl FnMut(&mut Decoder, &Field<'_>) -> Option<T>,
 ) -> Option<Vec<T>> {
     let Some(field) = fields.take(key) else {
         return Some(Vec::new());
     };
-    let items = decoded.array(&field, &format!("an array of [[faults.{key}]] tables"))?;
+    rule_array(decoded, &field, key, needs, rule)
+}
+
+/// Decodes the rule array `field` (`faults.<key>`): each rule with `rule`; `needs` is the
+/// table the rules' capability needs, reported once at the first rule when it is missing.
+pub fn rule_array<T>(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+    key: &str,
+    needs: Option<Capability>,
+    mut rule: impl FnMut(&mut Decoder, &Field<'_>) -> Option<T>,
+) -> Option<Vec<T>> {
+    let items = decoded.array(field, &format!("an array of [[faults.{key}]] tables"))?;
     if let (Some(capability), Some(first)) = (needs, items.first()) {
-        if !decoded.tables.contains(&capability) {
+        if !decoded.has_table(capability) {
             let message = format!("[[faults.{key}]] needs {}", capability.table());
             decoded.problem(first.span.clone(), first.path.clone(), message);
         }
@@ -96,7 +109,7 @@ fn rules<T>(
 }
 
 /// A rule's trigger: exactly one of `on_call` and `rate`.
-fn trigger(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Trigger> {
+pub fn trigger(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Trigger> {
     match (fields.take("on_call"), fields.take("rate")) {
         (Some(on_call), None) => decoded
             .integer(&on_call, 1, i64::MAX, "a call number from 1")
@@ -116,8 +129,8 @@ fn trigger(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Trigger> {
 }
 
 /// An optional string key (`None` when absent); `""` refused.
-pub(crate) fn text(
-    decoded: &mut Decoded,
+pub fn text(
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     key: &str,
     what: &str,
@@ -134,8 +147,8 @@ pub(crate) fn text(
 }
 
 /// A required string key; `""` refused.
-pub(crate) fn required_text(
-    decoded: &mut Decoded,
+pub fn required_text(
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     key: &str,
     what: &str,
@@ -148,7 +161,7 @@ pub(crate) fn required_text(
 }
 
 /// An optional `retry_after` duration, in milliseconds.
-fn retry_after(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Option<u64>> {
+pub fn retry_after(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Option<u64>> {
     match fields.take("retry_after") {
         Some(field) => decoded.duration_ms(&field).map(Some),
         None => Some(None),
@@ -156,8 +169,8 @@ fn retry_after(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Option<
 }
 
 /// An integer key in `low..=high`, `default` when absent.
-fn integer(
-    decoded: &mut Decoded,
+pub fn integer(
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     key: &str,
     (low, high): (i64, i64),
@@ -174,7 +187,7 @@ fn integer(
     }
 }
 
-fn llm_rule(decoded: &mut Decoded, field: &Field<'_>) -> Option<LlmFault> {
+fn llm_rule(decoded: &mut Decoder, field: &Field<'_>) -> Option<LlmFault> {
     let what = "a [[faults.llm]] table like { on_call = 2, status = 429 }";
     let mut fields = decoded.table(field, what)?;
     let trigger = trigger(decoded, &mut fields);
@@ -200,118 +213,7 @@ fn llm_rule(decoded: &mut Decoded, field: &Field<'_>) -> Option<LlmFault> {
     })
 }
 
-fn mcp_rule(decoded: &mut Decoded, field: &Field<'_>, servers: &Servers) -> Option<McpFault> {
-    let what =
-        "a [[faults.mcp]] table like { server = \"tickets\", on_call = 1, kind = \"rpc_error\" }";
-    let mut fields = decoded.table(field, what)?;
-    let server = match fields.take("server") {
-        Some(server) => server_ref(decoded, &server, servers),
-        None => {
-            decoded.missing(&fields, "server", "the name of an [[mcp]] server");
-            None
-        }
-    };
-    let tool = text(decoded, &mut fields, "tool", "a tool name or \"*\"");
-    let trigger = trigger(decoded, &mut fields);
-    let kinds: Vec<&str> = MCP_KINDS.iter().map(|(kind, _)| *kind).collect();
-    let what = format!("a fault kind {}", one_of(&kinds));
-    let kind = match fields.take("kind") {
-        Some(kind) => match decoded.string(&kind, &what) {
-            Some(name) => match MCP_KINDS.iter().find(|(known, _)| *known == name) {
-                Some((name, extras)) => {
-                    let kind = mcp_kind(decoded, &mut fields, name);
-                    let keys: Vec<&str> = MCP_KEYS.iter().chain(extras.iter()).copied().collect();
-                    fields.finish(
-                        decoded,
-                        &format!(
-                            "unknown key, expected one of {} (for kind `{name}`)",
-                            one_of(&keys)
-                        ),
-                    );
-                    kind
-                }
-                None => {
-                    decoded.expected(&kind, &what);
-                    None
-                }
-            },
-            None => None,
-        },
-        None => {
-            decoded.missing(&fields, "kind", &what);
-            None
-        }
-    };
-    Some(McpFault {
-        server: server?,
-        tool: tool?.unwrap_or_else(|| "*".to_string()),
-        trigger: trigger?,
-        kind: kind?,
-    })
-}
-
-/// The kind-specific keys of an MCP fault.
-fn mcp_kind(decoded: &mut Decoded, fields: &mut Fields<'_>, kind: &str) -> Option<McpFaultKind> {
-    match kind {
-        "rpc_error" => {
-            let code = integer(
-                decoded,
-                fields,
-                "code",
-                (i64::MIN, i64::MAX),
-                MCP_RPC_CODE_DEFAULT,
-            );
-            let message = text(decoded, fields, "message", "an error message");
-            let retry_after_ms = retry_after(decoded, fields);
-            Some(McpFaultKind::RpcError {
-                code: code?,
-                message: message?.unwrap_or_else(|| MCP_RPC_MESSAGE_DEFAULT.to_string()),
-                retry_after_ms: retry_after_ms?,
-            })
-        }
-        "timeout" => {
-            let after_ms = match fields.take("after") {
-                Some(after) => decoded.duration_ms(&after),
-                None => Some(MCP_TIMEOUT_DEFAULT_MS),
-            };
-            Some(McpFaultKind::Timeout {
-                after_ms: after_ms?,
-            })
-        }
-        "tool_error" => {
-            let message = required_text(decoded, fields, "message", "the tool error's text");
-            Some(McpFaultKind::ToolError { message: message? })
-        }
-        _ => {
-            const WHAT: &str = "how many operations land, an integer from 0";
-            let ops = match fields.take("ops") {
-                Some(ops) => decoded.integer(&ops, 0, i64::MAX, WHAT),
-                None => {
-                    decoded.missing(fields, "ops", WHAT);
-                    None
-                }
-            };
-            Some(McpFaultKind::PartialWrite { ops: ops? as u64 })
-        }
-    }
-}
-
-/// A reference to an `[[mcp]]` server by name.
-pub(crate) fn server_ref(
-    decoded: &mut Decoded,
-    field: &Field<'_>,
-    servers: &Servers,
-) -> Option<String> {
-    let what = format!("the name of an [[mcp]] server {}", servers.known());
-    let name = decoded.string(field, &what)?;
-    if servers.lookup(name) == Lookup::Unknown {
-        decoded.expected(field, &what);
-        return None;
-    }
-    Some(name.to_string())
-}
-
-fn fs_rule(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsFault> {
+fn fs_rule(decoded: &mut Decoder, field: &Field<'_>) -> Option<FsFault> {
     let what = "a [[faults.fs]] table like { op = \"write\", on_call = 1, kind = \"enospc\" }";
     let mut fields = decoded.table(field, what)?;
     let op = match fields.take("op") {
@@ -356,7 +258,7 @@ fn fs_rule(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsFault> {
     })
 }
 
-fn process_rule(decoded: &mut Decoded, field: &Field<'_>) -> Option<ProcessFault> {
+fn process_rule(decoded: &mut Decoder, field: &Field<'_>) -> Option<ProcessFault> {
     let what = "a [[faults.process]] table like { program = \"cargo\", on_call = 1 }";
     let mut fields = decoded.table(field, what)?;
     let program = text(

@@ -1,27 +1,52 @@
 //! The building blocks of decoding: a field with its path and span, a table's fields, and
 //! the decoders of single values (names, durations, instants, integers, JSON values).
 //!
-//! Each value decoder reports what is wrong with its field into [`Decoded`] and returns
+//! Each value decoder reports what is wrong with its field into [`Decoder`] and returns
 //! `None`, so its caller can go on with the next field.
 
 use serde_json::Value as Json;
 
-use super::decode::Decoded;
+use super::decode::Decoder;
 use super::error::Problem;
+use std::ops::Range;
+
 use super::node::{Entry, Node, Span, Value};
 use super::schema::{LABEL_LEN_MAX, NAME_LEN_MAX};
 use crate::time::{parse_duration_ns, parse_instant};
 
 /// A field under decoding: its value, its path and the span errors point at.
-#[derive(Clone)]
-pub(crate) struct Field<'a> {
+#[derive(Debug, Clone)]
+pub struct Field<'a> {
     pub(crate) node: &'a Node,
-    pub(crate) path: String,
-    pub(crate) span: Span,
+    /// The field path, like `task[1].steps[0].sleep`.
+    pub path: String,
+    /// Where problems with the field point, as a byte range of the source.
+    pub span: Range<usize>,
+}
+
+impl Field<'_> {
+    /// Describes the value for an "expected …, found …" message.
+    pub fn found(&self) -> String {
+        self.node.value.found()
+    }
+
+    /// Returns the value when it is a boolean.
+    pub fn boolean(&self) -> Option<bool> {
+        match self.node.value {
+            Value::Boolean(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Returns whether the value is a table.
+    pub fn is_table(&self) -> bool {
+        matches!(self.node.value, Value::Table(_))
+    }
 }
 
 /// The entries of a table under decoding, and which of them were read.
-pub(crate) struct Fields<'a> {
+#[derive(Debug)]
+pub struct Fields<'a> {
     pub(crate) entries: &'a [Entry],
     read: Vec<bool>,
     path: String,
@@ -30,7 +55,7 @@ pub(crate) struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// Returns the field `key` and marks it read.
-    pub(crate) fn take(&mut self, key: &str) -> Option<Field<'a>> {
+    pub fn take(&mut self, key: &str) -> Option<Field<'a>> {
         let index = self.entries.iter().position(|e| e.key == key)?;
         self.read[index] = true;
         let entry = &self.entries[index];
@@ -64,8 +89,13 @@ impl<'a> Fields<'a> {
             .collect()
     }
 
+    /// Returns the keys of the table, in source order.
+    pub fn keys(&self) -> Vec<String> {
+        self.entries.iter().map(|entry| entry.key.clone()).collect()
+    }
+
     /// Reports every unread key as unknown, with `message` (which says what the table takes).
-    pub(crate) fn finish(self, decoded: &mut Decoded, message: &str) {
+    pub fn finish(self, decoded: &mut Decoder, message: &str) {
         for (_, path, span) in self.unread() {
             decoded.problem(span, path, message.to_string());
         }
@@ -91,16 +121,16 @@ pub(crate) fn join(path: &str, key: &str) -> String {
 }
 
 /// Formats a list of keys as "`a`, `b`, `c`".
-pub(crate) fn one_of(keys: &[&str]) -> String {
+pub fn one_of(keys: &[&str]) -> String {
     keys.iter()
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-impl Decoded {
+impl Decoder {
     /// Records a problem with the field at `field`, placed at `span`.
-    pub(crate) fn problem(&mut self, span: Span, field: String, message: String) {
+    pub fn problem(&mut self, span: Span, field: String, message: String) {
         self.problems.push(Problem {
             span,
             field,
@@ -109,19 +139,19 @@ impl Decoded {
     }
 
     /// Reports `field` as not what was expected.
-    pub(crate) fn expected(&mut self, field: &Field<'_>, what: &str) {
+    pub fn expected(&mut self, field: &Field<'_>, what: &str) {
         let message = format!("expected {what}, found {}", field.node.value.found());
         self.problem(field.span.clone(), field.path.clone(), message);
     }
 
     /// Reports a required field that is absent, at the table that lacks it.
-    pub(crate) fn missing(&mut self, fields: &Fields<'_>, key: &str, what: &str) {
+    pub fn missing(&mut self, fields: &Fields<'_>, key: &str, what: &str) {
         let message = format!("expected {what}, found nothing");
         self.problem(fields.span.clone(), join(&fields.path, key), message);
     }
 
     /// A table; `what` describes it for the error.
-    pub(crate) fn table<'a>(&mut self, field: &Field<'a>, what: &str) -> Option<Fields<'a>> {
+    pub fn table<'a>(&mut self, field: &Field<'a>, what: &str) -> Option<Fields<'a>> {
         match &field.node.value {
             Value::Table(entries) => Some(Fields {
                 entries,
@@ -137,7 +167,7 @@ impl Decoded {
     }
 
     /// A string; `what` describes what it should hold for the error.
-    pub(crate) fn string<'a>(&mut self, field: &Field<'a>, what: &str) -> Option<&'a str> {
+    pub fn string<'a>(&mut self, field: &Field<'a>, what: &str) -> Option<&'a str> {
         match &field.node.value {
             Value::String(text) => Some(text),
             _ => {
@@ -147,8 +177,8 @@ impl Decoded {
         }
     }
 
-    /// A scenario, task or channel name: `[a-z0-9-]+`, at most [`NAME_LEN_MAX`] characters.
-    pub(crate) fn name(&mut self, field: &Field<'_>) -> Option<String> {
+    /// A scenario, task or channel name: `[a-z0-9-]+`, at most 64 characters.
+    pub fn name(&mut self, field: &Field<'_>) -> Option<String> {
         const WHAT: &str = "a name of a-z, 0-9 and -";
         let text = self.string(field, WHAT)?;
         let valid = text
@@ -168,9 +198,9 @@ impl Decoded {
         Some(text.to_string())
     }
 
-    /// An event or outcome name: any text of 1 to [`LABEL_LEN_MAX`] characters without
+    /// An event or outcome name: any text of 1 to 128 characters without
     /// control characters.
-    pub(crate) fn label(&mut self, field: &Field<'_>) -> Option<String> {
+    pub fn label(&mut self, field: &Field<'_>) -> Option<String> {
         let what = format!("a name of 1 to {LABEL_LEN_MAX} characters without control characters");
         let text = self.string(field, &what)?;
         let count = text.chars().count();
@@ -183,7 +213,7 @@ impl Decoded {
 
     /// A duration string (`"250ms"`, `"1h 30m"`), in nanoseconds. Bare numbers are refused:
     /// `sleep = 100` does not say 100 of what.
-    pub(crate) fn duration(&mut self, field: &Field<'_>) -> Option<u64> {
+    pub fn duration(&mut self, field: &Field<'_>) -> Option<u64> {
         const WHAT: &str = "a duration like \"250ms\"";
         let text = self.string(field, WHAT)?;
         let ns = parse_duration_ns(text).ok();
@@ -195,7 +225,7 @@ impl Decoded {
 
     /// A duration string of whole milliseconds (`"500ms"`, `"2s"`), in milliseconds, for
     /// settings that the harness keeps in milliseconds.
-    pub(crate) fn duration_ms(&mut self, field: &Field<'_>) -> Option<u64> {
+    pub fn duration_ms(&mut self, field: &Field<'_>) -> Option<u64> {
         const WHAT: &str = "a duration of whole milliseconds like \"500ms\"";
         let ns = self.duration(field)?;
         if ns % 1_000_000 != 0 {
@@ -206,7 +236,7 @@ impl Decoded {
     }
 
     /// An RFC 3339 instant, as a string or a TOML datetime, in nanoseconds since the epoch.
-    pub(crate) fn instant(&mut self, field: &Field<'_>) -> Option<i64> {
+    pub fn instant(&mut self, field: &Field<'_>) -> Option<i64> {
         const WHAT: &str = "an RFC 3339 instant like \"2026-01-01T00:00:00Z\"";
         let text = match &field.node.value {
             Value::String(text) | Value::Datetime(text) => text,
@@ -223,13 +253,7 @@ impl Decoded {
     }
 
     /// An integer in `low..=high`; `what` describes the range for the error.
-    pub(crate) fn integer(
-        &mut self,
-        field: &Field<'_>,
-        low: i64,
-        high: i64,
-        what: &str,
-    ) -> Option<i64> {
+    pub fn integer(&mut self, field: &Field<'_>, low: i64, high: i64, what: &str) -> Option<i64> {
         match field.node.value {
             Value::Integer(n) if (low..=high).contains(&n) => Some(n),
             _ => {
@@ -240,7 +264,7 @@ impl Decoded {
     }
 
     /// An array, as fields whose paths end in `[index]`.
-    pub(crate) fn array<'a>(&mut self, field: &Field<'a>, what: &str) -> Option<Vec<Field<'a>>> {
+    pub fn array<'a>(&mut self, field: &Field<'a>, what: &str) -> Option<Vec<Field<'a>>> {
         let Value::Array(items) = &field.node.value else {
             self.expected(field, what);
             return None;
@@ -255,7 +279,7 @@ impl Decoded {
 
     /// Turns a TOML value into JSON. Datetimes become their text; NaN and infinities, which
     /// JSON cannot hold, are refused.
-    pub(crate) fn json(&mut self, field: &Field<'_>) -> Option<Json> {
+    pub fn json(&mut self, field: &Field<'_>) -> Option<Json> {
         match &field.node.value {
             Value::String(text) | Value::Datetime(text) => Some(Json::String(text.clone())),
             Value::Integer(n) => Some(Json::from(*n)),

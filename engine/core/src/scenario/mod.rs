@@ -4,9 +4,10 @@
 //! filesystem overlay (`[fs]`), a network policy (`[network]`), a replayed model (`[llm]`)
 //! and subprocesses (`[process]`), and lists tasks (`[[task]]`) whose steps sleep, sleep a
 //! seeded random time, log events, talk over named channels, call the capabilities and
-//! declare outcomes. An eval scenario adds the agent under test (`[agent]`), its MCP servers
-//! (`[[mcp]]`), a fault plan (`[faults]`) and verifiers (`[[verify]]`), which this crate
-//! decodes and checks and the `simtape-agent` crate runs. The reference is
+//! declare outcomes. `[faults]` fails chosen llm, fs and process calls. An eval scenario adds
+//! the agent under test (`[agent]`), its MCP servers (`[[mcp]]`, with `[[faults.mcp]]`) and
+//! verifiers (`[[verify]]`): the `simtape-agent` crate decodes those through this module's
+//! [`Extension`] hook, with the same decoder, and runs them. The reference is
 //! `docs/scenario-format.md`.
 //!
 //! ```
@@ -35,41 +36,39 @@
 //!
 //! The pipeline is: `node` reads the TOML into a tree that keeps every span; `decode` turns
 //! the tree into a checked `schema::Spec`, collecting every problem (with `fields` for single
-//! values, `tables` for the capability tables, `mcp_table`, `agent_table`, `faults_table`
-//! and `verify_table` for the eval tables, `steps` and `cap_steps` for steps); `validate`
-//! checks across tasks (unique names, channels with both ends, a table for every capability
-//! a step uses); `resources` opens the files the scenario references, relative to the
-//! scenario file; `interpret` runs the spec, its channels living in `channels` and its step
-//! failures in `failure`. `error` places problems at a line and column.
+//! values, `tables` for the capability tables, `faults_table` for `[faults]`, `steps` and
+//! `cap_steps` for steps), and hands the tables it does not own to an [`Extension`];
+//! `validate` checks across tasks (unique names, channels with both ends, a table for every
+//! capability a step uses); `resources` opens the files the scenario references, relative to
+//! the scenario file; `interpret` runs the spec, its channels living in `channels` and its
+//! step failures in `failure`. `error` places problems at a line and column. [`decoder`]
+//! gathers what an extension decodes with.
 
-mod agent_table;
 mod cap_steps;
 mod channels;
 mod decode;
 mod error;
-mod eval;
+mod extension;
 mod failure;
 mod faults_table;
 mod fields;
 mod interpret;
-mod mcp_table;
 mod node;
 mod resources;
 mod schema;
 mod steps;
 mod tables;
 mod validate;
-mod verify_table;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use error::ScenarioError;
-pub use eval::{
-    AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault, McpFaultKind,
-    McpServerSpec, McpSource, ProcessFault, TextMatch, ToolSource, Trigger, VerifySpec,
+pub use crate::cap::fault_rules::{
+    FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, Trigger,
 };
+pub use error::ScenarioError;
+pub use extension::{CoreOnly, Extension, Listed, Tables};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 
 use crate::cap::fs::FsDiff;
@@ -78,6 +77,17 @@ use crate::sim::{Builder, Host, RunError, Sim};
 use crate::tape::{ScenarioStamp, TapeSummary};
 use resources::Resources;
 use schema::{Spec, SOURCE_BYTES_MAX};
+
+/// What an [`Extension`] decodes with: the decoder and its value decoders, the field types,
+/// and the shared pieces of the core's tables.
+pub mod decoder {
+    pub use super::cap_steps::fs_path;
+    pub use super::decode::Decoder;
+    pub use super::faults_table::{integer, required_text, retry_after, rule_array, text, trigger};
+    pub use super::fields::{one_of, Field, Fields};
+    pub use super::schema::{Capability, PathField};
+    pub use super::tables::{path, ratio};
+}
 
 /// A checked scenario, ready to run at any seed, any number of times.
 #[derive(Debug, Clone)]
@@ -144,8 +154,17 @@ impl Scenario {
     /// Reads and checks the scenario file at `path` and the files it references, reporting
     /// every problem it finds (for `simtape check`), in source order.
     pub fn check_all(path: &Path) -> Result<Scenario, Vec<ScenarioError>> {
+        Scenario::check_all_with(path, &mut CoreOnly)
+    }
+
+    /// Like [`Scenario::check_all`], with `extension` decoding the tables the core does not
+    /// own; its problems are reported with the core's, in source order.
+    pub fn check_all_with(
+        path: &Path,
+        extension: &mut dyn Extension,
+    ) -> Result<Scenario, Vec<ScenarioError>> {
         let source = read_source(path).map_err(|error| vec![error])?;
-        Scenario::check_source(&source, path)
+        Scenario::check_source_with(&source, path, extension)
     }
 
     /// Checks scenario text, reporting every problem it finds, in source order. Never panics,
@@ -153,21 +172,34 @@ impl Scenario {
     /// relative to the directory of `path`, and their problems are reported at the fields
     /// that name them.
     pub fn check_source(source: &str, path: &Path) -> Result<Scenario, Vec<ScenarioError>> {
+        Scenario::check_source_with(source, path, &mut CoreOnly)
+    }
+
+    /// Like [`Scenario::check_source`], with `extension` decoding (and then opening) the
+    /// tables the core does not own; every problem of both is reported, in source order.
+    pub fn check_source_with(
+        source: &str,
+        path: &Path,
+        extension: &mut dyn Extension,
+    ) -> Result<Scenario, Vec<ScenarioError>> {
         let root = match node::parse(source) {
             Ok(root) => root,
             Err(error) => return Err(vec![syntax_error(&error, source, path)]),
         };
-        let decoded = decode::decode(&root, source);
+        let mut decoded = decode::decode(&root, source, extension);
         let mut problems = validate::check(&decoded);
-        problems.extend(decoded.problems);
+        problems.append(&mut decoded.problems);
         if problems.is_empty() {
-            let mut spec = decoded
+            let spec = decoded
                 .spec
+                .take()
                 .expect("decoding without problems yields a spec");
             let base = path.parent().unwrap_or(Path::new(""));
-            mcp_table::resolve(&mut spec.mcp, base);
-            match resources::open(&spec, base) {
-                Ok(resources) => {
+            let opened = resources::open(&spec, base);
+            extension.open(&mut decoded, base);
+            problems.append(&mut decoded.problems);
+            match opened {
+                Ok(resources) if problems.is_empty() => {
                     return Ok(Scenario {
                         path: path.to_path_buf(),
                         source: source.to_string(),
@@ -175,7 +207,8 @@ impl Scenario {
                         resources: Arc::new(resources),
                     })
                 }
-                Err(found) => problems = found,
+                Ok(_) => {}
+                Err(found) => problems.extend(found),
             }
         }
         problems.sort_by_key(|problem| problem.span.start);
@@ -235,24 +268,9 @@ impl Scenario {
         }
     }
 
-    /// Returns the agent (`[agent]`), when the scenario has one.
-    pub fn agent(&self) -> Option<&AgentSpec> {
-        self.spec.agent.as_ref()
-    }
-
-    /// Returns the MCP servers (`[[mcp]]`), in file order.
-    pub fn mcp_servers(&self) -> &[McpServerSpec] {
-        &self.spec.mcp
-    }
-
-    /// Returns the fault plan (`[faults]`).
+    /// Returns the fault plan of the llm, fs and process actors (`[faults]`).
     pub fn faults(&self) -> &FaultsSpec {
         &self.spec.faults
-    }
-
-    /// Returns the verifiers (`[[verify]]`), in file order.
-    pub fn verifiers(&self) -> &[VerifySpec] {
-        &self.spec.verify
     }
 
     /// Returns whether the scenario has a filesystem overlay (`[fs]`), so has an fs diff.

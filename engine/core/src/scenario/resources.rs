@@ -1,8 +1,7 @@
 //! The files a scenario references, opened once when the scenario is checked: the overlay
-//! root of `[fs]`, the fixture of `[llm]` and the process tape of `[process]`; the world
-//! specs and cassettes of `[[mcp]]` are only checked to exist (the harness opens them).
-//! Paths resolve against the directory of the scenario file. The actors get the fault rules
-//! of `[faults]` here (`[[faults.mcp]]` is the harness's: it hands them to the MCP world).
+//! root of `[fs]`, the fixture of `[llm]` and the process tape of `[process]` (an extension
+//! opens what its own tables name). Paths resolve against the directory of the scenario file.
+//! The actors get the fault rules of `[faults]` here.
 //!
 //! The opened actors are prototypes: every run clones them, so a sweep parses a fixture once
 //! and shares it read-only. Host paths stay here; none reaches a tape.
@@ -54,16 +53,6 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
         match open_process(process, &spec.limits, base) {
             Ok(actor) => resources.process = Some(actor.with_faults(spec.faults.process.clone())),
             Err(problem) => problems.push(problem),
-        }
-    }
-    for file in &spec.mcp_files {
-        let what = if file.field.ends_with(".world") {
-            "world spec"
-        } else {
-            "cassette"
-        };
-        if let Err(problem) = existing_file(file, base, what) {
-            problems.push(problem);
         }
     }
     if problems.is_empty() {
@@ -165,6 +154,16 @@ fn existing_file(file: &PathField, base: &Path, what: &str) -> Result<PathBuf, P
     let shown = resolved.display();
     let message = format!("expected an existing {what} file, found {found} at {shown}");
     Err(problem(file, message))
+}
+
+impl super::decode::Decoder {
+    /// Returns the file `file` names, resolved against `base`, when it is a file; reports
+    /// that it is not otherwise (`what` names its kind: "world spec").
+    pub fn existing_file(&mut self, file: &PathField, base: &Path, what: &str) -> Option<PathBuf> {
+        existing_file(file, base, what)
+            .map_err(|problem| self.problems.push(problem))
+            .ok()
+    }
 }
 
 fn problem(field: &PathField, message: String) -> Problem {

@@ -3,7 +3,6 @@
 //! These types hold checked values only (durations in nanoseconds, names that passed their
 //! rules, TOML values turned into JSON), so the interpreter never meets a bad one.
 
-use super::node::Span;
 use crate::cap::fs::{FsFaults, FsLatency};
 use crate::cap::net::Network;
 use crate::cap::process::ProcessMode;
@@ -21,10 +20,9 @@ pub(crate) const SOURCE_BYTES_MAX: u64 = 4 << 20;
 /// Task names the engine already uses in tapes and deadlock reports.
 pub(crate) const TASK_NAMES_RESERVED: [&str; 2] = ["main", "engine"];
 
-/// The top-level tables this version of the format reads.
-pub(crate) const TABLES: [&str; 11] = [
-    "scenario", "limits", "fs", "network", "llm", "process", "mcp", "agent", "faults", "verify",
-    "task",
+/// The top-level tables the core reads; an extension adds its own (`extension::listed`).
+pub(crate) const TABLES: [&str; 8] = [
+    "scenario", "limits", "fs", "network", "llm", "process", "faults", "task",
 ];
 /// The keys of `[scenario]`.
 pub(crate) const SCENARIO_KEYS: [&str; 4] = ["name", "description", "start", "seeds"];
@@ -72,22 +70,19 @@ pub(crate) struct Spec {
     pub(crate) llm: Option<LlmSpec>,
     pub(crate) process: Option<ProcessSpec>,
     pub(crate) tasks: Vec<TaskSpec>,
-    pub(crate) agent: Option<super::eval::AgentSpec>,
-    pub(crate) mcp: Vec<super::eval::McpServerSpec>,
-    /// Where each `[[mcp]]` server's file is named, in the order of `mcp`.
-    pub(crate) mcp_files: Vec<PathField>,
-    pub(crate) faults: super::eval::FaultsSpec,
-    pub(crate) verify: Vec<super::eval::VerifySpec>,
+    pub(crate) faults: crate::cap::fault_rules::FaultsSpec,
 }
 
 /// Where a path-valued field sits, so a problem with the file it names (found after
 /// decoding, when the file is opened) points back at it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct PathField {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathField {
     /// The path as written: relative to the scenario file's directory.
-    pub(crate) path: String,
-    pub(crate) span: Span,
-    pub(crate) field: String,
+    pub path: String,
+    /// Where the value sits in the source, as a byte range.
+    pub span: std::ops::Range<usize>,
+    /// The field path, like `mcp[0].world`.
+    pub field: String,
 }
 
 /// `[fs]`: the overlay root, its fault plan and its latency model.
@@ -121,18 +116,23 @@ pub(crate) struct ProcessSpec {
     pub(crate) wasi_programs: Vec<PathField>,
 }
 
-/// The capability a step uses, for the check that the scenario configures it.
+/// A capability the core configures from its own table, for the checks that a scenario
+/// configures what a step, a rule or an extension's table needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Capability {
+pub enum Capability {
+    /// `[fs]`.
     Fs,
+    /// `[network]`.
     Network,
+    /// `[llm]`.
     Llm,
+    /// `[process]`.
     Process,
 }
 
 impl Capability {
     /// Returns the table that configures the capability, with its article (`an [fs] table`).
-    pub(crate) fn table(self) -> &'static str {
+    pub fn table(self) -> &'static str {
         match self {
             Capability::Fs => "an [fs] table",
             Capability::Network => "a [network] table",

@@ -4,12 +4,12 @@
 use serde_json::Value as Json;
 
 use super::cap_steps::call_step;
-use super::decode::{Decoded, Use};
+use super::decode::{Decoder, Use};
 use super::fields::{one_of, Field, Fields};
 use super::node::Value;
 use super::schema::{Role, Step, STEP_KINDS};
 
-pub(crate) fn step_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<Step>> {
+pub(crate) fn step_list(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<Step>> {
     let items = decoded.array(field, "an array of steps like [{ sleep = \"100ms\" }]")?;
     if items.is_empty() {
         decoded.expected(field, "at least one step");
@@ -20,7 +20,7 @@ pub(crate) fn step_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<
 }
 
 /// Decodes one step: exactly one kind key, then the keys that kind takes.
-fn step(decoded: &mut Decoded, field: &Field<'_>) -> Option<Step> {
+fn step(decoded: &mut Decoder, field: &Field<'_>) -> Option<Step> {
     let mut fields = decoded.table(field, "a step like { sleep = \"100ms\" }")?;
     let kinds: Vec<&str> = fields
         .entries
@@ -79,9 +79,9 @@ fn step(decoded: &mut Decoded, field: &Field<'_>) -> Option<Step> {
     step
 }
 
-fn sleep_random(decoded: &mut Decoded, field: &Field<'_>) -> Option<Step> {
+fn sleep_random(decoded: &mut Decoder, field: &Field<'_>) -> Option<Step> {
     let mut fields = decoded.table(field, "a range like { min = \"10ms\", max = \"50ms\" }")?;
-    let mut bound = |key: &str, decoded: &mut Decoded| match fields.take(key) {
+    let mut bound = |key: &str, decoded: &mut Decoder| match fields.take(key) {
         Some(value) => decoded.duration(&value).map(|ns| (ns, value)),
         None => {
             decoded.missing(&fields, key, "a duration like \"250ms\"");
@@ -104,7 +104,7 @@ fn sleep_random(decoded: &mut Decoded, field: &Field<'_>) -> Option<Step> {
     Some(Step::SleepRandom { min_ns, max_ns })
 }
 
-fn event(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+fn event(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
     let name = decoded.label(field);
     let values = match fields.take("fields") {
         Some(values) => match values.node.value {
@@ -123,7 +123,7 @@ fn event(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> O
 }
 
 /// Decodes the `value` of a `send` or `outcome` step, which is required.
-fn required_value(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Json> {
+fn required_value(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Json> {
     match fields.take("value") {
         Some(value) => decoded.json(&value),
         None => {
@@ -135,7 +135,7 @@ fn required_value(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Json
 
 /// Decodes a channel name and remembers who uses it, even when the rest of the step is bad,
 /// so the channel checks do not report a channel as unused because of an unrelated typo.
-fn channel(decoded: &mut Decoded, field: &Field<'_>, role: Role) -> Option<String> {
+fn channel(decoded: &mut Decoder, field: &Field<'_>, role: Role) -> Option<String> {
     let channel = decoded.name(field)?;
     let used = Use {
         name: channel.clone(),
@@ -146,7 +146,7 @@ fn channel(decoded: &mut Decoded, field: &Field<'_>, role: Role) -> Option<Strin
     Some(channel)
 }
 
-fn send(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+fn send(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
     let channel = channel(decoded, field, Role::Send);
     let value = required_value(decoded, fields);
     Some(Step::Send {
@@ -155,7 +155,7 @@ fn send(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Op
     })
 }
 
-fn recv(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+fn recv(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
     let channel = channel(decoded, field, Role::Recv);
     let log = match fields.take("log") {
         Some(log) => decoded.label(&log).map(Some),
@@ -167,7 +167,7 @@ fn recv(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Op
     })
 }
 
-fn outcome(decoded: &mut Decoded, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+fn outcome(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
     let name = decoded.label(field);
     let value = required_value(decoded, fields);
     Some(Step::Outcome {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::Decoded;
+use super::decode::Decoder;
 use super::fields::{one_of, Field};
 use super::schema::{
     FsSpec, LlmSpec, PathField, ProcessSpec, FS_KEYS, FS_LATENCY_KEYS, PROCESS_KEYS,
@@ -18,7 +18,7 @@ use crate::cap::process::ProcessMode;
 use crate::rng::Ratio;
 
 /// Decodes `[fs]`.
-pub(crate) fn fs(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsSpec> {
+pub(crate) fn fs(decoded: &mut Decoder, field: &Field<'_>) -> Option<FsSpec> {
     let mut fields = decoded.table(field, "an [fs] table like { root = \"data/worktree\" }")?;
     let root = match fields.take("root") {
         Some(root) => path(
@@ -35,7 +35,7 @@ pub(crate) fn fs(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsSpec> {
             None
         }
     };
-    let mut ratio = |key: &str, decoded: &mut Decoded| match fields.take(key) {
+    let mut ratio = |key: &str, decoded: &mut Decoder| match fields.take(key) {
         Some(value) => self::ratio(decoded, &value),
         None => Some(Ratio::ZERO),
     };
@@ -63,7 +63,7 @@ pub(crate) fn fs(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsSpec> {
 
 /// A chance per operation: `"1/10"`, `"5%"`, `"0"` or `"1"`. Strings only, so no float ever
 /// reaches the random stream.
-pub(crate) fn ratio(decoded: &mut Decoded, field: &Field<'_>) -> Option<Ratio> {
+pub fn ratio(decoded: &mut Decoder, field: &Field<'_>) -> Option<Ratio> {
     const WHAT: &str = "a ratio like \"1/10\" or \"5%\" (at most 1)";
     let text = decoded.string(field, WHAT)?;
     let ratio = Ratio::parse(text);
@@ -75,11 +75,11 @@ pub(crate) fn ratio(decoded: &mut Decoded, field: &Field<'_>) -> Option<Ratio> {
 
 /// `[fs] latency = { base = "20us", per_kib = "1us", jitter = "5us" }`; each key defaults to
 /// the default model's value.
-fn latency(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsLatency> {
+fn latency(decoded: &mut Decoder, field: &Field<'_>) -> Option<FsLatency> {
     let what = "a table like { base = \"20us\", per_kib = \"1us\", jitter = \"5us\" }";
     let mut fields = decoded.table(field, what)?;
     let default = FsLatency::default();
-    let mut duration = |key: &str, value: u64, decoded: &mut Decoded| match fields.take(key) {
+    let mut duration = |key: &str, value: u64, decoded: &mut Decoder| match fields.take(key) {
         Some(field) => decoded.duration(&field),
         None => Some(value),
     };
@@ -99,7 +99,7 @@ fn latency(decoded: &mut Decoded, field: &Field<'_>) -> Option<FsLatency> {
 
 /// Decodes `[network]`: deny by default, `allow` lists the exceptions, each a rule of
 /// `docs/network.md` reported at its own place when it does not parse.
-pub(crate) fn network(decoded: &mut Decoded, field: &Field<'_>) -> Option<Network> {
+pub(crate) fn network(decoded: &mut Decoder, field: &Field<'_>) -> Option<Network> {
     let what = "a [network] table like { allow = [\"api.github.com\"] }";
     let mut fields = decoded.table(field, what)?;
     let network = match fields.take("allow") {
@@ -110,7 +110,7 @@ pub(crate) fn network(decoded: &mut Decoded, field: &Field<'_>) -> Option<Networ
     network
 }
 
-fn allow_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Network> {
+fn allow_list(decoded: &mut Decoder, field: &Field<'_>) -> Option<Network> {
     const WHAT: &str = "a network rule like \"api.github.com\" or \"10.0.0.0/8\"";
     let items = decoded.array(field, "an array of network rules like [\"api.github.com\"]")?;
     let mut network = Some(Network::deny());
@@ -134,7 +134,7 @@ fn allow_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Network> {
 }
 
 /// Decodes `[llm]`.
-pub(crate) fn llm(decoded: &mut Decoded, field: &Field<'_>) -> Option<LlmSpec> {
+pub(crate) fn llm(decoded: &mut Decoder, field: &Field<'_>) -> Option<LlmSpec> {
     let what = "an [llm] table like { fixture = \"data/llm.jsonl\" }";
     let mut fields = decoded.table(field, what)?;
     const FIXTURE: &str = "a fixture file path relative to the scenario file";
@@ -152,7 +152,7 @@ pub(crate) fn llm(decoded: &mut Decoded, field: &Field<'_>) -> Option<LlmSpec> {
 /// Decodes `[process]`: an optional process tape (required once some mode is replay), the
 /// default mode, the mode of each named program, and the WASI modules' directory (required
 /// once some mode is wasi).
-pub(crate) fn process(decoded: &mut Decoded, field: &Field<'_>) -> Option<ProcessSpec> {
+pub(crate) fn process(decoded: &mut Decoder, field: &Field<'_>) -> Option<ProcessSpec> {
     let what = "a [process] table like { tape = \"data/process.jsonl\", default = \"replay\" }";
     let mut fields = decoded.table(field, what)?;
     const TAPE: &str = "a process tape path relative to the scenario file";
@@ -213,7 +213,7 @@ pub(crate) fn process(decoded: &mut Decoded, field: &Field<'_>) -> Option<Proces
 /// steps name it. Returns the modes that decoded, the entries in wasi mode, and whether all
 /// decoded.
 fn program_modes(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
 ) -> (BTreeMap<String, Option<ProcessMode>>, Vec<PathField>, bool) {
     let what = "a table of program modes like { git = \"replay\" }";
@@ -247,7 +247,7 @@ fn program_modes(
 
 /// A scenario's process mode: `hermetic` (`None`), `replay`, `real` or `wasi`. Record mode
 /// writes a process tape, which a scenario run (repeated across seeds and sweeps) must not do.
-fn process_mode(decoded: &mut Decoded, field: &Field<'_>) -> Option<Option<ProcessMode>> {
+fn process_mode(decoded: &mut Decoder, field: &Field<'_>) -> Option<Option<ProcessMode>> {
     const WHAT: &str = "a process mode `hermetic`, `replay`, `real` or `wasi`";
     match decoded.string(field, WHAT)? {
         "hermetic" => Some(None),
@@ -270,7 +270,7 @@ fn process_mode(decoded: &mut Decoded, field: &Field<'_>) -> Option<Option<Proce
 }
 
 /// A non-empty path string, remembered with its place.
-pub(crate) fn path(decoded: &mut Decoded, field: &Field<'_>, what: &str) -> Option<PathField> {
+pub fn path(decoded: &mut Decoder, field: &Field<'_>, what: &str) -> Option<PathField> {
     let text = decoded.string(field, what)?;
     if text.is_empty() || text.contains('\0') {
         decoded.expected(field, what);

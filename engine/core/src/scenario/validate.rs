@@ -6,12 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::{Decoded, Use};
+use super::decode::{Decoder, Use};
 use super::error::Problem;
 use super::schema::Role;
 
 /// Returns the problems of the whole-scenario checks, in no particular order.
-pub(crate) fn check(decoded: &Decoded) -> Vec<Problem> {
+pub(crate) fn check(decoded: &Decoder) -> Vec<Problem> {
     let mut problems = duplicate_task_names(&decoded.task_names);
     problems.extend(one_sided_channels(&decoded.channels));
     problems.extend(unconfigured_capabilities(decoded));
@@ -20,7 +20,7 @@ pub(crate) fn check(decoded: &Decoded) -> Vec<Problem> {
 
 /// A step that calls a capability the scenario does not configure could only fail when it
 /// runs; the check reports it at the step instead.
-fn unconfigured_capabilities(decoded: &Decoded) -> Vec<Problem> {
+fn unconfigured_capabilities(decoded: &Decoder) -> Vec<Problem> {
     decoded
         .capability_uses
         .iter()

@@ -1,16 +1,33 @@
 //! Renders MessagePack payloads as JSON, for `simtape tape show | export` and diff reports.
 
+/// A payload that is not one MessagePack value. Not fatal: the tape's hash chain still
+/// holds; the renderer shows the error in place of the payload.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    /// The bytes do not decode as MessagePack.
+    #[error("{0}")]
+    Decode(rmpv::decode::Error),
+    /// Bytes remain after the one value.
+    #[error("{bytes} bytes after the payload value")]
+    Trailing {
+        /// How many bytes remain.
+        bytes: usize,
+    },
+}
+
 /// Decodes one MessagePack value into JSON. Binary strings become `{"$bin": "<hex>"}`;
 /// extension values `{"$ext": [type, "<hex>"]}`; map keys that are not strings are rendered
 /// as their JSON text.
-pub fn payload_to_json(bytes: &[u8]) -> Result<serde_json::Value, String> {
+pub fn payload_to_json(bytes: &[u8]) -> Result<serde_json::Value, PayloadError> {
     if bytes.is_empty() {
         return Ok(serde_json::Value::Null);
     }
     let mut cursor = bytes;
-    let value = rmpv::decode::read_value(&mut cursor).map_err(|e| e.to_string())?;
+    let value = rmpv::decode::read_value(&mut cursor).map_err(PayloadError::Decode)?;
     if !cursor.is_empty() {
-        return Err(format!("{} bytes after the payload value", cursor.len()));
+        return Err(PayloadError::Trailing {
+            bytes: cursor.len(),
+        });
     }
     Ok(to_json(&value))
 }

@@ -9,7 +9,7 @@ mod json;
 mod reader;
 mod writer;
 
-pub use json::{payload_to_json, to_json};
+pub use json::{payload_to_json, to_json, PayloadError};
 pub use reader::{verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
 pub use writer::{BlobMode, TapeSink, TapeSummary, TapeWriter};
 

@@ -10,9 +10,7 @@ use simtape::cap::process::{
     Command, ExitStatus, ProcessActor, ProcessError, ProcessHandle, ProcessTape,
 };
 use simtape::rng::Ratio;
-use simtape::scenario::{
-    FsFault, FsFaultKind, LlmFault, ProcessFault, Scenario, ScenarioFailure, Trigger,
-};
+use simtape::scenario::{FsFault, FsFaultKind, LlmFault, ProcessFault, ScenarioFailure, Trigger};
 use simtape::time::now_ns;
 use simtape::{RunReport, Sim};
 
@@ -397,7 +395,7 @@ fn the_scenario_builder_applies_the_fault_plan() {
     let faults = "[[faults.llm]]\non_call = 1\nretry_after = \"2s\"\n[[faults.fs]]\nop = \"write\"\non_call = 1\nkind = \"enospc\"\n[[faults.process]]\nprogram = \"make\"\non_call = 1\nexit_code = 2\n";
     let run = |steps: &str| {
         let source = format!("{head}{faults}[[task]]\nname = \"t\"\nsteps = [{steps}]\n");
-        let scenario = Scenario::parse(&source, &path).unwrap();
+        let scenario = crate::scenario::parse_at(&source, &path).unwrap();
         let mut builder = scenario.builder(0);
         scenario.run(&mut builder)
     };

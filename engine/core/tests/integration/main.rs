@@ -12,7 +12,6 @@ mod faults;
 mod open_run;
 mod oracle;
 mod scenario;
-mod scenario_eval;
 mod tape;
 mod testing;
 

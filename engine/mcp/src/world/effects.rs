@@ -8,8 +8,105 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::pointer::tokens;
-use super::template::{render, render_path, Bindings};
+use super::pointer::{tokens, NotAPointer};
+use super::template::{render, render_path, Bindings, MissingBinding};
+
+/// Why an operation of a tool's effect failed. Not fatal: the call answers a tool error and
+/// the world keeps the state it had before the call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EffectError {
+    /// A template names nothing bound.
+    #[error(transparent)]
+    Binding(#[from] MissingBinding),
+    /// A rendered path is not a JSON pointer.
+    #[error(transparent)]
+    Pointer(#[from] NotAPointer),
+    /// Nothing is at the path.
+    #[error("not found: {path}")]
+    NotFound {
+        /// The rendered path.
+        path: String,
+    },
+    /// An array index past the end.
+    #[error("{path}: index {index} is out of range")]
+    OutOfRange {
+        /// The rendered path.
+        path: String,
+        /// The index.
+        index: usize,
+    },
+    /// A path goes through a value that is neither an object nor an array.
+    #[error("{path}: `{token}` is inside a value that is not an object or array")]
+    Inside {
+        /// The rendered path.
+        path: String,
+        /// The token that cannot be entered.
+        token: String,
+    },
+    /// A token inside an array is not an index.
+    #[error("{path}: `{token}` is not an array index")]
+    NotAnIndex {
+        /// The rendered path.
+        path: String,
+        /// The token.
+        token: String,
+    },
+    /// The path is `""`.
+    #[error("an effect cannot replace the whole state (path \"\")")]
+    WholeState,
+    /// The parent of the path is neither an object nor an array.
+    #[error("{path}: the parent is not an object or array")]
+    Parent {
+        /// The rendered path.
+        path: String,
+    },
+    /// `merge` with a value that is not an object.
+    #[error("{path}: merge needs an object value")]
+    MergeValue {
+        /// The rendered path.
+        path: String,
+    },
+    /// `merge` into something that is not an object.
+    #[error("{path}: merge target is not an object")]
+    MergeTarget {
+        /// The rendered path.
+        path: String,
+    },
+    /// `append` to something that is not an array.
+    #[error("{path}: append target is not an array")]
+    AppendTarget {
+        /// The rendered path.
+        path: String,
+    },
+    /// `add` or `subtract` with an amount that is not an integer.
+    #[error("{path}: the amount must be an integer, got {amount}")]
+    Amount {
+        /// The rendered path.
+        path: String,
+        /// The amount given.
+        amount: Value,
+    },
+    /// `add` or `subtract` on a value that is not an integer.
+    #[error("{path}: not an integer")]
+    NotAnInteger {
+        /// The rendered path.
+        path: String,
+    },
+    /// `add` or `subtract` past the `i64` range.
+    #[error("{path}: integer overflow")]
+    Overflow {
+        /// The rendered path.
+        path: String,
+    },
+}
+
+impl EffectError {
+    fn not_found(path: &str) -> EffectError {
+        EffectError::NotFound {
+            path: path.to_string(),
+        }
+    }
+}
 
 /// One operation of a tool's effect. `path` is a JSON-pointer template (`{{arg}}` allowed);
 /// `value` is a value template.
@@ -108,7 +205,7 @@ pub fn apply(
     arguments: &Map<String, Value>,
     call: u64,
     tool_call: u64,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, EffectError> {
     let mut reads = Map::new();
     for operation in operations.iter().take(limit) {
         let bindings = Bindings {
@@ -126,7 +223,7 @@ pub fn apply(
             (Operation::Read { name, .. }, _) => {
                 let found = state
                     .pointer(&path)
-                    .ok_or_else(|| format!("not found: {path}"))?;
+                    .ok_or_else(|| EffectError::not_found(&path))?;
                 reads.insert(name.clone(), found.clone());
             }
             (Operation::Set { .. }, Some(value)) => put(state, &path, value)?,
@@ -146,7 +243,7 @@ fn container_mut<'a>(
     state: &'a mut Value,
     parents: &[String],
     path: &str,
-) -> Result<&'a mut Value, String> {
+) -> Result<&'a mut Value, EffectError> {
     let mut here = state;
     for token in parents {
         here = match here {
@@ -157,36 +254,39 @@ fn container_mut<'a>(
                 let index = array_index(token, items.len(), path)?;
                 items
                     .get_mut(index)
-                    .ok_or_else(|| format!("{path}: index {index} is out of range"))?
+                    .ok_or_else(|| EffectError::OutOfRange {
+                        path: path.to_string(),
+                        index,
+                    })?
             }
             _ => {
-                return Err(format!(
-                    "{path}: `{token}` is inside a value that is not an object or array"
-                ))
+                return Err(EffectError::Inside {
+                    path: path.to_string(),
+                    token: token.clone(),
+                })
             }
         };
     }
     Ok(here)
 }
 
-fn array_index(token: &str, length: usize, path: &str) -> Result<usize, String> {
+fn array_index(token: &str, length: usize, path: &str) -> Result<usize, EffectError> {
     if token == "-" {
         return Ok(length);
     }
-    token
-        .parse::<usize>()
-        .map_err(|_| format!("{path}: `{token}` is not an array index"))
+    token.parse::<usize>().map_err(|_| EffectError::NotAnIndex {
+        path: path.to_string(),
+        token: token.to_string(),
+    })
 }
 
-fn split(path: &str) -> Result<(Vec<String>, String), String> {
+fn split(path: &str) -> Result<(Vec<String>, String), EffectError> {
     let mut parts = tokens(path)?;
-    let last = parts
-        .pop()
-        .ok_or_else(|| "an effect cannot replace the whole state (path \"\")".to_string())?;
+    let last = parts.pop().ok_or(EffectError::WholeState)?;
     Ok((parts, last))
 }
 
-fn put(state: &mut Value, path: &str, value: Value) -> Result<(), String> {
+fn put(state: &mut Value, path: &str, value: Value) -> Result<(), EffectError> {
     let (parents, last) = split(path)?;
     match container_mut(state, &parents, path)? {
         Value::Object(object) => {
@@ -199,47 +299,58 @@ fn put(state: &mut Value, path: &str, value: Value) -> Result<(), String> {
                 std::cmp::Ordering::Less => items[index] = value,
                 std::cmp::Ordering::Equal => items.push(value),
                 std::cmp::Ordering::Greater => {
-                    return Err(format!("{path}: index {index} is out of range"))
+                    return Err(EffectError::OutOfRange {
+                        path: path.to_string(),
+                        index,
+                    })
                 }
             }
             Ok(())
         }
-        _ => Err(format!("{path}: the parent is not an object or array")),
+        _ => Err(EffectError::Parent {
+            path: path.to_string(),
+        }),
     }
 }
 
 /// Returns the value at `path`, creating it with `empty` when missing.
-fn slot<'a>(state: &'a mut Value, path: &str, empty: Value) -> Result<&'a mut Value, String> {
+fn slot<'a>(state: &'a mut Value, path: &str, empty: Value) -> Result<&'a mut Value, EffectError> {
     if state.pointer(path).is_none() {
         put(state, path, empty)?;
     }
     Ok(state.pointer_mut(path).expect("the slot was just created"))
 }
 
-fn merge(state: &mut Value, path: &str, value: Value) -> Result<(), String> {
+fn merge(state: &mut Value, path: &str, value: Value) -> Result<(), EffectError> {
     let Value::Object(fields) = value else {
-        return Err(format!("{path}: merge needs an object value"));
+        return Err(EffectError::MergeValue {
+            path: path.to_string(),
+        });
     };
     match slot(state, path, Value::Object(Map::new()))? {
         Value::Object(object) => {
             object.extend(fields);
             Ok(())
         }
-        _ => Err(format!("{path}: merge target is not an object")),
+        _ => Err(EffectError::MergeTarget {
+            path: path.to_string(),
+        }),
     }
 }
 
-fn append(state: &mut Value, path: &str, value: Value) -> Result<(), String> {
+fn append(state: &mut Value, path: &str, value: Value) -> Result<(), EffectError> {
     match slot(state, path, Value::Array(Vec::new()))? {
         Value::Array(items) => {
             items.push(value);
             Ok(())
         }
-        _ => Err(format!("{path}: append target is not an array")),
+        _ => Err(EffectError::AppendTarget {
+            path: path.to_string(),
+        }),
     }
 }
 
-fn delete(state: &mut Value, path: &str) -> Result<(), String> {
+fn delete(state: &mut Value, path: &str) -> Result<(), EffectError> {
     let (_, last) = split(path)?;
     let removed = match state.pointer_mut(&parent_pointer(path)) {
         Some(Value::Object(object)) => object.remove(&last).is_some(),
@@ -254,7 +365,7 @@ fn delete(state: &mut Value, path: &str) -> Result<(), String> {
     };
     removed
         .then_some(())
-        .ok_or_else(|| format!("not found: {path}"))
+        .ok_or_else(|| EffectError::not_found(path))
 }
 
 fn parent_pointer(path: &str) -> String {
@@ -263,22 +374,26 @@ fn parent_pointer(path: &str) -> String {
         .unwrap_or_default()
 }
 
-fn add(state: &mut Value, path: &str, delta: &Value, subtract: bool) -> Result<(), String> {
-    let delta = delta
-        .as_i64()
-        .ok_or_else(|| format!("{path}: the amount must be an integer, got {delta}"))?;
+fn add(state: &mut Value, path: &str, delta: &Value, subtract: bool) -> Result<(), EffectError> {
+    let delta = delta.as_i64().ok_or_else(|| EffectError::Amount {
+        path: path.to_string(),
+        amount: delta.clone(),
+    })?;
     let target = state
         .pointer_mut(path)
-        .ok_or_else(|| format!("not found: {path}"))?;
-    let current = target
-        .as_i64()
-        .ok_or_else(|| format!("{path}: not an integer"))?;
+        .ok_or_else(|| EffectError::not_found(path))?;
+    let current = target.as_i64().ok_or_else(|| EffectError::NotAnInteger {
+        path: path.to_string(),
+    })?;
     let next = if subtract {
         current.checked_sub(delta)
     } else {
         current.checked_add(delta)
     };
-    *target = Value::from(next.ok_or_else(|| format!("{path}: integer overflow"))?);
+    let next = next.ok_or_else(|| EffectError::Overflow {
+        path: path.to_string(),
+    })?;
+    *target = Value::from(next);
     Ok(())
 }
 
@@ -329,7 +444,9 @@ mod tests {
         let args = Map::new();
         let read = ops(json!([{"op": "read", "path": "/missing"}]));
         assert_eq!(
-            apply(&mut state, &read, 9, &args, 1, 1).unwrap_err(),
+            apply(&mut state, &read, 9, &args, 1, 1)
+                .unwrap_err()
+                .to_string(),
             "not found: /missing"
         );
         let delete = ops(json!([{"op": "delete", "path": "/gone"}]));

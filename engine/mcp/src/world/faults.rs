@@ -87,6 +87,14 @@ fn any_tool() -> String {
     "*".into()
 }
 
+/// A probability that is not an integer ratio. Not fatal: the spec is refused when it loads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not an integer ratio `n/d` with 0 <= n <= d and d > 0")]
+pub struct RatioError {
+    /// The probability as written.
+    pub text: String,
+}
+
 /// Parses `"n/d"` into `(n, d)` with `d > 0` and `n <= d`.
 ///
 /// ```
@@ -95,8 +103,10 @@ fn any_tool() -> String {
 /// assert!(parse_ratio("0.2").is_err());
 /// assert!(parse_ratio("6/5").is_err());
 /// ```
-pub fn parse_ratio(text: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("`{text}` is not an integer ratio `n/d` with 0 <= n <= d and d > 0");
+pub fn parse_ratio(text: &str) -> Result<(u64, u64), RatioError> {
+    let bad = || RatioError {
+        text: text.to_string(),
+    };
     let (n, d) = text.split_once('/').ok_or_else(bad)?;
     let n: u64 = n.trim().parse().map_err(|_| bad())?;
     let d: u64 = d.trim().parse().map_err(|_| bad())?;

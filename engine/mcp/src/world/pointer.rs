@@ -1,5 +1,14 @@
 //! JSON-pointer plumbing (RFC 6901) and the path patterns a goal uses to allow changes.
 
+/// A text that is not a JSON pointer. Not fatal: a spec that holds one is refused when it
+/// loads, and an effect that renders one fails its call with a tool error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{pointer}` is not a JSON pointer (it must be empty or start with `/`)")]
+pub struct NotAPointer {
+    /// The text.
+    pub pointer: String,
+}
+
 /// Splits a JSON pointer into unescaped tokens. `""` is the whole document.
 ///
 /// ```
@@ -7,14 +16,14 @@
 /// assert_eq!(tokens("/a~1b/c~0d").unwrap(), vec!["a/b".to_string(), "c~d".to_string()]);
 /// assert!(tokens("no-slash").is_err());
 /// ```
-pub fn tokens(pointer: &str) -> Result<Vec<String>, String> {
+pub fn tokens(pointer: &str) -> Result<Vec<String>, NotAPointer> {
     if pointer.is_empty() {
         return Ok(Vec::new());
     }
     let Some(rest) = pointer.strip_prefix('/') else {
-        return Err(format!(
-            "`{pointer}` is not a JSON pointer (it must be empty or start with `/`)"
-        ));
+        return Err(NotAPointer {
+            pointer: pointer.to_string(),
+        });
     };
     Ok(rest
         .split('/')

@@ -355,7 +355,7 @@ impl WorldServer {
         }
         let reads = match applied {
             Ok(reads) => reads,
-            Err(message) => return ("tool_error", Ok(tool_error(&message))),
+            Err(error) => return ("tool_error", Ok(tool_error(&error.to_string()))),
         };
         let bindings = Bindings {
             arguments,
@@ -366,7 +366,7 @@ impl WorldServer {
         let structured = match &tool.spec.result {
             Some(template) => match render(template, &bindings) {
                 Ok(value) => value,
-                Err(message) => return ("tool_error", Ok(tool_error(&message))),
+                Err(error) => return ("tool_error", Ok(tool_error(&error.to_string()))),
             },
             None if reads.is_empty() => json!({"ok": true}),
             None => Value::Object(reads.clone()),

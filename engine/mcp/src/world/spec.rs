@@ -319,13 +319,13 @@ fn check(spec: &WorldSpec) -> Result<(), Problem> {
             (Some(_), None) => {}
             (None, Some(p)) => parse_ratio(p)
                 .map(|_| ())
-                .map_err(|m| (format!("{at}/probability"), m))?,
+                .map_err(|m| (format!("{at}/probability"), m.to_string()))?,
             _ => return Err((at, "give exactly one of `on_call` and `probability`".into())),
         }
     }
     for (index, assertion) in spec.goal.assertions.iter().enumerate() {
         let at = format!("/goal/assertions/{index}");
-        tokens(&assertion.path).map_err(|m| (format!("{at}/path"), m))?;
+        tokens(&assertion.path).map_err(|m| (format!("{at}/path"), m.to_string()))?;
         let checks = usize::from(assertion.equals.is_some())
             + usize::from(assertion.exists == Some(true))
             + usize::from(assertion.absent == Some(true));
@@ -337,7 +337,7 @@ fn check(spec: &WorldSpec) -> Result<(), Problem> {
         }
     }
     for (index, pattern) in spec.goal.allow.iter().enumerate() {
-        tokens(pattern).map_err(|m| (format!("/goal/allow/{index}"), m))?;
+        tokens(pattern).map_err(|m| (format!("/goal/allow/{index}"), m.to_string()))?;
     }
     Ok(())
 }
@@ -380,7 +380,7 @@ fn check_tool(spec: &WorldSpec, index: usize, tool: &ToolSpec) -> Result<(), Pro
         let path = operation.path();
         // Check the pointer shape with placeholders filled by a harmless token.
         let filled = fill(path);
-        tokens(&filled).map_err(|m| (format!("{op_at}/path"), m))?;
+        tokens(&filled).map_err(|m| (format!("{op_at}/path"), m.to_string()))?;
         if filled.is_empty() {
             return Err((
                 format!("{op_at}/path"),

@@ -26,21 +26,31 @@ pub struct Bindings<'a> {
     pub tool_call: u64,
 }
 
+/// A placeholder that names nothing bound. Not fatal: the call answers a tool error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("missing argument `{name}`")]
+pub struct MissingBinding {
+    /// The placeholder's name.
+    pub name: String,
+}
+
 impl Bindings<'_> {
-    fn lookup(&self, name: &str) -> Result<Value, String> {
+    fn lookup(&self, name: &str) -> Result<Value, MissingBinding> {
         if let Some(value) = self.arguments.get(name).or_else(|| self.reads.get(name)) {
             return Ok(value.clone());
         }
         match name {
             "$call" => Ok(Value::from(self.call)),
             "$tool_call" => Ok(Value::from(self.tool_call)),
-            _ => Err(format!("missing argument `{name}`")),
+            _ => Err(MissingBinding {
+                name: name.to_string(),
+            }),
         }
     }
 }
 
 /// Renders a value template: every string in it is substituted (object keys are kept).
-pub fn render(template: &Value, bindings: &Bindings<'_>) -> Result<Value, String> {
+pub fn render(template: &Value, bindings: &Bindings<'_>) -> Result<Value, MissingBinding> {
     Ok(match template {
         Value::String(text) => match whole_placeholder(text) {
             Some(name) => bindings.lookup(name)?,
@@ -64,7 +74,7 @@ pub fn render(template: &Value, bindings: &Bindings<'_>) -> Result<Value, String
 }
 
 /// Renders a JSON-pointer template, escaping each substituted text as a pointer token.
-pub fn render_path(template: &str, bindings: &Bindings<'_>) -> Result<String, String> {
+pub fn render_path(template: &str, bindings: &Bindings<'_>) -> Result<String, MissingBinding> {
     interpolate(template, bindings, true)
 }
 
@@ -87,7 +97,11 @@ fn whole_placeholder(text: &str) -> Option<&str> {
     (!inner.contains("{{") && !inner.contains("}}")).then(|| inner.trim())
 }
 
-fn interpolate(text: &str, bindings: &Bindings<'_>, as_path: bool) -> Result<String, String> {
+fn interpolate(
+    text: &str,
+    bindings: &Bindings<'_>,
+    as_path: bool,
+) -> Result<String, MissingBinding> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
@@ -131,7 +145,7 @@ mod tests {
         assert_eq!(rendered.unwrap(), json!({"amount": 5, "note": "by ann #3"}));
         assert_eq!(render_path("/t/{{id}}/x", &b).unwrap(), "/t/a~1b/x");
         assert_eq!(
-            render_path("/t/{{nope}}", &b).unwrap_err(),
+            render_path("/t/{{nope}}", &b).unwrap_err().to_string(),
             "missing argument `nope`"
         );
     }

@@ -10,7 +10,7 @@ use super::faults::{rule_fault, Draws, Fault};
 use super::{FsDiff, FsError, FsFaults, FsLatency, FsStat, Overlay};
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::FaultRules;
-use crate::scenario::FsFault;
+use crate::cap::fault_rules::FsFault;
 use crate::tape::sha256_hex;
 
 /// File bytes that go to the tape as `{size, sha256}` only: a large write costs the tape a
@@ -143,7 +143,7 @@ impl FsActor {
     /// # let root = std::env::temp_dir().join("simtape-fs-rules-doc");
     /// # std::fs::create_dir_all(&root).unwrap();
     /// use simtape::cap::fs::{FsActor, FsError, FsHandle};
-    /// use simtape::scenario::{FsFault, FsFaultKind, Trigger};
+    /// use simtape::cap::fault_rules::{FsFault, FsFaultKind, Trigger};
     /// let full = FsFault { op: "write".into(), trigger: Trigger::OnCall(2), kind: FsFaultKind::Enospc };
     /// let mut builder = simtape::Sim::builder();
     /// let fs = FsHandle::new(builder.actor("fs", FsActor::new(&root).unwrap().with_fault_rules(vec![full])));

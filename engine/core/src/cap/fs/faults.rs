@@ -15,8 +15,8 @@
 
 use serde::Serialize;
 
+use crate::cap::fault_rules::FsFaultKind;
 use crate::rng::{Ratio, RngStream};
-use crate::scenario::FsFaultKind;
 
 /// The fault plan of the fs actor: each ratio is the chance per operation.
 ///

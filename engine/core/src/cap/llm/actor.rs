@@ -13,14 +13,14 @@ use super::faults::fault_reply;
 use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
-use super::record::{RecordConfig, RecordError, Recorder};
+use super::record::{LlmRecorder, RecordConfig, RecordError};
 use super::request::{
     ChatRequest, ChatResponse, MatchText, Message, ToolCall, ToolDefinition, Usage,
 };
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::FaultRules;
+use crate::cap::fault_rules::LlmFault;
 use crate::cap::net::NetError;
-use crate::scenario::LlmFault;
 
 /// Lines of the last message that an [`LlmError::Unmatched`] shows.
 pub const UNMATCHED_HEAD_LINES_MAX: usize = 3;
@@ -128,7 +128,7 @@ pub enum Backend {
     /// Answers from a fixture; never reaches a real provider.
     Replay(Replay),
     /// Calls a real provider and appends each answer to a fixture ([`super::record`]).
-    Record(Recorder),
+    Record(LlmRecorder),
 }
 
 /// The replay backend's state: the fixture, which `once` entries are used, the call counters.
@@ -185,7 +185,7 @@ impl Llm {
     /// file cannot be created.
     pub fn record(config: RecordConfig) -> Result<LlmActor, RecordError> {
         Ok(LlmActor {
-            backend: Backend::Record(Recorder::new(config)?),
+            backend: Backend::Record(LlmRecorder::new(config)?),
             faults: FaultRules::default(),
             memo: Memo::default(),
             observed: None,
@@ -216,7 +216,7 @@ impl LlmActor {
     ///
     /// ```
     /// use simtape::cap::llm::{ChatRequest, Llm, LlmError, LlmHandle, Message};
-    /// use simtape::scenario::{LlmFault, Trigger};
+    /// use simtape::cap::fault_rules::{LlmFault, Trigger};
     /// let fixture = "{\"simtape_llm\":1}\n{\"response\":{\"text\":\"Hi.\"}}\n";
     /// let fault = LlmFault {
     ///     trigger: Trigger::OnCall(1),

@@ -13,9 +13,9 @@
 //!   jitter), so later calls draw where the faulted call would have.
 
 use super::actor::{LlmError, LlmReply};
+use crate::cap::fault_rules::LlmFault;
 use crate::cap::fault_rules::{FaultRules, ANY_TARGET};
 use crate::rng::RngStream;
-use crate::scenario::LlmFault;
 
 /// The virtual latency of a faulted model call: an error comes back quickly, but not at once.
 pub const LLM_FAULT_LATENCY_NS: u64 = 20_000_000;

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 
 use super::latency::{LatencyModel, LatencyOverride, UsageRule};
-use super::matcher::{Matcher, TextPattern};
+use super::matcher::{EntryMatch, TextPattern};
 
 /// The most entries one fixture may hold (a bound, as everywhere in the engine).
 pub const ENTRIES_MAX: usize = 100_000;
@@ -175,7 +175,7 @@ pub struct Entry {
     /// An optional id, for people.
     pub id: Option<String>,
     /// When it applies.
-    pub matcher: Matcher,
+    pub matcher: EntryMatch,
     /// Whether it survives its use.
     pub mode: Mode,
     /// Which scopes it applies to.
@@ -492,7 +492,7 @@ fn failure_of(
     }
 }
 
-fn matcher_of(lines: &Lines<'_>, number: u64, raw: RawMatch) -> Result<Matcher, FixtureError> {
+fn matcher_of(lines: &Lines<'_>, number: u64, raw: RawMatch) -> Result<EntryMatch, FixtureError> {
     let pattern =
         |field: &str, p: Option<RawPattern>| -> Result<Option<TextPattern>, FixtureError> {
             let expected = format!("\"{field}\" with exactly one of \"contains\" or \"glob\"");
@@ -507,11 +507,11 @@ fn matcher_of(lines: &Lines<'_>, number: u64, raw: RawMatch) -> Result<Matcher, 
                     glob: Some(g),
                 }) => TextPattern::glob(&g)
                     .map(Some)
-                    .map_err(|found| lines.error(number, &expected, found)),
+                    .map_err(|found| lines.error(number, &expected, found.to_string())),
                 Some(_) => Err(lines.error(number, &expected, "none or both")),
             }
         };
-    Ok(Matcher {
+    Ok(EntryMatch {
         text: pattern("text", raw.text)?,
         last_message: pattern("last_message", raw.last_message)?,
         last_tool_result: pattern("last_tool_result", raw.last_tool_result)?,

@@ -20,7 +20,7 @@ use super::fixture::{
     Outcome, ResponseSpec, ScopeRule, ToolCallSpec, UsageSpec, ENTRIES_MAX,
 };
 use super::latency::{LatencyModel, UsageRule};
-use super::matcher::{Matcher, TextPattern};
+use super::matcher::{EntryMatch, TextPattern};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -184,13 +184,13 @@ fn entry(
     mut raw: RawEntry,
     strict: bool,
 ) -> Result<Entry, FixtureError> {
-    let text_pattern = match &raw.pattern {
-        None => None,
-        Some(pattern) => Some(
-            TextPattern::glob(&star_only_glob(pattern))
-                .map_err(|found| lines.error(number, "a `*` glob in \"match\"", found))?,
-        ),
-    };
+    let text_pattern =
+        match &raw.pattern {
+            None => None,
+            Some(pattern) => Some(TextPattern::glob(&star_only_glob(pattern)).map_err(
+                |found| lines.error(number, "a `*` glob in \"match\"", found.to_string()),
+            )?),
+        };
     let mode = match (&text_pattern, raw.consume, raw.consume_match) {
         (_, Some(mode), _) => mode,
         (None, None, _) => Mode::Once,
@@ -214,9 +214,9 @@ fn entry(
     Ok(Entry {
         line: number,
         id,
-        matcher: Matcher {
+        matcher: EntryMatch {
             text: text_pattern,
-            ..Matcher::default()
+            ..EntryMatch::default()
         },
         mode,
         scope,

@@ -15,12 +15,25 @@ pub enum TextPattern {
     Glob(glob::Pattern),
 }
 
+/// A glob that does not compile. Not fatal to a run: it is reported when the fixture loads.
+#[derive(Debug, thiserror::Error)]
+#[error("an invalid glob {pattern:?} ({source})")]
+pub struct GlobError {
+    /// The glob as written.
+    pub pattern: String,
+    /// What the glob compiler found.
+    pub source: glob::PatternError,
+}
+
 impl TextPattern {
-    /// Compiles a glob, or returns the pattern error as text.
-    pub fn glob(pattern: &str) -> Result<TextPattern, String> {
+    /// Compiles a glob.
+    pub fn glob(pattern: &str) -> Result<TextPattern, GlobError> {
         glob::Pattern::new(pattern)
             .map(TextPattern::Glob)
-            .map_err(|e| format!("an invalid glob {pattern:?} ({e})"))
+            .map_err(|source| GlobError {
+                pattern: pattern.to_string(),
+                source,
+            })
     }
 
     /// Returns whether `text` matches.
@@ -42,7 +55,7 @@ impl TextPattern {
 
 /// The conditions of one entry.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Matcher {
+pub struct EntryMatch {
     /// Over the match text: every non-system message's content, joined by `\n`.
     pub text: Option<TextPattern>,
     /// Over the last message's content.
@@ -69,7 +82,7 @@ pub struct Turns {
     pub scope: u64,
 }
 
-impl Matcher {
+impl EntryMatch {
     /// Returns whether every condition holds for `request`. The cheap conditions (turns,
     /// model, tools) are tested first, so the match text is joined only when they hold.
     pub fn matches(&self, request: &ChatRequest, match_text: &MatchText<'_>, turns: Turns) -> bool {
@@ -99,6 +112,6 @@ impl Matcher {
 
     /// Returns whether the block has no condition at all (Harn's FIFO entries).
     pub fn is_empty(&self) -> bool {
-        *self == Matcher::default()
+        *self == EntryMatch::default()
     }
 }

@@ -37,8 +37,8 @@ pub mod wire;
 pub use actor::{Backend, Llm, LlmActor, LlmError, LlmHandle, LlmReply, RequestRecord};
 pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
 pub use latency::{LatencyModel, UsageRule};
-pub use matcher::{Matcher, TextPattern};
-pub use record::{RecordConfig, RecordError, Recorder};
+pub use matcher::{EntryMatch, GlobError, TextPattern};
+pub use record::{LlmRecorder, RecordConfig, RecordError};
 pub use request::{
     ChatRequest, ChatResponse, MatchText, Message, Role, ToolCall, ToolDefinition, Usage,
 };

@@ -241,7 +241,7 @@ fn environment_variable(name: &str) -> Option<String> {
 ///
 /// Clones (one per run a `Builder` builds) share the fixture file, so every run appends to it.
 #[derive(Debug, Clone)]
-pub struct Recorder {
+pub struct LlmRecorder {
     config: RecordConfig,
     host: String,
     port: u16,
@@ -250,9 +250,9 @@ pub struct Recorder {
     writer: Arc<Mutex<FixtureWriter>>,
 }
 
-impl Recorder {
+impl LlmRecorder {
     /// Checks the base URL, creates (or truncates) the fixture file and writes its header.
-    pub fn new(config: RecordConfig) -> Result<Recorder, RecordError> {
+    pub fn new(config: RecordConfig) -> Result<LlmRecorder, RecordError> {
         let (host, port) = host_and_port(&config.base_url)?;
         let writer = FixtureWriter::create(&config)?;
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -265,7 +265,7 @@ impl Recorder {
             .timeout_global(Some(Duration::from_millis(config.timeout_ms)))
             .build()
             .into();
-        Ok(Recorder {
+        Ok(LlmRecorder {
             endpoint: config.provider.endpoint(&config.base_url),
             config,
             host,

@@ -18,5 +18,6 @@ mod policy;
 mod rule;
 
 pub use actor::{NetActor, NetHandle, NetRequest};
+pub use host::{HostError, PortError};
 pub use policy::{Allowed, NetError, Network};
-pub use rule::{Rule, RuleError};
+pub use rule::{Rule, RuleError, UrlError};

@@ -100,7 +100,8 @@ impl Network {
         if port == 0 {
             return Err(invalid("port 0 is out of range 1-65535".to_string()));
         }
-        let target = parse_host(host).map_err(invalid)?;
+        // The reason is text on the tape, so the typed error is rendered here.
+        let target = parse_host(host).map_err(|error| invalid(error.to_string()))?;
         match self.rules.iter().find(|rule| rule.matches(&target, port)) {
             Some(rule) => Ok(Allowed {
                 host: target.to_string(),

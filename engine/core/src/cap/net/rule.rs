@@ -17,7 +17,9 @@ use std::str::FromStr;
 
 use ipnet::{IpNet, Ipv4Net};
 
-use super::host::{canonical_ip, normalize_name, parse_host, parse_port, Host};
+use super::host::{
+    canonical_ip, normalize_name, parse_host, parse_port, CanonicalHost, HostError, PortError,
+};
 
 /// Why a rule could not be parsed. No variant is fatal to a run: it is reported when the
 /// policy is built, before anything runs.
@@ -44,7 +46,7 @@ pub enum RuleError {
         /// The rule as given.
         rule: String,
         /// What is wrong with the host.
-        reason: String,
+        reason: HostError,
     },
     /// The port is not a number from 1 to 65535.
     #[error("network rule {rule:?}: {reason}")]
@@ -52,7 +54,7 @@ pub enum RuleError {
         /// The rule as given.
         rule: String,
         /// What is wrong with the port.
-        reason: String,
+        reason: PortError,
     },
     /// The rule has a `/` but is not a CIDR block.
     #[error("network rule {rule:?} is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)")]
@@ -66,7 +68,27 @@ pub enum RuleError {
         /// The rule as given.
         rule: String,
         /// What is wrong with the URL.
-        reason: String,
+        reason: UrlError,
+    },
+}
+
+/// What is wrong with a URL rule besides its host and port.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    /// The scheme is not a URL scheme.
+    #[error("{scheme:?} is not a URL scheme")]
+    Scheme {
+        /// The scheme, lower-cased.
+        scheme: String,
+    },
+    /// Nothing follows `://`.
+    #[error("the URL has no host")]
+    NoHost,
+    /// The scheme has no known default port and the URL gives none.
+    #[error("scheme {scheme:?} has no known default port; give one (`{scheme}://host:port`)")]
+    NoDefaultPort {
+        /// The scheme, lower-cased.
+        scheme: String,
     },
 }
 
@@ -150,15 +172,15 @@ impl Rule {
     }
 
     /// Returns whether the rule allows `host` (canonical) on `port`.
-    pub(crate) fn matches(&self, host: &Host, port: u16) -> bool {
+    pub(crate) fn matches(&self, host: &CanonicalHost, port: u16) -> bool {
         if self.port.is_some_and(|p| p != port) {
             return false;
         }
         match (&self.pattern, host) {
-            (Pattern::Name(rule), Host::Name(name)) => rule == name,
-            (Pattern::Suffix(suffix), Host::Name(name)) => is_subdomain(name, suffix),
-            (Pattern::Ip(rule), Host::Ip(ip)) => rule == ip,
-            (Pattern::Cidr(net), Host::Ip(ip)) => net.contains(ip),
+            (Pattern::Name(rule), CanonicalHost::Name(name)) => rule == name,
+            (Pattern::Suffix(suffix), CanonicalHost::Name(name)) => is_subdomain(name, suffix),
+            (Pattern::Ip(rule), CanonicalHost::Ip(ip)) => rule == ip,
+            (Pattern::Cidr(net), CanonicalHost::Ip(ip)) => net.contains(ip),
             // Names are never resolved inside the simulation, so a name never matches an
             // address rule and an address never matches a name rule.
             _ => false,
@@ -190,21 +212,23 @@ impl FromStr for Rule {
 
 /// Parses `host`, `*.suffix`, `ip`, `host:port`, `*.suffix:port` or `[ipv6]:port`.
 fn parse_authority(rule: &str, text: &str) -> Result<(Pattern, Option<u16>), RuleError> {
-    let bad_host = |reason: String| RuleError::BadHost {
+    let bad_host = |reason: HostError| RuleError::BadHost {
         rule: rule.to_string(),
         reason,
     };
     if let Some(bracketed) = text.strip_prefix('[') {
         let (inner, after) = bracketed
             .split_once(']')
-            .ok_or_else(|| bad_host("'[' without a closing ']'".to_string()))?;
+            .ok_or_else(|| bad_host(HostError::Unclosed))?;
         let host = parse_host(&format!("[{inner}]")).map_err(bad_host)?;
         let port = match after {
             "" => None,
             _ => {
-                let port = after
-                    .strip_prefix(':')
-                    .ok_or_else(|| bad_host(format!("unexpected {after:?} after ']'")))?;
+                let port = after.strip_prefix(':').ok_or_else(|| {
+                    bad_host(HostError::AfterBracket {
+                        after: after.to_string(),
+                    })
+                })?;
                 Some(parse_rule_port(rule, port)?)
             }
         };
@@ -216,9 +240,7 @@ fn parse_authority(rule: &str, text: &str) -> Result<(Pattern, Option<u16>), Rul
     let (host, port) = match text.split_once(':') {
         None => (text, None),
         Some((_, port)) if port.contains(':') => {
-            return Err(bad_host(
-                "not an IPv6 address (with a port, write [address]:port)".to_string(),
-            ));
+            return Err(bad_host(HostError::UnbracketedIpv6));
         }
         Some((host, port)) => (host, Some(parse_rule_port(rule, port)?)),
     };
@@ -226,23 +248,23 @@ fn parse_authority(rule: &str, text: &str) -> Result<(Pattern, Option<u16>), Rul
 }
 
 /// Parses the host part of a rule: `*.suffix`, a name or an IP literal.
-fn parse_host_pattern(host: &str) -> Result<Pattern, String> {
+fn parse_host_pattern(host: &str) -> Result<Pattern, HostError> {
     if let Some(suffix) = host.strip_prefix("*.") {
         if suffix.contains('*') {
-            return Err("'*' is only allowed as the whole first label (`*.suffix`)".to_string());
+            return Err(HostError::Wildcard);
         }
         return normalize_name(suffix).map(Pattern::Suffix);
     }
     if host.contains('*') {
-        return Err("'*' is only allowed as the whole first label (`*.suffix`)".to_string());
+        return Err(HostError::Wildcard);
     }
     parse_host(host).map(host_pattern)
 }
 
-fn host_pattern(host: Host) -> Pattern {
+fn host_pattern(host: CanonicalHost) -> Pattern {
     match host {
-        Host::Name(name) => Pattern::Name(name),
-        Host::Ip(ip) => Pattern::Ip(ip),
+        CanonicalHost::Name(name) => Pattern::Name(name),
+        CanonicalHost::Ip(ip) => Pattern::Ip(ip),
     }
 }
 
@@ -276,7 +298,7 @@ fn parse_cidr(rule: &str) -> Result<Pattern, RuleError> {
 /// Parses a URL rule: the scheme picks the default port, an explicit port wins, and the
 /// path, query and fragment are ignored (the policy decides connections, not requests).
 fn parse_url(rule: &str, scheme: &str, rest: &str) -> Result<(Pattern, Option<u16>), RuleError> {
-    let bad_url = |reason: String| RuleError::BadUrl {
+    let bad_url = |reason: UrlError| RuleError::BadUrl {
         rule: rule.to_string(),
         reason,
     };
@@ -286,7 +308,7 @@ fn parse_url(rule: &str, scheme: &str, rest: &str) -> Result<(Pattern, Option<u1
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     if !valid_scheme {
-        return Err(bad_url(format!("{scheme:?} is not a URL scheme")));
+        return Err(bad_url(UrlError::Scheme { scheme }));
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if authority.contains('@') {
@@ -295,15 +317,13 @@ fn parse_url(rule: &str, scheme: &str, rest: &str) -> Result<(Pattern, Option<u1
         });
     }
     if authority.is_empty() {
-        return Err(bad_url("the URL has no host".to_string()));
+        return Err(bad_url(UrlError::NoHost));
     }
     let (pattern, port) = parse_authority(rule, authority)?;
     let port = match port.or_else(|| default_port(&scheme)) {
         Some(port) => port,
         None => {
-            return Err(bad_url(format!(
-                "scheme {scheme:?} has no known default port; give one (`{scheme}://host:port`)"
-            )));
+            return Err(bad_url(UrlError::NoDefaultPort { scheme }));
         }
     };
     Ok((pattern, Some(port)))

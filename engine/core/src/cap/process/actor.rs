@@ -13,10 +13,10 @@ use super::tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry
 use super::ProcessError;
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::FaultRules;
+use crate::cap::fault_rules::ProcessFault;
 use crate::cap::fs::FsActor;
 use crate::cap::wasi::{WasiSetup, WasmBounds};
 use crate::limits::{Limits, PROCESS_TERM_GRACE_MS};
-use crate::scenario::ProcessFault;
 use crate::tape::sha256_hex;
 
 /// How long a real program may run by default before its group is ended, in milliseconds.

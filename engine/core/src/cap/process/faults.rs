@@ -11,8 +11,8 @@ use super::actor::{Output, ProcessActor, Truncation};
 use super::tape::ExitStatus;
 use super::Command;
 use crate::cap::fault_rules::FaultRules;
+use crate::cap::fault_rules::ProcessFault;
 use crate::rng::RngStream;
-use crate::scenario::ProcessFault;
 
 /// Returns what a run that `rule` fires on reports.
 fn fault_output(rule: &ProcessFault) -> Output {
@@ -41,7 +41,7 @@ impl ProcessActor {
     ///
     /// ```
     /// use simtape::cap::process::{Command, ExitStatus, ProcessActor};
-    /// use simtape::scenario::{ProcessFault, Trigger};
+    /// use simtape::cap::fault_rules::{ProcessFault, Trigger};
     /// let fault = ProcessFault { program: "cargo".into(), trigger: Trigger::OnCall(1), exit_code: 101 };
     /// let mut builder = simtape::Sim::builder();
     /// builder.process(ProcessActor::hermetic().with_faults(vec![fault]));

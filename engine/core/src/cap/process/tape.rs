@@ -187,7 +187,7 @@ impl ProcessTape {
                 check_header(trimmed).map_err(|found| {
                     let expected =
                         format!("the header {{\"simtape_process\": {PROCESS_TAPE_VERSION}}}");
-                    malformed(line, &expected, found)
+                    malformed(line, &expected, found.to_string())
                 })?;
                 header_seen = true;
                 continue;
@@ -207,17 +207,30 @@ impl ProcessTape {
     }
 }
 
+/// What a process tape's first line holds instead of the header. Fatal to loading the tape.
+#[derive(Debug, thiserror::Error)]
+enum HeaderMismatch {
+    /// The line is not JSON.
+    #[error("invalid JSON ({0})")]
+    Json(serde_json::Error),
+    /// The header names another version.
+    #[error("version {0}")]
+    Version(u64),
+    /// Something else: its first 80 characters.
+    #[error("{0}")]
+    Other(String),
+}
+
 /// Checks the header line; on failure returns what was found instead.
-fn check_header(line: &str) -> Result<(), String> {
-    let value: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| format!("invalid JSON ({e})"))?;
+fn check_header(line: &str) -> Result<(), HeaderMismatch> {
+    let value: serde_json::Value = serde_json::from_str(line).map_err(HeaderMismatch::Json)?;
     match value
         .get("simtape_process")
         .and_then(serde_json::Value::as_u64)
     {
         Some(PROCESS_TAPE_VERSION) => Ok(()),
-        Some(other) => Err(format!("version {other}")),
-        None => Err(line.chars().take(80).collect()),
+        Some(other) => Err(HeaderMismatch::Version(other)),
+        None => Err(HeaderMismatch::Other(line.chars().take(80).collect())),
     }
 }
 

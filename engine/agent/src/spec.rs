@@ -1,16 +1,16 @@
 //! The eval parts of a scenario, as checked data: the agent (`[agent]`), the MCP servers
-//! (`[[mcp]]`), the fault plan (`[faults]`) and the verifiers (`[[verify]]`).
+//! (`[[mcp]]`), their fault rules (`[[faults.mcp]]`) and the verifiers (`[[verify]]`).
 //!
-//! The core only decodes and checks these tables; the harness that runs them (the agent loop,
-//! the MCP actors, the verifiers) is the `simtape-agent` crate, which sits above both the core
-//! and `simtape-mcp`. Keeping the data here lets `simtape check` place every problem at its
-//! file, line and field with the same decoder as the rest of the format.
+//! `tables` decodes them with the core's decoder (through its extension hook), so
+//! `simtape check` places every problem at its file, line and field like the rest of the
+//! format; the rest of this crate runs them.
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::rng::Ratio;
+use regex::Regex;
+use simtape::scenario::Trigger;
 
 /// `[agent]`: the harness under test in scenario mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,50 +69,6 @@ pub enum McpSource {
     World(PathBuf),
 }
 
-/// When a fault rule fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    /// On this 1-based call (counted per rule target).
-    OnCall(u64),
-    /// On each call with this chance, drawn from the capability's own stream.
-    Rate(Ratio),
-}
-
-/// `[faults]`: the fault plan, per capability. (The overlay's own EIO/ENOSPC ratios stay in
-/// `[fs]`; `[[faults.fs]]` adds rules by call number.)
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct FaultsSpec {
-    /// `[[faults.llm]]`: model calls that fail.
-    pub llm: Vec<LlmFault>,
-    /// `[[faults.mcp]]`: tool calls to an MCP server that fail.
-    pub mcp: Vec<McpFault>,
-    /// `[[faults.fs]]`: filesystem operations that fail.
-    pub fs: Vec<FsFault>,
-    /// `[[faults.process]]`: program runs that fail.
-    pub process: Vec<ProcessFault>,
-}
-
-impl FaultsSpec {
-    /// Returns whether the plan has no rule.
-    pub fn is_empty(&self) -> bool {
-        self.llm.is_empty() && self.mcp.is_empty() && self.fs.is_empty() && self.process.is_empty()
-    }
-}
-
-/// A model call answered with an HTTP error instead of the fixture's response.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LlmFault {
-    /// When it fires (counting model calls).
-    pub trigger: Trigger,
-    /// The HTTP status (default 429).
-    pub status: u16,
-    /// The provider's retry hint, when it gives one.
-    pub retry_after_ms: Option<u64>,
-    /// The error message.
-    pub message: String,
-}
-
 /// A tool call to an MCP server that fails.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct McpFault {
@@ -154,40 +110,6 @@ pub enum McpFaultKind {
         /// How many operations land.
         ops: u64,
     },
-}
-
-/// A filesystem operation that fails.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FsFault {
-    /// The operation (`read`, `write`, `append`, `remove`, `rename`, `mkdir`, `list`, `stat`)
-    /// or `*` for every operation (calls are counted per `op`).
-    pub op: String,
-    /// When it fires.
-    pub trigger: Trigger,
-    /// What happens.
-    pub kind: FsFaultKind,
-}
-
-/// What an fs fault does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FsFaultKind {
-    /// EIO: the operation fails and changes nothing.
-    Eio,
-    /// ENOSPC: the operation fails and changes nothing.
-    Enospc,
-}
-
-/// A program run that fails.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProcessFault {
-    /// The program, or `*` for every program (runs are counted per `program`).
-    pub program: String,
-    /// When it fires.
-    pub trigger: Trigger,
-    /// The exit code the run reports instead of running (stdout empty, stderr names the
-    /// fault).
-    pub exit_code: i32,
 }
 
 /// `[[verify]]`: one verifier. A run passes only when at least one verifier ran and every
@@ -280,9 +202,8 @@ pub struct TextMatch {
     pub contains: Option<String>,
     /// The text does not contain this.
     pub excludes: Option<String>,
-    /// The text matches this regular expression (Rust `regex` syntax; checked when the
-    /// scenario is loaded).
-    pub matches: Option<String>,
+    /// The text matches this regular expression.
+    pub matches: Option<Pattern>,
 }
 
 impl TextMatch {
@@ -292,5 +213,43 @@ impl TextMatch {
             && self.contains.is_none()
             && self.excludes.is_none()
             && self.matches.is_none()
+    }
+}
+
+/// A regular expression of a text expectation (Rust `regex` syntax), compiled once, when the
+/// scenario is loaded. Two patterns are equal when their sources are.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    regex: Regex,
+}
+
+impl Pattern {
+    /// Compiles `source`.
+    pub fn new(source: &str) -> Result<Pattern, regex::Error> {
+        Regex::new(source).map(|regex| Pattern { regex })
+    }
+
+    /// Returns the source, as written.
+    pub fn as_str(&self) -> &str {
+        self.regex.as_str()
+    }
+
+    /// Returns whether the pattern matches somewhere in `text`.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex.is_match(text)
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Pattern {}
+
+impl Serialize for Pattern {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }

@@ -4,13 +4,14 @@
 //! `name` names the outcome). Regular expressions in `matches` are compiled here, so a bad
 //! pattern is a check error at its field, not a surprise at the end of a run.
 
-use super::decode::Decoded;
-use super::eval::{Check, FsState, TextMatch, VerifySpec};
-use super::faults_table::{required_text, server_ref};
-use super::fields::{one_of, Field, Fields};
-use super::mcp_table::{Lookup, Servers};
-use super::node::Value;
-use super::schema::Capability;
+use simtape::scenario::decoder::{
+    fs_path, one_of, required_text, Capability, Decoder, Field, Fields,
+};
+use simtape::scenario::Tables;
+
+use super::faults::server_ref;
+use super::mcp::{Lookup, Servers};
+use crate::spec::{Check, FsState, Pattern, TextMatch, VerifySpec};
 
 /// The verifier kinds and the keys each takes besides `kind` and `name`.
 const VERIFY_KINDS: [(&str, &[&str]); 6] = [
@@ -36,27 +37,27 @@ const FS_STATES: [(&str, FsState); 6] = [
     ("absent", FsState::Absent),
 ];
 
-/// Decodes `[[verify]]`; `source` gives each entry's line, `servers` the `[[mcp]]` servers a
+/// Decodes `[[verify]]`; `tables` gives each entry's line, `servers` the `[[mcp]]` servers a
 /// `world_goal` may name.
 pub(crate) fn verify(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
     servers: &Servers,
-    source: &str,
+    tables: &Tables<'_>,
 ) -> Option<Vec<VerifySpec>> {
     let items = decoded.array(field, "an array of [[verify]] tables")?;
     let verifiers: Vec<Option<VerifySpec>> = items
         .iter()
-        .map(|item| verifier(decoded, item, servers, source))
+        .map(|item| verifier(decoded, item, servers, tables))
         .collect();
     verifiers.into_iter().collect()
 }
 
 fn verifier(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
     servers: &Servers,
-    source: &str,
+    tables: &Tables<'_>,
 ) -> Option<VerifySpec> {
     let what = "a [[verify]] table like { kind = \"answer\", contains = \"done\" }";
     let mut fields = decoded.table(field, what)?;
@@ -76,7 +77,7 @@ fn verifier(
         "gate" => Some(Capability::Process),
         _ => None,
     };
-    if let Some(capability) = needs.filter(|c| !decoded.tables.contains(c)) {
+    if let Some(capability) = needs.filter(|c| !decoded.has_table(*c)) {
         let message = format!("a `{kind}` verifier needs {}", capability.table());
         decoded.problem(kind_field.span.clone(), kind_field.path.clone(), message);
     }
@@ -110,10 +111,9 @@ fn verifier(
         Some(name) => name?,
         None => default_name(&check),
     };
-    let (line, _) = super::error::line_column(source, field.span.start);
     Some(VerifySpec {
         name,
-        line: line as u64,
+        line: tables.line(field),
         check,
     })
 }
@@ -135,10 +135,10 @@ fn default_name(check: &Check) -> String {
     }
 }
 
-fn fs_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Check> {
+fn fs_check(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Check> {
     const PATH: &str = "a path inside the [fs] root like \"src/lib.rs\"";
     let path = match fields.take("path") {
-        Some(path) => super::cap_steps::fs_path(decoded, &path),
+        Some(path) => fs_path(decoded, &path),
         None => {
             decoded.missing(fields, "path", PATH);
             None
@@ -186,7 +186,7 @@ fn fs_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Check> {
 }
 
 fn answer_check(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     table: &Field<'_>,
 ) -> Option<Check> {
@@ -204,27 +204,32 @@ fn answer_check(
 
 /// The text expectations among `fields`, and the first one given (for errors about them).
 fn text_match<'a>(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     fields: &mut Fields<'a>,
 ) -> (Option<TextMatch>, Option<Field<'a>>) {
     let mut first = None;
     let mut complete = true;
     let mut texts: Vec<Option<String>> = Vec::new();
+    let mut matches = None;
     for key in TEXT_KEYS {
         let Some(field) = fields.take(key) else {
-            texts.push(None);
+            if key != "matches" {
+                texts.push(None);
+            }
             continue;
         };
-        let text = match decoded.string(&field, "a string") {
-            Some(text) if key == "matches" => pattern(decoded, &field, text),
-            text => text.map(str::to_string),
-        };
-        complete &= text.is_some();
-        texts.push(text);
+        let text = decoded.string(&field, "a string");
+        if key == "matches" {
+            matches = text.and_then(|text| pattern(decoded, &field, text));
+            complete &= matches.is_some();
+        } else {
+            complete &= text.is_some();
+            texts.push(text.map(str::to_string));
+        }
         first = first.or(Some(field));
     }
-    let [equals, contains, excludes, matches] =
-        <[Option<String>; 4]>::try_from(texts).expect("one entry per text key");
+    let [equals, contains, excludes] =
+        <[Option<String>; 3]>::try_from(texts).expect("one entry per text key");
     let content = TextMatch {
         equals,
         contains,
@@ -234,14 +239,14 @@ fn text_match<'a>(
     (complete.then_some(content), first)
 }
 
-/// A regular expression (Rust `regex` syntax), compiled to check it.
-fn pattern(decoded: &mut Decoded, field: &Field<'_>, text: &str) -> Option<String> {
-    match regex::Regex::new(text) {
-        Ok(_) => Some(text.to_string()),
+/// A regular expression (Rust `regex` syntax), compiled once, here.
+fn pattern(decoded: &mut Decoder, field: &Field<'_>, text: &str) -> Option<Pattern> {
+    match Pattern::new(text) {
+        Ok(pattern) => Some(pattern),
         Err(error) => {
             let message = format!(
                 "expected a regular expression, found {}: {}",
-                field.node.value.found(),
+                field.found(),
                 one_line(&error.to_string())
             );
             decoded.problem(field.span.clone(), field.path.clone(), message);
@@ -268,11 +273,11 @@ fn one_line(message: &str) -> String {
     joined
 }
 
-fn tool_called_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Check> {
+fn tool_called_check(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Check> {
     let tool = required_text(decoded, fields, "tool", "a tool name like \"write_file\"");
     let args = match fields.take("args") {
-        Some(args) => match args.node.value {
-            Value::Table(_) => decoded.json(&args).map(Some),
+        Some(args) => match args.is_table() {
+            true => decoded.json(&args).map(Some),
             _ => {
                 decoded.expected(&args, "a table of arguments like { path = \"src/lib.rs\" }");
                 None
@@ -289,7 +294,7 @@ fn tool_called_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<C
 }
 
 fn world_goal_check(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     servers: &Servers,
 ) -> Option<Check> {
@@ -316,7 +321,7 @@ fn world_goal_check(
     })
 }
 
-fn gate_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Check> {
+fn gate_check(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Check> {
     let program = required_text(decoded, fields, "program", "a program name like \"cargo\"");
     let args = match fields.take("args") {
         Some(args) => string_list(decoded, &args),
@@ -333,7 +338,7 @@ fn gate_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Check> {
     })
 }
 
-fn string_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<String>> {
+fn string_list(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<String>> {
     let items = decoded.array(field, "an array of arguments like [\"test\"]")?;
     let args: Vec<Option<String>> = items
         .iter()
@@ -346,7 +351,7 @@ fn string_list(decoded: &mut Decoded, field: &Field<'_>) -> Option<Vec<String>> 
     args.into_iter().collect()
 }
 
-fn outcome_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Check> {
+fn outcome_check(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Check> {
     let name = match fields.take("name") {
         Some(name) => decoded.label(&name),
         None => {
@@ -369,15 +374,15 @@ fn outcome_check(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<Check
 
 /// A boolean key, `default` when absent.
 fn boolean(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     key: &str,
     default: bool,
 ) -> Option<bool> {
     match fields.take(key) {
-        Some(field) => match field.node.value {
-            Value::Boolean(value) => Some(value),
-            _ => {
+        Some(field) => match field.boolean() {
+            Some(value) => Some(value),
+            None => {
                 decoded.expected(&field, "true or false");
                 None
             }

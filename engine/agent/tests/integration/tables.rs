@@ -1,21 +1,50 @@
-//! Eval scenarios: the `[agent]`, `[[mcp]]`, `[faults]` and `[[verify]]` tables, decoded with
-//! their defaults, and every problem placed at its line, column and field.
+//! Eval scenarios: the `[agent]`, `[[mcp]]`, `[[faults.mcp]]` and `[[verify]]` tables, decoded
+//! through the core's extension hook with their defaults, and every problem, the core's and
+//! the eval tables', placed at its line, column and field in one pass.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::scenario::doc_example;
 use simtape::rng::Ratio;
 use simtape::scenario::{
-    AgentSpec, Check, FaultsSpec, FsFault, FsFaultKind, FsState, LlmFault, McpFault, McpFaultKind,
-    McpServerSpec, McpSource, ProcessFault, Scenario, ScenarioError, TextMatch, ToolSource,
-    Trigger, VerifySpec,
+    FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, ScenarioError, Trigger,
+};
+use simtape_agent::{
+    AgentSpec, Check, EvalScenario, FsState, McpFault, McpFaultKind, McpServerSpec, McpSource,
+    Pattern, TextMatch, ToolSource, VerifySpec,
 };
 
+/// Returns the TOML block of docs/scenario-format.md that follows `<!-- {name} -->`.
+fn doc_example(name: &str) -> String {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario-format.md");
+    let text = std::fs::read_to_string(doc).unwrap();
+    let marker = format!("<!-- {name} -->\n```toml\n");
+    let start = text.find(&marker).expect("the doc marks the example") + marker.len();
+    let end = start + text[start..].find("```").unwrap();
+    text[start..end].to_string()
+}
+
+/// A world with the two tools the fault rules below name.
+const TICKETS_WORLD: &str = r#"{
+  "format": "simtape-mcp-world/1",
+  "name": "tickets",
+  "version": "1.0.0",
+  "seed": 1,
+  "initial_state": {"tickets": {}},
+  "tools": [
+    {"name": "create_ticket", "description": "Opens a ticket.", "inputSchema": {"type": "object"},
+     "effects": [{"op": "set", "path": "/tickets/t1", "value": "open"}]},
+    {"name": "close_ticket", "description": "Closes a ticket.", "inputSchema": {"type": "object"},
+     "effects": [{"op": "set", "path": "/tickets/t1", "value": "closed"}]}
+  ],
+  "goal": {"assertions": [{"path": "/tickets/t1", "equals": "closed"}]}
+}
+"#;
+
 /// Returns a directory holding the files an eval scenario names: an overlay root, an LLM
-/// fixture, a process tape, a world spec and a cassette (only their existence matters to the
-/// core). Each test has its own, so none sees another's files half written.
+/// fixture, a process tape, a world spec and a cassette. Each test has its own, so none sees
+/// another's files half written.
 fn eval_dir(test: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("scenario-eval")
@@ -27,14 +56,15 @@ fn eval_dir(test: &str) -> PathBuf {
     let fixture = "{\"simtape_llm\": 1}\n{\"response\": {\"text\": \"done\"}}\n";
     std::fs::write(dir.join("llm.jsonl"), fixture).unwrap();
     std::fs::write(dir.join("process.jsonl"), "{\"simtape_process\": 1}\n").unwrap();
-    std::fs::write(dir.join("worlds/tickets.json"), "{}\n").unwrap();
-    std::fs::write(dir.join("data/search.cassette.jsonl"), "\n").unwrap();
+    std::fs::write(dir.join("worlds/tickets.json"), TICKETS_WORLD).unwrap();
+    let cassette = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sums.cassette.json");
+    std::fs::copy(cassette, dir.join("data/search.cassette.jsonl")).unwrap();
     dir
 }
 
 /// Returns every problem `check_source` reports for `source` at `path`, as displayed.
 fn problems_at(source: &str, path: &Path) -> Vec<String> {
-    let errors = Scenario::check_source(source, path).unwrap_err();
+    let errors = EvalScenario::check_source(source, path).unwrap_err();
     errors.iter().map(ScenarioError::to_string).collect()
 }
 
@@ -104,7 +134,7 @@ rate = "1/4"
 kind = "timeout"
 
 [[faults.mcp]]
-server = "search"
+server = "tickets"
 on_call = 3
 kind = "tool_error"
 message = "index offline"
@@ -181,9 +211,10 @@ fn a_complete_eval_scenario_decodes_every_table() {
     // Goal: each key of the four eval tables reaches its field, paths resolve against the
     // scenario's directory, and an agent scenario needs no [[task]].
     let dir = eval_dir("complete");
-    let scenario = Scenario::parse(COMPLETE, &dir.join("eval.toml")).unwrap();
+    let scenario = EvalScenario::parse(COMPLETE, &dir.join("eval.toml")).unwrap();
+    let eval = scenario.eval();
     assert_eq!(
-        scenario.agent(),
+        eval.agent.as_ref(),
         Some(&AgentSpec {
             model: "sim-model".into(),
             system: "You are careful.".into(),
@@ -197,7 +228,7 @@ fn a_complete_eval_scenario_decodes_every_table() {
         })
     );
     assert_eq!(
-        scenario.mcp_servers(),
+        eval.mcp,
         [
             McpServerSpec {
                 name: "tickets".into(),
@@ -217,7 +248,34 @@ fn a_complete_eval_scenario_decodes_every_table() {
         kind,
     };
     assert_eq!(
-        scenario.faults(),
+        eval.mcp_faults,
+        [
+            tickets(
+                "create_ticket",
+                Trigger::OnCall(1),
+                McpFaultKind::RpcError {
+                    code: 429,
+                    message: "rate limited".into(),
+                    retry_after_ms: Some(1_000),
+                },
+            ),
+            tickets("*", rate(1, 4), McpFaultKind::Timeout { after_ms: 30_000 }),
+            tickets(
+                "*",
+                Trigger::OnCall(3),
+                McpFaultKind::ToolError {
+                    message: "index offline".into(),
+                },
+            ),
+            tickets(
+                "close_ticket",
+                Trigger::OnCall(1),
+                McpFaultKind::PartialWrite { ops: 1 },
+            ),
+        ]
+    );
+    assert_eq!(
+        scenario.scenario().faults(),
         &FaultsSpec {
             llm: vec![
                 LlmFault {
@@ -232,31 +290,6 @@ fn a_complete_eval_scenario_decodes_every_table() {
                     retry_after_ms: None,
                     message: "overloaded".into(),
                 },
-            ],
-            mcp: vec![
-                tickets(
-                    "create_ticket",
-                    Trigger::OnCall(1),
-                    McpFaultKind::RpcError {
-                        code: 429,
-                        message: "rate limited".into(),
-                        retry_after_ms: Some(1_000),
-                    },
-                ),
-                tickets("*", rate(1, 4), McpFaultKind::Timeout { after_ms: 30_000 }),
-                McpFault {
-                    server: "search".into(),
-                    tool: "*".into(),
-                    trigger: Trigger::OnCall(3),
-                    kind: McpFaultKind::ToolError {
-                        message: "index offline".into(),
-                    },
-                },
-                tickets(
-                    "close_ticket",
-                    Trigger::OnCall(1),
-                    McpFaultKind::PartialWrite { ops: 1 },
-                ),
             ],
             fs: vec![
                 FsFault {
@@ -290,7 +323,7 @@ fn a_complete_eval_scenario_decodes_every_table() {
         check,
     };
     assert_eq!(
-        scenario.verifiers(),
+        eval.verify,
         [
             verify(
                 "fs src/math/mod.rs",
@@ -300,7 +333,7 @@ fn a_complete_eval_scenario_decodes_every_table() {
                     state: FsState::Added,
                     content: TextMatch {
                         contains: Some("pub mod ops;".into()),
-                        matches: Some("^pub mod".into()),
+                        matches: Some(Pattern::new("^pub mod").unwrap()),
                         ..TextMatch::default()
                     },
                 },
@@ -368,13 +401,13 @@ fn a_complete_eval_scenario_decodes_every_table() {
         ]
     );
     // Each verifier's line is where its [[verify]] header stands.
-    for verifier in scenario.verifiers() {
+    for verifier in &eval.verify {
         let line = COMPLETE.lines().nth(verifier.line as usize - 1).unwrap();
         assert_eq!(line, "[[verify]]", "{}", verifier.name);
     }
     // With no [[task]], the scripted part is empty and runs to nothing.
-    let mut builder = scenario.builder(0);
-    let report = scenario.run(&mut builder).unwrap();
+    let mut builder = scenario.scenario().builder(0);
+    let report = scenario.scenario().run(&mut builder).unwrap();
     assert_eq!((report.end_ns, report.outcomes.len()), (0, 0));
 }
 
@@ -386,9 +419,9 @@ fn agent_defaults_offer_every_configured_source() {
     let source = format!(
         "{HEAD}{CAPABILITIES}[[mcp]]\nname = \"b\"\nworld = \"worlds/tickets.json\"\n[[mcp]]\nname = \"a\"\ncassette = \"data/search.cassette.jsonl\"\n[agent]\ntask = \"Do it.\"\n"
     );
-    let scenario = Scenario::parse(&source, &dir.join("e.toml")).unwrap();
+    let scenario = EvalScenario::parse(&source, &dir.join("e.toml")).unwrap();
     assert_eq!(
-        scenario.agent(),
+        scenario.eval().agent.as_ref(),
         Some(&AgentSpec {
             model: "simtape-agent".into(),
             system: String::new(),
@@ -406,12 +439,12 @@ fn agent_defaults_offer_every_configured_source() {
             ],
         })
     );
-    assert!(scenario.faults().is_empty());
-    assert!(scenario.verifiers().is_empty());
+    assert!(scenario.scenario().faults().is_empty() && scenario.eval().mcp_faults.is_empty());
+    assert!(scenario.eval().verify.is_empty());
     // Without [fs] and [process], the defaults are the servers alone (here none).
     let source = format!("{HEAD}[llm]\nfixture = \"llm.jsonl\"\n[agent]\ntask = \"Answer.\"\n");
-    let scenario = Scenario::parse(&source, &dir.join("e.toml")).unwrap();
-    assert_eq!(scenario.agent().unwrap().tools, []);
+    let scenario = EvalScenario::parse(&source, &dir.join("e.toml")).unwrap();
+    assert_eq!(scenario.eval().agent.as_ref().unwrap().tools, []);
 }
 
 #[test]
@@ -658,23 +691,20 @@ fn the_reference_eval_example_checks() {
     // scenarios/ (whose files it names), with every eval table in it.
     let source = doc_example("complete eval example");
     let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let scenario = Scenario::check_source(&source, &scenarios.join("example.toml"))
+    let scenario = EvalScenario::check_source(&source, &scenarios.join("example.toml"))
         .unwrap_or_else(|errors| panic!("{errors:#?}"));
-    assert_eq!(scenario.agent().unwrap().tools.len(), 2);
-    assert_eq!(scenario.mcp_servers().len(), 1);
-    let faults = scenario.faults();
+    let eval = scenario.eval();
+    assert_eq!(eval.agent.as_ref().unwrap().tools.len(), 2);
+    assert_eq!(eval.mcp.len(), 1);
+    let faults = scenario.scenario().faults();
     let rules = [
         faults.llm.len(),
-        faults.mcp.len(),
+        eval.mcp_faults.len(),
         faults.fs.len(),
         faults.process.len(),
     ];
     assert_eq!(rules, [1, 1, 1, 1]);
-    let names: Vec<&str> = scenario
-        .verifiers()
-        .iter()
-        .map(|v| v.name.as_str())
-        .collect();
+    let names: Vec<&str> = eval.verify.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -685,6 +715,55 @@ fn the_reference_eval_example_checks() {
             "answer",
             "gate git status --short",
             "outcome reviewed",
+        ]
+    );
+}
+
+#[test]
+fn checking_never_panics_on_the_eval_example_cut_apart() {
+    // Goal: the eval tables' decoder, like the core's, never panics and places every problem:
+    // the reference eval example with each line dropped, and cut short after each line,
+    // checks to a scenario or to problems that each have a line and a column.
+    let source = doc_example("complete eval example");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/example.toml");
+    let lines: Vec<&str> = source.lines().collect();
+    let mut refused = 0;
+    for index in 0..lines.len() {
+        let dropped: Vec<&str> = [&lines[..index], &lines[index + 1..]].concat();
+        let cut = &lines[..index];
+        for variant in [dropped.join("\n"), cut.join("\n")] {
+            let outcome = std::panic::catch_unwind(|| EvalScenario::check_source(&variant, &path));
+            let Ok(checked) = outcome else {
+                panic!("check_source panicked on:\n{variant}");
+            };
+            if let Err(problems) = checked {
+                refused += 1;
+                for problem in problems {
+                    assert!(problem.line >= 1 && problem.column >= 1, "{problem}");
+                }
+            }
+        }
+    }
+    assert!(
+        refused > lines.len(),
+        "only {refused} variants were refused"
+    );
+}
+
+#[test]
+fn core_and_eval_problems_come_in_one_pass_in_source_order() {
+    // Goal: through the extension hook, a problem of a core table, of an eval table and an
+    // unknown table are reported together, in source order, and the unknown-table message
+    // lists the eval tables in the format's order.
+    let source = format!(
+        "{HEAD}[fs]\nroot = \"worktree\"\nenospc = \"2/1\"\n[llm]\nfixture = \"llm.jsonl\"\n[agent]\ntask = \"t\"\nmax_turns = 0\n[agnet]\n"
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "5:10: field `fs.enospc`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found \"2/1\"",
+            "10:13: field `agent.max_turns`: expected an integer from 1 to 1000, found 0",
+            "11:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`",
         ]
     );
 }

@@ -1,16 +1,12 @@
 //! Decoding of `[[mcp]]`: the MCP servers an agent can call, each backed by a world spec or
 //! a cassette, and the names the other eval tables refer to them by.
 //!
-//! Decoding reads only the text; `resources` checks that the files exist (their contents
-//! belong to the harness, which opens them with `simtape-mcp`).
+//! Decoding reads only the text; the files are opened once the whole scenario decoded
+//! (`EvalTables::open`), and their problems placed at the field that names them.
 
-use std::path::Path;
+use simtape::scenario::decoder::{one_of, path, Decoder, Field, PathField};
 
-use super::decode::Decoded;
-use super::eval::{McpServerSpec, McpSource};
-use super::fields::{one_of, Field};
-use super::schema::PathField;
-use super::tables::path;
+use crate::spec::{McpServerSpec, McpSource};
 
 /// The keys of an `[[mcp]]` entry.
 const MCP_KEYS: [&str; 3] = ["name", "world", "cassette"];
@@ -70,12 +66,12 @@ impl Servers {
     }
 }
 
-/// Decoded `[[mcp]]` entries: the servers and where each one's file is named.
+/// Decoder `[[mcp]]` entries: the servers and where each one's file is named.
 pub(crate) type McpTable = Vec<(McpServerSpec, PathField)>;
 
 /// Decodes `[[mcp]]`. The servers come back even when the table has problems, for the
 /// references of the other tables.
-pub(crate) fn mcp(decoded: &mut Decoded, field: &Field<'_>) -> (Option<McpTable>, Servers) {
+pub(crate) fn mcp(decoded: &mut Decoder, field: &Field<'_>) -> (Option<McpTable>, Servers) {
     let mut servers = Servers {
         names: Vec::new(),
         complete: true,
@@ -96,7 +92,7 @@ pub(crate) fn mcp(decoded: &mut Decoded, field: &Field<'_>) -> (Option<McpTable>
 }
 
 fn server(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
     servers: &mut Servers,
 ) -> Option<(McpServerSpec, PathField)> {
@@ -150,7 +146,7 @@ fn server(
         }
     };
     let (world, file) = source?;
-    let written = Path::new(&file.path).to_path_buf();
+    let written = std::path::PathBuf::from(&file.path);
     let source = if world {
         McpSource::World(written)
     } else {
@@ -162,7 +158,7 @@ fn server(
 /// A server name: a name, not one of the built-in tool groups, not used before. The error
 /// says whether the name is still a known server's (`true` when another entry has it).
 fn server_name(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
     servers: &Servers,
 ) -> Result<String, bool> {
@@ -183,13 +179,4 @@ fn server_name(
     };
     decoded.problem(field.span.clone(), field.path.clone(), message);
     Err(named)
-}
-
-/// Resolves each server's file against `base`, the scenario file's directory.
-pub(crate) fn resolve(servers: &mut [McpServerSpec], base: &Path) {
-    for server in servers {
-        match &mut server.source {
-            McpSource::World(path) | McpSource::Cassette(path) => *path = base.join(&*path),
-        }
-    }
 }

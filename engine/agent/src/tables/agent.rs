@@ -1,11 +1,10 @@
 //! Decoding of `[agent]`: the harness under test, its prompts, bounds, retry policy and the
 //! tools it offers the model.
 
-use super::decode::Decoded;
-use super::eval::{AgentSpec, ToolSource};
-use super::fields::{one_of, Field, Fields};
-use super::mcp_table::{Lookup, Servers};
-use super::schema::Capability;
+use simtape::scenario::decoder::{one_of, Capability, Decoder, Field, Fields};
+
+use super::mcp::{Lookup, Servers};
+use crate::spec::{AgentSpec, ToolSource};
 
 /// The keys of `[agent]`.
 const AGENT_KEYS: [&str; 9] = [
@@ -20,7 +19,7 @@ const AGENT_KEYS: [&str; 9] = [
     "tools",
 ];
 /// The model name the requests carry when `model` is not given.
-pub(crate) const AGENT_MODEL_DEFAULT: &str = "simtape-agent";
+const AGENT_MODEL_DEFAULT: &str = "simtape-agent";
 const MAX_TURNS: (i64, i64, u32) = (1, 1000, 20);
 const TOOL_CONCURRENCY: (i64, i64, u32) = (1, 64, 4);
 const RETRY_BUDGET: (i64, i64, u32) = (0, 1000, 3);
@@ -29,13 +28,13 @@ const BACKOFF_MAX_DEFAULT_MS: u64 = 30_000;
 
 /// Decodes `[agent]`; `servers` are the `[[mcp]]` servers its tools may name.
 pub(crate) fn agent(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
     servers: &Servers,
 ) -> Option<AgentSpec> {
     let what = "an [agent] table like { task = \"Fix the failing test.\" }";
     let mut fields = decoded.table(field, what)?;
-    if !decoded.tables.contains(&Capability::Llm) {
+    if !decoded.has_table(Capability::Llm) {
         let message = format!(
             "[agent] needs {}: the agent's model answers from its fixture",
             Capability::Llm.table()
@@ -85,7 +84,7 @@ pub(crate) fn agent(
 }
 
 /// A prompt or name string; `empty` says whether `""` is allowed.
-fn prompt(decoded: &mut Decoded, field: &Field<'_>, what: &str, empty: bool) -> Option<String> {
+fn prompt(decoded: &mut Decoder, field: &Field<'_>, what: &str, empty: bool) -> Option<String> {
     let text = decoded.string(field, what)?;
     if text.is_empty() && !empty {
         decoded.expected(field, &format!("{what} (not empty)"));
@@ -96,7 +95,7 @@ fn prompt(decoded: &mut Decoded, field: &Field<'_>, what: &str, empty: bool) -> 
 
 /// An integer key in `low..=high`, `default` when absent.
 fn bounded(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     fields: &mut Fields<'_>,
     key: &str,
     (low, high, default): (i64, i64, u32),
@@ -111,8 +110,8 @@ fn bounded(
 }
 
 /// `backoff` and `backoff_max`, in milliseconds, with `backoff <= backoff_max`.
-fn backoff(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<(u64, u64)> {
-    let mut duration = |key: &str, default_ms: u64, decoded: &mut Decoded| match fields.take(key) {
+fn backoff(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<(u64, u64)> {
+    let mut duration = |key: &str, default_ms: u64, decoded: &mut Decoder| match fields.take(key) {
         Some(field) => decoded.duration_ms(&field).map(|ms| (ms, Some(field))),
         None => Some((default_ms, None)),
     };
@@ -121,7 +120,7 @@ fn backoff(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<(u64, u64)>
     let ((base_ms, base), (max_ms, max)) = (base?, max?);
     if base_ms > max_ms {
         let shown = |field: Option<Field<'_>>, default_ms: u64| match field {
-            Some(field) => field.node.value.found(),
+            Some(field) => field.found(),
             None => format!("\"{default_ms}ms\" (the default)"),
         };
         let message = format!(
@@ -141,12 +140,12 @@ fn backoff(decoded: &mut Decoded, fields: &mut Fields<'_>) -> Option<(u64, u64)>
 
 /// The tools when `tools` is absent: every configured source, fs, process, then each server
 /// in file order.
-fn default_tools(decoded: &Decoded, servers: &Servers) -> Vec<ToolSource> {
+fn default_tools(decoded: &Decoder, servers: &Servers) -> Vec<ToolSource> {
     let mut tools = Vec::new();
-    if decoded.tables.contains(&Capability::Fs) {
+    if decoded.has_table(Capability::Fs) {
         tools.push(ToolSource::Fs);
     }
-    if decoded.tables.contains(&Capability::Process) {
+    if decoded.has_table(Capability::Process) {
         tools.push(ToolSource::Process);
     }
     let names = servers.names.iter().map(|known| known.name.clone());
@@ -157,7 +156,7 @@ fn default_tools(decoded: &Decoded, servers: &Servers) -> Vec<ToolSource> {
 /// `tools = ["fs", "tickets"]`: each a built-in group whose table exists or a server's name,
 /// each once.
 fn tool_list(
-    decoded: &mut Decoded,
+    decoded: &mut Decoder,
     field: &Field<'_>,
     servers: &Servers,
 ) -> Option<Vec<ToolSource>> {
@@ -177,7 +176,7 @@ fn tool_list(
     complete.then_some(tools)
 }
 
-fn tool_source(decoded: &mut Decoded, field: &Field<'_>, servers: &Servers) -> Option<ToolSource> {
+fn tool_source(decoded: &mut Decoder, field: &Field<'_>, servers: &Servers) -> Option<ToolSource> {
     let what = format!(
         "`fs`, `process` or the name of an [[mcp]] server {}",
         servers.known()
@@ -194,7 +193,7 @@ fn tool_source(decoded: &mut Decoded, field: &Field<'_>, servers: &Servers) -> O
             Lookup::Found(_) | Lookup::Unsure => (ToolSource::Mcp(name.to_string()), None),
         },
     };
-    if let Some(capability) = needs.filter(|c| !decoded.tables.contains(c)) {
+    if let Some(capability) = needs.filter(|c| !decoded.has_table(*c)) {
         let message = format!("tool `{name}` needs {}", capability.table());
         decoded.problem(field.span.clone(), field.path.clone(), message);
         return None;

@@ -1,0 +1,109 @@
+//! The eval tables of a scenario file: `[agent]`, `[[mcp]]`, `[[faults.mcp]]` and
+//! `[[verify]]`, decoded and checked once, through the core's [`Extension`] hook, with the
+//! core's span-keeping decoder; then the `[[mcp]]` files opened. Every problem is placed at
+//! file:line:column:field, and `simtape check` reports them with the core's in one pass.
+//!
+//! - `mcp` — the servers and the names the other tables refer to them by.
+//! - `agent` — the agent's prompts, bounds, retry policy and tools.
+//! - `faults` — the MCP fault rules.
+//! - `verify` — the verifiers, their text expectations and compiled patterns.
+
+mod agent;
+mod faults;
+mod mcp;
+mod verify;
+
+use std::path::Path;
+
+use simtape::scenario::decoder::{Decoder, PathField};
+use simtape::scenario::{Extension, Listed, Tables};
+use simtape_mcp::actor::McpActor;
+
+use crate::scenario::{open_server, EvalSpec};
+use crate::spec::McpSource;
+
+/// The tables this crate decodes, each listed after the core table it follows in the format.
+const TABLES: [Listed; 3] = [("mcp", "process"), ("agent", "mcp"), ("verify", "faults")];
+/// The `[faults]` rule arrays this crate decodes.
+const FAULT_TABLES: [Listed; 1] = [("mcp", "llm")];
+
+/// The extension that decodes the eval tables of one scenario file, and what it found.
+#[derive(Debug, Default)]
+pub(crate) struct EvalTables {
+    /// The eval parts, once every table decoded; `[[mcp]]` paths resolved once opened.
+    pub(crate) spec: EvalSpec,
+    /// Where each `[[mcp]]` server's file is named, in the order of `spec.mcp`.
+    files: Vec<PathField>,
+    /// The MCP actors the runs start from, in the order of `spec.mcp`, once opened.
+    pub(crate) servers: Vec<McpActor>,
+}
+
+impl Extension for EvalTables {
+    fn tables(&self) -> &[Listed] {
+        &TABLES
+    }
+
+    fn fault_tables(&self) -> &[Listed] {
+        &FAULT_TABLES
+    }
+
+    fn runs_without_tasks(&self, tables: &Tables<'_>) -> bool {
+        // An agent scenario runs its agent; tasks are what a scripted one runs.
+        tables.get("agent").is_some()
+    }
+
+    fn decode(&mut self, decoded: &mut Decoder, tables: &Tables<'_>) {
+        let (mcp, servers) = match tables.get("mcp") {
+            Some(field) => mcp::mcp(decoded, field),
+            None => (Some(Vec::new()), mcp::Servers::default()),
+        };
+        let agent = match tables.get("agent") {
+            Some(field) => agent::agent(decoded, field, &servers).map(Some),
+            None => Some(None),
+        };
+        let mcp_faults = match tables.fault("mcp") {
+            Some(field) => faults::mcp_rules(decoded, field, &servers),
+            None => Some(Vec::new()),
+        };
+        let verify = match tables.get("verify") {
+            Some(field) => verify::verify(decoded, field, &servers, tables),
+            None => Some(Vec::new()),
+        };
+        let (Some(agent), Some(mcp), Some(mcp_faults), Some(verify)) =
+            (agent, mcp, mcp_faults, verify)
+        else {
+            return;
+        };
+        let (mcp, files) = mcp.into_iter().unzip();
+        self.spec = EvalSpec {
+            agent,
+            mcp,
+            mcp_faults,
+            verify,
+        };
+        self.files = files;
+    }
+
+    fn open(&mut self, decoded: &mut Decoder, base: &Path) {
+        let spec = &mut self.spec;
+        for (server, file) in spec.mcp.iter_mut().zip(&self.files) {
+            let (what, key) = match server.source {
+                McpSource::World(_) => ("world spec", "world"),
+                McpSource::Cassette(_) => ("cassette", "cassette"),
+            };
+            let Some(resolved) = decoded.existing_file(file, base, what) else {
+                continue;
+            };
+            server.source = match key {
+                "world" => McpSource::World(resolved),
+                _ => McpSource::Cassette(resolved),
+            };
+            match open_server(server, &spec.mcp_faults) {
+                Ok(actor) => self.servers.push(actor),
+                Err(error) => {
+                    decoded.problem(file.span.clone(), file.field.clone(), error.to_string())
+                }
+            }
+        }
+    }
+}
