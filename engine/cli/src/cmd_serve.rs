@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use simtape_agent::EvalScenario;
-use simtape_serve::{AgentCommand, ServeOptions};
+use simtape_serve::{AgentCommand, Normalizer, ServeOptions};
 
 use crate::exit::{CliError, CliResult, DIVERGED, OK, RUN_ERROR};
 
@@ -31,6 +31,13 @@ pub(crate) struct ServeArgs {
     /// Wall-clock seconds the agent may run before it is killed and the run ends in error.
     #[arg(long, default_value_t = 600)]
     pub(crate) timeout_s: u64,
+    /// Write each raw request (before normalization) to this file, one JSON line each.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) session_log: Option<PathBuf>,
+    /// Also replace the value at this JSON pointer of every request body with `<volatile>`
+    /// (repeatable; the session id, the date and UUIDs are always normalized).
+    #[arg(long = "normalize-pointer", value_name = "POINTER")]
+    pub(crate) normalize_pointers: Vec<String>,
     /// The agent to run, with its arguments, after `--`; without it, serve until Ctrl-C.
     #[arg(last = true)]
     pub(crate) command: Vec<String>,
@@ -61,10 +68,16 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             timeout: Some(Duration::from_secs(args.timeout_s)),
         });
     let interactive = command.is_none();
+    let mut normalizer = Normalizer::agent_defaults();
+    for pointer in &args.normalize_pointers {
+        normalizer.pointer(pointer).map_err(CliError::usage)?;
+    }
     let options = ServeOptions {
         addr: args.addr,
         settle: Duration::from_millis(args.settle_ms),
         command,
+        normalizer,
+        session_log: args.session_log.clone(),
     };
     let (stop_tx, stop) = smol::channel::bounded(1);
     if interactive {

@@ -123,6 +123,9 @@ pub(crate) struct Driver {
     pub(crate) inputs: Inbox<GatewayInput>,
     pub(crate) responses: Outbox<HttpResponse>,
     pub(crate) settle: Duration,
+    pub(crate) normalizer: crate::normalize::Normalizer,
+    /// The raw requests, one JSON line each, before normalization.
+    pub(crate) session_log: Option<std::io::BufWriter<std::fs::File>>,
     pub(crate) next_id: u64,
     pub(crate) waiting: BTreeMap<u64, Sender<HttpResponse>>,
 }
@@ -172,16 +175,23 @@ impl Driver {
 
     /// Delivers `batch` in content order, runs the simulation until it awaits input again,
     /// and answers every request it answered.
-    fn deliver(&mut self, mut batch: Vec<Pending>) -> Progress {
-        batch.sort_by(|a, b| (&a.method, &a.path, &a.body).cmp(&(&b.method, &b.path, &b.body)));
-        for pending in batch {
+    fn deliver(&mut self, batch: Vec<Pending>) -> Progress {
+        let mut batch: Vec<(String, Pending)> = batch
+            .into_iter()
+            .map(|pending| (self.normalizer.apply(&pending.body), pending))
+            .collect();
+        batch.sort_by(|(a_body, a), (b_body, b)| {
+            (&a.method, &a.path, a_body).cmp(&(&b.method, &b.path, b_body))
+        });
+        for (body, pending) in batch {
             let id = self.next_id;
             self.next_id += 1;
+            self.log(id, &pending);
             let request = HttpRequest {
                 id,
                 method: pending.method,
                 path: pending.path,
-                body: pending.body,
+                body,
             };
             match self
                 .run
@@ -200,9 +210,24 @@ impl Driver {
         progress
     }
 
+    /// Appends the raw request to the session log (a write error drops the log, not the run).
+    fn log(&mut self, id: u64, pending: &Pending) {
+        use std::io::Write;
+        let Some(log) = self.session_log.as_mut() else {
+            return;
+        };
+        let line = serde_json::json!({
+            "id": id, "method": pending.method, "path": pending.path, "body": pending.body,
+        });
+        if writeln!(log, "{line}").and_then(|()| log.flush()).is_err() {
+            self.session_log = None;
+        }
+    }
+
     /// Hands every response the run produced to its waiting connection.
     pub(crate) fn answer(&mut self) {
-        for response in self.run.take(self.responses) {
+        for mut response in self.run.take(self.responses) {
+            response.body = self.normalizer.restore(&response.body);
             if let Some(reply) = self.waiting.remove(&response.id) {
                 let _ = reply.try_send(response);
             }

@@ -16,6 +16,7 @@
 //! tape's inputs and gives the same bytes.
 
 pub mod gateway;
+pub mod normalize;
 
 mod driver;
 
@@ -30,6 +31,7 @@ use simtape::tape::TapeReader;
 use simtape::{Builder, RunError, RunReport};
 
 pub use gateway::{GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
+pub use normalize::Normalizer;
 
 /// The name of the gateway's inbox on the tape.
 pub const GATEWAY_INBOX: &str = "gateway";
@@ -64,6 +66,11 @@ pub struct ServeOptions {
     pub settle: Duration,
     /// The agent to run; without one, serve until `stop` fires.
     pub command: Option<AgentCommand>,
+    /// The rules for volatile fields of request bodies (see [`normalize`]); the agent's
+    /// working directory and `HOME`, when set in its command, are added as `<cwd>`/`<home>`.
+    pub normalizer: Normalizer,
+    /// Where to write the raw requests, one JSON line each (the tape holds them normalized).
+    pub session_log: Option<std::path::PathBuf>,
 }
 
 /// The endpoints of a serve session, as an agent's environment names them.
@@ -99,6 +106,14 @@ pub enum ServeError {
     Bind {
         /// The address asked for.
         addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The session log could not be created.
+    #[error("cannot write the session log {path}: {source}")]
+    SessionLog {
+        /// The log's path.
+        path: std::path::PathBuf,
         /// Why.
         source: std::io::Error,
     },
@@ -179,11 +194,41 @@ async fn session(
         .build()
         .expect("a tape path that cannot be created is checked first");
     let run = sim.start(move |host| gateway::gateway(host, inputs, responses));
+    let session_log = match &options.session_log {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|source| ServeError::SessionLog {
+                path: path.clone(),
+                source,
+            })?,
+        )),
+        None => None,
+    };
+    let mut normalizer = options.normalizer.clone();
+    if let Some(command) = &options.command {
+        // The agent works where it was started: its path differs per machine and run.
+        let cwd = command.cwd.clone().or_else(|| std::env::current_dir().ok());
+        if let Some(cwd) = cwd {
+            let cwd = cwd.display().to_string();
+            // Agents also key per-project state by the directory spelled as a name
+            // (Claude Code: `~/.claude/projects/-tmp-run-7/`).
+            let slug: String = cwd
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            normalizer.literal(&slug, "<cwd-slug>");
+            normalizer.literal(&cwd, "<cwd>");
+        }
+        if let Some((_, home)) = command.env.iter().find(|(name, _)| name == "HOME") {
+            normalizer.literal(home, "<home>");
+        }
+    }
     let mut driver = driver::Driver {
         run,
         inputs,
         responses,
         settle: options.settle,
+        normalizer,
+        session_log,
         next_id: 1,
         waiting: Default::default(),
     };

@@ -59,6 +59,8 @@ fn serve_once(python: &str, agent: &str, tape: &Path) -> Served {
             cwd: None,
             timeout: Some(Duration::from_secs(120)),
         }),
+        normalizer: simtape_serve::Normalizer::agent_defaults(),
+        session_log: None,
     };
     let (_stop, stop) = smol::channel::bounded(1);
     let session = simtape_serve::serve(&mut builder, options, stop, |_| {}).expect("serves");

@@ -211,16 +211,18 @@ fn drop_queued() {
 }
 
 fn take_output<T>(mut handle: JoinHandle<T>) -> Option<T> {
-    let mut task = handle.task.take()?;
+    let task = handle.task.take()?;
     if !task.is_finished() {
         // Dropping an unfinished task cancels it (its future is dropped with the others).
         drop(task);
         return None;
     }
-    // A finished task's output is ready at the first poll; no waker is needed.
+    // Finished means completed or closed (a panic, a cancel); a closed task has no output,
+    // which the fallible form says instead of panicking. No waker is needed: it is ready.
+    let mut task = task.fallible();
     let mut cx = Context::from_waker(Waker::noop());
     match Pin::new(&mut task).poll(&mut cx) {
-        Poll::Ready(value) => Some(value),
+        Poll::Ready(value) => value,
         Poll::Pending => None,
     }
 }

@@ -147,9 +147,20 @@ pub(super) fn parse_request(body: &Value) -> Result<ChatRequest, Shape> {
         match role {
             "user" => user_turn(content, &at, &mut messages)?,
             "assistant" => messages.push(assistant_turn(content, &at)?),
+            // Agents (Claude Code among them) also send system text between the turns. It is
+            // hoisted before the conversation, where `request_body` sends every system
+            // message, so "the last message" stays the user's or a tool's.
+            "system" => {
+                let text = blocks_text(content, &at)?;
+                let at = messages
+                    .iter()
+                    .take_while(|m| m.role == Role::System)
+                    .count();
+                messages.insert(at, Message::system(text));
+            }
             other => {
                 return Err(Shape::new(
-                    format!("\"user\" or \"assistant\" at {at}.role"),
+                    format!("\"user\", \"assistant\" or \"system\" at {at}.role"),
                     format!("{other:?}"),
                 ))
             }

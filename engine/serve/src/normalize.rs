@@ -1,0 +1,161 @@
+//! Volatile fields: the per-process noise in an agent's requests (session ids, the date, the
+//! scratch directory and home it runs in) that would make two runs of one seed differ.
+//!
+//! The driver normalizes each request body before it enters the simulation, so fixture
+//! matching and the tape see the normalized request; the raw body stays in the session log.
+//! A rule is a JSON pointer (its value becomes `<volatile>`), a literal (every occurrence
+//! becomes a placeholder: the agent's working directory becomes `<cwd>`), or a pattern.
+
+use regex::Regex;
+use serde_json::Value;
+
+/// The placeholder a volatile JSON field becomes.
+pub const VOLATILE: &str = "<volatile>";
+
+/// The rules applied to every request body, in order: pointers, literals, patterns.
+#[derive(Debug, Clone, Default)]
+pub struct Normalizer {
+    pointers: Vec<String>,
+    literals: Vec<(String, String)>,
+    patterns: Vec<(Regex, String)>,
+}
+
+/// A rule that could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    /// A pointer does not start with `/`.
+    #[error("normalization pointer {0:?} is not a JSON pointer (it must start with '/')")]
+    Pointer(String),
+    /// A pattern is not a regular expression.
+    #[error("normalization pattern {pattern:?}: {source}")]
+    Pattern {
+        /// The pattern.
+        pattern: String,
+        /// Why it does not compile.
+        source: regex::Error,
+    },
+}
+
+impl Normalizer {
+    /// The rules every agent needs: the session id in `metadata.user_id` (Claude Code, the
+    /// Anthropic SDKs), the date line of a system prompt, and UUIDs anywhere.
+    pub fn agent_defaults() -> Normalizer {
+        let mut rules = Normalizer::default();
+        rules.pointers.push("/metadata/user_id".into());
+        let patterns = [
+            (
+                r"Today's date is \d{4}-\d{2}-\d{2}",
+                "Today's date is <date>",
+            ),
+            (
+                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+                "<uuid>",
+            ),
+        ];
+        for (pattern, replacement) in patterns {
+            let regex = Regex::new(pattern).expect("the built-in patterns compile");
+            rules.patterns.push((regex, replacement.into()));
+        }
+        rules
+    }
+
+    /// Adds a JSON pointer whose value becomes `<volatile>`.
+    pub fn pointer(&mut self, pointer: &str) -> Result<&mut Self, RuleError> {
+        if !pointer.starts_with('/') {
+            return Err(RuleError::Pointer(pointer.into()));
+        }
+        self.pointers.push(pointer.into());
+        Ok(self)
+    }
+
+    /// Replaces every occurrence of `text` (when not empty) with `placeholder`. Literals run
+    /// longest first, so a directory inside another is replaced before its parent.
+    pub fn literal(&mut self, text: &str, placeholder: &str) -> &mut Self {
+        if !text.is_empty() {
+            self.literals.push((text.into(), placeholder.into()));
+            self.literals
+                .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        }
+        self
+    }
+
+    /// Replaces every match of `pattern` with `replacement` (`$1` refers to groups).
+    pub fn pattern(&mut self, pattern: &str, replacement: &str) -> Result<&mut Self, RuleError> {
+        let regex = Regex::new(pattern).map_err(|source| RuleError::Pattern {
+            pattern: pattern.into(),
+            source,
+        })?;
+        self.patterns.push((regex, replacement.into()));
+        Ok(self)
+    }
+
+    /// Returns an answer with each literal's placeholder turned back into its text, so a
+    /// fixture can name the agent's working directory as `<cwd>` (a tool call's absolute
+    /// path) and the agent still gets its real directory. Answers are not on the tape.
+    pub fn restore(&self, body: &str) -> String {
+        let mut text = body.to_string();
+        for (literal, placeholder) in &self.literals {
+            if text.contains(placeholder.as_str()) {
+                text = text.replace(placeholder.as_str(), literal);
+            }
+        }
+        text
+    }
+
+    /// Returns `body` normalized. A body that is not JSON gets the text rules only.
+    pub fn apply(&self, body: &str) -> String {
+        let mut text = match serde_json::from_str::<Value>(body) {
+            Ok(mut json) if !self.pointers.is_empty() => {
+                for pointer in &self.pointers {
+                    if let Some(value) = json.pointer_mut(pointer) {
+                        *value = Value::String(VOLATILE.into());
+                    }
+                }
+                json.to_string()
+            }
+            _ => body.to_string(),
+        };
+        for (literal, placeholder) in &self.literals {
+            if text.contains(literal.as_str()) {
+                text = text.replace(literal.as_str(), placeholder);
+            }
+        }
+        for (regex, replacement) in &self.patterns {
+            if let std::borrow::Cow::Owned(replaced) =
+                regex.replace_all(&text, replacement.as_str())
+            {
+                text = replaced;
+            }
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volatile_fields_become_placeholders_and_the_rest_stays() {
+        // Goal: the session id, the date, the working directory (before its parent, home)
+        // and UUIDs are replaced; everything else in the body is kept byte for byte.
+        let mut rules = Normalizer::agent_defaults();
+        rules.literal("/tmp/home", "<home>");
+        rules.literal("/tmp/home/run-7", "<cwd>");
+        let body = r#"{"metadata":{"user_id":"{\"session\":\"x\"}"},"system":"Today's date is 2026-11-25. cwd /tmp/home/run-7, memory /tmp/home/.claude","id":"dc9c17ae-0a97-4e93-905f-ef778fea1c25","n":1}"#;
+        let normalized: Value = serde_json::from_str(&rules.apply(body)).unwrap();
+        let expected = serde_json::json!({
+            "id": "<uuid>",
+            "metadata": {"user_id": "<volatile>"},
+            "n": 1,
+            "system": "Today's date is <date>. cwd <cwd>, memory <home>/.claude",
+        });
+        assert_eq!(normalized, expected);
+        assert_eq!(
+            rules.restore(r#"{"path":"<cwd>/a.txt"}"#),
+            r#"{"path":"/tmp/home/run-7/a.txt"}"#
+        );
+        assert!(rules.pointer("metadata").is_err());
+        assert!(rules.pattern("(", "x").is_err());
+    }
+}
