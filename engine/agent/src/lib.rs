@@ -43,7 +43,8 @@
 //! - `verify` — the six verifier kinds and text expectations.
 //! - [`log`] — the `agent` actor and its records.
 //! - [`transcript`] — the agent's turns, calls and answer for people and reports.
-//! - `report` — [`EvalReport`], [`Verdict`], [`VerifierResult`], [`EvalFailure`].
+//! - `report` — [`EvalReport`] (a [`simtape::RunSummary`], the [`Verdict`], each
+//!   [`VerifierResult`]), [`EvalFailure`].
 //! - `place` — problems placed at their line in the scenario file.
 
 #![warn(missing_docs)]
@@ -60,11 +61,10 @@ mod tools;
 pub mod transcript;
 mod verify;
 
-pub use report::{
-    AgentError, EvalFailure, EvalReport, ToolFailure, Verdict, VerifierResult, WorldOutcome,
-    NO_VERIFIER, NO_VERIFIER_SAW,
-};
+pub use report::{AgentError, EvalFailure, EvalReport, ToolFailure, WorldOutcome};
+// The verdict belongs to simtape-eval; the harness decides it, so its users find it here too.
 pub use scenario::{mcp_actor_name, EvalScenario, EvalSpec};
+pub use simtape_eval::{Verdict, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};
 pub use tools::fs::EDIT_BYTES_MAX;
 pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptTurn};
 pub use verify::SAW_CHARS_MAX;

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
 
-use crate::exit::{CliError, CliResult, DIVERGED, OK};
+use crate::exit::{CliError, CliResult, Outcome};
 
 const MCP_EXIT_CODES: &str = "\
 Exit codes:
@@ -143,35 +143,30 @@ fn redactor(names: &[String]) -> Redactor {
     Redactor::new(pairs)
 }
 
-fn failed(error: McpError) -> CliError {
-    CliError::usage(error)
-}
-
 fn load(path: &Path) -> Result<Cassette, CliError> {
-    Cassette::load(path).map_err(failed)
+    Ok(Cassette::load(path)?)
 }
 
 fn record(args: &RecordArgs) -> CliResult {
     let redactor = redactor(&args.redact_env);
     let stdin = io::stdin().lock();
     let stdout = io::stdout();
-    let cassette =
-        simtape_mcp::record::record(&args.server, &redactor, stdin, stdout).map_err(failed)?;
-    cassette.save(&args.cassette).map_err(failed)?;
+    let cassette = simtape_mcp::record::record(&args.server, &redactor, stdin, stdout)?;
+    cassette.save(&args.cassette)?;
     eprintln!(
         "simtape mcp record: wrote {} message(s) to {}",
         cassette.messages.len(),
         args.cassette.display()
     );
-    Ok(OK)
+    Ok(Outcome::Success)
 }
 
 fn replay(args: &ReplayArgs) -> CliResult {
     let cassette = load(&args.cassette)?;
     let mut server = ReplayServer::new(&cassette, redactor(&args.redact_env));
     simtape_mcp::serve::serve(&mut server, io::stdin().lock(), io::stdout().lock())
-        .map_err(|e| failed(e.into()))?;
-    Ok(OK)
+        .map_err(McpError::from)?;
+    Ok(Outcome::Success)
 }
 
 fn verify(args: &VerifyArgs) -> CliResult {
@@ -179,12 +174,11 @@ fn verify(args: &VerifyArgs) -> CliResult {
     let candidate = match (&args.candidate, args.server.is_empty()) {
         (Some(path), _) => load(path)?,
         (None, false) => {
-            simtape_mcp::live::rerun(&recorded, &args.server, &redactor(&args.redact_env))
-                .map_err(failed)?
+            simtape_mcp::live::rerun(&recorded, &args.server, &redactor(&args.redact_env))?
         }
         (None, true) => {
-            return Err(CliError::usage(
-                "verify needs --candidate B.json or a server command after `--`",
+            return Err(CliError::Usage(
+                "verify needs --candidate B.json or a server command after `--`".into(),
             ))
         }
     };
@@ -202,18 +196,22 @@ fn verify(args: &VerifyArgs) -> CliResult {
     };
     stdout
         .write_all(text.as_bytes())
-        .map_err(|e| CliError::usage(format!("stdout: {e}")))?;
-    Ok(if report.drift { DIVERGED } else { OK })
+        .map_err(CliError::write("stdout"))?;
+    Ok(if report.drift {
+        Outcome::Finding
+    } else {
+        Outcome::Success
+    })
 }
 
 fn load_world(path: &Path) -> Result<World, CliError> {
-    World::load(path).map_err(CliError::usage)
+    Ok(World::load(path)?)
 }
 
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), CliError> {
     let mut text = serde_json::to_string_pretty(value).expect("JSON values serialize");
     text.push('\n');
-    std::fs::write(path, text).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+    std::fs::write(path, text).map_err(CliError::io(path))
 }
 
 fn world(args: &WorldArgs) -> CliResult {
@@ -224,7 +222,7 @@ fn world(args: &WorldArgs) -> CliResult {
     let mut server = WorldServer::new(world, seed);
     server
         .serve(io::stdin().lock(), io::stdout().lock())
-        .map_err(|e| failed(e.into()))?;
+        .map_err(McpError::from)?;
     if let Some(path) = &args.state_out {
         write_json(path, server.state())?;
     }
@@ -241,20 +239,19 @@ fn world(args: &WorldArgs) -> CliResult {
         "simtape mcp world: {verdict}; {} call(s); reproduce with --seed {seed}",
         report.calls.len()
     );
-    Ok(OK)
+    Ok(Outcome::Success)
 }
 
 fn eval(args: &EvalArgs) -> CliResult {
     let world = load_world(&args.spec)?;
     let mut states = Vec::new();
     for path in &args.states {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(CliError::io(path))?;
         let state: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| CliError::usage(format!("{}: not JSON: {e}", path.display())))?;
+            .map_err(|e| CliError::Input(format!("{}: not JSON: {e}", path.display())))?;
         states.push((path.clone(), state));
     }
-    let report = simtape_mcp::eval::evaluate(&world, &states).map_err(CliError::usage)?;
+    let report = simtape_mcp::eval::evaluate(&world, &states)?;
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&report).expect("the report serializes");
         json.push('\n');
@@ -265,6 +262,10 @@ fn eval(args: &EvalArgs) -> CliResult {
     io::stdout()
         .lock()
         .write_all(text.as_bytes())
-        .map_err(|e| CliError::usage(format!("stdout: {e}")))?;
-    Ok(if report.c == report.n { OK } else { DIVERGED })
+        .map_err(CliError::write("stdout"))?;
+    Ok(if report.c == report.n {
+        Outcome::Success
+    } else {
+        Outcome::Finding
+    })
 }

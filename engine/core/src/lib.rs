@@ -21,6 +21,7 @@
 //!
 //! Module map:
 //! - [`sim`] — `Sim` and `Builder` (seed, start instant, limits, tape, actors), `Host`.
+//! - [`RunSummary`] — what every report of a run says about it (seed, time, counts, tape).
 //! - `executor` — the run loop, tasks, join handles, deadlock detection.
 //! - [`time`] — virtual time, `sleep`, `sleep_until`, `timeout`, `interval`.
 //! - `timers` — the `(t_ns, seq)` timer queue.
@@ -50,6 +51,7 @@ mod recorder;
 pub mod rng;
 pub mod scenario;
 pub mod sim;
+mod summary;
 pub mod sync;
 pub mod tape;
 pub mod testing;
@@ -60,6 +62,7 @@ pub use capabilities::Capabilities;
 pub use error::{SimError, WaitingTask};
 pub use executor::{in_simulation, spawn, JoinError, JoinHandle, CLOCK_ACTOR, ENGINE_ACTOR};
 pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
+pub use summary::RunSummary;
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.
 #[cfg(doctest)]
