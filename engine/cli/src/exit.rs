@@ -133,3 +133,29 @@ pub(crate) fn exit_code(result: &CliResult) -> u8 {
         ) => USAGE,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ending_has_its_exit_code() {
+        // Goal: the table of docs/cli.md: 0 success, 1 a finding (a damaged tape too), 2 bad
+        // usage or input (a tape that does not open too), 3 a run error.
+        assert_eq!(exit_code(&Ok(Outcome::Success)), 0);
+        assert_eq!(exit_code(&Ok(Outcome::Finding)), 1);
+        assert_eq!(exit_code(&Ok(Outcome::Invalid)), 2);
+        assert_eq!(exit_code(&Ok(Outcome::RunError)), 3);
+        assert_eq!(exit_code(&Err(CliError::Usage("x".into()))), 2);
+        let unreadable = TapeError::Io {
+            path: "t.tape".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let tape = |error| CliError::Tape { path: None, error };
+        assert_eq!(exit_code(&Err(tape(unreadable))), 2);
+        let damaged = TapeError::BadHeader {
+            detail: "cut short".into(),
+        };
+        assert_eq!(exit_code(&Err(tape(damaged))), 1);
+    }
+}

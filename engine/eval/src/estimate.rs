@@ -156,6 +156,19 @@ impl KRow {
             pass_hat_k_value: hat.to_f64(),
         }
     }
+
+    /// Returns pass@k and pass^k as table cells, each `exact = decimal` to four places.
+    ///
+    /// ```
+    /// use simtape_eval::estimate::KRow;
+    /// assert_eq!(KRow::new(4, 2, 2).cells(), ("5/6 = 0.8333".to_string(), "1/6 = 0.1667".to_string()));
+    /// ```
+    pub fn cells(&self) -> (String, String) {
+        (
+            format!("{} = {:.4}", self.pass_at_k, self.pass_at_k_value),
+            format!("{} = {:.4}", self.pass_hat_k, self.pass_hat_k_value),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -201,3 +201,42 @@ pub struct ArtifactJson {
     /// The SHA-256 of its bytes, hex.
     pub sha256: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_documents_keep_their_keys_sorted() {
+        // Goal: the bytes of run --json and verdict.json do not depend on field order: every
+        // object's keys come out sorted, nested ones and flattened ones included.
+        let verdict = Verdict::Fail {
+            verifier: "answer".into(),
+            saw: "nothing".into(),
+        };
+        let mut run = RunJson::new("s", &RunSummary::unstarted(3), &verdict, None);
+        run.verifiers.push(VerifierResult {
+            name: "answer".into(),
+            line: 9,
+            held: false,
+            saw: "nothing".into(),
+        });
+        let text = to_json_pretty(&RunCommandJson {
+            run,
+            tape: None,
+            fs_diff: None,
+            reproduce: "simtape run s.toml --seed 3".into(),
+        });
+        let keys: Vec<&str> = text
+            .lines()
+            .filter(|line| line.starts_with("  \""))
+            .map(|line| line.trim().split('"').nth(1).unwrap())
+            .collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(keys, sorted);
+        assert!(keys.contains(&"reproduce") && keys.contains(&"verdict"));
+        assert!(text.contains("\"held\": false,\n      \"line\": 9,"));
+        assert!(text.contains("\"reason\": \"answer: nothing\""));
+    }
+}

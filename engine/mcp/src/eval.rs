@@ -145,8 +145,7 @@ impl WorldEvalReport {
         );
         let _ = writeln!(out, "{:>4}  {:<24}  pass^k", "k", "pass@k");
         for row in &self.k {
-            let at = format!("{} = {:.4}", row.pass_at_k, row.pass_at_k_value);
-            let hat = format!("{} = {:.4}", row.pass_hat_k, row.pass_hat_k_value);
+            let (at, hat) = row.cells();
             let _ = writeln!(out, "{:>4}  {at:<24}  {hat}", row.k);
         }
         if !self.failures.is_empty() {

@@ -308,8 +308,7 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
     if !summary.k.is_empty() {
         let _ = writeln!(out, "  {:>6}  {:<28}  pass^k", "k", "pass@k");
         for row in &summary.k {
-            let at = format!("{} = {:.4}", row.pass_at_k, row.pass_at_k_value);
-            let hat = format!("{} = {:.4}", row.pass_hat_k, row.pass_hat_k_value);
+            let (at, hat) = row.cells();
             let _ = writeln!(out, "  {:>6}  {at:<28}  {hat}", row.k);
         }
     }
