@@ -1,5 +1,6 @@
 //! `cargo test` helpers: run a pipeline over many seeds; a failure names the seed and the one
-//! command that replays it.
+//! command that replays it. And the guard each crate's one integration-test binary keeps
+//! against a test file nobody declared ([`assert_test_files_declared`]).
 //!
 //! ```
 //! use std::time::Duration;
@@ -16,6 +17,7 @@
 //! ```
 
 use std::fmt::Display;
+use std::path::Path;
 
 /// The environment variable that narrows [`check_seeds`] to one seed.
 pub const SEED_ENV: &str = "SIMTAPE_SEED";
@@ -67,6 +69,36 @@ pub fn sweep<E: Display>(
     Ok(seeds.len())
 }
 
+/// Asserts that every `.rs` file beside an integration-test binary's `main.rs` in `dir` is
+/// declared there as `mod <name>;`. Cargo builds only what `main.rs` declares, so a file
+/// that is not would never compile or run, silently.
+///
+/// ```
+/// // Each crate's tests/integration/main.rs calls it from a #[test]:
+/// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration");
+/// simtape::testing::assert_test_files_declared(&dir);
+/// ```
+///
+/// # Panics
+/// Naming the first file that is not declared, or when `dir` or its `main.rs` cannot be read.
+pub fn assert_test_files_declared(dir: &Path) {
+    let main = std::fs::read_to_string(dir.join("main.rs"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join("main.rs").display()));
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let name = entry.expect("a directory entry").file_name();
+        let name = name.to_string_lossy();
+        let Some(module) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        assert!(
+            module == "main" || main.contains(&format!("mod {module};")),
+            "{name} is not declared in {}",
+            dir.join("main.rs").display()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +125,25 @@ mod tests {
             Ok::<(), String>(())
         });
         assert_eq!((ran, seen), (Ok(1), vec![3]));
+    }
+
+    #[test]
+    fn a_test_file_main_rs_does_not_declare_is_named() {
+        // Goal: the guard passes when every file is declared and names the one that is not.
+        let dir = std::env::temp_dir().join(format!("simtape-guard-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.rs"), "mod declared;\n").unwrap();
+        std::fs::write(dir.join("declared.rs"), "").unwrap();
+        std::fs::write(dir.join("notes.txt"), "").unwrap();
+        assert_test_files_declared(&dir);
+        std::fs::write(dir.join("forgotten.rs"), "").unwrap();
+        let panic = std::panic::catch_unwind(|| assert_test_files_declared(&dir)).unwrap_err();
+        let message = panic.downcast_ref::<String>().unwrap();
+        assert!(
+            message.starts_with("forgotten.rs is not declared in"),
+            "{message}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
