@@ -113,7 +113,7 @@ impl Builder {
         self
     }
 
-    /// Keeps the tape in memory; [`RunReport::tape`] holds its bytes.
+    /// Keeps the tape in memory; [`crate::RunSummary::tape`] holds its bytes.
     pub fn tape_in_memory(&mut self) -> &mut Self {
         self.tape = TapeTarget::Memory;
         self
