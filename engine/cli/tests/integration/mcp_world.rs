@@ -3,7 +3,7 @@
 //! installs it (`SIMTAPE_MCP_PYTHON`); without it those tests print a skip notice locally and
 //! fail under `CI`. The eval, spec-error and determinism tests need no peer.
 
-mod common;
+use crate::common;
 
 use common::{repo, simtape};
 

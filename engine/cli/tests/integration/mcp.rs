@@ -4,7 +4,7 @@
 //! `SIMTAPE_MCP_PEERS_NODE_DIR` (the `node_modules` directory) and `SIMTAPE_MCP_PYTHON` (the
 //! venv's python). Without them a local run prints a skip notice; under `CI` it fails.
 
-mod common;
+use crate::common;
 
 use common::{repo, simtape};
 
