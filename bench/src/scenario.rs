@@ -71,8 +71,9 @@ fn run_one(eval: &EvalScenario, seed: u64) -> Result<(u64, u64, u64), String> {
     if report.verdict != Verdict::Pass {
         return Err(format!("seed {seed}: {}", report.verdict));
     }
-    let bytes = report.tape.as_ref().map_or(0, |tape| tape.bytes);
-    Ok((report.fingerprint, report.records, bytes))
+    let summary = &report.summary;
+    let bytes = summary.tape.as_ref().map_or(0, |tape| tape.bytes);
+    Ok((summary.fingerprint, summary.records, bytes))
 }
 
 /// Runs the seeds `0..runs` on `jobs` threads and returns the fingerprints in seed order.

@@ -65,10 +65,10 @@ fn run_once(actor: &ProcessActor) -> Result<Output, String> {
         .map_err(|e| e.to_string())?;
     let output = report.output.map_err(|e| e.to_string())?;
     let expected = format!("slept {DAY_NS}\n");
-    if report.end_ns != DAY_NS || output.stdout != expected.as_bytes() {
+    if report.summary.end_ns != DAY_NS || output.stdout != expected.as_bytes() {
         return Err(format!(
             "the sleeper ended at {} ns with {:?}, expected {DAY_NS} ns and {expected:?}",
-            report.end_ns,
+            report.summary.end_ns,
             String::from_utf8_lossy(&output.stdout)
         ));
     }

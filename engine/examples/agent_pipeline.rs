@@ -88,6 +88,7 @@ pub fn run_pipeline(seed: u64) -> Result<PipelineRun, Box<dyn std::error::Error>
     let answer = report.output.clone()?;
     let diff = report.fs_diff().expect("the run has a filesystem")?;
     let tape = report
+        .summary
         .tape
         .take()
         .and_then(|t| t.memory)

@@ -33,10 +33,10 @@ pub fn run(shape: Shape, tape_path: Option<&Path>) -> Outcome {
         .run(move |_host| workload(shape))
         .unwrap_or_else(|e| panic!("simtape run failed: {e}"));
     Outcome {
-        events: report.events,
-        end_ns: report.end_ns,
-        fingerprint: Some(report.fingerprint),
-        tape: report.tape.map(|tape| TapeStats {
+        events: report.summary.events,
+        end_ns: report.summary.end_ns,
+        fingerprint: Some(report.summary.fingerprint),
+        tape: report.summary.tape.map(|tape| TapeStats {
             bytes: tape.bytes,
             records: tape.record_count,
         }),

@@ -48,7 +48,8 @@
 //! - `verify` — the six verifier kinds and text expectations.
 //! - [`log`] — the `agent` actor and its records.
 //! - [`transcript`] — the agent's turns, calls and answer for people and reports.
-//! - `report` — [`EvalReport`], [`Verdict`], [`VerifierResult`], [`EvalFailure`].
+//! - `report` — [`EvalReport`] (a [`simtape::RunSummary`], the [`Verdict`], each
+//!   [`VerifierResult`]), [`EvalFailure`].
 
 #![warn(missing_docs)]
 
@@ -65,11 +66,10 @@ mod tools;
 pub mod transcript;
 mod verify;
 
-pub use report::{
-    AgentError, EvalFailure, EvalReport, ToolFailure, Verdict, VerifierResult, WorldOutcome,
-    NO_VERIFIER, NO_VERIFIER_SAW,
-};
+pub use report::{AgentError, EvalFailure, EvalReport, ToolFailure, WorldOutcome};
+// The verdict belongs to simtape-eval; the harness decides it, so its users find it here too.
 pub use scenario::{mcp_actor_name, EvalScenario, EvalSpec};
+pub use simtape_eval::{Verdict, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};
 pub use spec::{
     AgentSpec, Check, FsState, McpFault, McpFaultKind, McpServerSpec, McpSource, Pattern,
     TextMatch, ToolSource, VerifySpec,

@@ -18,7 +18,9 @@ use simtape::scenario::StepError;
 use simtape::{Capabilities, Host};
 
 use crate::log::{self, AgentEvent};
-use crate::report::{AgentError, EvalFailure, Verdict, VerifierResult};
+use simtape_eval::{Verdict, VerifierResult};
+
+use crate::report::{AgentError, EvalFailure};
 use crate::retry::Retries;
 use crate::scenario::Shared;
 use crate::transcript::Transcript;

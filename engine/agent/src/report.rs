@@ -1,8 +1,6 @@
-//! What a run of an eval scenario returns: the verdict, each verifier's result, and what
-//! stopped the run when it did not complete.
-
-use std::fmt;
-use std::path::PathBuf;
+//! What a run of an eval scenario returns: its summary, the verdict (the type is
+//! `simtape_eval`'s), each verifier's result, and what stopped the run when it did not
+//! complete.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -10,104 +8,13 @@ use simtape::cap::fs::{FsDiff, FsError};
 use simtape::cap::llm::LlmError;
 use simtape::cap::process::ProcessError;
 use simtape::scenario::StepError;
-use simtape::tape::TapeSummary;
-use simtape::SimError;
+use simtape::{RunSummary, SimError};
+use simtape_eval::run_json::{AgentJson, FailureJson, OutcomeJson, RunJson};
+use simtape_eval::{Verdict, VerifierResult};
 use simtape_mcp::actor::McpCallError;
 use simtape_mcp::world::server::WorldReport;
 
 use crate::transcript::Transcript;
-
-/// The verdict of one run.
-///
-/// * **pass**: at least one verifier ran and every verifier held ("no tests, no pass");
-/// * **fail**: the run completed, but a verifier did not hold, or none ran;
-/// * **error**: the run could not complete (deadlock, limit, panic, a failed scripted step,
-///   an unmatched replay, a denied network call, an fs escape); no verifier ran.
-///
-/// It displays as the tape footer writes it:
-///
-/// ```
-/// use simtape_agent::Verdict;
-/// let fail = Verdict::Fail { verifier: "answer".into(), saw: "expected to contain \"done\", found \"\"".into() };
-/// assert_eq!(fail.to_string(), "fail: answer: expected to contain \"done\", found \"\"");
-/// assert_eq!(fail.label(), "fail");
-/// assert_eq!(Verdict::Pass.to_string(), "pass");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
-    /// Every verifier held, and at least one ran.
-    Pass,
-    /// A verifier did not hold (the first, in file order), or none ran (`(none)`).
-    Fail {
-        /// The verifier's name.
-        verifier: String,
-        /// What it saw.
-        saw: String,
-    },
-    /// The run could not complete.
-    Error {
-        /// What stopped it.
-        reason: String,
-    },
-}
-
-/// The verifier name of the failure "no verifier ran".
-pub const NO_VERIFIER: &str = "(none)";
-/// What the failure "no verifier ran" saw.
-pub const NO_VERIFIER_SAW: &str = "no verifier ran: no tests, no pass";
-
-impl Verdict {
-    /// Returns `"pass"`, `"fail"` or `"error"`.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail { .. } => "fail",
-            Verdict::Error { .. } => "error",
-        }
-    }
-
-    /// Returns the verdict of a completed run from its verifiers' results: the first that
-    /// did not hold fails the run; no result at all fails it too.
-    pub fn of(results: &[VerifierResult]) -> Verdict {
-        if results.is_empty() {
-            return Verdict::Fail {
-                verifier: NO_VERIFIER.to_string(),
-                saw: NO_VERIFIER_SAW.to_string(),
-            };
-        }
-        match results.iter().find(|result| !result.held) {
-            Some(failed) => Verdict::Fail {
-                verifier: failed.name.clone(),
-                saw: failed.saw.clone(),
-            },
-            None => Verdict::Pass,
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Verdict::Pass => f.write_str("pass"),
-            Verdict::Fail { verifier, saw } => write!(f, "fail: {verifier}: {saw}"),
-            Verdict::Error { reason } => write!(f, "error: {reason}"),
-        }
-    }
-}
-
-/// One verifier's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct VerifierResult {
-    /// The verifier's name (`name = "…"`, or `<kind> <target>`).
-    pub name: String,
-    /// The line of its `[[verify]]` entry.
-    pub line: u64,
-    /// Whether it held.
-    pub held: bool,
-    /// What it saw: the evidence when it held, the mismatch when it did not.
-    pub saw: String,
-}
 
 /// Why the agent stopped the run. These are never handed to the model: a replay that cannot
 /// answer, or a policy the pipeline broke, makes the run itself meaningless.
@@ -219,21 +126,9 @@ impl EvalFailure {
 /// What a run of an eval scenario returns, whatever its verdict.
 #[derive(Debug)]
 pub struct EvalReport {
-    /// The seed.
-    pub seed: u64,
-    /// Virtual time at the end, in nanoseconds.
-    pub end_ns: u64,
-    /// Timer events popped.
-    pub events: u64,
-    /// Records written (not counting tape meta records); when the engine stopped the run,
-    /// the tape's record count (0 without a tape).
-    pub records: u64,
-    /// A fingerprint of every record; 0 when the engine stopped the run.
-    pub fingerprint: u64,
-    /// The tape, when one was written.
-    pub tape: Option<TapeSummary>,
-    /// The tape file, when the tape went to a file.
-    pub tape_path: Option<PathBuf>,
+    /// The seed, time, counts, fingerprint and tape of the run. When the engine stopped the
+    /// run, `records` is the tape's record count (0 without a tape) and `fingerprint` is 0.
+    pub summary: RunSummary,
     /// The verdict (also the tape footer's, as its `Display`).
     pub verdict: Verdict,
     /// Each verifier's result, in file order (empty when the run did not complete).
@@ -260,4 +155,33 @@ pub struct WorldOutcome {
     pub state: Value,
     /// Goal assertions, collateral damage and every tool call, as `simtape mcp world` reports.
     pub report: WorldReport,
+}
+
+impl EvalReport {
+    /// Returns the JSON of this run of `scenario` (what `simtape run --json` prints and the
+    /// evidence's `verdict.json` holds).
+    pub fn to_json(&self, scenario: &str) -> RunJson {
+        let error = self.failure.as_ref().map(|failure| FailureJson {
+            kind: failure.kind().to_string(),
+            message: failure.to_string(),
+        });
+        let mut json = RunJson::new(scenario, &self.summary, &self.verdict, error);
+        json.verifiers = self.verifiers.clone();
+        json.outcomes = self
+            .outcomes
+            .iter()
+            .map(|(name, value)| OutcomeJson {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect();
+        json.agent = self.transcript.as_ref().map(|t| AgentJson {
+            turns: t.turns.len(),
+            tool_calls: t.calls().count(),
+            retries: t.retries,
+            end: t.end_label(),
+            answer: t.answer.clone(),
+        });
+        json
+    }
 }

@@ -9,14 +9,16 @@ use std::sync::Arc;
 use simtape::actor::ActorRef;
 use simtape::cap::fs::FsDiff;
 use simtape::scenario::{Scenario, ScenarioError, Trigger};
-use simtape::{ActorStates, Builder, RunError, RunReport};
+use simtape::{ActorStates, Builder, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
 use simtape_mcp::world::faults::{FaultKind, FaultRule};
 use simtape_mcp::world::World;
 
 use crate::log::{AgentLog, AGENT_ACTOR};
 use crate::pipeline::{self, RunOutput, RunState};
-use crate::report::{EvalFailure, EvalReport, Verdict, WorldOutcome};
+use simtape_eval::Verdict;
+
+use crate::report::{EvalFailure, EvalReport, WorldOutcome};
 use crate::spec::VerifySpec;
 use crate::spec::{AgentSpec, Check, McpFault, McpFaultKind, McpServerSpec, McpSource, ToolSource};
 use crate::tables::EvalTables;
@@ -321,13 +323,7 @@ fn completed(
 ) -> EvalReport {
     let output = report.output;
     EvalReport {
-        seed: report.seed,
-        end_ns: report.end_ns,
-        events: report.events,
-        records: report.records,
-        fingerprint: report.fingerprint,
-        tape: report.tape,
-        tape_path: report.tape_path,
+        summary: report.summary,
         verdict: output.verdict,
         verifiers: output.verifiers,
         outcomes: output.outcomes,
@@ -346,15 +342,19 @@ fn stopped(
     fs_diff: Option<FsDiff>,
 ) -> EvalReport {
     let failure = EvalFailure::Sim(*error.error);
-    let records = error.tape.as_ref().map_or(0, |tape| tape.record_count);
+    // A stopped run reports the records its tape holds and no fingerprint: the fingerprint
+    // covers only the part of the run before it stopped.
+    let records = error
+        .summary
+        .tape
+        .as_ref()
+        .map_or(0, |tape| tape.record_count);
     EvalReport {
-        seed: error.seed,
-        end_ns: error.end_ns,
-        events: error.events,
-        records,
-        fingerprint: 0,
-        tape: error.tape.map(|tape| *tape),
-        tape_path: error.tape_path,
+        summary: RunSummary {
+            records,
+            fingerprint: 0,
+            ..*error.summary
+        },
         verdict: Verdict::Error {
             reason: failure.to_string(),
         },
@@ -371,13 +371,7 @@ fn stopped(
 fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
     let failure = EvalFailure::Sim(error);
     EvalReport {
-        seed,
-        end_ns: 0,
-        events: 0,
-        records: 0,
-        fingerprint: 0,
-        tape: None,
-        tape_path: None,
+        summary: RunSummary::unstarted(seed),
         verdict: Verdict::Error {
             reason: failure.to_string(),
         },

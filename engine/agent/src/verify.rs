@@ -20,7 +20,9 @@ use simtape::cap::process::{Command, ProcessHandle};
 
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
-use crate::report::{AgentError, VerifierResult};
+use simtape_eval::VerifierResult;
+
+use crate::report::AgentError;
 use crate::tools::process::{exit_code, stops_the_run};
 
 /// Characters of a text that a verifier's `saw` quotes.

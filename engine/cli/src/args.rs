@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use simtape_eval::sweep::ReportFormat;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -206,20 +208,20 @@ pub(crate) struct SweepArgs {
     #[arg(required = true)]
     pub(crate) scenarios: Vec<PathBuf>,
     /// The seeds: `A..B` (B excluded) or `A..=B`.
-    #[arg(long, value_parser = crate::sweep::parse_seeds)]
-    pub(crate) seeds: crate::sweep::SeedRange,
+    #[arg(long, value_parser = simtape_eval::sweep::parse_seeds)]
+    pub(crate) seeds: simtape_eval::sweep::SeedRange,
     /// Worker threads (default: the available parallelism). Results do not depend on it.
     #[arg(long)]
     pub(crate) jobs: Option<std::num::NonZeroUsize>,
     /// Run only shard I of N (0-based): the seeds s with s mod N = I.
-    #[arg(long, value_name = "I/N", value_parser = crate::sweep::parse_shard)]
-    pub(crate) shard: Option<crate::sweep::Shard>,
+    #[arg(long, value_name = "I/N", value_parser = simtape_eval::sweep::parse_shard)]
+    pub(crate) shard: Option<simtape_eval::sweep::Shard>,
     /// Keep the tape of every failing seed as DIR/<scenario>/seed-<N>.tape.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
     /// The report format (to standard output, or to --report-out).
-    #[arg(long, value_enum)]
-    pub(crate) report: Option<crate::sweep::formats::ReportFormat>,
+    #[arg(long, value_parser = report_format())]
+    pub(crate) report: Option<ReportFormat>,
     /// Write the report to this file (default format: json).
     #[arg(long, value_name = "PATH")]
     pub(crate) report_out: Option<PathBuf>,
@@ -239,10 +241,18 @@ pub(crate) enum ReportCommand {
         #[arg(required = true)]
         reports: Vec<PathBuf>,
         /// The merged report's format (default: json).
-        #[arg(long, value_enum)]
-        report: Option<crate::sweep::formats::ReportFormat>,
+        #[arg(long, value_parser = report_format())]
+        report: Option<ReportFormat>,
         /// Write the merged report to this file instead of standard output.
         #[arg(long, value_name = "PATH")]
         report_out: Option<PathBuf>,
     },
+}
+
+/// Parses a sweep report format; the names and their help are simtape-eval's.
+fn report_format() -> impl TypedValueParser<Value = ReportFormat> {
+    let values = ReportFormat::ALL
+        .map(|format| PossibleValue::new(format.name()).help(format.description()));
+    PossibleValuesParser::new(values)
+        .map(|name| ReportFormat::from_name(&name).expect("clap accepts only the formats' names"))
 }

@@ -3,7 +3,7 @@
 use simtape_agent::EvalScenario;
 
 use crate::args::CheckArgs;
-use crate::exit::{CliResult, OK, USAGE};
+use crate::exit::{CliResult, Outcome};
 
 pub(crate) fn run(args: &CheckArgs) -> CliResult {
     match EvalScenario::check_all(&args.scenario) {
@@ -15,14 +15,14 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
                 args.scenario.display(),
                 scenario.seeds()
             );
-            Ok(OK)
+            Ok(Outcome::Success)
         }
         Err(errors) => {
             for error in &errors {
                 eprintln!("{error}");
             }
             eprintln!("{} problem(s) in {}", errors.len(), args.scenario.display());
-            Ok(USAGE)
+            Ok(Outcome::Invalid)
         }
     }
 }

@@ -7,7 +7,8 @@ use simtape::oracle::{diff_bytes, Mode};
 use simtape_agent::EvalScenario;
 
 use crate::args::CiArgs;
-use crate::exit::{CliError, CliResult, DIVERGED, OK};
+use crate::common::load_scenario;
+use crate::exit::{CliError, CliResult, Outcome};
 
 /// What happened to one (scenario, seed).
 enum Check {
@@ -22,7 +23,7 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
     let tapes_dir = args.dir.join("tapes");
     let (mut matched, mut failed) = (0, 0);
     for path in &scenarios {
-        let eval = EvalScenario::load(path).map_err(CliError::usage)?;
+        let eval = load_scenario(path, None)?;
         let scenario = eval.scenario();
         for &seed in scenario.seeds() {
             let golden = golden_path(&tapes_dir, scenario.name(), seed);
@@ -57,15 +58,14 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
     );
     if failed > 0 {
         println!("if the change is intended: simtape ci --bless, then review and commit tapes/");
-        return Ok(DIVERGED);
+        return Ok(Outcome::Finding);
     }
-    Ok(OK)
+    Ok(Outcome::Success)
 }
 
 /// Returns the scenario files of `dir`, sorted so the output order is stable.
 fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+    let entries = std::fs::read_dir(dir).map_err(CliError::io(dir))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path())
@@ -85,8 +85,8 @@ fn tape_bytes(eval: &EvalScenario, seed: u64) -> Result<Vec<u8>, CliError> {
     builder.tape_in_memory();
     // Every verdict is behaviour the golden tape pins, an expected FAIL or ERROR included.
     let report = eval.run(&mut builder);
-    report.tape.and_then(|t| t.memory).ok_or_else(|| {
-        CliError::usage(format!(
+    report.summary.tape.and_then(|t| t.memory).ok_or_else(|| {
+        CliError::Input(format!(
             "{} seed {seed}: the run produced no tape",
             eval.scenario().name()
         ))
@@ -94,7 +94,10 @@ fn tape_bytes(eval: &EvalScenario, seed: u64) -> Result<Vec<u8>, CliError> {
 }
 
 fn check(golden: &Path, tape: &[u8], bless: bool) -> Result<Check, CliError> {
-    let io = |e: std::io::Error| CliError::usage(format!("{}: {e}", golden.display()));
+    let io = |source| CliError::Io {
+        path: golden.to_path_buf(),
+        source,
+    };
     let existing = match std::fs::read(golden) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

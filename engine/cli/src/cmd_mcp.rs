@@ -11,7 +11,7 @@ use simtape_mcp::world::outputs::{self, Outputs, Recovered};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
 
-use crate::exit::{CliError, CliResult, DIVERGED, OK};
+use crate::exit::{CliError, CliResult, Outcome};
 
 const MCP_EXIT_CODES: &str = "\
 Exit codes:
@@ -162,7 +162,7 @@ fn redactor(names: &[String]) -> Redactor {
 }
 
 fn failed(error: McpError) -> CliError {
-    CliError::usage(error)
+    CliError::Mcp(error)
 }
 
 fn load(path: &Path) -> Result<Cassette, CliError> {
@@ -175,7 +175,7 @@ fn load(path: &Path) -> Result<Cassette, CliError> {
 fn stdio_session() -> Result<Inbox, CliError> {
     let inbox = Inbox::new();
     watch_signals(&inbox)
-        .map_err(|e| CliError::usage(format!("cannot install signal handlers: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("cannot install signal handlers: {e}")))?;
     inbox.read_from(io::stdin());
     Ok(inbox)
 }
@@ -221,10 +221,10 @@ fn send_signal(_: u32, _: i32) -> io::Result<()> {
 /// reading stdin failed.
 fn ended(command: &str, ending: Ending) -> CliResult {
     match ending {
-        Ending::InputFailed(error) => Err(CliError::usage(format!(
+        Ending::InputFailed(error) => Err(CliError::Usage(format!(
             "simtape mcp {command}: stdin: {error}"
         ))),
-        Ending::Eof | Ending::Signal(_) | Ending::ClientGone => Ok(OK),
+        Ending::Eof | Ending::Signal(_) | Ending::ClientGone => Ok(Outcome::Success),
     }
 }
 
@@ -244,7 +244,7 @@ fn record(args: &RecordArgs) -> CliResult {
         let written =
             simtape_mcp::record::recover(journal, args.cassette.as_deref()).map_err(failed)?;
         print_written("recovered", &written);
-        return Ok(OK);
+        return Ok(Outcome::Success);
     }
     let cassette = args
         .cassette
@@ -284,8 +284,8 @@ fn verify(args: &VerifyArgs) -> CliResult {
                 .map_err(failed)?
         }
         (None, true) => {
-            return Err(CliError::usage(
-                "verify needs --candidate B.json or a server command after `--`",
+            return Err(CliError::Usage(
+                "verify needs --candidate B.json or a server command after `--`".into(),
             ))
         }
     };
@@ -303,12 +303,16 @@ fn verify(args: &VerifyArgs) -> CliResult {
     };
     stdout
         .write_all(text.as_bytes())
-        .map_err(|e| CliError::usage(format!("stdout: {e}")))?;
-    Ok(if report.drift { DIVERGED } else { OK })
+        .map_err(|e| CliError::Usage(format!("stdout: {e}")))?;
+    Ok(if report.drift {
+        Outcome::Finding
+    } else {
+        Outcome::Success
+    })
 }
 
 fn load_world(path: &Path) -> Result<World, CliError> {
-    World::load(path).map_err(CliError::usage)
+    World::load(path).map_err(|e| CliError::Input(e.to_string()))
 }
 
 fn print_recovered(recovered: &Recovered) {
@@ -331,7 +335,7 @@ fn world(args: &WorldArgs) -> CliResult {
     if let Some(journal) = &args.recover {
         let recovered = outputs::recover(journal, &targets).map_err(failed)?;
         print_recovered(&recovered);
-        return Ok(OK);
+        return Ok(Outcome::Success);
     }
     let spec = args
         .spec
@@ -339,8 +343,8 @@ fn world(args: &WorldArgs) -> CliResult {
         .expect("clap requires --spec without --recover");
     // The spec text goes into the journal, so a rebuild does not depend on the file later.
     let text = std::fs::read_to_string(spec)
-        .map_err(|e| CliError::usage(format!("{}: {e}", spec.display())))?;
-    let world = World::parse(&text, spec).map_err(CliError::usage)?;
+        .map_err(|e| CliError::Usage(format!("{}: {e}", spec.display())))?;
+    let world = World::parse(&text, spec).map_err(|e| CliError::Input(e.to_string()))?;
     let seed = args.seed.unwrap_or(world.spec.seed);
     // Stdout carries only MCP messages; the seed goes to stderr, first, for reproduction.
     eprintln!("simtape mcp world: seed={seed}");
@@ -370,12 +374,13 @@ fn eval(args: &EvalArgs) -> CliResult {
     let mut states = Vec::new();
     for path in &args.states {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+            .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
         let state: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| CliError::usage(format!("{}: not JSON: {e}", path.display())))?;
+            .map_err(|e| CliError::Usage(format!("{}: not JSON: {e}", path.display())))?;
         states.push((path.clone(), state));
     }
-    let report = simtape_mcp::eval::evaluate(&world, &states).map_err(CliError::usage)?;
+    let report =
+        simtape_mcp::eval::evaluate(&world, &states).map_err(|e| CliError::Input(e.to_string()))?;
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&report).expect("the report serializes");
         json.push('\n');
@@ -386,6 +391,10 @@ fn eval(args: &EvalArgs) -> CliResult {
     io::stdout()
         .lock()
         .write_all(text.as_bytes())
-        .map_err(|e| CliError::usage(format!("stdout: {e}")))?;
-    Ok(if report.c == report.n { OK } else { DIVERGED })
+        .map_err(|e| CliError::Usage(format!("stdout: {e}")))?;
+    Ok(if report.c == report.n {
+        Outcome::Success
+    } else {
+        Outcome::Finding
+    })
 }

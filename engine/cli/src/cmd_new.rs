@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::args::NewArgs;
-use crate::exit::{CliError, CliResult, OK};
+use crate::exit::{CliError, CliResult, Outcome};
 
 /// The scenario template; `{name}` is replaced by the scenario's name.
 const TEMPLATE: &str = r#"# {name}: a starting point. Edit it, then `simtape check` and `simtape run` it.
@@ -70,7 +70,7 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if !valid {
-        return Err(CliError::usage(format!(
+        return Err(CliError::Usage(format!(
             "scenario name {name:?}: expected lower-case letters, digits and '-'"
         )));
     }
@@ -80,7 +80,7 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
     let fixture = data.join("llm.jsonl");
     for path in [&scenario, &notes, &fixture] {
         if path.exists() {
-            return Err(CliError::usage(format!(
+            return Err(CliError::Usage(format!(
                 "{} exists; not overwriting it",
                 path.display()
             )));
@@ -100,15 +100,15 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
         scenario.display(),
         name
     );
-    Ok(OK)
+    Ok(Outcome::Success)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), CliError> {
-    let io = |e: std::io::Error| CliError::usage(format!("{}: {e}", path.display()));
+    // Either failure names the file the command was writing.
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(io)?;
+        std::fs::create_dir_all(parent).map_err(CliError::io(path))?;
     }
-    std::fs::write(path, text).map_err(io)
+    std::fs::write(path, text).map_err(CliError::io(path))
 }
 
 /// Returns the default directory for new scenarios: `scenarios/` when it exists, else `.`.

@@ -4,20 +4,22 @@ use simtape::tape::{sha256_hex, TapeReader};
 use simtape_agent::EvalScenario;
 
 use crate::args::ReplayArgs;
-use crate::cmd_run::scratch_dir;
-use crate::exit::{CliError, CliResult, DIVERGED, OK};
+use crate::common::files::{read, scratch_dir};
+use crate::common::load_scenario;
+use crate::common::render::print_diff;
+use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &ReplayArgs) -> CliResult {
     let header = TapeReader::open(&args.tape)
-        .map_err(|e| CliError::usage(format!("{}: {e}", args.tape.display())))?
+        .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?
         .header()
         .clone();
     println!("seed={}", header.seed);
     let scenario = match &args.scenario {
         Some(path) => {
-            let scenario = EvalScenario::load(path).map_err(CliError::usage)?;
+            let scenario = load_scenario(path, None)?;
             if scenario.scenario().digest() != header.scenario.digest {
-                return Err(CliError::usage(format!(
+                return Err(CliError::Input(format!(
                     "{} has digest {}, but the tape was made from digest {}",
                     path.display(),
                     scenario.scenario().digest(),
@@ -28,8 +30,8 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         }
         None => {
             if sha256_hex(header.scenario.source.as_bytes()) != header.scenario.digest {
-                return Err(CliError::usage(
-                    "the scenario source embedded in the tape does not match its digest",
+                return Err(CliError::Input(
+                    "the scenario source embedded in the tape does not match its digest".into(),
                 ));
             }
             let origin = args.tape.with_extension("embedded-scenario.toml");
@@ -45,7 +47,7 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
                 } else {
                     ""
                 };
-                CliError::usage(format!("{error}{hint}"))
+                CliError::Input(format!("{error}{hint}"))
             })?
         }
     };
@@ -63,9 +65,6 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
     scenario.run(&mut builder);
-    let read = |p: &std::path::Path| {
-        std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))
-    };
     if read(&args.tape)? == read(&out)? {
         println!(
             "replay: byte-identical ({}, scenario {}, seed {})",
@@ -76,13 +75,13 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         if let Some(dir) = &scratch {
             let _ = std::fs::remove_dir_all(dir);
         }
-        return Ok(OK);
+        return Ok(Outcome::Success);
     }
     println!(
         "replay: the replayed tape differs from {}",
         args.tape.display()
     );
-    crate::cmd_diff::print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)?;
+    print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)?;
     println!("replayed tape: {}", out.display());
-    Ok(DIVERGED)
+    Ok(Outcome::Finding)
 }

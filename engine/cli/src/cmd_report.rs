@@ -1,9 +1,11 @@
 //! `simtape report merge`: joins the JSON reports of a sweep's shards into exactly the report
 //! one machine would have written for the whole sweep.
 
+use simtape_eval::sweep::{merge, ReportFormat, SweepReport};
+
 use crate::args::{ReportArgs, ReportCommand};
+use crate::common::render::deliver;
 use crate::exit::{CliError, CliResult};
-use crate::sweep::report::{merge, SweepReport};
 
 pub(crate) fn run(args: &ReportArgs) -> CliResult {
     match &args.command {
@@ -14,16 +16,15 @@ pub(crate) fn run(args: &ReportArgs) -> CliResult {
         } => {
             let mut parsed = Vec::with_capacity(reports.len());
             for path in reports {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+                let text = std::fs::read_to_string(path).map_err(CliError::io(path))?;
                 let one: SweepReport = serde_json::from_str(&text).map_err(|e| {
-                    CliError::usage(format!("{}: not a JSON sweep report: {e}", path.display()))
+                    CliError::Input(format!("{}: not a JSON sweep report: {e}", path.display()))
                 })?;
                 parsed.push(one);
             }
-            let merged = merge(parsed).map_err(CliError::usage)?;
-            let format = report.or(Some(crate::sweep::formats::ReportFormat::Json));
-            crate::cmd_sweep::deliver(&merged, format, report_out.as_deref())
+            let merged = merge(parsed)?;
+            let format = report.or(Some(ReportFormat::Json));
+            deliver(&merged, format, report_out.as_deref())
         }
     }
 }

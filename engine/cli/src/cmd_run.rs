@@ -1,20 +1,25 @@
 //! `simtape run`: one scenario at one seed, optionally twice to check determinism.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use simtape::cap::fs::FsDiff;
 use simtape::time::format_ns;
-use simtape_agent::{EvalReport, EvalScenario, Verdict};
+use simtape_agent::{EvalReport, EvalScenario};
+use simtape_eval::run_json::{to_json_pretty, FsDiffJson, RunCommandJson};
+use simtape_eval::Verdict;
 
 use crate::args::RunArgs;
-use crate::exit::{CliError, CliResult, DIVERGED, OK, RUN_ERROR};
-use crate::shell::command_line;
+use crate::common::files::{create_parent, read, scratch_dir};
+use crate::common::render::print_diff;
+use crate::common::shell::command_line;
+use crate::common::{load_scenario, reproduce_command, verdict_outcome};
+use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
-    let eval = load(&args.scenario, args.process_wasi.as_deref())?;
+    let eval = load_scenario(&args.scenario, args.process_wasi.as_deref())?;
     let scenario = eval.scenario();
     if let (Some(path), false) = (&args.emit_diff, scenario.has_fs()) {
-        return Err(CliError::usage(format!(
+        return Err(CliError::Usage(format!(
             "--emit-diff {}: {} has no [fs] table, so its runs have no fs diff",
             path.display(),
             args.scenario.display()
@@ -57,126 +62,35 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     }
     if let (Some(path), Some(diff)) = (&args.emit_diff, &report.fs_diff) {
         create_parent(path)?;
-        diff.write_to(path)
-            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+        diff.write_to(path).map_err(CliError::io(path))?;
     }
     print_report(args, &eval, &report, &reproduce);
-    let code = verdict_code(&report.verdict);
+    let outcome = verdict_outcome(&report.verdict);
     if args.check_determinism {
-        let verdict = check_determinism(&eval, seed)?;
-        if verdict != OK {
-            return Ok(verdict);
+        let determinism = check_determinism(&eval, seed)?;
+        if determinism != Outcome::Success {
+            return Ok(determinism);
         }
     }
-    Ok(code)
-}
-
-/// Loads the scenario at `path` with everything it references; with `process_wasi`, programs
-/// without a mode run as WASI modules from that directory (`--process-wasi`).
-pub(crate) fn load(path: &Path, process_wasi: Option<&Path>) -> Result<EvalScenario, CliError> {
-    EvalScenario::check_all_wasi(path, process_wasi)
-        .map_err(|mut problems| CliError::usage(problems.swap_remove(0)))
-}
-
-/// Returns the exit code of a verdict: pass 0, fail 1 (a finding), error 3.
-pub(crate) fn verdict_code(verdict: &Verdict) -> u8 {
-    match verdict {
-        Verdict::Pass => OK,
-        Verdict::Fail { .. } => DIVERGED,
-        Verdict::Error { .. } => RUN_ERROR,
-    }
-}
-
-/// Returns the exact command line that reproduces this run.
-/// The guests of `--process-wasi` are part of the run, so the command names them too.
-pub(crate) fn reproduce_command(
-    scenario: &Path,
-    seed: u64,
-    tape: Option<&Path>,
-    process_wasi: Option<&Path>,
-) -> String {
-    let mut words = vec![
-        "simtape".to_string(),
-        "run".to_string(),
-        scenario.display().to_string(),
-        "--seed".to_string(),
-        seed.to_string(),
-    ];
-    if let Some(tape) = tape {
-        words.push("--tape".into());
-        words.push(tape.display().to_string());
-    }
-    if let Some(dir) = process_wasi {
-        words.push("--process-wasi".into());
-        words.push(dir.display().to_string());
-    }
-    command_line(&words)
-}
-
-/// Returns the report of a run as JSON: what `--json` prints and the evidence's verdict.
-pub(crate) fn report_json(eval: &EvalScenario, report: &EvalReport) -> serde_json::Value {
-    serde_json::json!({
-        "scenario": eval.scenario().name(),
-        "seed": report.seed,
-        "verdict": report.verdict.label(),
-        "reason": verdict_reason(&report.verdict),
-        "error": report.failure.as_ref().map(|failure| serde_json::json!({
-            "kind": failure.kind(),
-            "message": failure.to_string(),
-        })),
-        "verifiers": report.verifiers,
-        "end_ns": report.end_ns,
-        "events": report.events,
-        "records": report.records,
-        "fingerprint": format!("{:016x}", report.fingerprint),
-        "tape_bytes": report.tape.as_ref().map(|t| t.bytes),
-        "final_hash": report.tape.as_ref().map(|t| format!("{:016x}", t.final_hash)),
-        "outcomes": report.outcomes.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
-        "agent": report.transcript.as_ref().map(|t| serde_json::json!({
-            "turns": t.turns.len(),
-            "tool_calls": t.calls().count(),
-            "retries": t.retries,
-            "end": t.end_label(),
-            "answer": t.answer,
-        })),
-    })
-}
-
-/// Returns what a fail or error verdict says after its label, `None` for a pass.
-fn verdict_reason(verdict: &Verdict) -> Option<String> {
-    match verdict {
-        Verdict::Pass => None,
-        Verdict::Fail { verifier, saw } => Some(format!("{verifier}: {saw}")),
-        Verdict::Error { reason } => Some(reason.clone()),
-    }
+    Ok(outcome)
 }
 
 fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reproduce: &str) {
     if args.json {
-        let mut json = report_json(eval, report);
-        if let Some(object) = json.as_object_mut() {
-            object.insert(
-                "tape".into(),
-                report
-                    .tape_path
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .into(),
-            );
-            object.insert(
-                "fs_diff".into(),
-                report
-                    .fs_diff
-                    .as_ref()
-                    .map(|diff| diff_json(diff, args.emit_diff.as_deref()))
-                    .into(),
-            );
-            object.insert("reproduce".into(), reproduce.into());
-        }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).expect("JSON values serialize")
-        );
+        let json = RunCommandJson {
+            run: report.to_json(eval.scenario().name()),
+            tape: report
+                .summary
+                .tape_path
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            fs_diff: report
+                .fs_diff
+                .as_ref()
+                .map(|diff| FsDiffJson::new(diff, args.emit_diff.as_deref())),
+            reproduce: reproduce.to_string(),
+        };
+        println!("{}", to_json_pretty(&json));
         return;
     }
     println!(
@@ -184,12 +98,13 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         eval.scenario().name(),
         args.scenario.display()
     );
+    let summary = &report.summary;
     let at = format!(
         "at t={} (virtual), {} events, {} records, fingerprint {:016x}",
-        format_ns(report.end_ns),
-        report.events,
-        report.records,
-        report.fingerprint
+        format_ns(summary.end_ns),
+        summary.events,
+        summary.records,
+        summary.fingerprint
     );
     match &report.verdict {
         Verdict::Pass => println!("result: PASS {at}"),
@@ -226,7 +141,7 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
     if let Some(diff) = &report.fs_diff {
         println!("{}", diff_line(diff, args.emit_diff.as_deref()));
     }
-    if let (Some(path), Some(tape)) = (&report.tape_path, &report.tape) {
+    if let (Some(path), Some(tape)) = (&summary.tape_path, &summary.tape) {
         println!(
             "tape: {} ({} bytes, final hash {:016x})",
             path.display(),
@@ -266,16 +181,6 @@ fn diff_line(diff: &FsDiff, written: Option<&Path>) -> String {
     line
 }
 
-/// Returns the counts of an fs diff and the file it was written to, for `--json`.
-fn diff_json(diff: &FsDiff, written: Option<&Path>) -> serde_json::Value {
-    serde_json::json!({
-        "added": diff.added.len(),
-        "modified": diff.modified.len(),
-        "deleted": diff.deleted.len(),
-        "path": written.map(|p| p.display().to_string()),
-    })
-}
-
 /// Runs the scenario twice more into temporary tapes and compares them byte for byte.
 fn check_determinism(eval: &EvalScenario, seed: u64) -> CliResult {
     let dir = scratch_dir("check")?;
@@ -286,34 +191,13 @@ fn check_determinism(eval: &EvalScenario, seed: u64) -> CliResult {
         // Every verdict is part of the behaviour under test: its tape is compared too.
         eval.run(&mut builder);
     }
-    let read = |p: &PathBuf| {
-        std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))
-    };
     if read(&tapes[0])? == read(&tapes[1])? {
         println!("determinism: two runs of seed {seed} wrote byte-identical tapes");
         let _ = std::fs::remove_dir_all(&dir);
-        return Ok(OK);
+        return Ok(Outcome::Success);
     }
     println!("determinism: two runs of seed {seed} differ");
-    crate::cmd_diff::print_diff(&tapes[0], &tapes[1], simtape::oracle::Mode::Exact, false)?;
+    print_diff(&tapes[0], &tapes[1], simtape::oracle::Mode::Exact, false)?;
     println!("tapes kept: {} {}", tapes[0].display(), tapes[1].display());
-    Ok(DIVERGED)
-}
-
-/// Makes a fresh scratch directory for this process under the system temp directory.
-pub(crate) fn scratch_dir(purpose: &str) -> Result<PathBuf, CliError> {
-    let dir = std::env::temp_dir().join(format!("simtape-{purpose}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
-    Ok(dir)
-}
-
-/// Creates the parent directories of an output file, so `--tape out/x.tape` just works.
-fn create_parent(path: &std::path::Path) -> Result<(), CliError> {
-    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) => std::fs::create_dir_all(parent)
-            .map_err(|e| CliError::usage(format!("{}: {e}", parent.display()))),
-        None => Ok(()),
-    }
+    Ok(Outcome::Finding)
 }

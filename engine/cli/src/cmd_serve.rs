@@ -9,7 +9,7 @@ use clap::Args;
 use simtape_agent::EvalScenario;
 use simtape_serve::{AgentCommand, Normalizer, ServeOptions};
 
-use crate::exit::{CliError, CliResult, DIVERGED, OK, RUN_ERROR};
+use crate::exit::{CliError, CliResult, Outcome};
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -44,7 +44,7 @@ pub(crate) struct ServeArgs {
 }
 
 pub(crate) fn run(args: &ServeArgs) -> CliResult {
-    let eval = EvalScenario::load(&args.scenario).map_err(CliError::usage)?;
+    let eval = EvalScenario::load(&args.scenario).map_err(|e| CliError::Input(e.to_string()))?;
     let seed = args
         .seed
         .unwrap_or_else(|| eval.scenario().seeds().first().copied().unwrap_or(0));
@@ -53,7 +53,7 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
     if let Some(tape) = &args.tape {
         if let Some(parent) = tape.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
-                .map_err(|e| CliError::usage(format!("{}: {e}", parent.display())))?;
+                .map_err(|e| CliError::Usage(format!("{}: {e}", parent.display())))?;
         }
         builder.tape(tape);
     }
@@ -70,7 +70,9 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
     let interactive = command.is_none();
     let mut normalizer = Normalizer::agent_defaults();
     for pointer in &args.normalize_pointers {
-        normalizer.pointer(pointer).map_err(CliError::usage)?;
+        normalizer
+            .pointer(pointer)
+            .map_err(|e| CliError::Input(e.to_string()))?;
     }
     let options = ServeOptions {
         addr: args.addr,
@@ -85,7 +87,7 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         ctrlc::set_handler(move || {
             let _ = stop_tx.try_send(());
         })
-        .map_err(|e| CliError::usage(format!("cannot watch for Ctrl-C: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("cannot watch for Ctrl-C: {e}")))?;
     }
     let session = simtape_serve::serve(&mut builder, options, stop, |endpoints| {
         println!("serve: listening on http://{}", endpoints.addr);
@@ -96,7 +98,7 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             }
         }
     })
-    .map_err(CliError::usage)?;
+    .map_err(|e| CliError::Input(e.to_string()))?;
     if session.timed_out {
         eprintln!(
             "serve: the agent ran over --timeout-s {} and was killed",
@@ -116,14 +118,14 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             let verdict = outcome.verdict();
             println!("verdict: {verdict}");
             Ok(match verdict.split(':').next() {
-                Some("ok") => OK,
-                Some("fail") => DIVERGED,
-                _ => RUN_ERROR,
+                Some("ok") => Outcome::Success,
+                Some("fail") => Outcome::Finding,
+                _ => Outcome::RunError,
             })
         }
         Err(error) => {
             println!("verdict: error: {}", error.error);
-            Ok(RUN_ERROR)
+            Ok(Outcome::RunError)
         }
     }
 }

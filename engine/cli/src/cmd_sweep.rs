@@ -1,18 +1,17 @@
 //! `simtape sweep`: every scenario at every seed of a range (or of one shard of it), on a pool
 //! of threads; a summary for people, a report for machines, failing tapes kept under `--out`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use simtape_agent::EvalScenario;
+use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
 use crate::args::SweepArgs;
-use crate::exit::{CliError, CliResult, DIVERGED, OK};
-use crate::sweep::formats::{render, summary_text, ReportFormat};
+use crate::common::load_scenario;
+use crate::common::render::deliver;
+use crate::exit::{CliError, CliResult};
 use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
-use crate::sweep::report::{ScenarioResults, Summary, SweepReport, FORMAT};
-use crate::sweep::{Shard, SWEEP_RUNS_MAX};
 
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let scenarios = load(&args.scenarios)?;
@@ -25,15 +24,14 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     };
     let runs = plan.runs();
     if runs > SWEEP_RUNS_MAX {
-        return Err(CliError::usage(format!(
+        return Err(CliError::Usage(format!(
             "{runs} runs (scenarios × seeds of the shard): a sweep takes at most {SWEEP_RUNS_MAX}; split it with --shard"
         )));
     }
     if let Some(out) = &args.out {
         for loaded in &scenarios {
             let dir = out.join(loaded.scenario.scenario().name());
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+            std::fs::create_dir_all(&dir).map_err(CliError::io(&dir))?;
         }
     }
     let jobs = args.jobs.map_or_else(
@@ -52,23 +50,24 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     if done != runs {
         eprintln!("interrupted: {done} of {runs} run(s) done; the report is partial");
     }
-    let report = SweepReport {
-        format: FORMAT.to_string(),
-        seeds: args.seeds,
-        shard: args.shard,
-        partial: done != runs,
-        scenarios: scenarios
+    let report = SweepReport::new(
+        args.seeds,
+        args.shard,
+        done != runs,
+        scenarios
             .iter()
             .zip(results)
-            .map(|(loaded, results)| ScenarioResults {
-                name: loaded.scenario.scenario().name().to_string(),
-                path: loaded.path.display().to_string(),
-                sha256: loaded.scenario.scenario().digest(),
-                summary: Summary::of(&results),
-                results,
+            .map(|(loaded, results)| {
+                let scenario = loaded.scenario.scenario();
+                ScenarioResults::new(
+                    scenario.name().to_string(),
+                    loaded.path.display().to_string(),
+                    scenario.digest(),
+                    results,
+                )
             })
             .collect(),
-    };
+    );
     deliver(&report, args.report, args.report_out.as_deref())
 }
 
@@ -94,7 +93,7 @@ fn stop_on_ctrl_c() -> &'static AtomicBool {
 fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, CliError> {
     let mut scenarios = Vec::with_capacity(paths.len());
     for path in paths {
-        let scenario = EvalScenario::load(path).map_err(CliError::usage)?;
+        let scenario = load_scenario(path, None)?;
         scenarios.push(Loaded {
             scenario,
             path: path.clone(),
@@ -110,7 +109,7 @@ fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, CliError> {
         .windows(2)
         .find(|pair| pair[0].scenario.scenario().name() == pair[1].scenario.scenario().name())
     {
-        return Err(CliError::usage(format!(
+        return Err(CliError::Usage(format!(
             "{} and {} are both named {:?}; a sweep needs distinct scenario names",
             pair[0].path.display(),
             pair[1].path.display(),
@@ -118,38 +117,4 @@ fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, CliError> {
         )));
     }
     Ok(scenarios)
-}
-
-/// Writes the report and the summary, and returns the exit code: 0 when every seed ran and
-/// passed, 1 otherwise. The summary goes to standard output, unless the report goes there
-/// (`--report` without `--report-out`): then the summary goes to standard error.
-pub(crate) fn deliver(
-    report: &SweepReport,
-    format: Option<ReportFormat>,
-    report_out: Option<&Path>,
-) -> CliResult {
-    let summary = summary_text(report);
-    match (format, report_out) {
-        (None, None) => print!("{summary}"),
-        (Some(format), None) => {
-            eprint!("{summary}");
-            print!("{}", render(report, format));
-        }
-        (format, Some(path)) => {
-            let text = render(report, format.unwrap_or(ReportFormat::Json));
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| CliError::usage(format!("{}: {e}", parent.display())))?;
-            }
-            std::fs::write(path, text)
-                .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
-            print!("{summary}");
-            println!("report: {}", path.display());
-        }
-    }
-    if report.all_passed() && !report.partial {
-        Ok(OK)
-    } else {
-        Ok(DIVERGED)
-    }
 }

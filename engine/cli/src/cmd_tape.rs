@@ -7,7 +7,7 @@ use simtape::tape::{payload_to_json, verify_path, RawRecord, TapeError, TapeRead
 use simtape::time::{format_instant, format_ns};
 
 use crate::args::{TapeArgs, TapeCommand};
-use crate::exit::{CliError, CliResult, DIVERGED, OK};
+use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &TapeArgs) -> CliResult {
     match &args.command {
@@ -20,18 +20,10 @@ pub(crate) fn run(args: &TapeArgs) -> CliResult {
 fn open(path: &Path) -> Result<TapeReader<std::fs::File>, CliError> {
     TapeReader::open(path)
         .map(|r| r.keep_blobs(true))
-        .map_err(|e| CliError {
-            code: code_of(&e),
-            message: format!("{}: {e}", path.display()),
+        .map_err(|error| CliError::Tape {
+            path: Some(path.to_path_buf()),
+            error,
         })
-}
-
-/// Damage found in a tape is a finding (1); a tape that cannot be opened is an input error (2).
-fn code_of(error: &TapeError) -> u8 {
-    match error {
-        TapeError::Io { .. } => crate::exit::USAGE,
-        _ => DIVERGED,
-    }
 }
 
 fn record_json(reader: &TapeReader<std::fs::File>, record: &RawRecord) -> serde_json::Value {
@@ -80,12 +72,7 @@ fn show(path: &Path, limit: Option<u64>) -> CliResult {
         let record = match reader.next_record() {
             Ok(Some(record)) => record,
             Ok(None) => break,
-            Err(e) => {
-                return Err(CliError {
-                    code: code_of(&e),
-                    message: e.to_string(),
-                })
-            }
+            Err(error) => return Err(CliError::Tape { path: None, error }),
         };
         if limit.is_some_and(|l| shown >= l) {
             continue;
@@ -106,36 +93,32 @@ fn show(path: &Path, limit: Option<u64>) -> CliResult {
             payload
         );
     }
-    Ok(OK)
+    Ok(Outcome::Success)
 }
 
 fn export(path: &Path, output: Option<&Path>) -> CliResult {
     let mut reader = open(path)?;
     let mut out: Box<dyn Write> = match output {
         Some(file) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(file)
-                .map_err(|e| CliError::usage(format!("{}: {e}", file.display())))?,
+            std::fs::File::create(file).map_err(CliError::io(file))?,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    let io = |e: std::io::Error| CliError::usage(format!("writing the export: {e}"));
+    let io = CliError::write("writing the export");
     let header = serde_json::json!({ "header": reader.header() });
     writeln!(out, "{header}").map_err(io)?;
     loop {
         match reader.next_record() {
             Ok(Some(record)) => writeln!(out, "{}", record_json(&reader, &record)).map_err(io)?,
             Ok(None) => break,
-            Err(e) => {
+            Err(error) => {
                 out.flush().map_err(io)?;
-                return Err(CliError {
-                    code: code_of(&e),
-                    message: e.to_string(),
-                });
+                return Err(CliError::Tape { path: None, error });
             }
         }
     }
     out.flush().map_err(io)?;
-    Ok(OK)
+    Ok(Outcome::Success)
 }
 
 fn verify(path: &Path) -> CliResult {
@@ -145,15 +128,15 @@ fn verify(path: &Path) -> CliResult {
                 "ok: {} records, {} bytes, final hash {:016x}, verdict: {}",
                 report.records, report.bytes, report.footer.final_hash, report.footer.verdict
             );
-            Ok(OK)
+            Ok(Outcome::Success)
         }
         Err(error @ TapeError::Truncated { .. }) => {
             println!("truncated: {}: {error}", path.display());
-            Ok(DIVERGED)
+            Ok(Outcome::Finding)
         }
-        Err(error) => Err(CliError {
-            code: code_of(&error),
-            message: format!("{}: {error}", path.display()),
+        Err(error) => Err(CliError::Tape {
+            path: Some(path.to_path_buf()),
+            error,
         }),
     }
 }

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use simtape::tape::sha256_hex;
 use simtape_agent::{EvalReport, EvalScenario};
+use simtape_eval::run_json::{to_json_pretty, ArtifactJson, EvidenceManifest, EvidenceVerdict};
 
+use crate::common::shell::command_line;
 use crate::exit::CliError;
-use crate::shell::command_line;
 
 /// The artifacts' file names inside the evidence directory.
 pub(crate) const TAPE_FILE: &str = "run.tape";
@@ -30,7 +31,7 @@ pub(crate) struct RunEvidence<'a> {
 
 /// Writes the evidence directory and returns the manifest's path.
 pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliError> {
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(CliError::io(dir))?;
     let mut artifacts = vec![run.tape.to_path_buf()];
     if let Some(diff) = &run.report.fs_diff {
         artifacts.push(put(dir, DIFF_FILE, diff.unified().as_bytes())?);
@@ -41,8 +42,13 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
         let json = serde_json::to_vec_pretty(world).expect("world outcomes serialize");
         artifacts.push(put(dir, &format!("world-{}.json", world.server), &json)?);
     }
-    let verdict = serde_json::to_vec_pretty(&verdict_json(run)).expect("JSON values serialize");
-    artifacts.push(put(dir, VERDICT_FILE, &verdict)?);
+    let verdict = EvidenceVerdict {
+        run: run.report.to_json(run.scenario.scenario().name()),
+        scenario_sha256: run.scenario.scenario().digest(),
+        reproduce: run.reproduce.to_string(),
+        transcript: run.report.transcript.as_ref(),
+    };
+    artifacts.push(put(dir, VERDICT_FILE, to_json_pretty(&verdict).as_bytes())?);
     let replay = command_line(&[
         "simtape",
         "replay",
@@ -54,58 +60,31 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
         format!("#!/bin/sh\n# Replays this run; the new tape must be byte-identical.\n{replay}\n");
     artifacts.push(put(dir, REPLAY_FILE, script.as_bytes())?);
     let manifest = manifest_json(run, &artifacts)?;
-    let bytes = serde_json::to_vec_pretty(&manifest).expect("JSON values serialize");
-    put(dir, MANIFEST_FILE, &bytes)
+    put(dir, MANIFEST_FILE, manifest.as_bytes())
 }
 
-fn verdict_json(run: &RunEvidence<'_>) -> serde_json::Value {
-    let base = serde_json::json!({
-        "scenario_sha256": run.scenario.scenario().digest(),
-        "reproduce": run.reproduce,
-    });
-    let mut detail = crate::cmd_run::report_json(run.scenario, run.report);
-    if let Some(transcript) = &run.report.transcript {
-        detail["transcript"] = serde_json::to_value(transcript).expect("transcripts serialize");
-    }
-    merge(base, detail)
-}
-
-fn manifest_json(
-    run: &RunEvidence<'_>,
-    artifacts: &[PathBuf],
-) -> Result<serde_json::Value, CliError> {
+fn manifest_json(run: &RunEvidence<'_>, artifacts: &[PathBuf]) -> Result<String, CliError> {
     let mut files = Vec::new();
     for path in artifacts {
-        let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
+        let bytes = std::fs::read(path).map_err(CliError::io(path))?;
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        files.push(serde_json::json!({
-            "file": name,
-            "bytes": bytes.len(),
-            "sha256": sha256_hex(&bytes),
-        }));
+        files.push(ArtifactJson {
+            file: name,
+            bytes: bytes.len(),
+            sha256: sha256_hex(&bytes),
+        });
     }
-    Ok(serde_json::json!({
-        "scenario": run.scenario.scenario().name(),
-        "seed": run.seed,
-        "artifacts": files,
+    Ok(to_json_pretty(&EvidenceManifest {
+        scenario: run.scenario.scenario().name().to_string(),
+        seed: run.seed,
+        artifacts: files,
     }))
-}
-
-fn merge(mut base: serde_json::Value, extra: serde_json::Value) -> serde_json::Value {
-    if let (Some(base), serde_json::Value::Object(extra)) = (base.as_object_mut(), extra) {
-        base.extend(extra);
-    }
-    base
 }
 
 fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, CliError> {
     let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+    std::fs::write(&path, bytes).map_err(CliError::io(&path))?;
     Ok(path)
-}
-
-fn io(path: &Path, error: std::io::Error) -> CliError {
-    CliError::usage(format!("{}: {error}", path.display()))
 }

@@ -1,30 +1,161 @@
-//! Exit codes, one meaning each (also listed in `simtape --help` and docs/cli.md).
+//! How a command ends: an [`Outcome`] when it ran to the end, a [`CliError`] when something
+//! stopped it; [`exit_code`] is the one place that turns either into the process's exit code
+//! (the table is in `simtape --help` and docs/cli.md).
 
-/// Success: the run completed, the tapes are equal, the tape is sound.
-pub(crate) const OK: u8 = 0;
-/// A finding: tapes diverge, a run is not deterministic, a replay differs, a tape is damaged.
-pub(crate) const DIVERGED: u8 = 1;
-/// Bad usage or bad input: arguments, scenario files, unreadable tapes.
-pub(crate) const USAGE: u8 = 2;
-/// The simulated run ended in error: deadlock, task panic, limit reached.
-pub(crate) const RUN_ERROR: u8 = 3;
+use std::path::PathBuf;
 
-/// An error that ends a command with a message and an exit code.
-#[derive(Debug)]
-pub(crate) struct CliError {
-    pub(crate) code: u8,
-    pub(crate) message: String,
+use simtape::oracle::OracleError;
+use simtape::scenario::ScenarioError;
+use simtape::tape::TapeError;
+use simtape_eval::sweep::{MergeError, ReportWriteError};
+use simtape_mcp::eval::EvalError;
+use simtape_mcp::world::SpecError;
+use simtape_mcp::McpError;
+
+/// What a command that ran to the end found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The run passed, the tapes are equal, the tape is sound (exit 0).
+    Success,
+    /// Tapes diverge, a run is not deterministic, a replay differs, a tape is damaged, a run
+    /// failed a verifier, a sweep has a failing seed (exit 1).
+    Finding,
+    /// The input it checked has problems, each already reported (exit 2).
+    Invalid,
+    /// The simulated run ended in error: deadlock, task panic, limit reached (exit 3).
+    RunError,
+}
+
+/// What stopped a command. Every variant is fatal to the command; `main` prints it after
+/// `error: `.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// Arguments that cannot work together, or ask for more than a command takes.
+    #[error("{0}")]
+    Usage(String),
+    /// A file or directory that cannot be read, created or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An output stream that cannot be written (`stdout`, the export).
+    #[error("{stream}: {source}")]
+    Write {
+        /// What was being written.
+        stream: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A scenario file with a problem, at its file:line:field.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// Input that does not parse or does not fit: a cassette, a world, a state, a report.
+    #[error("{0}")]
+    Input(String),
+    /// Two tapes the oracle cannot compare (one does not read).
+    #[error(transparent)]
+    Oracle(#[from] OracleError),
+    /// A tape that cannot be opened (input) or is damaged (a finding), with its file when
+    /// the message does not name it.
+    #[error("{}{error}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    Tape {
+        /// The tape file, to prefix the message with.
+        path: Option<PathBuf>,
+        /// What is wrong.
+        error: TapeError,
+    },
+    /// An MCP cassette, server or stream that fails.
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    /// An MCP world spec with a problem.
+    #[error(transparent)]
+    World(#[from] SpecError),
+    /// World states that cannot be scored.
+    #[error(transparent)]
+    WorldEval(#[from] EvalError),
+    /// Shard reports that do not merge.
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    /// A sweep report that cannot be written.
+    #[error(transparent)]
+    ReportWrite(#[from] ReportWriteError),
 }
 
 impl CliError {
-    /// Bad usage or bad input (exit 2).
-    pub(crate) fn usage(message: impl std::fmt::Display) -> CliError {
-        CliError {
-            code: USAGE,
-            message: message.to_string(),
-        }
+    /// Returns the error of a file that cannot be read or written.
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CliError {
+        let path = path.into();
+        move |source| CliError::Io { path, source }
+    }
+
+    /// Returns the error of an output stream that cannot be written.
+    pub(crate) fn write(stream: &'static str) -> impl Fn(std::io::Error) -> CliError + Copy {
+        move |source| CliError::Write { stream, source }
     }
 }
 
-/// What a command returns: an exit code, or an error with its own code.
-pub(crate) type CliResult = Result<u8, CliError>;
+/// What a command returns.
+pub(crate) type CliResult = Result<Outcome, CliError>;
+
+/// Returns the process's exit code for how a command ended: 0 success, 1 a finding, 2 bad
+/// usage or bad input, 3 a run that ended in error.
+pub(crate) fn exit_code(result: &CliResult) -> u8 {
+    const SUCCESS: u8 = 0;
+    const FINDING: u8 = 1;
+    const USAGE: u8 = 2;
+    const RUN_ERROR: u8 = 3;
+    match result {
+        Ok(Outcome::Success) => SUCCESS,
+        Ok(Outcome::Finding) => FINDING,
+        Ok(Outcome::Invalid) => USAGE,
+        Ok(Outcome::RunError) => RUN_ERROR,
+        // A tape that does not open is bad input; damage found in a tape is a finding.
+        Err(CliError::Tape {
+            error: TapeError::Io { .. },
+            ..
+        }) => USAGE,
+        Err(CliError::Tape { .. }) => FINDING,
+        Err(
+            CliError::Usage(_)
+            | CliError::Io { .. }
+            | CliError::Write { .. }
+            | CliError::Scenario(_)
+            | CliError::Input(_)
+            | CliError::Oracle(_)
+            | CliError::Mcp(_)
+            | CliError::World(_)
+            | CliError::WorldEval(_)
+            | CliError::Merge(_)
+            | CliError::ReportWrite(_),
+        ) => USAGE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ending_has_its_exit_code() {
+        // Goal: the table of docs/cli.md: 0 success, 1 a finding (a damaged tape too), 2 bad
+        // usage or input (a tape that does not open too), 3 a run error.
+        assert_eq!(exit_code(&Ok(Outcome::Success)), 0);
+        assert_eq!(exit_code(&Ok(Outcome::Finding)), 1);
+        assert_eq!(exit_code(&Ok(Outcome::Invalid)), 2);
+        assert_eq!(exit_code(&Ok(Outcome::RunError)), 3);
+        assert_eq!(exit_code(&Err(CliError::Usage("x".into()))), 2);
+        let unreadable = TapeError::Io {
+            path: "t.tape".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let tape = |error| CliError::Tape { path: None, error };
+        assert_eq!(exit_code(&Err(tape(unreadable))), 2);
+        let damaged = TapeError::BadHeader {
+            detail: "cut short".into(),
+        };
+        assert_eq!(exit_code(&Err(tape(damaged))), 1);
+    }
+}

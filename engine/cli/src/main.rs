@@ -18,9 +18,9 @@ mod cmd_run;
 mod cmd_serve;
 mod cmd_sweep;
 mod cmd_tape;
+mod common;
 mod evidence;
 mod exit;
-mod shell;
 mod sweep;
 
 use std::process::ExitCode;
@@ -46,13 +46,10 @@ fn main() -> ExitCode {
         args::Command::Report(a) => cmd_report::run(&a),
         args::Command::Serve(a) => cmd_serve::run(&a),
     };
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(error) => {
-            eprintln!("error: {}", error.message);
-            ExitCode::from(error.code)
-        }
+    if let Err(error) = &result {
+        eprintln!("error: {error}");
     }
+    ExitCode::from(exit::exit_code(&result))
 }
 
 /// Restores SIGPIPE's default action, so output piped into a reader that stops early

@@ -69,7 +69,7 @@ pub struct Answer<T> {
 ///     dice.call(6).await
 /// }).unwrap();
 /// assert!((1..=6).contains(&report.output));
-/// assert_eq!(report.end_ns, 1_000);
+/// assert_eq!(report.summary.end_ns, 1_000);
 /// ```
 pub trait Actor: 'static {
     /// What a task asks.

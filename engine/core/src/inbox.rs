@@ -31,7 +31,7 @@
 //! assert_eq!(run.now_ns(), 30_000_000_000); // virtual time: the 30 s took no wall time
 //! run.close(requests).unwrap();
 //! let report = run.finish().unwrap();
-//! assert_eq!(report.end_ns, 30_000_000_000);
+//! assert_eq!(report.summary.end_ns, 30_000_000_000);
 //! ```
 
 use std::any::Any;

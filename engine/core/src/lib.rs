@@ -23,6 +23,7 @@
 //! - [`sim`] — `Sim` and `Builder` (seed, start instant, limits, tape, actors), `Host`.
 //! - [`run`] — open runs: `Sim::start` → `Run` (`step`, `run_until`, `deliver`, `finish`).
 //! - [`inbox`] — `Inbox`/`Outbox`: input into and output from an open run.
+//! - [`RunSummary`] — what every report of a run says about it (seed, time, counts, tape).
 //! - `executor` — the run loop (entered through a guard), tasks, join handles, deadlocks.
 //! - [`time`] — virtual time, `sleep`, `sleep_until`, `timeout`, `interval`.
 //! - `timers` — the `(t_ns, seq)` timer queue.
@@ -56,6 +57,7 @@ pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+mod summary;
 pub mod sync;
 pub mod tape;
 pub mod testing;
@@ -70,6 +72,7 @@ pub use run::{Progress, Run};
 pub use sim::{ActorStates, Builder, Host, RunError, RunReport, Sim};
 #[cfg(feature = "macros")]
 pub use simtape_macros::test;
+pub use summary::RunSummary;
 
 /// The README's Rust example, compiled and run as a doctest so it cannot go stale.
 #[cfg(doctest)]

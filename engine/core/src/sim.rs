@@ -18,8 +18,9 @@ use crate::limits::Limits;
 use crate::recorder::Recorder;
 use crate::rng::RngStream;
 use crate::run::Run;
+use crate::summary::RunSummary;
 use crate::tape::{
-    sidecar_dir, BlobMode, ScenarioStamp, TapeHeader, TapeSink, TapeSummary, TapeWriter,
+    sidecar_dir, BlobMode, ScenarioStamp, TapeHeader, TapeSink, TapeWriter,
     BLOB_THRESHOLD_DEFAULT_BYTES, CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION,
 };
 use crate::time::START_DEFAULT_UNIX_NS;
@@ -118,7 +119,7 @@ impl Builder {
         self
     }
 
-    /// Keeps the tape in memory; [`RunReport::tape`] holds its bytes.
+    /// Keeps the tape in memory; [`crate::RunSummary::tape`] holds its bytes.
     pub fn tape_in_memory(&mut self) -> &mut Self {
         self.tape = TapeTarget::Memory;
         self
@@ -336,20 +337,8 @@ impl std::fmt::Debug for Sim {
 pub struct RunReport<T> {
     /// The pipeline's output.
     pub output: T,
-    /// The seed.
-    pub seed: u64,
-    /// Virtual time at the end, in nanoseconds.
-    pub end_ns: u64,
-    /// Timer events popped.
-    pub events: u64,
-    /// Records written (not counting tape meta records).
-    pub records: u64,
-    /// A fingerprint of every record, kept even without a tape.
-    pub fingerprint: u64,
-    /// The tape, when one was written.
-    pub tape: Option<TapeSummary>,
-    /// The tape file, when the tape went to a file.
-    pub tape_path: Option<PathBuf>,
+    /// The seed, time, counts, fingerprint and tape of the run.
+    pub summary: RunSummary,
     /// The actors' final states (the fs overlay and its diff, a world state, …).
     pub actors: ActorStates,
     /// The capability actors the run was built with, to find their states in `actors`.
@@ -398,16 +387,9 @@ impl ActorStates {
 pub struct RunError {
     /// What stopped the run (boxed: it keeps `Result<_, RunError>` small).
     pub error: Box<SimError>,
-    /// The seed.
-    pub seed: u64,
-    /// Virtual time at the end, in nanoseconds.
-    pub end_ns: u64,
-    /// Timer events popped.
-    pub events: u64,
-    /// The tape, when one was written and could be finished (boxed to keep the error small).
-    pub tape: Option<Box<TapeSummary>>,
-    /// The tape file.
-    pub tape_path: Option<PathBuf>,
+    /// The seed, time, counts and fingerprint as far as the run got, and its tape when one
+    /// was written and could be finished (boxed to keep the error small).
+    pub summary: Box<RunSummary>,
     /// The actors' final states, as far as the run got.
     pub actors: ActorStates,
 }
@@ -525,35 +507,30 @@ pub(crate) fn finish_run<T: 'static>(
             .map(|slot| slot.state.take())
             .collect(),
     };
+    let summary = |tape| RunSummary {
+        seed,
+        end_ns,
+        events,
+        records,
+        fingerprint,
+        tape,
+        tape_path,
+    };
     match (outcome, tape) {
         (Ok(output), Ok(tape)) => Ok(RunReport {
             output,
-            seed,
-            end_ns,
-            events,
-            records,
-            fingerprint,
-            tape,
-            tape_path,
+            summary: summary(tape),
             actors,
             capabilities,
         }),
         (Ok(_), Err(tape_error)) => Err(RunError {
             error: Box::new(SimError::Tape(tape_error)),
-            seed,
-            end_ns,
-            events,
-            tape: None,
-            tape_path,
+            summary: Box::new(summary(None)),
             actors,
         }),
         (Err(error), tape) => Err(RunError {
             error: Box::new(error),
-            seed,
-            end_ns,
-            events,
-            tape: tape.ok().flatten().map(Box::new),
-            tape_path,
+            summary: Box::new(summary(tape.ok().flatten())),
             actors,
         }),
     }

@@ -1,6 +1,8 @@
 //! `cargo test` helpers: run a pipeline over many seeds; a failure, returned or panicked, names
 //! the seed, where it panicked, the one command that replays it and (for `#[simtape::test]`)
 //! the tape it left under `target/simtape/`. `docs/testing.md` is the guide.
+//! And the guard each crate's one integration-test binary keeps against a test file
+//! nobody declared ([`assert_test_files_declared`]).
 //!
 //! ```
 //! use std::time::Duration;
@@ -242,9 +244,12 @@ where
             Failure::returned(format!("the simulation could not be built: {error}"))
         })?;
         let failure = match sim.run(&body) {
-            Ok(RunReport { output, tape, .. }) => output
-                .into_failure()
-                .map(|message| (Failure::returned(message), tape.and_then(|t| t.memory))),
+            Ok(RunReport {
+                output, summary, ..
+            }) => output.into_failure().map(|message| {
+                let tape = summary.tape.and_then(|t| t.memory);
+                (Failure::returned(message), tape)
+            }),
             Err(error) => Some(run_failure(error)),
         };
         Ok(failure.map(|(failure, tape)| failure.keep_tape(tape, &spec.tape_path(seed))))
@@ -256,7 +261,7 @@ fn run_failure(error: RunError) -> (Failure, Option<Vec<u8>>) {
         SimError::TaskPanicked { .. } => Failure::panicked(error.to_string()),
         _ => Failure::returned(error.to_string()),
     };
-    (failure, error.tape.and_then(|tape| tape.memory))
+    (failure, error.summary.tape.and_then(|tape| tape.memory))
 }
 
 /// Why one seed failed.
@@ -401,6 +406,36 @@ pub fn target_dir(manifest_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| manifest_dir.join("target"))
 }
 
+/// Asserts that every `.rs` file beside an integration-test binary's `main.rs` in `dir` is
+/// declared there as `mod <name>;`. Cargo builds only what `main.rs` declares, so a file
+/// that is not would never compile or run, silently.
+///
+/// ```
+/// // Each crate's tests/integration/main.rs calls it from a #[test]:
+/// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration");
+/// simtape::testing::assert_test_files_declared(&dir);
+/// ```
+///
+/// # Panics
+/// Naming the first file that is not declared, or when `dir` or its `main.rs` cannot be read.
+pub fn assert_test_files_declared(dir: &Path) {
+    let main = std::fs::read_to_string(dir.join("main.rs"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join("main.rs").display()));
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let name = entry.expect("a directory entry").file_name();
+        let name = name.to_string_lossy();
+        let Some(module) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        assert!(
+            module == "main" || main.contains(&format!("mod {module};")),
+            "{name} is not declared in {}",
+            dir.join("main.rs").display()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,5 +496,25 @@ mod tests {
             ..spec
         };
         assert_eq!(top_level.name(), "fails");
+    }
+
+    #[test]
+    fn a_test_file_main_rs_does_not_declare_is_named() {
+        // Goal: the guard passes when every file is declared and names the one that is not.
+        let dir = std::env::temp_dir().join(format!("simtape-guard-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.rs"), "mod declared;\n").unwrap();
+        std::fs::write(dir.join("declared.rs"), "").unwrap();
+        std::fs::write(dir.join("notes.txt"), "").unwrap();
+        assert_test_files_declared(&dir);
+        std::fs::write(dir.join("forgotten.rs"), "").unwrap();
+        let panic = std::panic::catch_unwind(|| assert_test_files_declared(&dir)).unwrap_err();
+        let message = panic.downcast_ref::<String>().unwrap();
+        assert!(
+            message.starts_with("forgotten.rs is not declared in"),
+            "{message}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -84,7 +84,14 @@ fn stdout(report: &RunReport<Result<Output, ProcessError>>) -> String {
 
 /// Returns the tape's request and reply records as (time, actor, kind, body as JSON).
 fn records(report: &RunReport<impl Sized>) -> Vec<(u64, String, RecordKind, serde_json::Value)> {
-    let bytes = report.tape.as_ref().unwrap().memory.clone().unwrap();
+    let bytes = report
+        .summary
+        .tape
+        .as_ref()
+        .unwrap()
+        .memory
+        .clone()
+        .unwrap();
     let mut reader = TapeReader::new(bytes.as_slice()).unwrap().keep_blobs(true);
     let mut out = Vec::new();
     while let Some(record) = reader.next_record().unwrap() {
@@ -142,7 +149,7 @@ fn a_day_of_sleep_takes_a_day_of_virtual_time() {
     let output = report.output.as_ref().unwrap();
     assert_eq!(output.status, ExitStatus::Code(0));
     assert_eq!(output.duration_ns, DAY_NS);
-    assert_eq!(report.end_ns, DAY_NS);
+    assert_eq!(report.summary.end_ns, DAY_NS);
 }
 
 #[test]
@@ -154,7 +161,7 @@ fn only_the_earliest_subscription_fires() {
         stdout(&report),
         format!("events 1 first 1 elapsed {SECOND_NS}\n")
     );
-    assert_eq!(report.end_ns, SECOND_NS);
+    assert_eq!(report.summary.end_ns, SECOND_NS);
 }
 
 #[test]
@@ -400,7 +407,7 @@ fn a_sleeping_guest_interleaves_with_other_tasks() {
         .map(|(t, actor, kind)| (t, actor.to_owned(), kind))
         .collect();
     assert_eq!(calls, expected);
-    let tape = |report: RunReport<Output>| report.tape.unwrap().memory.unwrap();
+    let tape = |report: RunReport<Output>| report.summary.tape.unwrap().memory.unwrap();
     assert_eq!(tape(report), tape(interleaved()));
 }
 
@@ -451,7 +458,7 @@ fn fault_rules_reach_wasi_programs() {
     let actor = ProcessActor::wasi(guests()).with_faults(vec![fault]);
     let report = invoke(1, actor, None, Command::new("tool").args(["sleep", "60"]));
     assert_eq!(report.output.unwrap().status, ExitStatus::Code(7));
-    assert_eq!(report.end_ns, 0);
+    assert_eq!(report.summary.end_ns, 0);
 }
 
 #[test]
@@ -493,5 +500,5 @@ fn a_sleeping_guest_can_be_cancelled() {
     });
     assert!(report.output.0, "the timeout fired first");
     assert!(report.output.1.starts_with(b"events 1"));
-    assert_eq!(report.end_ns, 61 * SECOND_NS);
+    assert_eq!(report.summary.end_ns, 61 * SECOND_NS);
 }

@@ -1,13 +1,8 @@
 //! `simtape mcp eval`: scores n final states of one world against its goal.
 //!
-//! With c passing states out of n, for every k in 1..=n (mcp-llm.md §6):
-//!
-//! * pass@k = 1 − C(n−c, k) / C(n, k): the chance at least one of k trials passes (Chen et al.
-//!   2021, the unbiased estimator, not the biased 1 − (1 − c/n)^k);
-//! * pass^k = C(c, k) / C(n, k): the chance all k trials pass (τ-bench, Yao et al. 2024).
-//!
-//! Both are computed exactly as reduced fractions of `u128`s ([`Fraction`]); decimals appear
-//! only when rendering. `n` is capped by [`crate::limits::EVAL_STATES_MAX`] so C(n, k) fits.
+//! With c passing states out of n, it gives pass@k and pass^k for every k in 1..=n
+//! (mcp-llm.md §6), exactly, with the estimators of `simtape_eval::estimate`. `n` is capped by
+//! [`crate::limits::EVAL_STATES_MAX`] so every C(n, k) fits.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,128 +10,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use simtape_eval::estimate::{Fraction, KRow};
 
 use crate::limits::EVAL_STATES_MAX;
 use crate::world::{score, Scored, World};
-
-/// An exact non-negative fraction, always reduced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fraction {
-    /// The numerator.
-    pub numerator: u128,
-    /// The denominator, never 0.
-    pub denominator: u128,
-}
-
-impl Fraction {
-    /// Returns `numerator / denominator` reduced. The denominator must not be 0.
-    ///
-    /// ```
-    /// use simtape_mcp::eval::Fraction;
-    /// assert_eq!(Fraction::new(10, 12).to_string(), "5/6");
-    /// assert_eq!(Fraction::new(4, 4).to_string(), "1");
-    /// ```
-    pub fn new(numerator: u128, denominator: u128) -> Fraction {
-        assert!(denominator > 0, "a fraction needs a non-zero denominator");
-        let divisor = gcd(numerator, denominator);
-        Fraction {
-            numerator: numerator / divisor,
-            denominator: denominator / divisor,
-        }
-    }
-
-    /// Returns the value as a float, for display only.
-    pub fn to_f64(self) -> f64 {
-        self.numerator as f64 / self.denominator as f64
-    }
-}
-
-impl std::fmt::Display for Fraction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.denominator == 1 {
-            write!(f, "{}", self.numerator)
-        } else {
-            write!(f, "{}/{}", self.numerator, self.denominator)
-        }
-    }
-}
-
-fn gcd(mut a: u128, mut b: u128) -> u128 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a.max(1)
-}
-
-/// Returns C(n, k) exactly (0 when k > n). Exact for n up to [`EVAL_STATES_MAX`]: each step
-/// multiplies C(n, i) by n − i before dividing, and C(n, i)·n stays far below 2^128 there.
-///
-/// ```
-/// use simtape_mcp::eval::binomial;
-/// assert_eq!(binomial(4, 2), 6);
-/// assert_eq!(binomial(2, 3), 0);
-/// ```
-pub fn binomial(n: u64, k: u64) -> u128 {
-    binomial_checked(n, k).expect("C(n, k) fits in u128 for n up to EVAL_STATES_MAX")
-}
-
-/// Returns C(n, k) exactly, or `None` when it (or a step towards it) overflows `u128`.
-/// When `binomial_checked(n, k)` is `Some`, [`pass_at_k`] and [`pass_hat_k`] at `(n, c, k)`
-/// are exact for every `c ≤ n`: their other binomials are smaller, step by step. Seed sweeps
-/// use it to keep only the k whose estimates are exact.
-///
-/// ```
-/// use simtape_mcp::eval::binomial_checked;
-/// assert_eq!(binomial_checked(10_000, 10).is_some(), true);
-/// assert_eq!(binomial_checked(1_000_000, 10), None);
-/// ```
-pub fn binomial_checked(n: u64, k: u64) -> Option<u128> {
-    if k > n {
-        return Some(0);
-    }
-    let k = k.min(n - k);
-    let mut value: u128 = 1;
-    for i in 0..k {
-        value = value.checked_mul(u128::from(n - i))? / u128::from(i + 1);
-    }
-    Some(value)
-}
-
-/// Returns pass@k = 1 − C(n−c, k)/C(n, k).
-///
-/// ```
-/// use simtape_mcp::eval::pass_at_k;
-/// assert_eq!(pass_at_k(4, 2, 2).to_string(), "5/6");
-/// ```
-pub fn pass_at_k(n: u64, c: u64, k: u64) -> Fraction {
-    let all = binomial(n, k);
-    Fraction::new(all - binomial(n - c, k), all)
-}
-
-/// Returns pass^k = C(c, k)/C(n, k).
-///
-/// ```
-/// use simtape_mcp::eval::pass_hat_k;
-/// assert_eq!(pass_hat_k(4, 2, 2).to_string(), "1/6");
-/// ```
-pub fn pass_hat_k(n: u64, c: u64, k: u64) -> Fraction {
-    Fraction::new(binomial(c, k), binomial(n, k))
-}
-
-/// One k's estimates, exact and as decimals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KRow {
-    /// k.
-    pub k: u64,
-    /// pass@k as an exact fraction, e.g. `"5/6"`.
-    pub pass_at_k: String,
-    /// pass@k as a decimal.
-    pub pass_at_k_value: f64,
-    /// pass^k as an exact fraction.
-    pub pass_hat_k: String,
-    /// pass^k as a decimal.
-    pub pass_hat_k_value: f64,
-}
 
 /// One scored state file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,9 +36,10 @@ pub struct PathFailures {
     pub runs: u64,
 }
 
-/// The eval report.
+/// The scores of n final states of one world: pass rate, pass@k and pass^k, failures by
+/// path, each state's score.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EvalReport {
+pub struct WorldEvalReport {
     /// The world's name.
     pub world: String,
     /// n, the number of states.
@@ -180,16 +58,32 @@ pub struct EvalReport {
     pub runs: Vec<RunScore>,
 }
 
-/// Scores states (path, parsed JSON) against the world's goal. Errors name the problem.
-pub fn evaluate(world: &World, states: &[(PathBuf, Value)]) -> Result<EvalReport, String> {
+/// Why states cannot be scored: a usage error, fatal to the eval only.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// No state was given.
+    #[error("eval needs at least one --state")]
+    NoStates,
+    /// More states than the estimators keep exact.
+    #[error("eval takes at most {EVAL_STATES_MAX} states, got {given}")]
+    TooManyStates {
+        /// How many were given.
+        given: usize,
+    },
+}
+
+// Every binomial of pass@k and pass^k stays exact up to the estimators' bound.
+const _: () = assert!(EVAL_STATES_MAX as u64 <= simtape_eval::estimate::TRIALS_EXACT_MAX);
+
+/// Scores states (path, parsed JSON) against the world's goal.
+pub fn evaluate(world: &World, states: &[(PathBuf, Value)]) -> Result<WorldEvalReport, EvalError> {
     if states.is_empty() {
-        return Err("eval needs at least one --state".into());
+        return Err(EvalError::NoStates);
     }
     if states.len() > EVAL_STATES_MAX {
-        return Err(format!(
-            "eval takes at most {EVAL_STATES_MAX} states, got {}",
-            states.len()
-        ));
+        return Err(EvalError::TooManyStates {
+            given: states.len(),
+        });
     }
     let spec = &world.spec;
     let runs: Vec<RunScore> = states
@@ -201,20 +95,9 @@ pub fn evaluate(world: &World, states: &[(PathBuf, Value)]) -> Result<EvalReport
         .collect();
     let n = runs.len() as u64;
     let c = runs.iter().filter(|r| r.scored.passed).count() as u64;
-    let k = (1..=n)
-        .map(|k| {
-            let (at, hat) = (pass_at_k(n, c, k), pass_hat_k(n, c, k));
-            KRow {
-                k,
-                pass_at_k: at.to_string(),
-                pass_at_k_value: at.to_f64(),
-                pass_hat_k: hat.to_string(),
-                pass_hat_k_value: hat.to_f64(),
-            }
-        })
-        .collect();
+    let k = (1..=n).map(|k| KRow::new(n, c, k)).collect();
     let rate = Fraction::new(u128::from(c), u128::from(n));
-    Ok(EvalReport {
+    Ok(WorldEvalReport {
         world: spec.name.clone(),
         n,
         c,
@@ -251,7 +134,7 @@ fn failures(runs: &[RunScore]) -> Vec<PathFailures> {
     list
 }
 
-impl EvalReport {
+impl WorldEvalReport {
     /// Renders the report for people.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
@@ -262,8 +145,7 @@ impl EvalReport {
         );
         let _ = writeln!(out, "{:>4}  {:<24}  pass^k", "k", "pass@k");
         for row in &self.k {
-            let at = format!("{} = {:.4}", row.pass_at_k, row.pass_at_k_value);
-            let hat = format!("{} = {:.4}", row.pass_hat_k, row.pass_hat_k_value);
+            let (at, hat) = row.cells();
             let _ = writeln!(out, "{:>4}  {at:<24}  {hat}", row.k);
         }
         if !self.failures.is_empty() {
@@ -287,24 +169,5 @@ impl EvalReport {
             out.push('\n');
         }
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn estimators_match_hand_computed_values() {
-        // Goal: the unbiased estimators give the textbook values, exactly.
-        assert_eq!(pass_at_k(4, 2, 1), Fraction::new(1, 2));
-        assert_eq!(pass_hat_k(4, 2, 1), Fraction::new(1, 2));
-        assert_eq!(pass_at_k(4, 2, 3), Fraction::new(1, 1));
-        assert_eq!(pass_hat_k(4, 2, 3), Fraction::new(0, 1));
-        assert_eq!(pass_at_k(5, 0, 5), Fraction::new(0, 1));
-        assert_eq!(pass_hat_k(5, 5, 5), Fraction::new(1, 1));
-        // C(100, 50) is about 1.0e29: exact, no overflow at the cap.
-        assert_eq!(binomial(100, 50), 100_891_344_545_564_193_334_812_497_256);
-        assert_eq!(pass_hat_k(100, 99, 99), Fraction::new(1, 100));
     }
 }

@@ -70,7 +70,7 @@ fn serve_once(python: &str, agent: &str, tape: &Path) -> Served {
         tape: std::fs::read(tape).unwrap(),
         verdict: report.output.verdict(),
         model_calls: report.output.model_calls,
-        end_ns: report.end_ns,
+        end_ns: report.summary.end_ns,
     }
 }
 

@@ -188,7 +188,7 @@ fn a_scripted_only_scenario_leaves_the_records_of_scenario_run() {
     let scenario = eval(plain, None, vec![]);
     let report = run(&scenario, 3);
     assert_eq!(report.outcomes, vec![("n".to_string(), json!(1))]);
-    assert_eq!(report.records, expected.records);
-    assert_eq!(report.fingerprint, expected.fingerprint);
+    assert_eq!(report.summary.records, expected.summary.records);
+    assert_eq!(report.summary.fingerprint, expected.summary.fingerprint);
     assert!(report.transcript.is_none());
 }

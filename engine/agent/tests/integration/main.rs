@@ -11,21 +11,10 @@ mod retries;
 mod tables;
 mod verifiers;
 
+/// Guards against a test file that exists but is not declared above.
 #[test]
 fn no_test_file_is_forgotten() {
     // Goal: every file in this directory is a module of this binary.
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration");
-    let source = std::fs::read_to_string(dir.join("main.rs")).unwrap();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        let Some(module) = name.strip_suffix(".rs") else {
-            continue;
-        };
-        if module != "main" {
-            assert!(
-                source.contains(&format!("mod {module};")),
-                "{name} is not a module of main.rs"
-            );
-        }
-    }
+    simtape::testing::assert_test_files_declared(&dir);
 }

@@ -233,8 +233,8 @@ fn a_summary_run_has_the_same_tape_and_verdict_without_the_artifacts() {
     let (full, summary) = (run(false), run(true));
     assert_eq!(full.verdict, Verdict::Pass, "{:?}", full.failure);
     assert_eq!(summary.verdict, full.verdict);
-    assert_eq!(summary.fingerprint, full.fingerprint);
-    assert_eq!(summary.tape, full.tape);
+    assert_eq!(summary.summary.fingerprint, full.summary.fingerprint);
+    assert_eq!(summary.summary.tape, full.summary.tape);
     assert_eq!(full.worlds.len(), 1);
     assert!(full.worlds[0].report.scored.passed);
     assert!(full.fs_diff.is_some());

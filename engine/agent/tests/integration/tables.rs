@@ -408,7 +408,7 @@ fn a_complete_eval_scenario_decodes_every_table() {
     // With no [[task]], the scripted part is empty and runs to nothing.
     let mut builder = scenario.scenario().builder(0);
     let report = scenario.scenario().run(&mut builder).unwrap();
-    assert_eq!((report.end_ns, report.outcomes.len()), (0, 0));
+    assert_eq!((report.summary.end_ns, report.outcomes.len()), (0, 0));
 }
 
 #[test]

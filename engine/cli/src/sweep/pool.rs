@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use simtape_agent::{EvalScenario, Verdict as RunVerdict};
+use simtape_agent::EvalScenario;
+use simtape_eval::sweep::{SeedRange, SeedResult, Shard};
+use simtape_eval::VerdictKind;
 
 use super::progress::Progress;
-use super::report::{Reason, SeedResult, Verdict};
-use super::{SeedRange, Shard};
-use crate::cmd_run::reproduce_command;
+use crate::common::reproduce_command;
 
 /// A scenario loaded once for the whole sweep.
 #[derive(Debug)]
@@ -77,7 +77,7 @@ pub(crate) fn run(
                         let (index, seed) = plan.task(task);
                         let result = run_seed(&plan.scenarios[index], seed, plan.out);
                         // The receiver lives until every worker is done.
-                        let _ = sender.send(result.verdict == Verdict::Pass);
+                        let _ = sender.send(result.verdict == VerdictKind::Pass);
                         done.push((index, result));
                     }
                     done
@@ -107,53 +107,21 @@ pub(crate) fn run(
 fn run_seed(loaded: &Loaded, seed: u64, out: Option<&Path>) -> SeedResult {
     let eval = &loaded.scenario;
     let report = eval.run_summary(&mut eval.builder(seed));
-    let (verdict, reason) = match &report.verdict {
-        RunVerdict::Pass => {
-            return SeedResult {
-                seed,
-                verdict: Verdict::Pass,
-                reason: None,
-                end_ns: report.end_ns,
-                events: report.events,
-                tape: None,
-                replay: None,
-            }
-        }
-        RunVerdict::Fail { verifier, saw } => (
-            Verdict::Fail,
-            Reason {
-                kind: "verifier".to_string(),
-                message: format!("{verifier}: {saw}"),
-            },
-        ),
-        RunVerdict::Error { reason } => (
-            Verdict::Error,
-            Reason {
-                kind: report
-                    .failure
-                    .as_ref()
-                    .map_or("error", |failure| failure.kind())
-                    .to_string(),
-                message: reason.clone(),
-            },
-        ),
-    };
+    let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
+    let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
+    if result.verdict == VerdictKind::Pass {
+        return result;
+    }
     // The second run is the same run (same seed, same scenario), now writing its tape.
-    let tape = out.and_then(|out| {
+    result.tape = out.and_then(|out| {
         let path = tape_path(out, eval.scenario().name(), seed);
         let mut builder = eval.builder(seed);
         builder.tape(&path);
         eval.run(&mut builder)
+            .summary
             .tape_path
             .map(|p| p.display().to_string())
     });
-    SeedResult {
-        seed,
-        verdict,
-        reason: Some(reason),
-        end_ns: report.end_ns,
-        events: report.events,
-        tape,
-        replay: Some(reproduce_command(&loaded.path, seed, None, None)),
-    }
+    result.replay = Some(reproduce_command(&loaded.path, seed, None, None));
+    result
 }

@@ -128,7 +128,7 @@ pub fn diff_paths(a: &Path, b: &Path, mode: Mode) -> Result<DiffReport, OracleEr
 ///     let report = builder.build().unwrap().run(move |host| async move {
 ///         host.outcome("answer", &answer);
 ///     });
-///     report.unwrap().tape.unwrap().memory.unwrap()
+///     report.unwrap().summary.tape.unwrap().memory.unwrap()
 /// };
 /// let report = diff_bytes(&run(41), &run(42), Mode::Outcome).unwrap();
 /// assert_eq!(report.exit_code(), 1);

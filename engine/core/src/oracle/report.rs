@@ -19,7 +19,7 @@ const HUNKS_PRINTED_MAX: usize = 10;
 /// let mut builder = simtape::Sim::builder();
 /// builder.seed(1).tape_in_memory();
 /// let tape = builder.build().unwrap().run(|host| async move { host.outcome("answer", &42) })
-///     .unwrap().tape.unwrap().memory.unwrap();
+///     .unwrap().summary.tape.unwrap().memory.unwrap();
 /// let report = diff_bytes(&tape, &tape, Mode::Exact).unwrap();
 /// assert!(report.equal);
 /// assert_eq!(report.exit_code(), 0);

@@ -7,7 +7,6 @@
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -18,7 +17,7 @@ use crate::cap::net::NetError;
 use crate::cap::process::ProcessError;
 use crate::error::SimError;
 use crate::executor::JoinHandle;
-use crate::tape::TapeSummary;
+use crate::summary::RunSummary;
 
 /// The error of one capability call, as the actor answered it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -93,16 +92,9 @@ impl ScenarioFailure {
 pub struct ScenarioRunError {
     /// What stopped the run.
     pub error: Box<ScenarioFailure>,
-    /// The seed.
-    pub seed: u64,
-    /// Virtual time at the end, in nanoseconds.
-    pub end_ns: u64,
-    /// Timer events popped.
-    pub events: u64,
-    /// The tape, when one was written.
-    pub tape: Option<Box<TapeSummary>>,
-    /// The tape file, when the tape went to a file.
-    pub tape_path: Option<PathBuf>,
+    /// The seed, time, counts and tape as far as the run got (boxed: it keeps the error
+    /// small).
+    pub summary: Box<RunSummary>,
     /// The filesystem diff up to the failure, when the scenario has `[fs]` and it could be
     /// computed (boxed: it is large, and most failures have none).
     pub fs_diff: Option<Box<FsDiff>>,

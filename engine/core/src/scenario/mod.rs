@@ -30,7 +30,7 @@
 //! let scenario = Scenario::parse(source, Path::new("ping.toml")).unwrap();
 //! let mut builder = scenario.builder(scenario.seeds()[0]);
 //! let report = scenario.run(&mut builder).unwrap();
-//! assert_eq!(report.end_ns, 250_000_000);
+//! assert_eq!(report.summary.end_ns, 250_000_000);
 //! assert_eq!(report.outcomes, vec![("ponged".to_string(), serde_json::json!(true))]);
 //! ```
 //!
@@ -74,7 +74,8 @@ pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 use crate::cap::fs::FsDiff;
 use crate::limits::Limits;
 use crate::sim::{Builder, Host, RunError, Sim};
-use crate::tape::{ScenarioStamp, TapeSummary};
+use crate::summary::RunSummary;
+use crate::tape::ScenarioStamp;
 use resources::Resources;
 use schema::{Spec, SOURCE_BYTES_MAX};
 
@@ -107,20 +108,8 @@ const _: () = {
 /// What a completed scenario run returns.
 #[derive(Debug)]
 pub struct ScenarioReport {
-    /// The seed.
-    pub seed: u64,
-    /// Virtual time at the end, in nanoseconds.
-    pub end_ns: u64,
-    /// Timer events popped.
-    pub events: u64,
-    /// Records written (not counting tape meta records).
-    pub records: u64,
-    /// A fingerprint of every record, kept even without a tape.
-    pub fingerprint: u64,
-    /// The tape, when one was written.
-    pub tape: Option<TapeSummary>,
-    /// The tape file, when the tape went to a file.
-    pub tape_path: Option<PathBuf>,
+    /// The seed, time, counts, fingerprint and tape of the run.
+    pub summary: RunSummary,
     /// Every `outcome` step that ran, as `(name, value)`, in the order they ran.
     pub outcomes: Vec<(String, serde_json::Value)>,
     /// What the run changed in its overlay, when the scenario has `[fs]`.
@@ -325,11 +314,7 @@ impl Scenario {
         let fs = builder.capabilities.fs();
         let sim = builder.build().map_err(|error| ScenarioRunError {
             error: Box::new(ScenarioFailure::Sim(error)),
-            seed,
-            end_ns: 0,
-            events: 0,
-            tape: None,
-            tape_path: None,
+            summary: Box::new(RunSummary::unstarted(seed)),
             fs_diff: None,
         })?;
         let outcome = sim.run_with_verdict(
@@ -363,13 +348,7 @@ impl Scenario {
             }
         };
         Ok(ScenarioReport {
-            seed: report.seed,
-            end_ns: report.end_ns,
-            events: report.events,
-            records: report.records,
-            fingerprint: report.fingerprint,
-            tape: report.tape,
-            tape_path: report.tape_path,
+            summary: report.summary,
             outcomes,
             fs_diff,
         })
@@ -390,11 +369,7 @@ fn sim_failure(
         .map(Box::new);
     ScenarioRunError {
         error: Box::new(ScenarioFailure::Sim(*failure.error)),
-        seed: failure.seed,
-        end_ns: failure.end_ns,
-        events: failure.events,
-        tape: failure.tape,
-        tape_path: failure.tape_path,
+        summary: failure.summary,
         fs_diff,
     }
 }
@@ -407,11 +382,7 @@ fn report_failure(
 ) -> ScenarioRunError {
     ScenarioRunError {
         error: Box::new(error),
-        seed: report.seed,
-        end_ns: report.end_ns,
-        events: report.events,
-        tape: report.tape.map(Box::new),
-        tape_path: report.tape_path,
+        summary: Box::new(report.summary),
         fs_diff,
     }
 }

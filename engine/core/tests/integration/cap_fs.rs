@@ -56,9 +56,9 @@ where
         .unwrap()
         .run(move |_host| pipeline(FsHandle::new(fs)))
         .unwrap();
-    let tape = report.tape.take().and_then(|t| t.memory).unwrap();
+    let tape = report.summary.tape.take().and_then(|t| t.memory).unwrap();
     let actor = report.actors.take(fs).unwrap();
-    (report.output, actor, tape, report.end_ns)
+    (report.output, actor, tape, report.summary.end_ns)
 }
 
 /// Hashes every file (and the text of every symlink) under `root`, by relative path.

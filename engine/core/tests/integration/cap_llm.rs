@@ -106,7 +106,7 @@ fn weather_conversation_matches_substring_tools_turn_and_tool_result() {
     assert_eq!(answer.stop_reason, "end_turn");
     assert_eq!(answer.usage.output_tokens, 9);
     // (100 ms + 7 × 1 ms) + (100 ms + 9 × 1 ms), both from the fixture's header.
-    assert_eq!(report.end_ns, 216_000_000);
+    assert_eq!(report.summary.end_ns, 216_000_000);
 }
 
 #[test]
@@ -307,7 +307,7 @@ fn error_entries_return_http_errors_with_retry_after() {
         "the model answered HTTP 429: rate limited (retry after 1500 ms)"
     );
     assert_eq!(second.unwrap().text, "ok");
-    assert_eq!(report.end_ns, 50_000_000);
+    assert_eq!(report.summary.end_ns, 50_000_000);
 }
 
 #[test]
@@ -331,7 +331,7 @@ fn latency_is_base_plus_per_token_plus_seeded_jitter() {
         r#"{"response": {"text": "hi", "usage": {"output_tokens": 5}}, "latency": {"base_ms": 100, "per_output_token_us": 1000}}"#,
     ]);
     let report = run(1, exact, |llm| async move { llm.complete(user("q")).await });
-    assert_eq!(report.end_ns, 105_000_000);
+    assert_eq!(report.summary.end_ns, 105_000_000);
     let jittered = || {
         actor(&[
             r#"{"response": {"text": "hi", "usage": {"output_tokens": 0}}, "latency": {"base_ms": 100, "jitter_ms": 50}}"#,
@@ -341,6 +341,7 @@ fn latency_is_base_plus_per_token_plus_seeded_jitter() {
         run(seed, jittered(), |llm| async move {
             llm.complete(user("q")).await
         })
+        .summary
         .end_ns
     };
     let ends: Vec<u64> = (0..20).map(end).collect();
@@ -588,7 +589,7 @@ fn tape_holds_request_and_reply_with_digest_and_alternative() {
     assert_eq!(reply.entry_line, Some(2));
     let alternative = reply.alternative.unwrap();
     assert!(alternative == 0 || alternative == 2, "{alternative}");
-    let bytes = report.tape.unwrap().memory.unwrap();
+    let bytes = report.summary.tape.unwrap().memory.unwrap();
     let mut reader = TapeReader::new(bytes.as_slice()).unwrap().keep_blobs(true);
     let mut bodies = Vec::new();
     while let Some(record) = reader.next_record().unwrap() {
@@ -623,7 +624,7 @@ fn large_responses_go_to_the_content_store() {
         llm.complete(user("q")).await
     });
     assert_eq!(report.output.unwrap().text.len(), 5_000);
-    let bytes = report.tape.unwrap().memory.unwrap();
+    let bytes = report.summary.tape.unwrap().memory.unwrap();
     let mut reader = TapeReader::new(bytes.as_slice()).unwrap().keep_blobs(true);
     let mut replies = Vec::new();
     while let Some(record) = reader.next_record().unwrap() {
@@ -675,7 +676,7 @@ fn request_records_hold_what_changed_since_the_previous_call() {
     for (digest, reply) in &report.output {
         assert_eq!(&reply.request_digest, digest);
     }
-    let bodies = request_bodies(&report.tape.unwrap().memory.unwrap());
+    let bodies = request_bodies(&report.summary.tape.unwrap().memory.unwrap());
     // (model, scope, messages, kept, new, tools_digest, tools)
     let shape: Vec<(u64, u64, usize, bool)> = bodies
         .iter()

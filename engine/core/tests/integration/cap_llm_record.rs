@@ -209,8 +209,8 @@ fn record_then_replay(provider: Provider) {
     // The same calls in the same order: the same replies and the very same tape.
     let replayed = run(Llm::replay(&fixture).unwrap(), false);
     assert_eq!(&replayed.output, replies);
-    assert_eq!(replayed.fingerprint, recorded.fingerprint);
-    assert_eq!(replayed.end_ns, recorded.end_ns);
+    assert_eq!(replayed.summary.fingerprint, recorded.summary.fingerprint);
+    assert_eq!(replayed.summary.end_ns, recorded.summary.end_ns);
 
     // Another order: entries match by content, so the answers are the same.
     let reordered = run(Llm::replay(&fixture).unwrap(), true);

@@ -516,9 +516,12 @@ fn connects_are_tape_records_allowed_or_denied() -> Result<(), Box<dyn std::erro
         matches!(invalid, Err(NetError::InvalidTarget { .. })),
         "{invalid:?}"
     );
-    assert_eq!(report.end_ns, 0, "a policy decision takes no virtual time");
+    assert_eq!(
+        report.summary.end_ns, 0,
+        "a policy decision takes no virtual time"
+    );
 
-    let bytes = report.tape.unwrap().memory.unwrap();
+    let bytes = report.summary.tape.unwrap().memory.unwrap();
     let mut reader = TapeReader::new(&bytes[..])?;
     let mut records = Vec::new();
     while let Some(record) = reader.next_record()? {

@@ -89,7 +89,7 @@ fn record_then_replay_round_trip() {
     assert_eq!(outputs[1].stderr, b"oops\n");
     assert_eq!(outputs[1].status, ExitStatus::Code(3));
     let total_ns: u64 = outputs.iter().map(|o| o.duration_ns).sum();
-    assert_eq!(recorded.end_ns, total_ns);
+    assert_eq!(recorded.summary.end_ns, total_ns);
 
     let tape = ProcessTape::load(&tape_path).unwrap();
     assert_eq!(tape.entries.len(), 2);
@@ -104,7 +104,7 @@ fn record_then_replay_round_trip() {
         outputs
     });
     assert_eq!(&replayed.output, outputs);
-    assert_eq!(replayed.end_ns, total_ns);
+    assert_eq!(replayed.summary.end_ns, total_ns);
     assert!(replayed.process().unwrap().unused_entries().is_empty());
 }
 
@@ -165,7 +165,7 @@ fn matching_by_key_with_cwd_wildcard_and_stdin_digest() {
     });
     // Each call takes the first unused entry that matches: the wildcard one, then /b's own.
     assert_eq!(report.output, ["first\n", "any\n", "b\n", "second\n"]);
-    assert_eq!(report.end_ns, 1111);
+    assert_eq!(report.summary.end_ns, 1111);
 }
 
 #[test]
@@ -504,7 +504,7 @@ fn git_status_and_echo_record_then_replay() {
         outputs
     });
     assert_eq!(replayed.output, recorded.output);
-    assert_eq!(replayed.end_ns, recorded.end_ns);
+    assert_eq!(replayed.summary.end_ns, recorded.summary.end_ns);
     let recorded_ns: u64 = recorded.output.iter().map(|(o, _)| o.duration_ns).sum();
-    assert_eq!(replayed.end_ns, recorded_ns);
+    assert_eq!(replayed.summary.end_ns, recorded_ns);
 }

@@ -37,8 +37,8 @@ fn concurrent_sleeps_overlap_and_finish_in_deadline_order() {
         .unwrap();
     let expected: Vec<(u64, u64)> = (1..=5).map(|i| (i, i * 100_000_000)).collect();
     assert_eq!(report.output, expected);
-    assert_eq!(report.end_ns, 500_000_000);
-    assert_eq!(report.events, 5);
+    assert_eq!(report.summary.end_ns, 500_000_000);
+    assert_eq!(report.summary.events, 5);
 }
 
 #[test]
@@ -117,7 +117,7 @@ fn abort_cancels_a_sleeping_task_without_advancing_time() {
         })
         .unwrap();
     assert_eq!(report.output.0, Err(simtape::JoinError::Aborted(2)));
-    assert_eq!(report.end_ns, 1_000_000);
+    assert_eq!(report.summary.end_ns, 1_000_000);
 }
 
 #[test]
@@ -293,6 +293,7 @@ fn many_runs_one_after_another_and_on_two_threads() {
                 }
             })
             .unwrap()
+            .summary
             .fingerprint
     }
     let sequential: Vec<u64> = (0..4).map(one).collect();
@@ -419,7 +420,7 @@ fn the_clock_and_event_actors_go_through_the_seam() {
         .unwrap();
     let start = simtape::time::parse_instant("2026-05-01T00:00:00Z").unwrap();
     assert_eq!(report.output, (start, start + 2_000_000, 1));
-    let bytes = report.tape.unwrap().memory.unwrap();
+    let bytes = report.summary.tape.unwrap().memory.unwrap();
     let mut reader = TapeReader::new(&bytes[..]).unwrap();
     let mut seen = Vec::new();
     while let Some(record) = reader.next_record().unwrap() {

@@ -17,6 +17,7 @@ use simtape::{RunReport, Sim};
 /// Returns the bytes of a run's in-memory tape.
 fn tape<T>(report: &RunReport<T>) -> Vec<u8> {
     report
+        .summary
         .tape
         .as_ref()
         .and_then(|tape| tape.memory.clone())
@@ -353,7 +354,7 @@ fn a_process_fault_ends_the_run_at_once_and_uses_no_replay_entry() {
         Ok((ExitStatus::Code(0), b"clean\n".to_vec(), Vec::new()))
     );
     // Only the replayed run took time.
-    assert_eq!(report.end_ns, 5_000_000);
+    assert_eq!(report.summary.end_ns, 5_000_000);
     report.process().unwrap().check_unused().unwrap();
 }
 

@@ -30,16 +30,5 @@ fn tempdir(area: &str, name: &str) -> std::path::PathBuf {
 fn no_forgotten_test_files() {
     // Goal: every .rs file in this directory is a declared module.
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration");
-    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if let Some(module) = name.strip_suffix(".rs") {
-            if module != "main" {
-                assert!(
-                    main.contains(&format!("mod {module};")),
-                    "{name} is not declared in main.rs"
-                );
-            }
-        }
-    }
+    simtape::testing::assert_test_files_declared(&dir);
 }

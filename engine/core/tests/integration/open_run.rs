@@ -26,7 +26,14 @@ async fn timers_only(host: Host) -> u64 {
 }
 
 fn tape_bytes<T>(report: &simtape::RunReport<T>) -> Vec<u8> {
-    report.tape.as_ref().unwrap().memory.clone().unwrap()
+    report
+        .summary
+        .tape
+        .as_ref()
+        .unwrap()
+        .memory
+        .clone()
+        .unwrap()
 }
 
 #[test]
@@ -197,7 +204,14 @@ fn a_stopped_run_ends_in_error_and_replays_to_the_same_stop() {
         "{}",
         stopped.error
     );
-    let bytes = stopped.tape.as_ref().unwrap().memory.clone().unwrap();
+    let bytes = stopped
+        .summary
+        .tape
+        .as_ref()
+        .unwrap()
+        .memory
+        .clone()
+        .unwrap();
     let inputs = recorded_inputs(TapeReader::new(&bytes[..]).unwrap()).unwrap();
     assert_eq!(inputs.last().unwrap().actor, "engine");
 
@@ -207,7 +221,7 @@ fn a_stopped_run_ends_in_error_and_replays_to_the_same_stop() {
         .start(move |host| echo_server(host, requests, answers));
     assert_eq!(replay.replay_inputs(&inputs).unwrap(), Progress::Paused);
     let again = replay.finish().unwrap_err();
-    assert_eq!(again.tape.unwrap().memory.unwrap(), bytes);
+    assert_eq!(again.summary.tape.unwrap().memory.unwrap(), bytes);
 }
 
 #[test]

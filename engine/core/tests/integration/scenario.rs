@@ -10,7 +10,7 @@ use simtape::scenario::{
     ScenarioRunError, Tables,
 };
 use simtape::tape::{RecordKind, TapeReader};
-use simtape::SimError;
+use simtape::{RunSummary, SimError};
 
 /// The eval tables (`[agent]`, `[[mcp]]`, `[[faults.mcp]]`, `[[verify]]`), which the
 /// `simtape-agent` crate decodes through the extension hook, left undecoded: these tests are
@@ -104,7 +104,11 @@ fn read_tape(tape: &[u8]) -> (String, Vec<(u64, u32, String, Value)>) {
 }
 
 fn memory_tape(report: &ScenarioReport) -> &[u8] {
-    report.tape.as_ref().unwrap().memory.as_deref().unwrap()
+    summary_tape(&report.summary)
+}
+
+fn summary_tape(summary: &RunSummary) -> &[u8] {
+    summary.tape.as_ref().unwrap().memory.as_deref().unwrap()
 }
 
 #[test]
@@ -140,7 +144,7 @@ fn hello_ends_ok_with_its_outcomes() {
     assert_eq!(scenario.name(), "hello");
     assert_eq!(scenario.seeds(), [1, 2, 3]);
     let report = run(&scenario, 1).unwrap();
-    assert_eq!(report.end_ns, 311_213_970);
+    assert_eq!(report.summary.end_ns, 311_213_970);
     assert_eq!(
         report.outcomes,
         vec![
@@ -165,7 +169,7 @@ fn hello_ends_ok_with_its_outcomes() {
     for &seed in scenario.seeds() {
         let report = run(&scenario, seed).unwrap();
         assert_eq!(report.outcomes.len(), 2);
-        end_times.push(report.end_ns);
+        end_times.push(report.summary.end_ns);
     }
     assert_eq!(end_times, [311_213_970, 175_660_278, 132_454_353]);
 }
@@ -206,7 +210,7 @@ fn deadlock_scenario_names_both_tasks() {
             ("bob", "recv on channel \"to-bob\""),
         ]
     );
-    let (verdict, _) = read_tape(error.tape.as_ref().unwrap().memory.as_deref().unwrap());
+    let (verdict, _) = read_tape(summary_tape(&error.summary));
     assert_eq!(verdict, format!("error: {}", error.error));
     assert!(
         verdict.starts_with("error: deadlock at t=10ms: 3 task(s) waiting"),
@@ -249,7 +253,7 @@ fn recv_on_a_channel_whose_senders_ended_returns_nothing() {
             (5_000_000, Value::Null)
         ]
     );
-    assert_eq!(report.end_ns, 5_000_000);
+    assert_eq!(report.summary.end_ns, 5_000_000);
 }
 
 #[test]
@@ -316,7 +320,10 @@ steps = [{ recv = "jobs", log = "took" }]
             (11_000_000, 4, Value::Null),
         ]
     );
-    assert_eq!(run(&scenario, 0).unwrap().fingerprint, report.fingerprint);
+    assert_eq!(
+        run(&scenario, 0).unwrap().summary.fingerprint,
+        report.summary.fingerprint
+    );
 }
 
 #[test]
@@ -325,12 +332,12 @@ fn random_delays_are_deterministic_per_seed_and_differ_across_seeds() {
     let scenario = load("random-delays.toml");
     let first = run(&scenario, 1).unwrap();
     let second = run(&scenario, 1).unwrap();
-    assert_eq!(first.fingerprint, second.fingerprint);
+    assert_eq!(first.summary.fingerprint, second.summary.fingerprint);
     assert_eq!(memory_tape(&first), memory_tape(&second));
     let mut fingerprints: Vec<u64> = scenario
         .seeds()
         .iter()
-        .map(|&s| run(&scenario, s).unwrap().fingerprint)
+        .map(|&s| run(&scenario, s).unwrap().summary.fingerprint)
         .collect();
     assert_eq!(fingerprints.len(), 5);
     fingerprints.sort_unstable();
@@ -339,7 +346,7 @@ fn random_delays_are_deterministic_per_seed_and_differ_across_seeds() {
     let end_times: Vec<u64> = scenario
         .seeds()
         .iter()
-        .map(|&s| run(&scenario, s).unwrap().end_ns)
+        .map(|&s| run(&scenario, s).unwrap().summary.end_ns)
         .collect();
     assert!(
         end_times.iter().any(|&t| t != end_times[0]),
@@ -841,9 +848,9 @@ fn a_denied_connect_ends_the_run_with_the_named_error() {
         panic!("expected a step failure, got {}", error.error);
     };
     assert!(matches!(step.error, CallError::Net(_)));
-    assert_eq!(error.end_ns, 20_000_000);
+    assert_eq!(error.summary.end_ns, 20_000_000);
     assert!(error.fs_diff.is_none());
-    let tape = error.tape.as_ref().unwrap().memory.as_deref().unwrap();
+    let tape = summary_tape(&error.summary);
     let (verdict, _) = read_tape(tape);
     assert_eq!(verdict, format!("error: {expected}"));
 }
@@ -873,7 +880,7 @@ fn ask_sends_a_one_message_request_to_the_fixture() {
     let tables = "[llm]\nfixture = \"ask.jsonl\"";
     let matched = with_task(tables, "{ ask = \"What is the capital of France?\" }");
     let report = run(&parse_at(&matched, &path).unwrap(), 0).unwrap();
-    assert_eq!(report.end_ns, 100_000_000);
+    assert_eq!(report.summary.end_ns, 100_000_000);
     assert!(report.fs_diff.is_none());
     let unmatched = with_task(tables, "{ ask = \"What is the capital of Peru?\" }");
     let error = run(&parse_at(&unmatched, &path).unwrap(), 0).unwrap_err();
@@ -982,7 +989,7 @@ fn recorded_pipeline_replays_with_no_process_and_the_recorded_durations() {
     assert!(!Path::new("repo").exists());
     for &seed in scenario.seeds() {
         let report = run(&scenario, seed).unwrap();
-        assert_eq!(report.end_ns, 19_000_000);
+        assert_eq!(report.summary.end_ns, 19_000_000);
         assert_eq!(
             report.outcomes,
             vec![("ran".to_string(), json!(["git", "echo"]))]
@@ -1029,8 +1036,8 @@ fn a_process_divergence_or_an_uncovered_program_ends_the_run() {
         step.error,
         CallError::Process(simtape::cap::process::ProcessError::Diverged { .. })
     ));
-    assert_eq!(error.end_ns, 0);
-    let tape = error.tape.as_ref().unwrap().memory.as_deref().unwrap();
+    assert_eq!(error.summary.end_ns, 0);
+    let tape = summary_tape(&error.summary);
     assert_eq!(read_tape(tape).0, format!("error: {expected}"));
 
     let uncovered = with_task(&tables, "{ run = \"echo\", args = [\"hi\"] }");

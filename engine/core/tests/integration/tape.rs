@@ -53,7 +53,7 @@ fn round_trip_and_verify() {
     assert_eq!(verified.footer.verdict, "ok");
     assert_eq!(
         verified.footer.final_hash,
-        report.tape.as_ref().unwrap().final_hash
+        report.summary.tape.as_ref().unwrap().final_hash
     );
     assert_eq!(verified.header.seed, 11);
     // One embedded blob for two identical large payloads.

@@ -139,7 +139,7 @@ pub struct McpReply {
 ///     mcp.list_tools().await
 /// }).unwrap();
 /// assert_eq!(report.output.unwrap(), json!({"tools": []}));
-/// assert_eq!(report.end_ns, 7_000_000);
+/// assert_eq!(report.summary.end_ns, 7_000_000);
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpActor {
@@ -201,7 +201,7 @@ impl McpActor {
     ///     McpHandle::new(mcp).call_tool("bump", json!({})).await
     /// }).unwrap();
     /// assert_eq!(report.output.unwrap()["structuredContent"], json!({"ok": true}));
-    /// assert_eq!(report.end_ns, 4_000_000);
+    /// assert_eq!(report.summary.end_ns, 4_000_000);
     /// let counter = report.actors.get(mcp).unwrap();
     /// assert_eq!(counter.world_state(), Some(&json!({"n": 1})));
     /// assert!(counter.world_report().unwrap().scored.passed);

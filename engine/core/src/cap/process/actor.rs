@@ -251,7 +251,7 @@ impl ProcessMode {
 ///     host.process().run(Command::new("git").arg("status")).await.unwrap().stdout
 /// }).unwrap();
 /// assert_eq!(report.output, b"clean\n");
-/// assert_eq!(report.end_ns, 42_000_000);
+/// assert_eq!(report.summary.end_ns, 42_000_000);
 /// ```
 #[derive(Debug, Clone)]
 pub struct ProcessActor {

@@ -1,6 +1,6 @@
 //! The `simtape` command line, end to end: real processes, real files, exit codes.
 
-mod common;
+use crate::common;
 
 use common::{load_json, repo, simtape};
 

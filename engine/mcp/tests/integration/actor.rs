@@ -55,7 +55,7 @@ fn lists_tools() -> TestResult {
         tools["tools"][0]["outputSchema"]["properties"]["sum"]["type"],
         "number"
     );
-    assert_eq!(report.end_ns, 12 * MS);
+    assert_eq!(report.summary.end_ns, 12 * MS);
     Ok(())
 }
 
@@ -97,7 +97,7 @@ fn a_recorded_jsonrpc_error_is_an_rpc_error() -> TestResult {
         data: Some(json!({"pointer": "/a"})),
     };
     assert_eq!(report.output, Err(expected));
-    assert_eq!(report.end_ns, MS);
+    assert_eq!(report.summary.end_ns, MS);
     Ok(())
 }
 
@@ -126,7 +126,7 @@ fn an_unmatched_call_names_the_closest_request_and_first_difference() -> TestRes
     assert!(message.contains("#2 tools/call"), "{message}");
     assert!(message.contains("recorded 3, got 4"), "{message}");
     assert_eq!(error.to_string(), *message);
-    assert_eq!(report.end_ns, 0);
+    assert_eq!(report.summary.end_ns, 0);
     Ok(())
 }
 
@@ -179,7 +179,7 @@ fn virtual_end_time_is_the_sum_of_recorded_latencies() -> TestResult {
         let _ = mcp.call_tool("fail", json!({"reason": "disk"})).await; // 2 ms
         let _ = mcp.call_tool("get-sum", json!({"a": "x", "b": 3})).await; // 1 ms
     })?;
-    assert_eq!(report.end_ns, 29 * MS);
+    assert_eq!(report.summary.end_ns, 29 * MS);
     Ok(())
 }
 
@@ -195,8 +195,12 @@ fn the_tape_is_byte_identical_over_two_runs_of_one_seed() -> TestResult {
     // Goal: the same seed and cassette give the same tape bytes.
     let first = run_demo(42, three_calls)?;
     let second = run_demo(42, three_calls)?;
-    let first = first.tape.and_then(|t| t.memory).ok_or("no tape")?;
-    let second = second.tape.and_then(|t| t.memory).ok_or("no tape")?;
+    let first = first.summary.tape.and_then(|t| t.memory).ok_or("no tape")?;
+    let second = second
+        .summary
+        .tape
+        .and_then(|t| t.memory)
+        .ok_or("no tape")?;
     assert!(!first.is_empty());
     assert!(first == second, "the two tapes differ");
     Ok(())
@@ -206,7 +210,11 @@ fn the_tape_is_byte_identical_over_two_runs_of_one_seed() -> TestResult {
 fn the_tape_carries_method_tool_arguments_and_result() -> TestResult {
     // Goal: the request records name the method, tool and arguments; the replies the result.
     let report = run_demo(3, three_calls)?;
-    let bytes = report.tape.and_then(|t| t.memory).ok_or("no tape")?;
+    let bytes = report
+        .summary
+        .tape
+        .and_then(|t| t.memory)
+        .ok_or("no tape")?;
     let mut reader = TapeReader::new(&bytes[..])?.keep_blobs(true);
     let mut requests = Vec::new();
     let mut replies = Vec::new();
@@ -262,7 +270,7 @@ fn two_servers_in_one_run_are_independent_actors() -> TestResult {
     assert_eq!(sum?["structuredContent"]["sum"], 5);
     assert_eq!(created??["structuredContent"]["ticket"], "T-1");
     // The calls overlap, so the run lasts as long as the slower server.
-    assert_eq!(report.end_ns, 120 * MS);
+    assert_eq!(report.summary.end_ns, 120 * MS);
     let demo_state = report.actors.get(demo).ok_or("no demo state")?;
     let tickets_state = report.actors.get(tickets).ok_or("no tickets state")?;
     assert_eq!(demo_state.answered(), [5]);
@@ -300,7 +308,11 @@ fn a_large_result_goes_to_the_content_store() -> TestResult {
         McpHandle::new(mcp).call_tool("dump", Value::Null).await
     })?;
     assert_eq!(report.output?, result);
-    let bytes = report.tape.and_then(|t| t.memory).ok_or("no tape")?;
+    let bytes = report
+        .summary
+        .tape
+        .and_then(|t| t.memory)
+        .ok_or("no tape")?;
     let mut reader = TapeReader::new(&bytes[..])?.keep_blobs(true);
     let mut stored = false;
     while let Some(record) = reader.next_record()? {

@@ -2,7 +2,7 @@
 //! codes, and the byte-for-byte claims (the same report whatever --jobs, shards merge into
 //! the unsharded report).
 
-mod common;
+use crate::common;
 
 use common::{load_json, repo, scratch, simtape};
 

@@ -1,7 +1,7 @@
 //! `simtape` with WASI guests: the bundled `wasi-sleeper` scenario, `check` naming a missing
 //! module at its field, and `run --process-wasi DIR`.
 
-mod common;
+use crate::common;
 
 use common::{repo, scratch, simtape};
 

@@ -54,7 +54,7 @@ struct WorldRun<T> {
 
 impl<T> WorldRun<T> {
     fn tape(&self) -> Result<&[u8], Box<dyn std::error::Error>> {
-        let tape = self.report.tape.as_ref().ok_or("no tape")?;
+        let tape = self.report.summary.tape.as_ref().ok_or("no tape")?;
         Ok(tape.memory.as_deref().ok_or("no in-memory tape")?)
     }
 
@@ -113,7 +113,7 @@ fn lists_the_spec_tools_exactly() -> TestResult {
         assert!(served.get("effects").is_none(), "effects stay private");
     }
     assert_eq!(
-        run.report.end_ns, MS,
+        run.report.summary.end_ns, MS,
         "the default latency model is 1 ms flat"
     );
     Ok(())
@@ -220,7 +220,7 @@ fn a_certain_fault_is_a_json_rpc_error_and_a_timeout_takes_its_wait() -> TestRes
         panic!("an unknown tool is a JSON-RPC error: {unknown:?}");
     };
     assert_eq!((code, message.as_str()), (-32602, "Unknown tool: nope"));
-    assert_eq!(run.report.end_ns, (5 + 5 + 1500 + 5) * MS);
+    assert_eq!(run.report.summary.end_ns, (5 + 5 + 1500 + 5) * MS);
     assert_eq!(run.state()?, &json!({"n": 0}), "faults change nothing");
     Ok(())
 }
@@ -242,7 +242,7 @@ fn virtual_latency_follows_the_model() -> TestResult {
             }
             latencies
         })?;
-        Ok((run.report.output.clone(), run.report.end_ns))
+        Ok((run.report.output.clone(), run.report.summary.end_ns))
     };
     let (first, end_ns) = latencies(1)?;
     assert_eq!([first[0], first[1], first[5]], [5, 5, 5]);

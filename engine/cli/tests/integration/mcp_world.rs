@@ -3,11 +3,9 @@
 //! installs it (`SIMTAPE_MCP_PYTHON`); without it those tests print a skip notice locally and
 //! fail under CI=true. The eval, spec-error and determinism tests need no peer.
 
-#[path = "peers/clients.rs"]
-mod clients;
-mod common;
+use crate::common;
 
-use clients::{python, python_driver};
+use crate::clients::{python, python_driver};
 use common::{repo, simtape};
 
 use std::io::Write;

@@ -3,30 +3,108 @@
 //! equal bytes.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use clap::ValueEnum;
 use serde::Serialize;
 
-use super::report::{ScenarioResults, SeedResult, SweepReport, Verdict};
+use super::report::{ScenarioResults, SeedResult, SweepReport};
+use crate::VerdictKind;
 
 /// At most this many failing seeds are listed in the text summary (the report has them all).
 const FAILING_SEEDS_SHOWN_MAX: usize = 20;
 
-/// The machine-readable report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ReportFormat {
-    /// The whole report: scenarios, per-seed results sorted by seed, summaries.
+/// The machine-readable report formats; [`ReportFormat::description`] says what each holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// JSON, the whole report.
     Json,
-    /// One JSON object per (scenario, seed), in (scenario, seed) order.
+    /// JSON lines, one per (scenario, seed).
     Jsonl,
-    /// JUnit XML: one test suite per scenario, one test case per seed.
+    /// JUnit XML.
     Junit,
-    /// `scenario,seed,verdict,reason,end_ns,events`, one row per (scenario, seed).
+    /// CSV, one row per (scenario, seed).
     Csv,
 }
 
+impl ReportFormat {
+    /// Every format, in the order a help text lists them.
+    pub const ALL: [ReportFormat; 4] = [
+        ReportFormat::Json,
+        ReportFormat::Jsonl,
+        ReportFormat::Junit,
+        ReportFormat::Csv,
+    ];
+
+    /// Returns the format's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportFormat::Json => "json",
+            ReportFormat::Jsonl => "jsonl",
+            ReportFormat::Junit => "junit",
+            ReportFormat::Csv => "csv",
+        }
+    }
+
+    /// Returns the format named `name` on the command line.
+    ///
+    /// ```
+    /// use simtape_eval::sweep::ReportFormat;
+    /// assert_eq!(ReportFormat::from_name("junit"), Some(ReportFormat::Junit));
+    /// assert_eq!(ReportFormat::from_name("xml"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<ReportFormat> {
+        ReportFormat::ALL
+            .into_iter()
+            .find(|format| format.name() == name)
+    }
+
+    /// Returns what the format holds, for a help text.
+    pub fn description(self) -> &'static str {
+        match self {
+            ReportFormat::Json => {
+                "The whole report: scenarios, per-seed results sorted by seed, summaries"
+            }
+            ReportFormat::Jsonl => {
+                "One JSON object per (scenario, seed), in (scenario, seed) order"
+            }
+            ReportFormat::Junit => "JUnit XML: one test suite per scenario, one test case per seed",
+            ReportFormat::Csv => {
+                "`scenario,seed,verdict,reason,end_ns,events`, one row per (scenario, seed)"
+            }
+        }
+    }
+}
+
+/// Writes `report` in `format` to `path`, creating its directory first.
+pub fn write_report(
+    report: &SweepReport,
+    format: ReportFormat,
+    path: &Path,
+) -> Result<(), ReportWriteError> {
+    let io = |dir: &Path| {
+        let dir = dir.to_path_buf();
+        move |source| ReportWriteError { path: dir, source }
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    std::fs::write(path, render(report, format)).map_err(io(path))
+}
+
+/// A report that could not be written: the directory or file named, and why. Fatal to the
+/// command that writes it; the report itself is complete.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct ReportWriteError {
+    /// The directory or file that could not be created.
+    pub path: std::path::PathBuf,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Renders `report` in `format`.
-pub(crate) fn render(report: &SweepReport, format: ReportFormat) -> String {
+pub fn render(report: &SweepReport, format: ReportFormat) -> String {
     match format {
         ReportFormat::Json => {
             let mut text = serde_json::to_string_pretty(report).expect("reports serialize");
@@ -74,7 +152,7 @@ fn csv(report: &SweepReport) -> String {
                 "{},{},{},{},{},{}",
                 csv_field(&scenario.name),
                 result.seed,
-                verdict_name(result.verdict),
+                result.verdict.label(),
                 csv_field(&reason),
                 result.end_ns,
                 result.events
@@ -93,16 +171,8 @@ fn csv_field(text: &str) -> String {
     }
 }
 
-fn verdict_name(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Pass => "pass",
-        Verdict::Fail => "fail",
-        Verdict::Error => "error",
-    }
-}
-
 fn junit(report: &SweepReport) -> String {
-    let count = |verdict: Verdict| {
+    let count = |verdict: VerdictKind| {
         report
             .scenarios
             .iter()
@@ -116,8 +186,8 @@ fn junit(report: &SweepReport) -> String {
         "<testsuites name=\"simtape sweep {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">",
         report.seeds,
         report.runs(),
-        count(Verdict::Fail),
-        count(Verdict::Error)
+        count(VerdictKind::Fail),
+        count(VerdictKind::Error)
     );
     for scenario in &report.scenarios {
         junit_suite(&mut out, scenario);
@@ -127,7 +197,7 @@ fn junit(report: &SweepReport) -> String {
 }
 
 fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
-    let count = |verdict: Verdict| {
+    let count = |verdict: VerdictKind| {
         scenario
             .results
             .iter()
@@ -139,8 +209,8 @@ fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
         "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">",
         xml_escape(&scenario.name),
         scenario.results.len(),
-        count(Verdict::Fail),
-        count(Verdict::Error)
+        count(VerdictKind::Fail),
+        count(VerdictKind::Error)
     );
     for result in &scenario.results {
         let _ = write!(
@@ -153,7 +223,7 @@ fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
             out.push_str("/>\n");
             continue;
         };
-        let element = if result.verdict == Verdict::Fail {
+        let element = if result.verdict == VerdictKind::Fail {
             "failure"
         } else {
             "error"
@@ -200,7 +270,7 @@ fn xml_escape(text: &str) -> String {
 
 /// Renders the summary for people: per scenario the counts, pass@k and pass^k, failures by
 /// reason, and the failing seeds with their replay commands.
-pub(crate) fn summary_text(report: &SweepReport) -> String {
+pub fn summary_text(report: &SweepReport) -> String {
     let mut out = String::new();
     let shard = report
         .shard
@@ -238,8 +308,7 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
     if !summary.k.is_empty() {
         let _ = writeln!(out, "  {:>6}  {:<28}  pass^k", "k", "pass@k");
         for row in &summary.k {
-            let at = format!("{} = {:.4}", row.pass_at_k, row.pass_at_k_value);
-            let hat = format!("{} = {:.4}", row.pass_hat_k, row.pass_hat_k_value);
+            let (at, hat) = row.cells();
             let _ = writeln!(out, "  {:>6}  {at:<28}  {hat}", row.k);
         }
     }
@@ -257,7 +326,7 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
     let failing: Vec<&SeedResult> = scenario
         .results
         .iter()
-        .filter(|r| r.verdict != Verdict::Pass)
+        .filter(|r| r.verdict != VerdictKind::Pass)
         .collect();
     let _ = writeln!(out, "  failing seeds:");
     for result in failing.iter().take(FAILING_SEEDS_SHOWN_MAX) {

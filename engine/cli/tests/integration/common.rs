@@ -1,5 +1,4 @@
-//! Helpers shared by the CLI's end-to-end test binaries (each binary uses a subset).
-#![allow(dead_code)]
+//! Helpers shared by the CLI's end-to-end test modules.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -6,12 +6,8 @@
 //! and the official Python SDK client (`SIMTAPE_MCP_PYTHON`), as `.ci/run` installs them;
 //! without them a local run prints a skip notice, and under CI=true it fails.
 
-#[path = "peers/clients.rs"]
-mod clients;
-mod common;
-
-use clients::{claude, python, python_driver};
-use common::{load_json, repo, scratch, simtape};
+use crate::clients::{claude, python, python_driver};
+use crate::common::{load_json, repo, scratch, simtape};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

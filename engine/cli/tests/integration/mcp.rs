@@ -4,11 +4,9 @@
 //! `SIMTAPE_MCP_PEERS_NODE_DIR` (the `node_modules` directory) and `SIMTAPE_MCP_PYTHON` (the
 //! venv's python). Without them a local run prints a skip notice; under CI=true it fails.
 
-#[path = "peers/clients.rs"]
-mod clients;
-mod common;
+use crate::common;
 
-use clients::{missing, python_driver};
+use crate::clients::{missing, python_driver};
 use common::{repo, simtape};
 
 use std::io::{BufRead, BufReader, Write};

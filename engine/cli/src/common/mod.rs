@@ -1,0 +1,65 @@
+//! What more than one command needs, so no command imports another: loading a scenario,
+//! the reproduce command of a run, scratch and output files, printing a tape diff, and
+//! delivering a sweep report.
+//!
+//! - [`shell`] — quoting command lines for a POSIX shell.
+//! - [`files`] — scratch directories, output parents, reading a file.
+//! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
+
+pub(crate) mod files;
+pub(crate) mod render;
+pub(crate) mod shell;
+
+use std::path::Path;
+
+use simtape_agent::EvalScenario;
+use simtape_eval::Verdict;
+
+use crate::exit::{CliError, Outcome};
+use shell::command_line;
+
+/// Loads the scenario at `path` with everything it references; with `process_wasi`, programs
+/// without a mode run as WASI modules from that directory (`--process-wasi`).
+pub(crate) fn load_scenario(
+    path: &Path,
+    process_wasi: Option<&Path>,
+) -> Result<EvalScenario, CliError> {
+    EvalScenario::check_all_wasi(path, process_wasi)
+        .map_err(|mut problems| CliError::Scenario(problems.swap_remove(0)))
+}
+
+/// Returns how a run with `verdict` ends the command: pass is success, fail a finding, error
+/// a run error.
+pub(crate) fn verdict_outcome(verdict: &Verdict) -> Outcome {
+    match verdict {
+        Verdict::Pass => Outcome::Success,
+        Verdict::Fail { .. } => Outcome::Finding,
+        Verdict::Error { .. } => Outcome::RunError,
+    }
+}
+
+/// Returns the exact command line that reproduces a run of `scenario` at `seed`.
+/// The guests of `--process-wasi` are part of the run, so the command names them too.
+pub(crate) fn reproduce_command(
+    scenario: &Path,
+    seed: u64,
+    tape: Option<&Path>,
+    process_wasi: Option<&Path>,
+) -> String {
+    let mut words = vec![
+        "simtape".to_string(),
+        "run".to_string(),
+        scenario.display().to_string(),
+        "--seed".to_string(),
+        seed.to_string(),
+    ];
+    if let Some(tape) = tape {
+        words.push("--tape".into());
+        words.push(tape.display().to_string());
+    }
+    if let Some(dir) = process_wasi {
+        words.push("--process-wasi".into());
+        words.push(dir.display().to_string());
+    }
+    command_line(&words)
+}

@@ -1,0 +1,21 @@
+//! The `simtape` binary end to end: one integration-test binary, one module per area.
+
+/// Where the peers (npm servers, Python clients, agent CLIs) are, or why they are skipped.
+#[path = "../peers/clients.rs"]
+mod clients;
+mod common;
+
+mod cli;
+mod mcp;
+mod mcp_signals;
+mod mcp_world;
+mod sweep;
+mod wasi;
+
+/// Guards against a test file that exists but is not declared above.
+#[test]
+fn no_forgotten_test_files() {
+    // Goal: every .rs file in this directory is a declared module.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration");
+    simtape::testing::assert_test_files_declared(&dir);
+}

@@ -1,0 +1,38 @@
+//! simtape-eval: what the runs of an eval decided, as data. The library decides; the command
+//! line only renders.
+//!
+//! A run of an eval scenario (the harness is `simtape-agent`) ends in a [`Verdict`]: pass,
+//! fail with the verifier that did not hold, or error with what stopped the run. Its seed,
+//! virtual time, counts, fingerprint and tape are the core's [`simtape::RunSummary`]. Many
+//! runs of one scenario (a seed sweep, or n final states of an MCP world) are scored with the
+//! exact, unbiased estimators pass@k and pass^k ([`estimate`]). A seed sweep's results are the
+//! `simtape-sweep/1` report ([`sweep`]): one record per (scenario, seed), a summary per
+//! scenario, the merge of shard reports into the report one machine would write, and its
+//! renderings (JSON, JSON lines, JUnit XML, CSV, the text summary). [`run_json`] holds what
+//! `simtape run --json` prints and the evidence's verdict file.
+//!
+//! ```
+//! use simtape_eval::estimate::pass_at_k;
+//! use simtape_eval::Verdict;
+//! assert_eq!(Verdict::Pass.label(), "pass");
+//! // 2 of 4 seeds passed: the chance that at least one of 2 trials passes is 5/6.
+//! assert_eq!(pass_at_k(4, 2, 2).to_string(), "5/6");
+//! ```
+//!
+//! Module map:
+//! - `verdict` — [`Verdict`], [`VerdictKind`], [`VerifierResult`].
+//! - [`estimate`] — exact fractions, binomials, pass@k and pass^k, [`estimate::KRow`].
+//! - [`sweep`] — the `simtape-sweep/1` report: seed ranges and shards, records, summaries,
+//!   the merge, the renderings.
+//! - [`run_json`] — the JSON of one run (`simtape run --json`, `verdict.json`).
+//!
+//! Every rendering is a pure function of its data, so equal reports give equal bytes.
+
+#![warn(missing_docs)]
+
+pub mod estimate;
+pub mod run_json;
+pub mod sweep;
+mod verdict;
+
+pub use verdict::{Verdict, VerdictKind, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};

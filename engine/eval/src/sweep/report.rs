@@ -1,0 +1,418 @@
+//! The sweep report: one record per (scenario, seed), a summary per scenario, and the merge
+//! of shard reports into the report one machine would give.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use simtape::RunSummary;
+
+use super::{SeedRange, Shard};
+use crate::estimate::{binomial_checked, Fraction, KRow};
+use crate::{Verdict, VerdictKind};
+
+/// The report's format tag; a reader refuses any other.
+pub const FORMAT: &str = "simtape-sweep/1";
+
+/// The k the summary estimates pass@k and pass^k for (plus n itself), when k ≤ n.
+const K_VALUES: [u64; 4] = [1, 2, 5, 10];
+
+/// A whole sweep (or one shard of it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// The seed range the sweep was asked for (all shards share it).
+    pub seeds: SeedRange,
+    /// The shard this report covers; `None` for the whole range.
+    pub shard: Option<Shard>,
+    /// True when the sweep was stopped before every seed ran.
+    pub partial: bool,
+    /// One entry per scenario, sorted by name.
+    pub scenarios: Vec<ScenarioResults>,
+}
+
+/// Every seed of one scenario, and their summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResults {
+    /// The scenario's name.
+    pub name: String,
+    /// The scenario file, as given on the command line.
+    pub path: String,
+    /// The SHA-256 of the scenario, so shards of different scenario files never merge.
+    pub sha256: String,
+    /// Derived from `results`.
+    pub summary: ScenarioSummary,
+    /// One record per seed, sorted by seed.
+    pub results: Vec<SeedResult>,
+}
+
+/// Why a seed did not pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    /// A short machine-readable kind, e.g. `deadlock`, `step_failed`.
+    pub kind: String,
+    /// The whole message.
+    pub message: String,
+}
+
+impl Reason {
+    /// Returns the first line of the message, the part failures are grouped by.
+    pub fn first_line(&self) -> &str {
+        self.message.lines().next().unwrap_or("")
+    }
+}
+
+/// One (scenario, seed) run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedResult {
+    /// The seed.
+    pub seed: u64,
+    /// What the run decided.
+    pub verdict: VerdictKind,
+    /// `None` exactly when the verdict is `pass`.
+    pub reason: Option<Reason>,
+    /// Virtual time at the end, in nanoseconds.
+    pub end_ns: u64,
+    /// Timer events popped.
+    pub events: u64,
+    /// The kept tape of a failing seed (with `--out`).
+    pub tape: Option<String>,
+    /// The command that reproduces a failing seed.
+    pub replay: Option<String>,
+}
+
+impl SeedResult {
+    /// Returns the record of one seed's run from its summary and verdict; `failure_kind` is
+    /// the short kind of what stopped an `error` run (`deadlock`, `step_failed`, …). The kept
+    /// tape and the reproduce command are the caller's to add.
+    ///
+    /// ```
+    /// use simtape::RunSummary;
+    /// use simtape_eval::sweep::SeedResult;
+    /// use simtape_eval::{Verdict, VerdictKind};
+    /// let verdict = Verdict::Error { reason: "deadlock at t=1ms".into() };
+    /// let result = SeedResult::of(&RunSummary::unstarted(3), &verdict, Some("deadlock"));
+    /// assert_eq!(result.verdict, VerdictKind::Error);
+    /// assert_eq!(result.reason.unwrap().kind, "deadlock");
+    /// ```
+    pub fn of(summary: &RunSummary, verdict: &Verdict, failure_kind: Option<&str>) -> SeedResult {
+        let kind = match verdict {
+            Verdict::Pass => None,
+            Verdict::Fail { .. } => Some("verifier"),
+            Verdict::Error { .. } => Some(failure_kind.unwrap_or("error")),
+        };
+        let reason = kind.zip(verdict.reason()).map(|(kind, message)| Reason {
+            kind: kind.to_string(),
+            message,
+        });
+        SeedResult {
+            seed: summary.seed,
+            verdict: verdict.kind(),
+            reason,
+            end_ns: summary.end_ns,
+            events: summary.events,
+            tape: None,
+            replay: None,
+        }
+    }
+}
+
+/// The per-scenario numbers, derived from its results only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioSummary {
+    /// The seeds that ran.
+    pub runs: u64,
+    /// The seeds that passed.
+    pub passed: u64,
+    /// The exact pass rate, e.g. `"39/40"`; `None` with no runs.
+    pub pass_rate: Option<String>,
+    /// The pass rate as a decimal.
+    pub pass_rate_value: Option<f64>,
+    /// pass@k and pass^k over seeds (each seed one trial), for k in {1, 2, 5, 10, n}, k ≤ n,
+    /// where the exact u128 arithmetic does not overflow.
+    pub k: Vec<KRow>,
+    /// Failing seeds grouped by (kind, first line of the message), most frequent first.
+    pub failures: Vec<FailureGroup>,
+}
+
+/// The failing seeds that share a reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureGroup {
+    /// The reasons' kind.
+    pub kind: String,
+    /// The first line of their message.
+    pub message: String,
+    /// How many seeds.
+    pub count: u64,
+    /// The seeds, in order.
+    pub seeds: Vec<u64>,
+}
+
+impl ScenarioSummary {
+    /// Summarizes `results`.
+    pub fn of(results: &[SeedResult]) -> ScenarioSummary {
+        let runs = results.len() as u64;
+        let passed = results
+            .iter()
+            .filter(|r| r.verdict == VerdictKind::Pass)
+            .count() as u64;
+        let rate = (runs > 0).then(|| Fraction::new(u128::from(passed), u128::from(runs)));
+        ScenarioSummary {
+            runs,
+            passed,
+            pass_rate: rate.map(|r| r.to_string()),
+            pass_rate_value: rate.map(Fraction::to_f64),
+            k: k_rows(runs, passed),
+            failures: failure_groups(results),
+        }
+    }
+}
+
+fn k_rows(n: u64, c: u64) -> Vec<KRow> {
+    let mut ks: Vec<u64> = K_VALUES.iter().copied().chain([n]).collect();
+    ks.retain(|&k| k >= 1 && k <= n && binomial_checked(n, k).is_some());
+    ks.sort_unstable();
+    ks.dedup();
+    ks.into_iter().map(|k| KRow::new(n, c, k)).collect()
+}
+
+fn failure_groups(results: &[SeedResult]) -> Vec<FailureGroup> {
+    let mut groups: BTreeMap<(&str, &str), Vec<u64>> = BTreeMap::new();
+    for result in results {
+        if let Some(reason) = &result.reason {
+            groups
+                .entry((&reason.kind, reason.first_line()))
+                .or_default()
+                .push(result.seed);
+        }
+    }
+    let mut list: Vec<FailureGroup> = groups
+        .into_iter()
+        .map(|((kind, message), seeds)| FailureGroup {
+            kind: kind.to_string(),
+            message: message.to_string(),
+            count: seeds.len() as u64,
+            seeds,
+        })
+        .collect();
+    // Stable sort: equal counts keep the BTreeMap's (kind, message) order.
+    list.sort_by_key(|group| std::cmp::Reverse(group.count));
+    list
+}
+
+impl ScenarioResults {
+    /// Returns one scenario's results, sorted by seed, with their summary.
+    pub fn new(name: String, path: String, sha256: String, mut results: Vec<SeedResult>) -> Self {
+        results.sort_by_key(|r| r.seed);
+        ScenarioResults {
+            name,
+            path,
+            sha256,
+            summary: ScenarioSummary::of(&results),
+            results,
+        }
+    }
+}
+
+impl SweepReport {
+    /// Returns the report of a sweep (or of its shard `shard`) over `seeds`; `partial` when
+    /// it stopped before every seed ran. `scenarios` must be sorted by name.
+    pub fn new(
+        seeds: SeedRange,
+        shard: Option<Shard>,
+        partial: bool,
+        scenarios: Vec<ScenarioResults>,
+    ) -> SweepReport {
+        assert!(
+            scenarios.windows(2).all(|pair| pair[0].name < pair[1].name),
+            "a sweep's scenarios are sorted by distinct names"
+        );
+        SweepReport {
+            format: FORMAT.to_string(),
+            seeds,
+            shard,
+            partial,
+            scenarios,
+        }
+    }
+
+    /// Returns whether every seed that ran passed.
+    pub fn all_passed(&self) -> bool {
+        self.scenarios
+            .iter()
+            .all(|s| s.summary.passed == s.summary.runs)
+    }
+
+    /// Returns the number of runs.
+    pub fn runs(&self) -> u64 {
+        self.scenarios.iter().map(|s| s.summary.runs).sum()
+    }
+}
+
+/// Why shard reports do not merge. Each is fatal to the merge only: the reports are left as
+/// they were. `report` is the 1-based position of the offending report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    /// No report was given.
+    #[error("merge needs at least one report")]
+    Empty,
+    /// More shards than this machine can count.
+    #[error("too many shards")]
+    TooManyShards,
+    /// A report of another format.
+    #[error("report {report}: format {found:?}, expected {FORMAT:?}")]
+    Format {
+        /// Which report.
+        report: usize,
+        /// Its format tag.
+        found: String,
+    },
+    /// A report of another sweep (seed range or shard count).
+    #[error("report {report}: seeds {seeds} shard {shard} do not belong to the sweep of seeds {sweep_seeds} in {count} shard(s)")]
+    OtherSweep {
+        /// Which report.
+        report: usize,
+        /// Its seed range.
+        seeds: SeedRange,
+        /// Its shard.
+        shard: Shard,
+        /// The first report's seed range.
+        sweep_seeds: SeedRange,
+        /// The first report's shard count.
+        count: u64,
+    },
+    /// Two reports of the same shard.
+    #[error("report {report}: shard {shard} appears twice")]
+    Duplicate {
+        /// Which report.
+        report: usize,
+        /// The shard.
+        shard: Shard,
+    },
+    /// A report of other scenarios (names, paths or digests).
+    #[error("report {report}: its scenarios differ from report 1's")]
+    OtherScenarios {
+        /// Which report.
+        report: usize,
+    },
+    /// A shard no report covers.
+    #[error("shard {index}/{count} is missing")]
+    Missing {
+        /// The missing shard's index.
+        index: usize,
+        /// The shard count.
+        count: u64,
+    },
+}
+
+/// Joins the reports of the shards of one sweep into the report of the whole sweep: the
+/// bytes one machine would have written for it. The shards must share the seed range, the
+/// shard count and the scenarios, and cover every shard exactly once.
+pub fn merge(reports: Vec<SweepReport>) -> Result<SweepReport, MergeError> {
+    let first = reports.first().ok_or(MergeError::Empty)?;
+    let seeds = first.seeds;
+    let count = first.shard.unwrap_or(Shard::ALL).count;
+    let mut covered = vec![false; usize::try_from(count).map_err(|_| MergeError::TooManyShards)?];
+    let mut scenarios: Vec<ScenarioResults> = first
+        .scenarios
+        .iter()
+        .map(|s| ScenarioResults {
+            results: Vec::new(),
+            ..s.clone()
+        })
+        .collect();
+    let mut partial = false;
+    for (position, report) in reports.iter().enumerate() {
+        let shard = report.shard.unwrap_or(Shard::ALL);
+        let number = position + 1;
+        if report.format != FORMAT {
+            return Err(MergeError::Format {
+                report: number,
+                found: report.format.clone(),
+            });
+        }
+        if report.seeds != seeds || shard.count != count {
+            return Err(MergeError::OtherSweep {
+                report: number,
+                seeds: report.seeds,
+                shard,
+                sweep_seeds: seeds,
+                count,
+            });
+        }
+        let slot = &mut covered[usize::try_from(shard.index).expect("index < count")];
+        if std::mem::replace(slot, true) {
+            return Err(MergeError::Duplicate {
+                report: number,
+                shard,
+            });
+        }
+        if !same_scenarios(&scenarios, &report.scenarios) {
+            return Err(MergeError::OtherScenarios { report: number });
+        }
+        partial |= report.partial;
+        for (into, from) in scenarios.iter_mut().zip(&report.scenarios) {
+            into.results.extend(from.results.iter().cloned());
+        }
+    }
+    if let Some(index) = covered.iter().position(|c| !c) {
+        return Err(MergeError::Missing { index, count });
+    }
+    for scenario in &mut scenarios {
+        scenario.results.sort_by_key(|r| r.seed);
+        scenario.summary = ScenarioSummary::of(&scenario.results);
+    }
+    Ok(SweepReport {
+        format: FORMAT.to_string(),
+        seeds,
+        shard: None,
+        partial,
+        scenarios,
+    })
+}
+
+fn same_scenarios(a: &[ScenarioResults], b: &[ScenarioResults]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.name == y.name && x.path == y.path && x.sha256 == y.sha256)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(seed: u64, pass: bool) -> SeedResult {
+        SeedResult {
+            seed,
+            verdict: if pass {
+                VerdictKind::Pass
+            } else {
+                VerdictKind::Error
+            },
+            reason: (!pass).then(|| Reason {
+                kind: "deadlock".into(),
+                message: "deadlock at t=1ms\ndetail".into(),
+            }),
+            end_ns: seed,
+            events: 1,
+            tape: None,
+            replay: None,
+        }
+    }
+
+    #[test]
+    fn summary_counts_estimates_and_groups() {
+        // Goal: the summary's rate, k rows and failure groups come out exact.
+        let results: Vec<SeedResult> = (0..4).map(|s| result(s, s % 2 == 0)).collect();
+        let summary = ScenarioSummary::of(&results);
+        assert_eq!(summary.pass_rate.as_deref(), Some("1/2"));
+        let ks: Vec<u64> = summary.k.iter().map(|row| row.k).collect();
+        assert_eq!(ks, [1, 2, 4]);
+        assert_eq!(summary.k[1].pass_at_k, "5/6");
+        assert_eq!(summary.failures.len(), 1);
+        assert_eq!(summary.failures[0].message, "deadlock at t=1ms");
+        assert_eq!(summary.failures[0].seeds, [1, 3]);
+        assert_eq!(ScenarioSummary::of(&[]).pass_rate, None);
+    }
+}
