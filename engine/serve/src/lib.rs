@@ -109,6 +109,9 @@ pub enum ServeError {
         /// Why.
         source: std::io::Error,
     },
+    /// The run could not be built (its tape file cannot be created, say).
+    #[error("cannot start the run: {0}")]
+    Build(simtape::SimError),
     /// The session log could not be created.
     #[error("cannot write the session log {path}: {source}")]
     SessionLog {
@@ -190,9 +193,13 @@ async fn session(
     listening(&endpoints);
     let (tx, rx) = smol::channel::unbounded();
     let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx));
-    let sim = builder
-        .build()
-        .expect("a tape path that cannot be created is checked first");
+    // The run is built (its tape file created) only once the agent has started, so an agent
+    // that cannot start leaves no tape behind; its first requests wait in the channel.
+    let mut child = match &options.command {
+        Some(command) => Some(spawn_agent(command, &endpoints)?),
+        None => None,
+    };
+    let sim = builder.build().map_err(ServeError::Build)?;
     let run = sim.start(move |host| gateway::gateway(host, inputs, responses));
     let session_log = match &options.session_log {
         Some(path) => Some(std::io::BufWriter::new(
@@ -231,10 +238,6 @@ async fn session(
         session_log,
         next_id: 1,
         waiting: Default::default(),
-    };
-    let mut child = match &options.command {
-        Some(command) => Some(spawn_agent(command, &endpoints)?),
-        None => None,
     };
     let timeout = options.command.as_ref().and_then(|c| c.timeout);
     let ending = async {
