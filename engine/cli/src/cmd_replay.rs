@@ -64,7 +64,19 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         .tape(&out)
         .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
-    scenario.run(&mut builder);
+    if header
+        .actors
+        .iter()
+        .any(|name| name == simtape_serve::GATEWAY_INBOX)
+    {
+        // A `simtape serve` tape: its inputs (the agent's requests and exit) are on it, so the
+        // gateway runs again from them alone; no agent process is started.
+        let replayed = simtape_serve::replay(&mut builder, &args.tape)
+            .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?;
+        drop(replayed);
+    } else {
+        scenario.run(&mut builder);
+    }
     if read(&args.tape)? == read(&out)? {
         println!(
             "replay: byte-identical ({}, scenario {}, seed {})",

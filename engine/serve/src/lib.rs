@@ -326,7 +326,7 @@ pub fn replay(
     builder: &mut Builder,
     tape: &Path,
 ) -> Result<Result<RunReport<GatewayOutcome>, RunError>, ReplayError> {
-    let inputs = recorded_inputs(TapeReader::open(tape)?)?;
+    let inputs = recorded_inputs(TapeReader::open(tape)?.keep_blobs(true))?;
     let (inbox, outbox) = register(builder);
     let sim = builder.build().map_err(|e| {
         ReplayError::Inputs(ReplayInputError::BadInput {

@@ -96,8 +96,8 @@ fn serve_once(claude: &Path, scratch: &Path, tape: &Path) -> Session {
 #[test]
 fn claude_code_runs_unchanged_retries_a_529_and_gives_identical_tapes() {
     // Goal: the real Claude Code binary, pointed at simtape serve, retries the injected 529,
-    // runs the scripted Write in its own scratch directory, and two runs of seed 0 (in two
-    // different directories) write byte-identical tapes.
+    // runs the scripted Write in its own scratch directory, two runs of seed 0 (in two
+    // different directories) write byte-identical tapes, and the tape replays without it.
     let Some(claude) = claude() else { return };
     let root = std::env::temp_dir().join(format!("simtape-claude-code-{}", std::process::id()));
     let first = serve_once(&claude, &root.join("one"), &root.join("one.tape"));
