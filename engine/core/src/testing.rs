@@ -482,14 +482,14 @@ mod tests {
         // Goal: `krate::tests::name` replays as `tests::name`; its tape template is filled in.
         let spec = TestSpec {
             path: "krate::tests::slow_reply",
-            manifest_dir: "/work/krate",
+            manifest_dir: "/home/user/krate",
             tape: Some("tapes/{name}/{seed}.tape"),
             configure: None,
         };
         assert_eq!(spec.name(), "tests::slow_reply");
         assert_eq!(
             spec.tape_path(12),
-            Path::new("/work/krate/tapes/tests__slow_reply/12.tape")
+            Path::new("/home/user/krate/tapes/tests__slow_reply/12.tape")
         );
         let top_level = TestSpec {
             path: "fixture::fails",
