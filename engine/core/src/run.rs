@@ -275,12 +275,12 @@ impl<T: 'static> Run<T> {
     /// Runs every event up to and including virtual time `t_ns`; stops early when the run
     /// awaits input, finishes or fails. Virtual time stays at the last event's.
     pub fn run_until(&mut self, t_ns: u64) -> Progress {
-        self.advance(|core, main| executor::run_until(core, main, t_ns))
+        self.advance(|core, main| executor::run_until(core, main, Some(t_ns)))
     }
 
     /// Runs until the run awaits input, finishes or fails.
     pub fn run_until_idle(&mut self) -> Progress {
-        self.run_until(u64::MAX - 1)
+        self.advance(|core, main| executor::run_until(core, main, None))
     }
 
     fn advance(&mut self, f: impl FnOnce(Core, &JoinHandle<T>) -> (Core, LoopEnd)) -> Progress {

@@ -138,8 +138,7 @@ impl Driver {
         ending: impl std::future::Future<Output = Ending>,
     ) -> Option<Ending> {
         self.run.run_until_idle();
-        let ending = std::pin::pin!(ending);
-        let mut ending = ending;
+        let mut ending = std::pin::pin!(ending);
         loop {
             let next = smol::future::or(async { rx.recv().await.ok().map(Next::Request) }, async {
                 Some(Next::End((&mut ending).await))

@@ -239,11 +239,12 @@ fn json_response(id: u64, status: u16, body: &Value) -> HttpResponse {
 /// The model list: one simulated model, in a shape both SDKs read (`data[].id`).
 fn models(id: u64, host: &Host) -> HttpResponse {
     let created = host.start_unix_ns() / 1_000_000_000;
+    let created_at = simtape::time::format_instant(host.start_unix_ns());
     let body = json!({
         "object": "list",
         "data": [{"id": "simtape", "object": "model", "type": "model",
                   "display_name": "simtape", "created": created,
-                  "created_at": "2026-01-01T00:00:00Z", "owned_by": "simtape"}],
+                  "created_at": created_at, "owned_by": "simtape"}],
         "has_more": false, "first_id": "simtape", "last_id": "simtape",
     });
     json_response(id, 200, &body)

@@ -53,15 +53,20 @@ pub(crate) fn start<T: 'static>(
 /// Runs the loop until `main` finishes or the run fails (a closed run: no input can come, so
 /// idle with tasks waiting is a deadlock). The hot loop of every `Sim::run`.
 pub(crate) fn run_to_end<T>(core: Core, main: &JoinHandle<T>) -> (Core, LoopEnd) {
-    entered(core, || match drive(main, u64::MAX) {
+    entered(core, || match drive(main, None) {
         LoopEnd::AwaitingInput(deadlock) => LoopEnd::Failed(deadlock),
         end => end,
     })
 }
 
-/// Runs the loop until `main` finishes, the run fails, it awaits input, or the next timer
-/// lies after `until_ns` (then virtual time stays where the last event left it).
-pub(crate) fn run_until<T>(core: Core, main: &JoinHandle<T>, until_ns: u64) -> (Core, LoopEnd) {
+/// Runs the loop until `main` finishes, the run fails, it awaits input, or (with
+/// `until_ns`) the next timer lies after it (then virtual time stays where the last event
+/// left it).
+pub(crate) fn run_until<T>(
+    core: Core,
+    main: &JoinHandle<T>,
+    until_ns: Option<u64>,
+) -> (Core, LoopEnd) {
     entered(core, || drive(main, until_ns))
 }
 
@@ -105,7 +110,7 @@ fn idle_or_failed(error: SimError) -> LoopEnd {
     }
 }
 
-fn drive<T>(main: &JoinHandle<T>, until_ns: u64) -> LoopEnd {
+fn drive<T>(main: &JoinHandle<T>, until_ns: Option<u64>) -> LoopEnd {
     loop {
         if let Some(error) = drain_run_queue() {
             return LoopEnd::Failed(error);
@@ -113,10 +118,10 @@ fn drive<T>(main: &JoinHandle<T>, until_ns: u64) -> LoopEnd {
         if main.is_finished() {
             return LoopEnd::Finished;
         }
-        if until_ns != u64::MAX
-            && with_core(|core| core.timers.next_live_ns()).is_some_and(|t| t > until_ns)
-        {
-            return LoopEnd::Paused;
+        if let Some(until_ns) = until_ns {
+            if with_core(|core| core.timers.next_live_ns()).is_some_and(|t| t > until_ns) {
+                return LoopEnd::Paused;
+            }
         }
         match with_core(Core::next_timer) {
             Ok(Some(waker)) => waker.wake(),
