@@ -54,6 +54,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod command;
 pub mod log;
 mod pipeline;
 mod report;
@@ -68,11 +69,13 @@ mod verify;
 
 pub use report::{AgentError, EvalFailure, EvalReport, ToolFailure, WorldOutcome};
 // The verdict belongs to simtape-eval; the harness decides it, so its users find it here too.
-pub use scenario::{mcp_actor_name, EvalScenario, EvalSpec};
+pub use command::{AgentExit, CommandEnd, GateRun, EXIT_VERIFIER};
+pub use pipeline::RunOutput;
+pub use scenario::{mcp_actor_name, CommandRun, EvalScenario, EvalSpec};
 pub use simtape_eval::{Verdict, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};
 pub use spec::{
-    AgentSpec, Check, FsState, McpFault, McpFaultKind, McpServerSpec, McpSource, Pattern,
-    TextMatch, ToolSource, VerifySpec,
+    AdapterKind, AgentSpec, Check, CommandAgentSpec, FsState, McpFault, McpFaultKind,
+    McpServerSpec, McpSource, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
 pub use tools::fs::EDIT_BYTES_MAX;
 pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptTurn};

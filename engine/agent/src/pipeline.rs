@@ -20,6 +20,7 @@ use simtape::{Capabilities, Host};
 use crate::log::{self, AgentEvent};
 use simtape_eval::{Verdict, VerifierResult};
 
+use crate::command::{AgentExit, CommandEnd, GateRun, EXIT_VERIFIER};
 use crate::report::{AgentError, EvalFailure};
 use crate::retry::Retries;
 use crate::scenario::Shared;
@@ -31,6 +32,8 @@ use crate::transcript::Transcript;
 pub(crate) struct RunState {
     pub(crate) transcript: RefCell<Transcript>,
     pub(crate) capabilities: RefCell<Option<Capabilities>>,
+    /// The recorded gate runs of an agent program (`[agent] kind = "command"`), in order.
+    pub(crate) gates: RefCell<Vec<GateRun>>,
 }
 
 /// Everything the agent, its tools and the verifiers reach during one run.
@@ -72,9 +75,9 @@ impl Ctx {
     }
 }
 
-/// The main task's output.
+/// The main task's output (opaque: a report is made of it by the scenario).
 #[derive(Debug)]
-pub(crate) struct RunOutput {
+pub struct RunOutput {
     pub(crate) outcomes: Vec<(String, Value)>,
     pub(crate) verifiers: Vec<VerifierResult>,
     pub(crate) verdict: Verdict,
@@ -82,7 +85,7 @@ pub(crate) struct RunOutput {
 }
 
 impl RunOutput {
-    fn stopped(failure: EvalFailure, outcomes: Vec<(String, Value)>) -> RunOutput {
+    pub(crate) fn stopped(failure: EvalFailure, outcomes: Vec<(String, Value)>) -> RunOutput {
         RunOutput {
             outcomes,
             verifiers: Vec::new(),
@@ -121,6 +124,85 @@ pub(crate) async fn run(host: Host, shared: Arc<Shared>, state: Rc<RunState>) ->
             verifiers,
             failure: None,
         },
+        Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
+    }
+}
+
+/// The body of the main task when the agent is a program outside the simulation: the
+/// scripted tasks beside `agent` (the driver's side inside the simulation), then the
+/// agent's exit check and the verifiers.
+pub(crate) async fn run_command<A>(
+    host: Host,
+    shared: Arc<Shared>,
+    state: Rc<RunState>,
+    agent: A,
+) -> RunOutput
+where
+    A: Future<Output = CommandEnd>,
+{
+    *state.capabilities.borrow_mut() = Some(host.capabilities().clone());
+    let spec = shared
+        .eval
+        .command
+        .clone()
+        .expect("a command agent runs this pipeline");
+    let ctx = Rc::new(Ctx {
+        retries: Retries::new(None),
+        host,
+        shared,
+        state,
+    });
+    let tasks = ctx.shared.scenario.tasks(ctx.host.clone());
+    let exit = Rc::new(RefCell::new(None));
+    let agent = {
+        let (ctx, exit) = (Rc::clone(&ctx), Rc::clone(&exit));
+        async move {
+            let end = agent.await;
+            *ctx.state.transcript.borrow_mut() = end.transcript;
+            *ctx.state.gates.borrow_mut() = end.gates;
+            if let Some(digest) = end.unmatched {
+                return Err(AgentError::Unmatched { digest });
+            }
+            if end.exit == AgentExit::TimedOut {
+                return Err(AgentError::Timeout {
+                    timeout_ms: spec.timeout_ms,
+                });
+            }
+            *exit.borrow_mut() = Some((end.exit, spec.line));
+            Ok(())
+        }
+    };
+    let outcomes = match join(tasks, Some(agent)).await {
+        Ok(outcomes) => outcomes,
+        Err(failure) => return RunOutput::stopped(failure, Vec::new()),
+    };
+    let mut verifiers = Vec::new();
+    if let Some((exit, line)) = exit.take() {
+        let held = exit == AgentExit::Exited(0);
+        let saw = format!("the agent {}", exit.describe());
+        let event = AgentEvent::Verifier {
+            name: EXIT_VERIFIER.to_string(),
+            held,
+            saw: saw.clone(),
+        };
+        ctx.record(event).await;
+        verifiers.push(VerifierResult {
+            name: EXIT_VERIFIER.to_string(),
+            line,
+            held,
+            saw,
+        });
+    }
+    match crate::verify::run_all(&ctx, &outcomes).await {
+        Ok(more) => {
+            verifiers.extend(more);
+            RunOutput {
+                verdict: Verdict::of(&verifiers),
+                outcomes,
+                verifiers,
+                failure: None,
+            }
+        }
         Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
     }
 }

@@ -52,6 +52,18 @@ pub enum AgentError {
     /// scenario check reports these before any run.
     #[error("the scenario cannot run the agent: {0}")]
     Setup(String),
+    /// The agent program ran over its wall-clock timeout and was stopped.
+    #[error("the agent program ran over its timeout of {timeout_ms} ms and was stopped")]
+    Timeout {
+        /// The scenario's `[agent] timeout`.
+        timeout_ms: u64,
+    },
+    /// A model request of the agent program matched no fixture entry.
+    #[error("a model request of the agent matched no fixture entry: sha256:{digest}")]
+    Unmatched {
+        /// The normalized request's digest.
+        digest: String,
+    },
     /// A gate verifier's program run hit an unmatched replay.
     #[error("verifier {verifier:?}: {error}")]
     Gate {
@@ -93,6 +105,8 @@ impl AgentError {
             AgentError::Gate { .. } => "process_replay",
             AgentError::McpList { .. } => "mcp_replay",
             AgentError::Setup(_) => "config",
+            AgentError::Timeout { .. } => "agent_timeout",
+            AgentError::Unmatched { .. } => "llm_unmatched",
         }
     }
 }

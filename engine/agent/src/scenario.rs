@@ -8,19 +8,24 @@ use std::sync::Arc;
 
 use simtape::actor::ActorRef;
 use simtape::cap::fs::FsDiff;
+use simtape::run::Run;
 use simtape::scenario::{Scenario, ScenarioError, Trigger};
-use simtape::{ActorStates, Builder, RunError, RunReport, RunSummary};
+use simtape::{ActorStates, Builder, Host, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
 use simtape_mcp::world::faults::{FaultKind, FaultRule};
 use simtape_mcp::world::World;
 
+use crate::command::CommandEnd;
 use crate::log::{AgentLog, AGENT_ACTOR};
 use crate::pipeline::{self, RunOutput, RunState};
 use simtape_eval::Verdict;
 
 use crate::report::{EvalFailure, EvalReport, WorldOutcome};
 use crate::spec::VerifySpec;
-use crate::spec::{AgentSpec, Check, McpFault, McpFaultKind, McpServerSpec, McpSource, ToolSource};
+use crate::spec::{
+    AgentSpec, Check, CommandAgentSpec, McpFault, McpFaultKind, McpServerSpec, McpSource,
+    ToolSource,
+};
 use crate::tables::EvalTables;
 use crate::tools::Builtin;
 
@@ -29,8 +34,11 @@ use crate::tools::Builtin;
 /// [`EvalScenario::from_parts`] takes them from Rust.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EvalSpec {
-    /// The agent, if the scenario runs one.
+    /// The built-in agent, if the scenario runs it.
     pub agent: Option<AgentSpec>,
+    /// The agent program outside the simulation, if the scenario runs one instead (it runs
+    /// under `simtape-serve`'s driver, not [`EvalScenario::run`]).
+    pub command: Option<CommandAgentSpec>,
     /// The MCP servers, in file order.
     pub mcp: Vec<McpServerSpec>,
     /// The MCP fault rules (`[[faults.mcp]]`; the core applies the rest of `[faults]`).
@@ -96,7 +104,9 @@ impl Shared {
             .zip(&self.mcp)
             .map(|(server, actor)| builder.capability(&mcp_actor_name(&server.name), actor.clone()))
             .collect();
-        let records = self.eval.agent.is_some() || !self.eval.verify.is_empty();
+        let records = self.eval.agent.is_some()
+            || self.eval.command.is_some()
+            || !self.eval.verify.is_empty();
         let log = records.then(|| builder.actor(AGENT_ACTOR, AgentLog));
         Refs { mcp, log }
     }
@@ -258,19 +268,70 @@ impl EvalScenario {
         let state = Rc::new(RunState::default());
         let shared = Arc::clone(&self.shared);
         let run_state = Rc::clone(&state);
-        let outcome = sim.run_with_verdict(
-            move |host| pipeline::run(host, shared, run_state),
-            |outcome| match outcome {
-                Ok(output) => output.verdict.to_string(),
-                Err(error) => format!("error: {error}"),
-            },
-        );
-        let transcript = self
-            .shared
-            .eval
-            .agent
-            .as_ref()
-            .map(|_| state.transcript.take());
+        let outcome = if self.shared.eval.command.is_some() {
+            // An agent program needs a driver outside the simulation: without one it cannot
+            // run, and the run says so rather than judging an agent that never ran.
+            let setup = "an [agent] with kind = \"command\" runs through simtape-serve's driver (`simtape run` uses it)";
+            sim.run_with_verdict(
+                |_host| async move {
+                    let error = crate::report::AgentError::Setup(setup.to_string());
+                    RunOutput::stopped(EvalFailure::Agent(error), Vec::new())
+                },
+                verdict_line,
+            )
+        } else {
+            sim.run_with_verdict(
+                move |host| pipeline::run(host, shared, run_state),
+                verdict_line,
+            )
+        };
+        self.report(outcome, &state, keep)
+    }
+
+    /// Starts a run of a scenario whose agent is a program outside the simulation (`[agent]
+    /// kind = "command"`): `agent` is the driver's side inside the simulation (it serves the
+    /// program's requests from the run's inputs and ends with how the session ended); the
+    /// scripted tasks run beside it and the verifiers after it. The driver steps the
+    /// returned run and ends it with [`EvalScenario::finish_command`].
+    pub fn start_command<F, Fut>(
+        &self,
+        builder: &mut Builder,
+        agent: F,
+    ) -> Result<CommandRun, Box<EvalReport>>
+    where
+        F: FnOnce(Host) -> Fut + 'static,
+        Fut: std::future::Future<Output = CommandEnd> + 'static,
+    {
+        let seed = builder.seed_value();
+        let sim = builder
+            .build()
+            .map_err(|error| Box::new(unbuilt(seed, error)))?;
+        let state = Rc::new(RunState::default());
+        let shared = Arc::clone(&self.shared);
+        let run_state = Rc::clone(&state);
+        let run = sim.start(move |host| {
+            let agent = agent(host.clone());
+            pipeline::run_command(host, shared, run_state, agent)
+        });
+        Ok(CommandRun { run, state })
+    }
+
+    /// Finishes a run [`EvalScenario::start_command`] started: its tape footer carries the
+    /// verdict; the report is [`EvalScenario::run`]'s.
+    pub fn finish_command(&self, command: CommandRun) -> EvalReport {
+        let outcome = command.run.finish_with_verdict(verdict_line);
+        self.report(outcome, &command.state, Keep::Artifacts)
+    }
+
+    /// Makes the report of a finished run.
+    fn report(
+        &self,
+        outcome: Result<RunReport<RunOutput>, RunError>,
+        state: &RunState,
+        keep: Keep,
+    ) -> EvalReport {
+        let has_agent = self.shared.eval.agent.is_some() || self.shared.eval.command.is_some();
+        let transcript = has_agent.then(|| state.transcript.take());
         let artifacts = keep == Keep::Artifacts;
         let worlds = |actors: &ActorStates| {
             if artifacts {
@@ -302,6 +363,30 @@ impl EvalScenario {
                 stopped(error, transcript, worlds, fs_diff)
             }
         }
+    }
+}
+
+/// The tape footer's verdict of an eval run.
+fn verdict_line(outcome: Result<&RunOutput, &simtape::SimError>) -> String {
+    match outcome {
+        Ok(output) => output.verdict.to_string(),
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// A run of a scenario whose agent is a program outside the simulation, started by
+/// [`EvalScenario::start_command`]: the driver steps [`CommandRun::run`] and hands it back to
+/// [`EvalScenario::finish_command`].
+#[derive(Debug)]
+pub struct CommandRun {
+    run: Run<RunOutput>,
+    state: Rc<RunState>,
+}
+
+impl CommandRun {
+    /// Returns the open run, to step and feed.
+    pub fn run(&mut self) -> &mut Run<RunOutput> {
+        &mut self.run
     }
 }
 

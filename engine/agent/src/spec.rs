@@ -36,6 +36,70 @@ pub struct AgentSpec {
     pub tools: Vec<ToolSource>,
 }
 
+/// `[agent] kind = "command"`: an agent program outside the simulation (Claude Code, Codex,
+/// OpenCode or any other) that reaches the scenario's model and MCP servers through
+/// `simtape serve`'s endpoints. It works in a scratch copy of the `[fs]` root; what it
+/// leaves there becomes the run's fs diff, so the verifiers judge it like the built-in agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandAgentSpec {
+    /// Which CLI it is: how to pass the task and permissions, and how to read its output.
+    pub adapter: AdapterKind,
+    /// The program (a path or a name on `PATH`); the adapter's usual binary when not given.
+    pub command: Option<String>,
+    /// Extra arguments, after the adapter's (for `generic`, the whole argument list).
+    pub args: Vec<String>,
+    /// Extra environment, by name (applied after the endpoint variables).
+    pub env: Vec<(String, String)>,
+    /// The task prompt the adapter hands the agent.
+    pub task: String,
+    /// Wall-clock milliseconds the agent may run before it is stopped and the run is an ERROR.
+    pub timeout_ms: u64,
+    /// What the agent may do in its working directory.
+    pub permission: Permission,
+    /// The 1-based line of `[agent]` in the scenario file (names the agent's exit check).
+    pub line: u64,
+}
+
+/// The agent CLIs simtape knows how to start and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdapterKind {
+    /// Claude Code (`claude -p … --output-format stream-json`).
+    ClaudeCode,
+    /// Codex CLI (`codex exec --json …`).
+    Codex,
+    /// OpenCode (`opencode run --format json …`).
+    Opencode,
+    /// Any program: the task goes in `SIMTAPE_TASK`, its stdout lines are its messages.
+    Generic,
+}
+
+impl AdapterKind {
+    /// Every adapter with its name in scenario files.
+    pub const ALL: [(&'static str, AdapterKind); 4] = [
+        ("claude-code", AdapterKind::ClaudeCode),
+        ("codex", AdapterKind::Codex),
+        ("opencode", AdapterKind::Opencode),
+        ("generic", AdapterKind::Generic),
+    ];
+
+    /// Returns the adapter's name in scenario files.
+    pub fn name(self) -> &'static str {
+        let found = AdapterKind::ALL.iter().find(|(_, kind)| *kind == self);
+        found.map_or("generic", |(name, _)| name)
+    }
+}
+
+/// What an external agent may do in its scratch directory, mapped to each CLI's flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Permission {
+    /// Read, write and run commands without asking.
+    Full,
+    /// Read only: no edits, no commands.
+    ReadOnly,
+}
+
 /// A group of tools the agent offers the model.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

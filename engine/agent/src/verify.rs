@@ -45,6 +45,7 @@ pub(crate) async fn run_all(
     let verifiers = &ctx.shared.eval.verify;
     let mut diff = None;
     let mut results = Vec::with_capacity(verifiers.len());
+    let mut gates_run = 0;
     for spec in verifiers {
         let seen = match &spec.check {
             Check::Fs {
@@ -60,6 +61,10 @@ pub(crate) async fn run_all(
                 server,
                 allow_collateral,
             } => world_goal(ctx, server, *allow_collateral),
+            Check::Gate { exit_code, .. } if ctx.shared.eval.command.is_some() => {
+                gates_run += 1;
+                recorded_gate(ctx, gates_run - 1, *exit_code)
+            }
             Check::Gate {
                 program,
                 args,
@@ -214,8 +219,27 @@ fn fs(
     }
 }
 
+/// A gate of an agent program: its run in the agent's working directory is on the tape (the
+/// driver ran it after the agent ended); `index` counts the gates in file order.
+fn recorded_gate(ctx: &Ctx, index: usize, expected: i32) -> Seen {
+    let gates = ctx.state.gates.borrow();
+    let Some(run) = gates.get(index) else {
+        return Err(Mismatch(
+            "the gate did not run: the agent's session ended first".into(),
+        ));
+    };
+    match (run.exit_code, &run.error) {
+        (_, Some(error)) => Err(Mismatch(format!("cannot run the gate: {error}"))),
+        (Some(code), None) if code == expected => Ok(format!("exit code {code}")),
+        (Some(code), None) => Err(Mismatch(format!(
+            "expected exit code {expected}, found {code}"
+        ))),
+        (None, None) => Err(Mismatch("the gate was ended by a signal".to_string())),
+    }
+}
+
 fn answer(ctx: &Ctx, expected: &TextMatch) -> Seen {
-    if ctx.shared.eval.agent.is_none() {
+    if ctx.shared.eval.agent.is_none() && ctx.shared.eval.command.is_none() {
         return Err(Mismatch(
             "no final answer: the scenario has no [agent]".to_string(),
         ));

@@ -79,6 +79,10 @@ pub(crate) struct RunArgs {
     /// The seed (default: the scenario's first pinned seed).
     #[arg(long)]
     pub(crate) seed: Option<u64>,
+    /// The agent program of an `[agent] kind = "command"` scenario, overriding its `command`
+    /// and the adapter's usual binary (docs/agents.md).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) agent_bin: Option<PathBuf>,
     /// Where to write the tape (default: no tape file).
     #[arg(long)]
     pub(crate) tape: Option<PathBuf>,
@@ -207,6 +211,9 @@ pub(crate) struct SweepArgs {
     /// The scenario files (TOML); each is loaded once and shared by every run.
     #[arg(required = true)]
     pub(crate) scenarios: Vec<PathBuf>,
+    /// The agent program of `[agent] kind = "command"` scenarios (docs/agents.md).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) agent_bin: Option<PathBuf>,
     /// The seeds: `A..B` (B excluded) or `A..=B`.
     #[arg(long, value_parser = simtape_eval::sweep::parse_seeds)]
     pub(crate) seeds: simtape_eval::sweep::SeedRange,

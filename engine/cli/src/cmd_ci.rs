@@ -84,7 +84,7 @@ fn tape_bytes(eval: &EvalScenario, seed: u64) -> Result<Vec<u8>, CliError> {
     let mut builder = eval.builder(seed);
     builder.tape_in_memory();
     // Every verdict is behaviour the golden tape pins, an expected FAIL or ERROR included.
-    let report = eval.run(&mut builder);
+    let report = crate::common::run_eval(eval, &mut builder, None, None)?;
     report.summary.tape.and_then(|t| t.memory).ok_or_else(|| {
         CliError::Input(format!(
             "{} seed {seed}: the run produced no tape",

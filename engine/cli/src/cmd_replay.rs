@@ -64,7 +64,12 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         .tape(&out)
         .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
-    if header
+    if scenario.eval().command.is_some() {
+        // An agent program's run: its requests, output, exit, changes and gate runs are
+        // inputs on the tape, so the eval pipeline runs again from them; no program starts.
+        simtape_serve::command::replay_command(&scenario, &mut builder, &args.tape)
+            .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?;
+    } else if header
         .actors
         .iter()
         .any(|name| name == simtape_serve::GATEWAY_INBOX)

@@ -12,7 +12,7 @@ use crate::args::RunArgs;
 use crate::common::files::{create_parent, read, scratch_dir};
 use crate::common::render::print_diff;
 use crate::common::shell::command_line;
-use crate::common::{load_scenario, reproduce_command, verdict_outcome};
+use crate::common::{load_scenario, reproduce_command, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
@@ -47,7 +47,12 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         create_parent(tape)?;
         builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
     }
-    let report = eval.run(&mut builder);
+    let report = run_eval(
+        &eval,
+        &mut builder,
+        args.agent_bin.as_deref(),
+        args.evidence.as_deref(),
+    )?;
     if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
         let run = crate::evidence::RunEvidence {
             scenario: &eval,
@@ -67,7 +72,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     print_report(args, &eval, &report, &reproduce);
     let outcome = verdict_outcome(&report.verdict);
     if args.check_determinism {
-        let determinism = check_determinism(&eval, seed)?;
+        let determinism = check_determinism(&eval, seed, args.agent_bin.as_deref())?;
         if determinism != Outcome::Success {
             return Ok(determinism);
         }
@@ -182,14 +187,14 @@ fn diff_line(diff: &FsDiff, written: Option<&Path>) -> String {
 }
 
 /// Runs the scenario twice more into temporary tapes and compares them byte for byte.
-fn check_determinism(eval: &EvalScenario, seed: u64) -> CliResult {
+fn check_determinism(eval: &EvalScenario, seed: u64, agent_bin: Option<&Path>) -> CliResult {
     let dir = scratch_dir("check")?;
     let tapes = [dir.join("first.tape"), dir.join("second.tape")];
     for tape in &tapes {
         let mut builder = eval.builder(seed);
         builder.tape(tape);
         // Every verdict is part of the behaviour under test: its tape is compared too.
-        eval.run(&mut builder);
+        run_eval(eval, &mut builder, agent_bin, None)?;
     }
     if read(&tapes[0])? == read(&tapes[1])? {
         println!("determinism: two runs of seed {seed} wrote byte-identical tapes");

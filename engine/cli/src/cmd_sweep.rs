@@ -7,20 +7,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
 use crate::args::SweepArgs;
-use crate::common::load_scenario;
 use crate::common::render::deliver;
+use crate::common::{load_scenario, require_agent_program};
 use crate::exit::{CliError, CliResult};
 use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
 
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let scenarios = load(&args.scenarios)?;
+    for loaded in &scenarios {
+        require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
+    }
     let shard = args.shard.unwrap_or(Shard::ALL);
     let plan = Plan {
         scenarios: &scenarios,
         seeds: args.seeds,
         shard,
         out: args.out.as_deref(),
+        agent_bin: args.agent_bin.as_deref(),
     };
     let runs = plan.runs();
     if runs > SWEEP_RUNS_MAX {

@@ -20,7 +20,10 @@ use simtape::inbox::{Inbox, Outbox};
 use simtape::run::{Progress, Run};
 use smol::channel::{Receiver, Sender};
 
-use crate::gateway::{GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
+use simtape_agent::AgentExit;
+
+use crate::adapter::EventKind;
+use crate::gateway::{GatewayInput, HttpRequest, HttpResponse};
 
 /// The largest request body the gateway reads (Claude Code's requests are ~50 KB).
 pub(crate) const REQUEST_BYTES_MAX: usize = 32 << 20;
@@ -111,15 +114,16 @@ fn http_response(response: HttpResponse) -> hyper::Response<Full<Bytes>> {
 
 /// What ends a serve session besides the run itself.
 pub(crate) enum Ending {
-    /// The agent process exited with this code (`None`: a signal).
-    AgentExited(Option<i32>),
-    /// The user asked to stop (Ctrl-C without an agent command).
+    /// The agent process exited.
+    AgentExited(AgentExit),
+    /// The user asked to stop (Ctrl-C without an agent command), or the agent ran over its
+    /// timeout.
     Stopped,
 }
 
-/// The driver loop: batches requests by the settle rule, feeds the run, answers.
+/// The driver loop: batches requests by the settle rule, feeds the run, answers. It does
+/// not own the run: each call is handed it, whatever its output type.
 pub(crate) struct Driver {
-    pub(crate) run: Run<GatewayOutcome>,
     pub(crate) inputs: Inbox<GatewayInput>,
     pub(crate) responses: Outbox<HttpResponse>,
     pub(crate) settle: Duration,
@@ -128,16 +132,38 @@ pub(crate) struct Driver {
     pub(crate) session_log: Option<std::io::BufWriter<std::fs::File>>,
     pub(crate) next_id: u64,
     pub(crate) waiting: BTreeMap<u64, Sender<HttpResponse>>,
+    /// What the agent's adapter read from its output, not yet delivered.
+    pub(crate) events: Option<Receiver<EventKind>>,
 }
 
 impl Driver {
+    /// Makes a driver for the gateway's inbox and outbox.
+    pub(crate) fn new(
+        inputs: Inbox<GatewayInput>,
+        responses: Outbox<HttpResponse>,
+        settle: Duration,
+        normalizer: crate::normalize::Normalizer,
+    ) -> Driver {
+        Driver {
+            inputs,
+            responses,
+            settle,
+            normalizer,
+            session_log: None,
+            next_id: 1,
+            waiting: BTreeMap::new(),
+            events: None,
+        }
+    }
+
     /// Runs until `ending` resolves or the run ends; returns how the session ended.
-    pub(crate) async fn drive(
+    pub(crate) async fn drive<T: 'static>(
         &mut self,
+        run: &mut Run<T>,
         rx: &Receiver<Pending>,
         ending: impl std::future::Future<Output = Ending>,
     ) -> Option<Ending> {
-        self.run.run_until_idle();
+        run.run_until_idle();
         let mut ending = std::pin::pin!(ending);
         loop {
             let next = smol::future::or(async { rx.recv().await.ok().map(Next::Request) }, async {
@@ -150,7 +176,7 @@ impl Driver {
                 None => return None,
             };
             let batch = self.settle_batch(first, rx).await;
-            if self.deliver(batch) != Progress::AwaitingInput {
+            if self.deliver(run, batch) != Progress::AwaitingInput {
                 return None;
             }
         }
@@ -172,9 +198,31 @@ impl Driver {
         }
     }
 
+    /// Delivers what the agent printed so far (it printed it before the requests of this
+    /// batch: the settle window let the reader catch up), as one input.
+    pub(crate) fn deliver_events<T: 'static>(&mut self, run: &mut Run<T>) {
+        let Some(events) = &self.events else {
+            return;
+        };
+        let mut kinds = Vec::new();
+        while let Ok(kind) = events.try_recv() {
+            kinds.push(self.normalize_event(kind));
+        }
+        if !kinds.is_empty() {
+            let _ = run.deliver(self.inputs, GatewayInput::Session(kinds));
+        }
+    }
+
+    /// Normalizes an event as requests are: its JSON through the same rules.
+    fn normalize_event(&self, kind: EventKind) -> EventKind {
+        let text = serde_json::to_string(&kind).expect("events serialize");
+        serde_json::from_str(&self.normalizer.apply(&text)).unwrap_or(kind)
+    }
+
     /// Delivers `batch` in content order, runs the simulation until it awaits input again,
     /// and answers every request it answered.
-    fn deliver(&mut self, batch: Vec<Pending>) -> Progress {
+    fn deliver<T: 'static>(&mut self, run: &mut Run<T>, batch: Vec<Pending>) -> Progress {
+        self.deliver_events(run);
         let mut batch: Vec<(String, Pending)> = batch
             .into_iter()
             .map(|pending| (self.normalizer.apply(&pending.body), pending))
@@ -192,10 +240,7 @@ impl Driver {
                 path: pending.path,
                 body,
             };
-            match self
-                .run
-                .deliver(self.inputs, GatewayInput::Request(request))
-            {
+            match run.deliver(self.inputs, GatewayInput::Request(request)) {
                 Ok(()) => {
                     self.waiting.insert(id, pending.reply);
                 }
@@ -204,8 +249,8 @@ impl Driver {
                 }
             }
         }
-        let progress = self.run.run_until_idle();
-        self.answer();
+        let progress = run.run_until_idle();
+        self.answer(run);
         progress
     }
 
@@ -224,8 +269,8 @@ impl Driver {
     }
 
     /// Hands every response the run produced to its waiting connection.
-    pub(crate) fn answer(&mut self) {
-        for mut response in self.run.take(self.responses) {
+    pub(crate) fn answer<T: 'static>(&mut self, run: &mut Run<T>) {
+        for mut response in run.take(self.responses) {
             response.body = self.normalizer.restore(&response.body);
             if let Some(reply) = self.waiting.remove(&response.id) {
                 let _ = reply.try_send(response);
@@ -233,16 +278,17 @@ impl Driver {
         }
     }
 
-    /// Tells the run how the agent ended and closes the inbox; answers what is left.
-    pub(crate) fn close(&mut self, agent_exit: Option<Option<i32>>) {
-        if let Some(code) = agent_exit {
-            let _ = self
-                .run
-                .deliver(self.inputs, GatewayInput::AgentExited(code));
-        }
-        let _ = self.run.close(self.inputs);
-        self.run.run_until_idle();
-        self.answer();
+    /// Delivers one more input (after the agent ended: its exit, its changes, the gates).
+    pub(crate) fn deliver_input<T: 'static>(&mut self, run: &mut Run<T>, input: GatewayInput) {
+        let _ = run.deliver(self.inputs, input);
+    }
+
+    /// Closes the inbox, lets the run finish what it can, and answers what is left.
+    pub(crate) fn close<T: 'static>(&mut self, run: &mut Run<T>) {
+        self.deliver_events(run);
+        let _ = run.close(self.inputs);
+        run.run_until_idle();
+        self.answer(run);
         for (_, reply) in std::mem::take(&mut self.waiting) {
             let _ = reply.try_send(refusal(
                 "the simulation ended before answering this request",

@@ -8,6 +8,10 @@ use serde_json::{json, Value};
 use simtape::cap::llm::{LlmError, Provider};
 use simtape::inbox::{Inbox, Outbox};
 use simtape::Host;
+use simtape_agent::{AgentExit, GateRun};
+
+use crate::adapter::{EventKind, SessionEvent};
+use crate::workdir::FileChange;
 
 /// An HTTP request as the gateway sees it (and as the tape records it): what identifies the
 /// endpoint and the body. Headers stay outside: they carry per-process noise (session ids,
@@ -24,14 +28,27 @@ pub struct HttpRequest {
     pub body: String,
 }
 
-/// What enters the gateway's inbox: a request, or the agent's exit (so a replay knows how
-/// the agent ended without running it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What enters the gateway's inbox: a request, what the agent printed, and how it ended
+/// (so a replay knows all of it without running the agent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum GatewayInput {
     /// An HTTP request from the agent.
     Request(HttpRequest),
-    /// The agent process ended: its exit code (`None` when a signal ended it).
-    AgentExited(Option<i32>),
+    /// What the agent printed since the last delivery, read by its adapter (normalized like
+    /// requests); the gateway stamps each with the instant of delivery.
+    Session(Vec<EventKind>),
+    /// The agent process ended.
+    AgentExited(AgentExit),
+    /// After the agent ended: what it changed in its working directory, and the paths too
+    /// large to compare.
+    Workdir {
+        /// The changes, in path order.
+        changes: Vec<FileChange>,
+        /// Files over the comparison's size limit.
+        skipped: Vec<String>,
+    },
+    /// After the agent ended: each `gate` verifier's run in its working directory.
+    Gates(Vec<GateRun>),
 }
 
 /// The gateway's answer to the request with the same `id`.
@@ -50,7 +67,7 @@ pub struct HttpResponse {
 }
 
 /// What the gateway pipeline returns when its inbox closes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GatewayOutcome {
     /// Requests answered.
     pub requests: u64,
@@ -58,9 +75,14 @@ pub struct GatewayOutcome {
     pub model_calls: u64,
     /// The first request no fixture entry matched: its digest. Such a run is an ERROR.
     pub unmatched: Option<String>,
-    /// How the agent process ended, when there was one: `Some(code)`, or `None` inside for
-    /// a signal.
-    pub agent_exit: Option<Option<i32>>,
+    /// How the agent process ended, when there was one.
+    pub agent_exit: Option<AgentExit>,
+    /// What the agent printed, as events stamped with virtual time.
+    pub events: Vec<SessionEvent>,
+    /// What the agent changed in its working directory.
+    pub workdir: Vec<FileChange>,
+    /// The `gate` verifiers' runs.
+    pub gates: Vec<GateRun>,
 }
 
 impl GatewayOutcome {
@@ -71,9 +93,8 @@ impl GatewayOutcome {
             return format!("error: unmatched model request sha256:{digest}");
         }
         match self.agent_exit {
-            Some(Some(0)) | None => "ok".to_string(),
-            Some(Some(code)) => format!("fail: the agent exited with status {code}"),
-            Some(None) => "fail: the agent was ended by a signal".to_string(),
+            Some(AgentExit::Exited(0)) | None => "ok".to_string(),
+            Some(exit) => format!("fail: the agent {}", exit.describe()),
         }
     }
 }
@@ -89,8 +110,34 @@ pub async fn gateway(
     while let Some(input) = inputs.recv().await {
         let request = match input {
             GatewayInput::Request(request) => request,
-            GatewayInput::AgentExited(code) => {
-                outcome.borrow_mut().agent_exit = Some(code);
+            GatewayInput::Session(kinds) => {
+                let timestamp_ms = host.now_ns() / 1_000_000;
+                let events = kinds
+                    .into_iter()
+                    .map(|kind| SessionEvent { timestamp_ms, kind });
+                outcome.borrow_mut().events.extend(events);
+                continue;
+            }
+            GatewayInput::AgentExited(exit) => {
+                outcome.borrow_mut().agent_exit = Some(exit);
+                continue;
+            }
+            GatewayInput::Workdir { changes, skipped } => {
+                let mut outcome = outcome.borrow_mut();
+                let timestamp_ms = host.now_ns() / 1_000_000;
+                for path in skipped {
+                    let message = format!(
+                        "{path}: over {} bytes, not compared",
+                        crate::workdir::FILE_BYTES_MAX
+                    );
+                    let kind = EventKind::Error { message };
+                    outcome.events.push(SessionEvent { timestamp_ms, kind });
+                }
+                outcome.workdir = changes;
+                continue;
+            }
+            GatewayInput::Gates(gates) => {
+                outcome.borrow_mut().gates = gates;
                 continue;
             }
         };

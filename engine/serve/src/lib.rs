@@ -15,8 +15,12 @@
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
 
+pub mod adapter;
+pub mod command;
 pub mod gateway;
 pub mod normalize;
+pub mod process;
+pub mod workdir;
 
 mod driver;
 
@@ -29,6 +33,7 @@ use simtape::inbox::{Inbox, Outbox};
 use simtape::run::{recorded_inputs, ReplayInputError};
 use simtape::tape::TapeReader;
 use simtape::{Builder, RunError, RunReport};
+use simtape_agent::AgentExit;
 
 pub use gateway::{GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
 pub use normalize::Normalizer;
@@ -120,6 +125,25 @@ pub enum ServeError {
         /// Why.
         source: std::io::Error,
     },
+    /// The scenario's agent program was not found.
+    #[error("the {adapter} agent's program was not found (looked for {tried}){}", match package { Some(package) => format!("; install it with `npm install -g {package}`, or name it with --agent-bin PATH or [agent] command"), None => "; name it with --agent-bin PATH or [agent] command".to_string() })]
+    MissingAgent {
+        /// The adapter's name.
+        adapter: &'static str,
+        /// Where it looked.
+        tried: String,
+        /// The npm package that installs it, when there is one.
+        package: Option<&'static str>,
+    },
+    /// The scenario's agent is not a program (`[agent] kind = "command"`).
+    #[error("the scenario's [agent] is not kind = \"command\"")]
+    NotACommandAgent,
+    /// The agent's scratch directory could not be made or read.
+    #[error("the agent's scratch directory: {0}")]
+    Workdir(crate::workdir::WorkdirError),
+    /// The run could not be built; the report says why.
+    #[error("cannot start the run: {}", .0.verdict)]
+    Unbuilt(Box<simtape_agent::EvalReport>),
     /// The agent command could not be started.
     #[error("cannot start the agent {program:?}: {source}")]
     Spawn {
@@ -179,17 +203,7 @@ async fn session(
     stop: smol::channel::Receiver<()>,
     listening: impl FnOnce(&Endpoints),
 ) -> Result<Session, ServeError> {
-    let listener = smol::net::TcpListener::bind(options.addr)
-        .await
-        .map_err(|source| ServeError::Bind {
-            addr: options.addr,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: options.addr,
-        source,
-    })?;
-    let endpoints = Endpoints::new(addr);
+    let (listener, endpoints) = bind(options.addr).await?;
     listening(&endpoints);
     let (tx, rx) = smol::channel::unbounded();
     let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx));
@@ -200,52 +214,27 @@ async fn session(
         None => None,
     };
     let sim = builder.build().map_err(ServeError::Build)?;
-    let run = sim.start(move |host| gateway::gateway(host, inputs, responses));
-    let session_log = match &options.session_log {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|source| ServeError::SessionLog {
-                path: path.clone(),
-                source,
-            })?,
-        )),
-        None => None,
-    };
+    let mut run = sim.start(move |host| gateway::gateway(host, inputs, responses));
     let mut normalizer = options.normalizer.clone();
     if let Some(command) = &options.command {
         // The agent works where it was started: its path differs per machine and run.
         let cwd = command.cwd.clone().or_else(|| std::env::current_dir().ok());
-        if let Some(cwd) = cwd {
-            let cwd = cwd.display().to_string();
-            // Agents also key per-project state by the directory spelled as a name
-            // (Claude Code: `~/.claude/projects/-tmp-run-7/`).
-            let slug: String = cwd
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-                .collect();
-            normalizer.literal(&slug, "<cwd-slug>");
-            normalizer.literal(&cwd, "<cwd>");
-        }
-        if let Some((_, home)) = command.env.iter().find(|(name, _)| name == "HOME") {
-            normalizer.literal(home, "<home>");
-        }
+        let home = command.env.iter().find(|(name, _)| name == "HOME");
+        normalizer = normalizer.for_agent(cwd.as_deref(), home.map(|(_, home)| home.as_str()));
     }
-    let mut driver = driver::Driver {
-        run,
-        inputs,
-        responses,
-        settle: options.settle,
-        normalizer,
-        session_log,
-        next_id: 1,
-        waiting: Default::default(),
-    };
+    let mut driver = driver::Driver::new(inputs, responses, options.settle, normalizer);
+    driver.session_log = session_log(options.session_log.as_deref())?;
     let timeout = options.command.as_ref().and_then(|c| c.timeout);
     let ending = async {
         match child.as_mut() {
             Some(child) => {
                 let exited = async {
                     let status = child.status().await;
-                    driver::Ending::AgentExited(status.ok().and_then(|s| s.code()))
+                    let exit = match status.ok().and_then(|s| s.code()) {
+                        Some(code) => AgentExit::Exited(code),
+                        None => AgentExit::Signaled,
+                    };
+                    driver::Ending::AgentExited(exit)
                 };
                 match timeout {
                     Some(limit) => {
@@ -264,21 +253,46 @@ async fn session(
             }
         }
     };
-    let ended = driver.drive(&rx, ending).await;
+    let ended = driver.drive(&mut run, &rx, ending).await;
     let timed_out = child.is_some() && matches!(ended, Some(driver::Ending::Stopped));
     if let Some(child) = child.as_mut() {
         // A timed-out agent is killed; an exited one is reaped. Nothing outlives the session.
         let _ = child.kill();
         let _ = child.status().await;
     }
-    let agent_exit = match ended {
-        Some(driver::Ending::AgentExited(code)) => Some(code),
-        _ => None,
-    };
-    driver.close(agent_exit);
+    if let Some(driver::Ending::AgentExited(exit)) = ended {
+        driver.deliver_input(&mut run, GatewayInput::AgentExited(exit));
+    }
+    driver.close(&mut run);
     drop(acceptor);
-    let report = driver.run.finish_with_verdict(verdict);
+    let report = run.finish_with_verdict(verdict);
     Ok(Session { report, timed_out })
+}
+
+/// Binds the listener; returns it with the endpoints it serves.
+pub(crate) async fn bind(
+    addr: SocketAddr,
+) -> Result<(smol::net::TcpListener, Endpoints), ServeError> {
+    let bind_error = |source| ServeError::Bind { addr, source };
+    let listener = smol::net::TcpListener::bind(addr)
+        .await
+        .map_err(bind_error)?;
+    let bound = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, Endpoints::new(bound)))
+}
+
+/// Opens the log of raw requests, when one is asked for.
+pub(crate) fn session_log(
+    path: Option<&Path>,
+) -> Result<Option<std::io::BufWriter<std::fs::File>>, ServeError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = std::fs::File::create(path).map_err(|source| ServeError::SessionLog {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(Some(std::io::BufWriter::new(file)))
 }
 
 fn spawn_agent(

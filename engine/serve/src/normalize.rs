@@ -47,6 +47,8 @@ impl Normalizer {
                 r"Today's date is \d{4}-\d{2}-\d{2}",
                 "Today's date is <date>",
             ),
+            // The kernel's version (Claude Code's environment section).
+            (r#"OS Version: [^"\\\n]*"#, "OS Version: <os>"),
             (
                 r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
                 "<uuid>",
@@ -87,6 +89,26 @@ impl Normalizer {
         })?;
         self.patterns.push((regex, replacement.into()));
         Ok(self)
+    }
+
+    /// Adds the literals of one agent's places: its working directory as `<cwd>` (and as
+    /// the name agents key per-project state by, `<cwd-slug>`), its `HOME` as `<home>`.
+    pub fn for_agent(mut self, cwd: Option<&std::path::Path>, home: Option<&str>) -> Normalizer {
+        if let Some(cwd) = cwd {
+            let cwd = cwd.display().to_string();
+            // Agents also key per-project state by the directory spelled as a name
+            // (Claude Code: `~/.claude/projects/-tmp-run-7/`).
+            let slug: String = cwd
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            self.literal(&slug, "<cwd-slug>");
+            self.literal(&cwd, "<cwd>");
+        }
+        if let Some(home) = home {
+            self.literal(home, "<home>");
+        }
+        self
     }
 
     /// Returns an answer with each literal's placeholder turned back into its text, so a

@@ -4,10 +4,41 @@
 use simtape::scenario::decoder::{one_of, Capability, Decoder, Field, Fields};
 
 use super::mcp::{Lookup, Servers};
-use crate::spec::{AgentSpec, ToolSource};
+use crate::spec::{AdapterKind, AgentSpec, CommandAgentSpec, Permission, ToolSource};
 
-/// The keys of `[agent]`.
-const AGENT_KEYS: [&str; 9] = [
+/// What `[agent]` decodes to: the built-in loop, or an agent program outside the simulation.
+#[derive(Debug)]
+pub(crate) enum AgentTable {
+    /// `kind = "builtin"` (the default).
+    Builtin(AgentSpec),
+    /// `kind = "command"`.
+    Command(CommandAgentSpec),
+}
+
+/// The agent kinds of `[agent] kind`.
+const AGENT_KINDS: [(&str, &str); 2] = [("builtin", "builtin"), ("command", "command")];
+/// The keys of `[agent] kind = "command"`.
+const COMMAND_KEYS: [&str; 8] = [
+    "kind",
+    "adapter",
+    "command",
+    "args",
+    "task",
+    "env",
+    "timeout",
+    "permission",
+];
+/// An external agent's wall-clock limit when `timeout` is not given.
+const COMMAND_TIMEOUT_DEFAULT_MS: u64 = 600_000;
+/// The permission modes of `[agent] permission`.
+const PERMISSIONS: [(&str, Permission); 2] = [
+    ("full", Permission::Full),
+    ("read-only", Permission::ReadOnly),
+];
+
+/// The keys of `[agent]` (the built-in loop).
+const AGENT_KEYS: [&str; 10] = [
+    "kind",
     "model",
     "system",
     "task",
@@ -26,12 +57,13 @@ const RETRY_BUDGET: (i64, i64, u32) = (0, 1000, 3);
 const BACKOFF_DEFAULT_MS: u64 = 500;
 const BACKOFF_MAX_DEFAULT_MS: u64 = 30_000;
 
-/// Decodes `[agent]`; `servers` are the `[[mcp]]` servers its tools may name.
+/// Decodes `[agent]` at `line`; `servers` are the `[[mcp]]` servers its tools may name.
 pub(crate) fn agent(
     decoded: &mut Decoder,
     field: &Field<'_>,
+    line: u64,
     servers: &Servers,
-) -> Option<AgentSpec> {
+) -> Option<AgentTable> {
     let what = "an [agent] table like { task = \"Fix the failing test.\" }";
     let mut fields = decoded.table(field, what)?;
     if !decoded.has_table(Capability::Llm) {
@@ -41,6 +73,117 @@ pub(crate) fn agent(
         );
         decoded.problem(field.span.clone(), field.path.clone(), message);
     }
+    let kind = match fields.take("kind") {
+        Some(kind) => choice(decoded, &kind, &AGENT_KINDS, "an agent kind")?,
+        None => "builtin",
+    };
+    if kind == "command" {
+        return command(decoded, fields, line).map(AgentTable::Command);
+    }
+    builtin(decoded, fields, servers).map(AgentTable::Builtin)
+}
+
+/// Decodes `[agent] kind = "command"`: an agent program outside the simulation.
+fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<CommandAgentSpec> {
+    let adapter = match fields.take("adapter") {
+        Some(field) => choice(decoded, &field, &AdapterKind::ALL, "an adapter"),
+        None => {
+            let names: Vec<&str> = AdapterKind::ALL.iter().map(|(name, _)| *name).collect();
+            decoded.missing(
+                &fields,
+                "adapter",
+                &format!("an adapter {}", one_of(&names)),
+            );
+            None
+        }
+    };
+    let program = match fields.take("command") {
+        Some(field) => prompt(decoded, &field, "a program path or name", false).map(Some),
+        None => Some(None),
+    };
+    if adapter == Some(AdapterKind::Generic) && matches!(program, Some(None)) {
+        decoded.missing(
+            &fields,
+            "command",
+            "the program to run (the generic adapter has no usual binary)",
+        );
+    }
+    let args = match fields.take("args") {
+        Some(field) => strings(decoded, &field, "an array of argument strings"),
+        None => Some(Vec::new()),
+    };
+    let task = task(decoded, &mut fields);
+    let env = match fields.take("env") {
+        Some(field) => environment(decoded, &field),
+        None => Some(Vec::new()),
+    };
+    let timeout_ms = match fields.take("timeout") {
+        Some(field) => decoded.duration_ms(&field).and_then(|ms| {
+            if ms == 0 {
+                decoded.expected(&field, "a timeout longer than 0s");
+                return None;
+            }
+            Some(ms)
+        }),
+        None => Some(COMMAND_TIMEOUT_DEFAULT_MS),
+    };
+    let permission = match fields.take("permission") {
+        Some(field) => choice(decoded, &field, &PERMISSIONS, "a permission"),
+        None => Some(Permission::Full),
+    };
+    fields.finish(
+        decoded,
+        &format!(
+            "unknown key for kind = \"command\", expected one of {}",
+            one_of(&COMMAND_KEYS)
+        ),
+    );
+    Some(CommandAgentSpec {
+        adapter: adapter?,
+        command: program?,
+        args: args?,
+        env: env?,
+        task: task?,
+        timeout_ms: timeout_ms?,
+        permission: permission?,
+        line,
+    })
+}
+
+/// An array of strings.
+fn strings(decoded: &mut Decoder, field: &Field<'_>, what: &str) -> Option<Vec<String>> {
+    let items = decoded.array(field, what)?;
+    let mut strings = Vec::with_capacity(items.len());
+    let mut complete = true;
+    for item in &items {
+        match decoded.string(item, "a string") {
+            Some(text) => strings.push(text.to_string()),
+            None => complete = false,
+        }
+    }
+    complete.then_some(strings)
+}
+
+/// `env = { NAME = "value" }`, in name order.
+fn environment(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<(String, String)>> {
+    let mut fields = decoded.table(field, "a table of variables like { NAME = \"value\" }")?;
+    let mut env = Vec::new();
+    let mut complete = true;
+    for name in fields.keys() {
+        let Some(value) = fields.take(&name) else {
+            continue;
+        };
+        match decoded.string(&value, "a string value") {
+            Some(text) => env.push((name, text.to_string())),
+            None => complete = false,
+        }
+    }
+    env.sort();
+    complete.then_some(env)
+}
+
+/// Decodes the built-in loop's keys of `[agent]`.
+fn builtin(decoded: &mut Decoder, mut fields: Fields<'_>, servers: &Servers) -> Option<AgentSpec> {
     let model = match fields.take("model") {
         Some(model) => prompt(decoded, &model, "a model name", false),
         None => Some(AGENT_MODEL_DEFAULT.to_string()),
@@ -49,14 +192,7 @@ pub(crate) fn agent(
         Some(system) => prompt(decoded, &system, "a system prompt string", true),
         None => Some(String::new()),
     };
-    const TASK: &str = "a task prompt like \"Fix the failing test.\"";
-    let task = match fields.take("task") {
-        Some(task) => prompt(decoded, &task, TASK, false),
-        None => {
-            decoded.missing(&fields, "task", TASK);
-            None
-        }
-    };
+    let task = task(decoded, &mut fields);
     let max_turns = bounded(decoded, &mut fields, "max_turns", MAX_TURNS);
     let tool_concurrency = bounded(decoded, &mut fields, "tool_concurrency", TOOL_CONCURRENCY);
     let retry_budget = bounded(decoded, &mut fields, "retry_budget", RETRY_BUDGET);
@@ -81,6 +217,37 @@ pub(crate) fn agent(
         backoff_max_ms,
         tools: tools?,
     })
+}
+
+/// The task prompt: a key every kind of agent needs.
+fn task(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<String> {
+    const TASK: &str = "a task prompt like \"Fix the failing test.\"";
+    match fields.take("task") {
+        Some(task) => prompt(decoded, &task, TASK, false),
+        None => {
+            decoded.missing(fields, "task", TASK);
+            None
+        }
+    }
+}
+
+/// One of `choices`, by name.
+fn choice<T: Copy>(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+    choices: &[(&str, T)],
+    what: &str,
+) -> Option<T> {
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let what = format!("{what} {}", one_of(&names));
+    let name = decoded.string(field, &what)?;
+    match choices.iter().find(|(known, _)| *known == name) {
+        Some((_, value)) => Some(*value),
+        None => {
+            decoded.expected(field, &what);
+            None
+        }
+    }
 }
 
 /// A prompt or name string; `empty` says whether `""` is allowed.

@@ -58,15 +58,16 @@ impl Extension for EvalTables {
             None => (Some(Vec::new()), mcp::Servers::default()),
         };
         let agent = match tables.get("agent") {
-            Some(field) => agent::agent(decoded, field, &servers).map(Some),
+            Some(field) => agent::agent(decoded, field, tables.line(field), &servers).map(Some),
             None => Some(None),
         };
+        let command_agent = matches!(agent, Some(Some(agent::AgentTable::Command(_))));
         let mcp_faults = match tables.fault("mcp") {
             Some(field) => faults::mcp_rules(decoded, field, &servers),
             None => Some(Vec::new()),
         };
         let verify = match tables.get("verify") {
-            Some(field) => verify::verify(decoded, field, &servers, tables),
+            Some(field) => verify::verify(decoded, field, &servers, tables, command_agent),
             None => Some(Vec::new()),
         };
         let (Some(agent), Some(mcp), Some(mcp_faults), Some(verify)) =
@@ -75,8 +76,14 @@ impl Extension for EvalTables {
             return;
         };
         let (mcp, files) = mcp.into_iter().unzip();
+        let (agent, command) = match agent {
+            Some(agent::AgentTable::Builtin(agent)) => (Some(agent), None),
+            Some(agent::AgentTable::Command(command)) => (None, Some(command)),
+            None => (None, None),
+        };
         self.spec = EvalSpec {
             agent,
+            command,
             mcp,
             mcp_faults,
             verify,

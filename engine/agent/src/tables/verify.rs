@@ -38,17 +38,19 @@ const FS_STATES: [(&str, FsState); 6] = [
 ];
 
 /// Decodes `[[verify]]`; `tables` gives each entry's line, `servers` the `[[mcp]]` servers a
-/// `world_goal` may name.
+/// `world_goal` may name. With a `command_agent`, a `gate` runs in the agent's working
+/// directory, not through `[process]`.
 pub(crate) fn verify(
     decoded: &mut Decoder,
     field: &Field<'_>,
     servers: &Servers,
     tables: &Tables<'_>,
+    command_agent: bool,
 ) -> Option<Vec<VerifySpec>> {
     let items = decoded.array(field, "an array of [[verify]] tables")?;
     let verifiers: Vec<Option<VerifySpec>> = items
         .iter()
-        .map(|item| verifier(decoded, item, servers, tables))
+        .map(|item| verifier(decoded, item, servers, tables, command_agent))
         .collect();
     verifiers.into_iter().collect()
 }
@@ -58,6 +60,7 @@ fn verifier(
     field: &Field<'_>,
     servers: &Servers,
     tables: &Tables<'_>,
+    command_agent: bool,
 ) -> Option<VerifySpec> {
     let what = "a [[verify]] table like { kind = \"answer\", contains = \"done\" }";
     let mut fields = decoded.table(field, what)?;
@@ -74,7 +77,7 @@ fn verifier(
     };
     let needs = match *kind {
         "fs" => Some(Capability::Fs),
-        "gate" => Some(Capability::Process),
+        "gate" if !command_agent => Some(Capability::Process),
         _ => None,
     };
     if let Some(capability) = needs.filter(|c| !decoded.has_table(*c)) {

@@ -11,8 +11,8 @@ use simtape::scenario::{
     FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, ScenarioError, Trigger,
 };
 use simtape_agent::{
-    AgentSpec, Check, EvalScenario, FsState, McpFault, McpFaultKind, McpServerSpec, McpSource,
-    Pattern, TextMatch, ToolSource, VerifySpec,
+    AdapterKind, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault, McpFaultKind,
+    McpServerSpec, McpSource, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
 
 /// Returns the TOML block of docs/scenario-format.md that follows `<!-- {name} -->`.
@@ -498,7 +498,7 @@ colour = "red"
             "24:16: field `agent.tools[1]`: tool `process` needs a [process] table",
             // "nowhere" (24:27) is not judged: `mcp[0]`'s bad name might have been meant.
             "24:38: field `agent.tools[3]`: expected `fs`, `process` or the name of an [[mcp]] server (`dup`), found 3",
-            "25:1: field `agent.colour`: unknown key, expected one of `model`, `system`, `task`, `max_turns`, `tool_concurrency`, `retry_budget`, `backoff`, `backoff_max`, `tools`",
+            "25:1: field `agent.colour`: unknown key, expected one of `kind`, `model`, `system`, `task`, `max_turns`, `tool_concurrency`, `retry_budget`, `backoff`, `backoff_max`, `tools`",
         ]
     );
 }
@@ -765,5 +765,81 @@ fn core_and_eval_problems_come_in_one_pass_in_source_order() {
             "10:13: field `agent.max_turns`: expected an integer from 1 to 1000, found 0",
             "11:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`",
         ]
+    );
+}
+
+#[test]
+fn a_command_agent_decodes_with_its_defaults_and_needs_no_process_for_its_gate() {
+    // Goal: `[agent] kind = "command"` decodes to the agent program's spec (defaults: full
+    // permission, a 600 s timeout, the adapter's usual binary), and its `gate` verifiers run
+    // in the agent's directory, so they need no [process] table.
+    let dir = eval_dir("command-agent");
+    let source = format!(
+        r#"{HEAD}[fs]
+root = "worktree"
+[llm]
+fixture = "llm.jsonl"
+[agent]
+kind = "command"
+adapter = "claude-code"
+task = "Fix it."
+env = {{ B = "2", A = "1" }}
+[[verify]]
+kind = "gate"
+program = "python3"
+args = ["-m", "unittest"]
+"#
+    );
+    let path = dir.join("s.toml");
+    let eval = EvalScenario::check_source(&source, &path).unwrap();
+    let spec = eval.eval().command.clone().expect("a command agent");
+    assert_eq!(eval.eval().agent, None);
+    assert_eq!(
+        spec,
+        CommandAgentSpec {
+            adapter: AdapterKind::ClaudeCode,
+            command: None,
+            args: Vec::new(),
+            env: vec![("A".into(), "1".into()), ("B".into(), "2".into())],
+            task: "Fix it.".into(),
+            timeout_ms: 600_000,
+            permission: Permission::Full,
+            line: 7,
+        }
+    );
+}
+
+#[test]
+fn command_agent_problems_are_placed_at_their_fields() {
+    // Goal: an unknown kind, adapter or permission, a generic adapter without a program, a
+    // zero timeout and a key of the built-in loop are each reported at their place.
+    let source = format!(
+        r#"{HEAD}[llm]
+fixture = "llm.jsonl"
+[agent]
+kind = "command"
+adapter = "generic"
+task = "Go."
+timeout = "0s"
+permission = "root"
+max_turns = 3
+"#
+    );
+    assert_eq!(
+        problems(&source),
+        [
+            "5:1: field `agent.command`: expected the program to run (the generic adapter has no usual binary), found nothing",
+            "9:11: field `agent.timeout`: expected a timeout longer than 0s, found \"0s\"",
+            "10:14: field `agent.permission`: expected a permission `full`, `read-only`, found \"root\"",
+            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `permission`",
+        ]
+    );
+    let source = format!(
+        "{HEAD}[llm]\nfixture = \"llm.jsonl\"\n[agent]\nkind = \"remote\"\nadapter = \"aider\"\n"
+    );
+    let found = problems(&source);
+    assert!(
+        found[0].contains("expected an agent kind `builtin`, `command`, found \"remote\""),
+        "{found:?}"
     );
 }

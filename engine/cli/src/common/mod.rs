@@ -28,6 +28,38 @@ pub(crate) fn load_scenario(
         .map_err(|mut problems| CliError::Scenario(problems.swap_remove(0)))
 }
 
+/// Runs `eval` once at `builder`, whichever its agent (an agent program runs through
+/// `simtape-serve`); a program that cannot be found or started is an input error (exit 2).
+pub(crate) fn run_eval(
+    eval: &EvalScenario,
+    builder: &mut simtape::Builder,
+    agent_bin: Option<&Path>,
+    evidence: Option<&Path>,
+) -> Result<simtape_agent::EvalReport, CliError> {
+    let options = simtape_serve::command::CommandOptions {
+        program: agent_bin.map(Path::to_path_buf),
+        evidence: evidence.map(Path::to_path_buf),
+        ..Default::default()
+    };
+    simtape_serve::command::run_eval(eval, builder, &options)
+        .map_err(|error| CliError::Input(format!("{}: {error}", eval.scenario().path().display())))
+}
+
+/// Checks, before any run, that an agent-program scenario's program can be found, so a
+/// sweep or ci run stops at once (exit 2) instead of failing every seed the same way.
+pub(crate) fn require_agent_program(
+    eval: &EvalScenario,
+    agent_bin: Option<&Path>,
+) -> Result<(), CliError> {
+    let Some(spec) = &eval.eval().command else {
+        return Ok(());
+    };
+    let dir = eval.scenario().path().parent().unwrap_or(Path::new(""));
+    simtape_serve::command::resolve_program(spec, agent_bin, dir)
+        .map(drop)
+        .map_err(|error| CliError::Input(format!("{}: {error}", eval.scenario().path().display())))
+}
+
 /// Returns how a run with `verdict` ends the command: pass is success, fail a finding, error
 /// a run error.
 pub(crate) fn verdict_outcome(verdict: &Verdict) -> Outcome {

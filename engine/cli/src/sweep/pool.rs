@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
+use simtape::RunSummary;
 use simtape_agent::EvalScenario;
 use simtape_eval::sweep::{SeedRange, SeedResult, Shard};
-use simtape_eval::VerdictKind;
+use simtape_eval::{Verdict, VerdictKind};
 
 use super::progress::Progress;
 use crate::common::reproduce_command;
@@ -30,6 +31,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) shard: Shard,
     /// Where failing seeds' tapes go (`DIR/<scenario>/seed-<N>.tape`), if anywhere.
     pub(crate) out: Option<&'a Path>,
+    /// The agent program of `[agent] kind = "command"` scenarios, when given.
+    pub(crate) agent_bin: Option<&'a Path>,
 }
 
 impl Plan<'_> {
@@ -44,6 +47,43 @@ impl Plan<'_> {
         let scenario = usize::try_from(task / per_scenario).expect("task < runs");
         (scenario, first + (task % per_scenario) * self.shard.count)
     }
+}
+
+/// Runs one seed of an agent-program scenario: once, with its tape (a real agent costs
+/// seconds, and a second run is a second agent process), kept only when the seed does not
+/// pass.
+fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
+    let eval = &loaded.scenario;
+    let mut builder = eval.builder(seed);
+    let path = plan
+        .out
+        .map(|out| tape_path(out, eval.scenario().name(), seed));
+    if let Some(path) = &path {
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        builder.tape(path);
+    }
+    let report = match crate::common::run_eval(eval, &mut builder, plan.agent_bin, None) {
+        Ok(report) => report,
+        Err(error) => {
+            let verdict = Verdict::Error {
+                reason: error.to_string(),
+            };
+            return SeedResult::of(&RunSummary::unstarted(seed), &verdict, Some("config"));
+        }
+    };
+    let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
+    let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
+    if result.verdict == VerdictKind::Pass {
+        if let Some(path) = &path {
+            let _ = std::fs::remove_file(path);
+        }
+        return result;
+    }
+    result.tape = report.summary.tape_path.map(|p| p.display().to_string());
+    result.replay = Some(reproduce_command(&loaded.path, seed, None, None));
+    result
 }
 
 /// Returns where a failing seed's tape is kept.
@@ -75,7 +115,7 @@ pub(crate) fn run(
                             break;
                         }
                         let (index, seed) = plan.task(task);
-                        let result = run_seed(&plan.scenarios[index], seed, plan.out);
+                        let result = run_seed(&plan.scenarios[index], seed, plan);
                         // The receiver lives until every worker is done.
                         let _ = sender.send(result.verdict == VerdictKind::Pass);
                         done.push((index, result));
@@ -104,8 +144,12 @@ pub(crate) fn run(
 
 /// Runs one seed without a tape; a seed that does not pass runs again with its tape kept
 /// under `out`.
-fn run_seed(loaded: &Loaded, seed: u64, out: Option<&Path>) -> SeedResult {
+fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     let eval = &loaded.scenario;
+    let out = plan.out;
+    if eval.eval().command.is_some() {
+        return run_program_seed(loaded, seed, plan);
+    }
     let report = eval.run_summary(&mut eval.builder(seed));
     let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);

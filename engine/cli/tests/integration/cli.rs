@@ -351,8 +351,17 @@ fn help_documents_exit_codes() {
 
 #[test]
 fn golden_tapes_match() {
-    // Goal: every shipped scenario at its pinned seeds reproduces its golden tape exactly.
-    let output = simtape().arg("ci").arg(repo()).output().unwrap();
+    // Goal: every shipped scenario at its pinned seeds reproduces its golden tape exactly,
+    // claude-code-fix-test (Claude Code itself, under simulation) included.
+    let Some(claude) = crate::clients::claude() else {
+        return;
+    };
+    let output = simtape()
+        .arg("ci")
+        .arg(repo())
+        .env("SIMTAPE_CLAUDE_CODE_BIN", claude)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", text(&output));
 }
 

@@ -5,6 +5,7 @@
 mod clients;
 mod common;
 
+mod agents;
 mod cli;
 mod mcp;
 mod mcp_signals;

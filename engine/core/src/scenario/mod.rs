@@ -262,6 +262,14 @@ impl Scenario {
         &self.spec.faults
     }
 
+    /// Returns the `[fs]` root directory, resolved against the scenario file's directory (an
+    /// agent program outside the simulation works in a scratch copy of it).
+    pub fn fs_root(&self) -> Option<std::path::PathBuf> {
+        let fs = self.spec.fs.as_ref()?;
+        let base = self.path().parent().unwrap_or(Path::new(""));
+        Some(base.join(&fs.root.path))
+    }
+
     /// Returns whether the scenario has a filesystem overlay (`[fs]`), so has an fs diff.
     pub fn has_fs(&self) -> bool {
         self.spec.fs.is_some()

@@ -169,6 +169,13 @@ impl FsActor {
         &self.overlay
     }
 
+    /// Returns the overlay to change directly, past the actor's latency and faults: for what
+    /// happened outside the simulation and reached it as a recorded input (an agent
+    /// program's changes to its working directory).
+    pub fn overlay_mut(&mut self) -> &mut Overlay {
+        &mut self.overlay
+    }
+
     /// Returns what the run changed (see [`Overlay::diff`]).
     pub fn diff(&self) -> Result<FsDiff, FsError> {
         self.overlay.diff()

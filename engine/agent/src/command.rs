@@ -1,0 +1,64 @@
+//! What the eval pipeline takes from the driver of an agent program outside the simulation
+//! (`[agent] kind = "command"`; the driver is `simtape-serve`'s, which owns the process, the
+//! sockets and the wall clock).
+//!
+//! The driver starts a run with [`crate::EvalScenario::start_command`], passing the future
+//! that serves the agent inside the simulation; that future ends with a [`CommandEnd`] built
+//! only from the run's recorded inputs (so a replay rebuilds it). The pipeline then runs the
+//! verifiers as it does for the built-in agent: the transcript answers `answer` and
+//! `tool_called`, the overlay (which the future filled with the agent's changes) answers
+//! `fs`, and the recorded gate runs answer `gate`. The agent's exit is judged too: an agent
+//! that exits non-zero fails the run through a verifier of its own.
+
+use serde::{Deserialize, Serialize};
+
+use crate::transcript::Transcript;
+
+/// How the agent process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentExit {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal ended it.
+    Signaled,
+    /// It ran over its wall-clock `timeout` and was stopped (the run is an ERROR).
+    TimedOut,
+}
+
+impl AgentExit {
+    /// Describes the exit in a verifier's `saw`.
+    pub fn describe(self) -> String {
+        match self {
+            AgentExit::Exited(code) => format!("exited with status {code}"),
+            AgentExit::Signaled => "was ended by a signal".to_string(),
+            AgentExit::TimedOut => "ran over its timeout and was stopped".to_string(),
+        }
+    }
+}
+
+/// A `gate` verifier's program, run in the agent's working directory after the agent ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateRun {
+    /// Its exit code (`None` when it could not start or a signal ended it).
+    pub exit_code: Option<i32>,
+    /// Why it did not run, when it did not.
+    pub error: Option<String>,
+}
+
+/// How an external agent's session ended, as recorded on the tape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandEnd {
+    /// The agent's turns, tool calls and answer, from its native output.
+    pub transcript: Transcript,
+    /// How the process ended.
+    pub exit: AgentExit,
+    /// Each `gate` verifier's run, in `[[verify]]` order of the gates.
+    pub gates: Vec<GateRun>,
+    /// The digest of the first model request no fixture entry matched: such a run is an
+    /// ERROR whatever the verifiers say.
+    pub unmatched: Option<String>,
+}
+
+/// The name of the verifier that judges the agent's exit.
+pub const EXIT_VERIFIER: &str = "agent exits 0";

@@ -1,0 +1,319 @@
+//! Agent programs under simulation (`[agent] kind = "command"`): a program outside the
+//! simulation reaches the scenario's model through simtape's endpoints, works in a scratch
+//! copy of the `[fs]` root, and is judged by the same verifiers as the built-in agent; its
+//! runs are byte-identical per seed, replay without the program, sweep with failing tapes
+//! kept, and end cleanly on a timeout. The generic-adapter agent here is a Python script on
+//! the standard library alone; Claude Code runs `scenarios/claude-code-fix-test.toml`.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use crate::clients::claude;
+use crate::common::{repo, scratch, simtape};
+
+/// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
+/// it asks the model once, writes the answer to notes.txt, deletes old.txt, prints the
+/// answer; a model error makes it exit 1.
+const AGENT: &str = r#"
+import json, os, sys, urllib.request, urllib.error
+body = {"model": "m", "messages": [{"role": "user", "content": os.environ["SIMTAPE_TASK"]}]}
+request = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps(body).encode(),
+    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]},
+)
+try:
+    with urllib.request.urlopen(request) as response:
+        answer = json.load(response)["choices"][0]["message"]["content"]
+except urllib.error.HTTPError as error:
+    print("model error", error.code)
+    sys.exit(1)
+with open("notes.txt", "w") as notes:
+    notes.write(answer + "\n")
+os.remove("old.txt")
+print("thinking...")
+print(answer)
+"#;
+
+/// Writes a scenario whose generic agent runs `AGENT`; `extra` is appended to it.
+fn scenario(dir: &Path, extra: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("repo")).unwrap();
+    std::fs::write(dir.join("repo/old.txt"), "stale\n").unwrap();
+    std::fs::write(dir.join("repo/keep.txt"), "kept\n").unwrap();
+    std::fs::write(dir.join("agent.py"), AGENT).unwrap();
+    let fixture = concat!(
+        "{\"simtape_llm\": 1, \"latency\": {\"base_ms\": 800}}\n",
+        "{\"id\": \"answer\", \"match\": {\"last_message\": {\"contains\": \"notes\"}}, ",
+        "\"response\": {\"text\": \"Notes written by the model.\"}}\n",
+    );
+    std::fs::write(dir.join("llm.jsonl"), fixture).unwrap();
+    let agent = dir.join("agent.py");
+    let toml = format!(
+        r#"[scenario]
+name = "notes"
+seeds = [0]
+
+[fs]
+root = "repo"
+
+[llm]
+fixture = "llm.jsonl"
+
+[agent]
+kind = "command"
+adapter = "generic"
+command = "python3"
+args = [{agent:?}]
+task = "Write the notes."
+
+[[verify]]
+kind = "fs"
+path = "notes.txt"
+state = "added"
+contains = "Notes written"
+
+[[verify]]
+kind = "fs"
+path = "old.txt"
+state = "deleted"
+
+[[verify]]
+kind = "answer"
+equals = "Notes written by the model."
+
+[[verify]]
+kind = "gate"
+program = "sh"
+args = ["-c", "test -f notes.txt && test ! -e old.txt"]
+exit_code = 0
+{extra}"#,
+        agent = agent.display().to_string(),
+    );
+    let path = dir.join("notes.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn an_agent_program_is_judged_by_the_verifiers_and_its_tape_replays() {
+    let dir = scratch("agents", "judged");
+    let scenario = scenario(&dir, "");
+    let tapes = [dir.join("a.tape"), dir.join("b.tape")];
+    for tape in &tapes {
+        let output = simtape()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--tape")
+            .arg(tape)
+            .arg("--evidence")
+            .arg(dir.join("evidence"))
+            .output()
+            .unwrap();
+        let shown = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{shown}");
+        assert!(shown.contains("result: PASS"), "{shown}");
+        for verifier in [
+            "agent exits 0",
+            "fs notes.txt",
+            "fs old.txt",
+            "answer",
+            "gate sh",
+        ] {
+            assert!(
+                shown.contains(&format!("verify held   {verifier}")),
+                "{verifier}: {shown}"
+            );
+        }
+        assert!(
+            shown.contains("fs diff: 1 added, 0 modified, 1 deleted"),
+            "{shown}"
+        );
+    }
+    let (a, b) = (
+        std::fs::read(&tapes[0]).unwrap(),
+        std::fs::read(&tapes[1]).unwrap(),
+    );
+    assert!(a == b, "two runs of one seed wrote different tapes");
+    // The real directory is never touched: the agent worked in a copy.
+    assert!(dir.join("repo/old.txt").exists());
+    assert!(!dir.join("repo/notes.txt").exists());
+    // The session log: the adapter's events, stamped with virtual time; the sidecar names
+    // the program and how it ended.
+    let log = std::fs::read_to_string(dir.join("evidence/session.ndjson")).unwrap();
+    let events: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["message", "message", "result"], "{log}");
+    assert_eq!(events[2]["text"], "Notes written by the model.");
+    assert!(events[2]["timestamp_ms"].as_u64().unwrap() >= 800, "{log}");
+    let meta = crate::common::load_json(&dir.join("evidence/session.meta.json"));
+    assert_eq!(meta["adapter"], "generic");
+    assert_eq!(meta["exit"]["exited"], 0);
+    // Replay runs the pipeline again from the tape's inputs, without the program.
+    let replay = simtape()
+        .arg("replay")
+        .arg(&tapes[0])
+        .arg("--scenario")
+        .arg(&scenario)
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
+    assert!(
+        text(&replay).contains("byte-identical"),
+        "{}",
+        text(&replay)
+    );
+}
+
+#[test]
+fn a_sweep_of_an_agent_program_reports_pass_at_k_and_keeps_failing_tapes() {
+    let dir = scratch("agents", "sweep");
+    let faults = "\n[[faults.llm]]\nrate = \"1/2\"\nstatus = 500\nmessage = \"boom\"\n";
+    let scenario = scenario(&dir, faults);
+    let out = dir.join("out");
+    let output = simtape()
+        .args(["sweep", "--seeds", "0..8", "--jobs", "2", "--out"])
+        .arg(&out)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(1), "some seeds fail: {shown}");
+    assert!(shown.contains("pass@k"), "{shown}");
+    let kept: Vec<String> = std::fs::read_dir(out.join("notes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!kept.is_empty(), "failing seeds keep their tapes: {shown}");
+    assert!(kept.len() < 8, "passing seeds keep none: {kept:?}");
+    for name in &kept {
+        let seed = name.trim_start_matches("seed-").trim_end_matches(".tape");
+        assert!(
+            shown.contains(&format!("seed {seed} ")),
+            "{name} is a failing seed: {shown}"
+        );
+        // A kept tape is the failure itself: it replays byte for byte.
+        let replay = simtape()
+            .arg("replay")
+            .arg(out.join("notes").join(name))
+            .arg("--scenario")
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
+    }
+}
+
+#[test]
+fn an_agent_program_over_its_timeout_is_stopped_with_its_whole_group() {
+    let dir = scratch("agents", "timeout");
+    let pid_file = dir.join("sleeper.pid");
+    let scenario = scenario(&dir, "");
+    // The same scenario, its agent replaced by a shell that ignores SIGTERM and leaves a
+    // child of its own.
+    let source = std::fs::read_to_string(&scenario).unwrap();
+    let start = source.find("command = ").unwrap();
+    let end = source.find("task = ").unwrap();
+    let script = format!(
+        "trap '' TERM; sleep 300 & echo $! > {}; wait",
+        pid_file.display()
+    );
+    let hung = format!(
+        "{}command = \"sh\"\nargs = [\"-c\", {script:?}]\ntimeout = \"1s\"\n{}",
+        &source[..start],
+        &source[end..]
+    );
+    std::fs::write(&scenario, hung).unwrap();
+    let started = Instant::now();
+    let output = simtape().arg("run").arg(&scenario).output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(3), "a run error: {shown}");
+    assert!(shown.contains("ran over its timeout of 1000 ms"), "{shown}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{shown}");
+    let sleeper: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.contains(") Z "),
+        "the agent's child was killed with it: {stat}"
+    );
+}
+
+#[test]
+fn a_missing_agent_program_is_an_input_error_naming_its_package() {
+    let dir = scratch("agents", "missing");
+    let empty = dir.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let output = simtape()
+        .arg("run")
+        .arg(repo().join("scenarios/claude-code-fix-test.toml"))
+        .env("PATH", &empty)
+        .env_remove("SIMTAPE_CLAUDE_CODE_BIN")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("npm install -g @anthropic-ai/claude-code"),
+        "{shown}"
+    );
+    assert!(shown.contains("--agent-bin"), "{shown}");
+}
+
+#[test]
+fn claude_code_fixes_the_failing_test_and_retries_the_seeded_529s() {
+    let Some(claude) = claude() else {
+        return;
+    };
+    let dir = scratch("agents", "claude-code");
+    let scenario = repo().join("scenarios/claude-code-fix-test.toml");
+    // Seed 1 draws 529 "overloaded" answers: Claude Code's own retries go on the tape.
+    let mut tapes = Vec::new();
+    for run in 0..3 {
+        let tape = dir.join(format!("run-{run}.tape"));
+        let evidence = dir.join(format!("evidence-{run}"));
+        let output = simtape()
+            .args(["run", "--seed", "1", "--tape"])
+            .arg(&tape)
+            .arg("--evidence")
+            .arg(&evidence)
+            .arg("--agent-bin")
+            .arg(&claude)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        let shown = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{shown}");
+        assert!(shown.contains("verify held   the test passes"), "{shown}");
+        assert!(shown.contains("verify held   tool_called Edit"), "{shown}");
+        let log = std::fs::read_to_string(evidence.join("session.ndjson")).unwrap();
+        assert!(log.contains("api_retry: 529 overloaded"), "{log}");
+        tapes.push(std::fs::read(&tape).unwrap());
+    }
+    assert!(tapes.windows(2).all(|w| w[0] == w[1]), "the tapes differ");
+    let shown = simtape()
+        .arg("tape")
+        .arg("show")
+        .arg(dir.join("run-0.tape"))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("529"), "the fault is on the tape");
+}

@@ -1,0 +1,239 @@
+//! Codex CLI: `codex exec --json TASK`.
+//!
+//! Its lines: `thread.started`, `turn.started`, `item.started` / `item.updated` /
+//! `item.completed` (an item is an `agent_message`, `reasoning`, `command_execution`,
+//! `file_change`, `mcp_tool_call`, `web_search` or `todo_list`), `turn.completed` (usage),
+//! `turn.failed` and `error`. It prints no result line: the session's answer is its last
+//! agent message.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+use simtape_agent::CommandAgentSpec;
+
+use super::{count, cut, may_write, EventKind, Launch, Parser, Places};
+
+/// The model provider simtape configures for Codex (its config keys name it).
+const PROVIDER: &str = "simtape";
+
+pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+    let sandbox = if may_write(spec.permission) {
+        "workspace-write"
+    } else {
+        "read-only"
+    };
+    let base_url = format!("{}/v1", places.base_url);
+    let overrides = [
+        format!("model_provider=\"{PROVIDER}\""),
+        format!("model_providers.{PROVIDER}.name=\"simtape\""),
+        format!("model_providers.{PROVIDER}.base_url=\"{base_url}\""),
+        format!("model_providers.{PROVIDER}.env_key=\"OPENAI_API_KEY\""),
+        format!("model_providers.{PROVIDER}.wire_api=\"responses\""),
+    ];
+    let mut args = vec![
+        "exec".to_string(),
+        "--json".into(),
+        "--skip-git-repo-check".into(),
+    ];
+    for value in overrides {
+        args.push("-c".into());
+        args.push(value);
+    }
+    args.extend([
+        "--sandbox".to_string(),
+        sandbox.to_string(),
+        spec.task.clone(),
+    ]);
+    let home = places.home.join(".codex").display().to_string();
+    Launch {
+        args,
+        env: vec![("CODEX_HOME".into(), home)],
+    }
+}
+
+/// The `exec --json` reader.
+#[derive(Debug, Default)]
+pub(super) struct ExecJson {
+    /// Items whose start was reported.
+    started: BTreeSet<String>,
+    /// The last agent message: the answer.
+    last_message: Option<String>,
+    /// Whether a turn failed.
+    failed: bool,
+}
+
+impl Parser for ExecJson {
+    fn line(&mut self, line: &str) -> Vec<EventKind> {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            return Vec::new();
+        };
+        match value.get("type").and_then(Value::as_str) {
+            Some("thread.started") => vec![EventKind::SessionStart { model: None }],
+            Some("item.started") => self.item(&value, false),
+            Some("item.completed") => self.item(&value, true),
+            Some("turn.completed") => {
+                let usage = value.get("usage").unwrap_or(&Value::Null);
+                vec![EventKind::Usage {
+                    input_tokens: count(usage, "input_tokens"),
+                    output_tokens: count(usage, "output_tokens"),
+                }]
+            }
+            Some("turn.failed") => {
+                self.failed = true;
+                vec![error(value.pointer("/error/message"))]
+            }
+            Some("error") => vec![error(value.get("message"))],
+            _ => Vec::new(),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<EventKind> {
+        let text = self.last_message.take();
+        vec![EventKind::Result {
+            is_error: self.failed || text.is_none(),
+            text: text.unwrap_or_default(),
+        }]
+    }
+}
+
+impl ExecJson {
+    fn item(&mut self, value: &Value, completed: bool) -> Vec<EventKind> {
+        let Some(item) = value.get("item") else {
+            return Vec::new();
+        };
+        let text = |key: &str| item.get(key).and_then(Value::as_str);
+        let id = text("id").unwrap_or("").to_string();
+        let kind = text("type").unwrap_or("");
+        match kind {
+            "agent_message" if completed => {
+                let message = cut(text("text").unwrap_or(""));
+                self.last_message = Some(message.clone());
+                vec![EventKind::Message { text: message }]
+            }
+            "agent_message" | "reasoning" | "todo_list" => Vec::new(),
+            _ => {
+                let mut events = Vec::new();
+                if self.started.insert(id.clone()) {
+                    let (name, input) = tool(kind, item);
+                    events.push(EventKind::ToolStart {
+                        id: id.clone(),
+                        name,
+                        input,
+                    });
+                }
+                if completed {
+                    let output = text("aggregated_output")
+                        .map(String::from)
+                        .or_else(|| item.get("result").map(Value::to_string))
+                        .or_else(|| item.get("error").map(Value::to_string))
+                        .unwrap_or_default();
+                    let status_failed = text("status") == Some("failed");
+                    let exit_failed = item
+                        .get("exit_code")
+                        .and_then(Value::as_i64)
+                        .is_some_and(|code| code != 0);
+                    events.push(EventKind::ToolEnd {
+                        id,
+                        output: cut(&output),
+                        is_error: status_failed || exit_failed,
+                    });
+                }
+                events
+            }
+        }
+    }
+}
+
+/// A tool item's name and arguments.
+fn tool(kind: &str, item: &Value) -> (String, Value) {
+    match kind {
+        "command_execution" => (kind.into(), json!({"command": item.get("command")})),
+        "file_change" => (kind.into(), json!({"changes": item.get("changes")})),
+        "mcp_tool_call" => {
+            let part = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("");
+            let name = format!("{}__{}", part("server"), part("tool"));
+            (name, item.get("arguments").cloned().unwrap_or(Value::Null))
+        }
+        other => (other.into(), item.clone()),
+    }
+}
+
+fn error(message: Option<&Value>) -> EventKind {
+    let message = message.and_then(Value::as_str).unwrap_or("unknown error");
+    EventKind::Error {
+        message: cut(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_reads_as_tool_calls_usage_and_the_last_message_as_result() {
+        let mut parser = ExecJson::default();
+        let lines = [
+            r#"{"type":"thread.started","thread_id":"t-1"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"","status":"in_progress"}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"a.txt\n","exit_code":0,"status":"completed"}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_2","type":"file_change","changes":[{"path":"b.txt","kind":"add"}],"status":"completed"}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Wrote b.txt."}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":30,"cached_input_tokens":0,"output_tokens":7}}"#,
+        ];
+        let mut events: Vec<EventKind> = lines.iter().flat_map(|l| parser.line(l)).collect();
+        events.extend(parser.finish());
+        let names: Vec<&str> = events
+            .iter()
+            .map(|event| match event {
+                EventKind::SessionStart { .. } => "start",
+                EventKind::ToolStart { .. } => "tool_start",
+                EventKind::ToolEnd { .. } => "tool_end",
+                EventKind::Message { .. } => "message",
+                EventKind::Usage { .. } => "usage",
+                EventKind::Result { .. } => "result",
+                EventKind::Error { .. } => "error",
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "start",
+                "tool_start",
+                "tool_end",
+                "tool_start",
+                "tool_end",
+                "message",
+                "usage",
+                "result"
+            ]
+        );
+        assert_eq!(
+            events.last(),
+            Some(&EventKind::Result {
+                text: "Wrote b.txt.".into(),
+                is_error: false
+            })
+        );
+    }
+
+    #[test]
+    fn a_failed_turn_is_an_error_and_an_erroneous_result() {
+        let mut parser = ExecJson::default();
+        let mut events =
+            parser.line(r#"{"type":"turn.failed","error":{"message":"stream disconnected"}}"#);
+        events.extend(parser.finish());
+        assert_eq!(
+            events,
+            vec![
+                EventKind::Error {
+                    message: "stream disconnected".into()
+                },
+                EventKind::Result {
+                    text: String::new(),
+                    is_error: true
+                },
+            ]
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! Adapters: how to start each agent CLI and how to read what it prints.
+//!
+//! Every CLI prints its session in its own shape (Claude Code's stream-json, Codex's `exec
+//! --json`, OpenCode's `run --format json`); an adapter reads one native line at a time into
+//! zero or more [`EventKind`]s, the one vocabulary of seven kinds the tape, the session log
+//! and the transcript share. The simulation stamps each with the virtual instant it was
+//! delivered at (see `command`). Parsing never fails: a line an adapter does not know is
+//! skipped, or kept as an [`EventKind::Error`] when it looks like one.
+
+mod claude_code;
+mod codex;
+mod generic;
+mod opencode;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use simtape_agent::{AdapterKind, CommandAgentSpec, Permission};
+
+/// Characters of a tool's output or a message an event keeps (the rest is cut, marked `…`).
+pub const EVENT_TEXT_CHARS_MAX: usize = 4096;
+
+/// One thing that happened in an agent's session, in the adapters' shared vocabulary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The session began (the model it names, when it names one).
+    SessionStart {
+        /// The model the agent says it uses.
+        model: Option<String>,
+    },
+    /// Text the agent's model said.
+    Message {
+        /// The text.
+        text: String,
+    },
+    /// A tool call began.
+    ToolStart {
+        /// The call's id.
+        id: String,
+        /// The tool's name as the agent calls it (`Edit`, `command_execution`).
+        name: String,
+        /// Its arguments.
+        input: Value,
+    },
+    /// A tool call ended.
+    ToolEnd {
+        /// The call's id.
+        id: String,
+        /// Its output, cut to [`EVENT_TEXT_CHARS_MAX`] characters.
+        output: String,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+    /// Tokens used (a turn's, or the session's when the CLI reports only a total).
+    Usage {
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+    },
+    /// The agent reported an error (a failed model call it may retry, a failed turn).
+    Error {
+        /// What it said.
+        message: String,
+    },
+    /// The session's result: the final answer.
+    Result {
+        /// The answer's text.
+        text: String,
+        /// Whether the agent ended in error.
+        is_error: bool,
+    },
+}
+
+/// An event with the virtual instant it was delivered to the simulation at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEvent {
+    /// Virtual milliseconds since the start of the run.
+    pub timestamp_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Reads one CLI's native output, line by line.
+pub trait Parser: std::fmt::Debug {
+    /// Reads one line of the agent's stdout.
+    fn line(&mut self, line: &str) -> Vec<EventKind>;
+    /// Called once at the end of the output: what the CLI implies without saying (a final
+    /// answer taken from its last message, say).
+    fn finish(&mut self) -> Vec<EventKind> {
+        Vec::new()
+    }
+}
+
+/// Returns a parser for `adapter`'s output.
+pub fn parser(adapter: AdapterKind) -> Box<dyn Parser> {
+    match adapter {
+        AdapterKind::ClaudeCode => Box::<claude_code::StreamJson>::default(),
+        AdapterKind::Codex => Box::<codex::ExecJson>::default(),
+        AdapterKind::Opencode => Box::<opencode::RunJson>::default(),
+        AdapterKind::Generic => Box::<generic::Lines>::default(),
+    }
+}
+
+/// What starting one agent takes besides the endpoints: its program's arguments and
+/// environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// The arguments, the adapter's then the scenario's.
+    pub args: Vec<String>,
+    /// Environment the adapter sets (before the scenario's `env`).
+    pub env: Vec<(String, String)>,
+}
+
+/// The places a session needs, for the adapter's arguments.
+#[derive(Debug, Clone)]
+pub struct Places<'a> {
+    /// The base URL of the serve endpoints (`http://127.0.0.1:PORT`).
+    pub base_url: &'a str,
+    /// The agent's home directory (a scratch one: CLIs keep state there).
+    pub home: &'a std::path::Path,
+}
+
+/// Returns how to start `spec`'s agent.
+pub fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+    let mut launch = match spec.adapter {
+        AdapterKind::ClaudeCode => claude_code::launch(spec, places),
+        AdapterKind::Codex => codex::launch(spec, places),
+        AdapterKind::Opencode => opencode::launch(spec, places),
+        AdapterKind::Generic => Launch {
+            args: Vec::new(),
+            env: Vec::new(),
+        },
+    };
+    launch.args.extend(spec.args.iter().cloned());
+    let home = places.home.display().to_string();
+    launch.env.push(("HOME".into(), home));
+    launch.env.push(("SIMTAPE_TASK".into(), spec.task.clone()));
+    launch
+}
+
+/// The binary an adapter runs when the scenario names none, and the npm package that
+/// installs it.
+pub fn usual_binary(adapter: AdapterKind) -> Option<(&'static str, &'static str)> {
+    match adapter {
+        AdapterKind::ClaudeCode => Some(("claude", "@anthropic-ai/claude-code")),
+        AdapterKind::Codex => Some(("codex", "@openai/codex")),
+        AdapterKind::Opencode => Some(("opencode", "opencode-ai")),
+        AdapterKind::Generic => None,
+    }
+}
+
+/// Whether the agent may change its working directory.
+pub(crate) fn may_write(permission: Permission) -> bool {
+    permission == Permission::Full
+}
+
+/// Cuts `text` to [`EVENT_TEXT_CHARS_MAX`] characters, marking the cut with `…`.
+pub(crate) fn cut(text: &str) -> String {
+    match text.char_indices().nth(EVENT_TEXT_CHARS_MAX) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// The text of a tool result's `content`: a string, or the text parts of a list.
+pub(crate) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads `value[key]` as an unsigned integer, 0 when absent.
+pub(crate) fn count(value: &Value, key: &str) -> u64 {
+    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+}

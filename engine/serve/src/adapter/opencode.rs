@@ -1,0 +1,158 @@
+//! OpenCode: `opencode run --format json TASK`.
+//!
+//! Its JSON lines have changed shape between releases, so each field is looked for in the
+//! places releases have put it: a part's text in `part.text` or `text`; a tool in
+//! `part.tool` / `tool` / `name` with its state (`input`, `output`, `status`) under
+//! `part.state` or `state`; tokens under `part.tokens` or `tokens`. Like Codex it prints no
+//! result line: the answer is its last text.
+
+use serde_json::Value;
+use simtape_agent::CommandAgentSpec;
+
+use super::{count, cut, EventKind, Launch, Parser, Places};
+
+pub(super) fn launch(spec: &CommandAgentSpec, _places: &Places<'_>) -> Launch {
+    Launch {
+        args: vec![
+            "run".into(),
+            "--format".into(),
+            "json".into(),
+            spec.task.clone(),
+        ],
+        env: Vec::new(),
+    }
+}
+
+/// The `run --format json` reader.
+#[derive(Debug, Default)]
+pub(super) struct RunJson {
+    last_text: Option<String>,
+    failed: bool,
+}
+
+/// The first of `pointers` that holds a value in `value`.
+fn first<'a>(value: &'a Value, pointers: &[&str]) -> Option<&'a Value> {
+    pointers.iter().find_map(|pointer| value.pointer(pointer))
+}
+
+impl Parser for RunJson {
+    fn line(&mut self, line: &str) -> Vec<EventKind> {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            return Vec::new();
+        };
+        let kind = first(&value, &["/type", "/part/type"]).and_then(Value::as_str);
+        match kind {
+            Some("text") => {
+                let text = first(&value, &["/part/text", "/text", "/content"])
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if text.is_empty() {
+                    return Vec::new();
+                }
+                self.last_text = Some(cut(text));
+                vec![EventKind::Message { text: cut(text) }]
+            }
+            Some("tool_use" | "tool") => {
+                let name = first(&value, &["/part/tool", "/tool", "/name"])
+                    .and_then(Value::as_str)
+                    .unwrap_or("tool")
+                    .to_string();
+                let id = first(&value, &["/part/callID", "/part/id", "/id", "/callID"])
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let state = first(&value, &["/part/state", "/state"]).unwrap_or(&Value::Null);
+                let input = state.get("input").cloned().unwrap_or(Value::Null);
+                let mut events = vec![EventKind::ToolStart {
+                    id: id.clone(),
+                    name,
+                    input,
+                }];
+                let status = state.get("status").and_then(Value::as_str);
+                if matches!(status, Some("completed" | "error")) {
+                    let output = state
+                        .get("output")
+                        .or_else(|| state.get("error"))
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
+                        .unwrap_or_default();
+                    events.push(EventKind::ToolEnd {
+                        id,
+                        output: cut(&output),
+                        is_error: status == Some("error"),
+                    });
+                }
+                events
+            }
+            Some("step_finish" | "step-finish") => {
+                match first(&value, &["/part/tokens", "/tokens"]) {
+                    Some(tokens) => vec![EventKind::Usage {
+                        input_tokens: count(tokens, "input"),
+                        output_tokens: count(tokens, "output"),
+                    }],
+                    None => Vec::new(),
+                }
+            }
+            Some("error") => {
+                self.failed = true;
+                let message = first(
+                    &value,
+                    &["/error/data/message", "/error/message", "/message"],
+                )
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
+                .unwrap_or_else(|| "unknown error".into());
+                vec![EventKind::Error {
+                    message: cut(&message),
+                }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<EventKind> {
+        let text = self.last_text.take();
+        vec![EventKind::Result {
+            is_error: self.failed || text.is_none(),
+            text: text.unwrap_or_default(),
+        }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_shapes_of_a_tool_part_read_the_same() {
+        let nested = r#"{"type":"tool_use","part":{"tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"ls"},"output":"a"}}}"#;
+        let flat = r#"{"type":"tool","tool":"bash","id":"c1","state":{"status":"completed","input":{"command":"ls"},"output":"a"}}"#;
+        let (mut a, mut b) = (RunJson::default(), RunJson::default());
+        assert_eq!(a.line(nested), b.line(flat));
+        assert_eq!(a.line(nested).len(), 2);
+    }
+
+    #[test]
+    fn the_last_text_is_the_answer_and_tokens_are_usage() {
+        let mut parser = RunJson::default();
+        let mut events = parser.line(r#"{"type":"text","part":{"text":"All done."}}"#);
+        events.extend(
+            parser.line(r#"{"type":"step_finish","part":{"tokens":{"input":9,"output":4}}}"#),
+        );
+        events.extend(parser.finish());
+        assert_eq!(
+            events,
+            vec![
+                EventKind::Message {
+                    text: "All done.".into()
+                },
+                EventKind::Usage {
+                    input_tokens: 9,
+                    output_tokens: 4
+                },
+                EventKind::Result {
+                    text: "All done.".into(),
+                    is_error: false
+                },
+            ]
+        );
+    }
+}

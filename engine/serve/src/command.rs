@@ -1,0 +1,578 @@
+//! A run of a scenario whose agent is a program outside the simulation (`[agent] kind =
+//! "command"`): the program, started by its adapter in a scratch copy of the `[fs]` root,
+//! reaches the scenario's model through the serve endpoints; what it prints, how it ends,
+//! what it changed and how the `gate` verifiers' programs end in its directory all reach
+//! the simulation as recorded inputs, and the eval pipeline judges it like the built-in
+//! agent. One call here is one run, at one seed, with one tape.
+//!
+//! The order inside the run, fixed so the tape does not depend on timing: requests and the
+//! agent's events as the settle rule delivers them; then the rest of its events, its exit,
+//! its changes and the gate runs, in that order, at the instant the last request left.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use simtape::inbox::{Inbox, Outbox};
+use simtape::Builder;
+use simtape_agent::{
+    AdapterKind, AgentExit, Check, CommandAgentSpec, CommandEnd, EvalReport, EvalScenario, GateRun,
+    Transcript, TranscriptCall, TranscriptTurn,
+};
+
+use crate::adapter::{self, EventKind, Places, SessionEvent};
+use crate::driver::{self, Driver, Ending};
+use crate::gateway::{self, GatewayInput, HttpResponse};
+use crate::normalize::Normalizer;
+use crate::process::{self, AgentProcess, Exit, Spawn};
+use crate::workdir::{FileChange, Workdir};
+use crate::{ServeError, SETTLE_DEFAULT};
+
+/// Wall-clock seconds one gate program may run.
+pub const GATE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the agent's output may go on after it ended (a grandchild holding its stdout).
+const OUTPUT_DRAIN: Duration = Duration::from_secs(5);
+
+/// How to run an agent program.
+#[derive(Debug, Clone)]
+pub struct CommandOptions {
+    /// Where to listen (`127.0.0.1:0` picks a free port).
+    pub addr: SocketAddr,
+    /// The settle window.
+    pub settle: Duration,
+    /// The program, overriding the scenario's `command` and the adapter's usual binary.
+    pub program: Option<PathBuf>,
+    /// Volatile-field rules beyond the agent's places (which are always added).
+    pub normalizer: Normalizer,
+    /// Where to write the session's evidence: `session.ndjson` (its events),
+    /// `session.meta.json`, `requests.ndjson` (raw requests) and `agent.stderr`.
+    pub evidence: Option<PathBuf>,
+}
+
+impl Default for CommandOptions {
+    fn default() -> CommandOptions {
+        CommandOptions {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            settle: SETTLE_DEFAULT,
+            program: None,
+            normalizer: Normalizer::agent_defaults(),
+            evidence: None,
+        }
+    }
+}
+
+/// The session around a run, for people (the sidecar of the session log): nothing here is
+/// on the tape.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionMeta {
+    /// The adapter.
+    pub adapter: AdapterKind,
+    /// The program run.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// How it ended.
+    pub exit: Option<AgentExit>,
+    /// Wall-clock milliseconds it ran.
+    pub wall_ms: u64,
+    /// Bytes of stderr it wrote beyond the kept [`process::STDERR_BYTES_MAX`].
+    pub stderr_dropped: u64,
+}
+
+/// One run of an agent program.
+#[derive(Debug)]
+pub struct CommandSession {
+    /// The run's report (its verdict, verifiers, transcript, fs diff).
+    pub report: EvalReport,
+    /// The session around it.
+    pub meta: SessionMeta,
+    /// The agent's events, as on the tape.
+    pub events: Vec<SessionEvent>,
+    /// The first [`process::STDERR_BYTES_MAX`] bytes of its stderr.
+    pub stderr: Vec<u8>,
+}
+
+/// Finds the program of `spec`: `explicit`, else the scenario's `command` (a path resolved
+/// against `scenario_dir`, or a name on `PATH`), else the adapter's usual binary on `PATH`
+/// or in `./node_modules/.bin`.
+pub fn resolve_program(
+    spec: &CommandAgentSpec,
+    explicit: Option<&Path>,
+    scenario_dir: &Path,
+) -> Result<PathBuf, ServeError> {
+    let mut tried = Vec::new();
+    let usual = adapter::usual_binary(spec.adapter);
+    // SIMTAPE_CLAUDE_CODE_BIN and the like name an adapter's program for every scenario.
+    let variable = format!(
+        "SIMTAPE_{}_BIN",
+        spec.adapter.name().to_ascii_uppercase().replace('-', "_")
+    );
+    let from_env = std::env::var_os(&variable).map(PathBuf::from);
+    let explicit = explicit.or(from_env.as_deref());
+    let name = match (explicit, &spec.command) {
+        (Some(path), _) => {
+            if path.is_file() {
+                return Ok(path.to_path_buf());
+            }
+            tried.push(path.display().to_string());
+            None
+        }
+        (None, Some(command)) if command.contains('/') => {
+            let path = scenario_dir.join(command);
+            if path.is_file() {
+                return Ok(path);
+            }
+            tried.push(path.display().to_string());
+            None
+        }
+        (None, Some(command)) => Some(command.clone()),
+        (None, None) => usual.map(|(binary, _)| binary.to_string()),
+    };
+    if let Some(name) = name {
+        let path_dirs = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs: Vec<PathBuf> = std::env::split_paths(&path_dirs).collect();
+        dirs.push(PathBuf::from("node_modules/.bin"));
+        for dir in dirs {
+            let candidate = dir.join(&name);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+        tried.push(format!("{name} on PATH and in ./node_modules/.bin"));
+    }
+    if from_env.is_none() {
+        tried.push(format!("${variable} (not set)"));
+    }
+    Err(ServeError::MissingAgent {
+        adapter: spec.adapter.name(),
+        tried: tried.join(", "),
+        package: usual.map(|(_, package)| package),
+    })
+}
+
+/// Runs `scenario` once at `builder` (from [`EvalScenario::builder`], with its tape set),
+/// whichever its agent: the built-in loop inside the simulation, or an agent program
+/// through [`run_command`]. The one entry point of `simtape run`, `sweep`, `ci` and
+/// `--check-determinism`.
+pub fn run_eval(
+    scenario: &EvalScenario,
+    builder: &mut Builder,
+    options: &CommandOptions,
+) -> Result<EvalReport, ServeError> {
+    match scenario.eval().command {
+        Some(_) => run_command(scenario, builder, options).map(|session| session.report),
+        None => Ok(scenario.run(builder)),
+    }
+}
+
+/// Runs `scenario`'s agent program once: `builder` is the scenario's (from
+/// [`EvalScenario::builder`], with its tape set); the report is the run's.
+pub fn run_command(
+    scenario: &EvalScenario,
+    builder: &mut Builder,
+    options: &CommandOptions,
+) -> Result<CommandSession, ServeError> {
+    let spec = scenario
+        .eval()
+        .command
+        .clone()
+        .ok_or(ServeError::NotACommandAgent)?;
+    let scenario_dir = scenario
+        .scenario()
+        .path()
+        .parent()
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    let program = resolve_program(&spec, options.program.as_deref(), &scenario_dir)?;
+    let (inputs, responses) = crate::register(builder);
+    let executor = Rc::new(smol::LocalExecutor::new());
+    let session = Session {
+        scenario,
+        spec,
+        program,
+        options,
+        inputs,
+        responses,
+    };
+    smol::block_on(executor.run(session.run(executor.clone(), builder)))
+}
+
+struct Session<'a> {
+    scenario: &'a EvalScenario,
+    spec: CommandAgentSpec,
+    program: PathBuf,
+    options: &'a CommandOptions,
+    inputs: Inbox<GatewayInput>,
+    responses: Outbox<HttpResponse>,
+}
+
+impl Session<'_> {
+    async fn run(
+        self,
+        executor: Rc<smol::LocalExecutor<'static>>,
+        builder: &mut Builder,
+    ) -> Result<CommandSession, ServeError> {
+        let fs_root = self.scenario.scenario().fs_root();
+        let label = self.scenario.scenario().name().to_string();
+        let workdir = Workdir::create(fs_root.as_deref(), &label).map_err(ServeError::Workdir)?;
+        let (listener, endpoints) = crate::bind(self.options.addr).await?;
+        let (tx, rx) = smol::channel::unbounded();
+        let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx));
+        let base_url = format!("http://{}", endpoints.addr);
+        let home = workdir.home();
+        let launch = adapter::launch(
+            &self.spec,
+            &Places {
+                base_url: &base_url,
+                home: &home,
+            },
+        );
+        let mut env = endpoints.env.clone();
+        env.extend(launch.env);
+        env.extend(self.spec.env.iter().cloned());
+        let work = workdir.work();
+        let started = Instant::now();
+        let mut agent = AgentProcess::start(&Spawn {
+            program: &self.program,
+            args: &launch.args,
+            env: &env,
+            cwd: &work,
+        })
+        .map_err(|source| ServeError::Spawn {
+            program: self.program.display().to_string(),
+            source,
+        })?;
+        let events_seen = Rc::new(RefCell::new(Vec::new()));
+        let (inputs, responses, seen) = (self.inputs, self.responses, Rc::clone(&events_seen));
+        let mut command = match self.scenario.start_command(builder, move |host| {
+            command_side(host, inputs, responses, seen)
+        }) {
+            Ok(command) => command,
+            Err(report) => {
+                drop(agent);
+                return Err(ServeError::Unbuilt(report));
+            }
+        };
+        // The agent's output: events to the driver as they are read; stderr kept, capped.
+        let (event_tx, event_rx) = smol::channel::unbounded();
+        let stdout = agent.stdout();
+        let adapter_kind = self.spec.adapter;
+        let reader = executor.spawn(async move {
+            let mut parser = adapter::parser(adapter_kind);
+            if let Some(stdout) = stdout {
+                process::read_lines(stdout, |line| {
+                    for event in parser.line(line) {
+                        let _ = event_tx.try_send(event);
+                    }
+                })
+                .await;
+            }
+            for event in parser.finish() {
+                let _ = event_tx.try_send(event);
+            }
+        });
+        let stderr = agent.stderr();
+        let stderr_reader = executor.spawn(async move {
+            match stderr {
+                Some(stderr) => process::read_capped(stderr).await,
+                None => (Vec::new(), 0),
+            }
+        });
+        let normalizer = self
+            .options
+            .normalizer
+            .clone()
+            .for_agent(Some(&work), Some(&home.display().to_string()));
+        let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);
+        driver.events = Some(event_rx);
+        let requests_log = self
+            .options
+            .evidence
+            .as_ref()
+            .map(|d| d.join("requests.ndjson"));
+        if let Some(dir) = &self.options.evidence {
+            std::fs::create_dir_all(dir).map_err(|source| ServeError::SessionLog {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        driver.session_log = crate::session_log(requests_log.as_deref())?;
+        let timeout = Duration::from_millis(self.spec.timeout_ms);
+        let ending = async {
+            smol::future::or(
+                async { Ending::AgentExited(exit_of(agent.wait().await)) },
+                async {
+                    smol::Timer::after(timeout).await;
+                    Ending::Stopped
+                },
+            )
+            .await
+        };
+        let ended = driver.drive(command.run(), &rx, ending).await;
+        let exit = match ended {
+            Some(Ending::AgentExited(exit)) => {
+                agent.sweep();
+                exit
+            }
+            // Over its timeout (or the run ended first): the whole group is stopped.
+            Some(Ending::Stopped) => {
+                agent.stop().await;
+                AgentExit::TimedOut
+            }
+            None => exit_of(agent.stop().await),
+        };
+        let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // The rest of its output, then its exit, changes and gates, in that order.
+        smol::future::or(reader, async {
+            smol::Timer::after(OUTPUT_DRAIN).await;
+        })
+        .await;
+        let run = command.run();
+        driver.deliver_events(run);
+        driver.deliver_input(run, GatewayInput::AgentExited(exit));
+        if exit != AgentExit::TimedOut {
+            let (changes, skipped) = workdir.changes().map_err(ServeError::Workdir)?;
+            driver.deliver_input(run, GatewayInput::Workdir { changes, skipped });
+            let gates = run_gates(self.scenario, &work, &env).await;
+            driver.deliver_input(run, GatewayInput::Gates(gates));
+        }
+        driver.close(run);
+        drop(acceptor);
+        let report = self.scenario.finish_command(command);
+        let (stderr, stderr_dropped) = stderr_reader.await;
+        let session = CommandSession {
+            report,
+            meta: SessionMeta {
+                adapter: self.spec.adapter,
+                program: self.program.clone(),
+                args: launch.args,
+                exit: Some(exit),
+                wall_ms,
+                stderr_dropped,
+            },
+            events: events_seen.take(),
+            stderr,
+        };
+        if let Some(dir) = &self.options.evidence {
+            write_evidence(dir, &session).map_err(|source| ServeError::SessionLog {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        Ok(session)
+    }
+}
+
+fn exit_of(exit: Exit) -> AgentExit {
+    match exit {
+        Exit::Code(code) => AgentExit::Exited(code),
+        Exit::Signal => AgentExit::Signaled,
+    }
+}
+
+/// Runs `scenario`'s agent-program run again from the inputs recorded on `tape`, without
+/// the program: the same seed and scenario give the same tape bytes (`simtape replay`).
+pub fn replay_command(
+    scenario: &EvalScenario,
+    builder: &mut Builder,
+    tape: &Path,
+) -> Result<EvalReport, crate::ReplayError> {
+    use simtape::run::{recorded_inputs, ReplayInputError};
+    use simtape::tape::TapeReader;
+    let inputs = recorded_inputs(TapeReader::open(tape)?.keep_blobs(true))?;
+    let (inbox, outbox) = crate::register(builder);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let mut command = scenario
+        .start_command(builder, move |host| command_side(host, inbox, outbox, seen))
+        .map_err(|report| {
+            crate::ReplayError::Inputs(ReplayInputError::BadInput {
+                index: 0,
+                detail: report.verdict.to_string(),
+            })
+        })?;
+    command.run().replay_inputs(&inputs)?;
+    Ok(scenario.finish_command(command))
+}
+
+/// Runs each `gate` verifier's program in the agent's directory, in file order.
+async fn run_gates(scenario: &EvalScenario, work: &Path, env: &[(String, String)]) -> Vec<GateRun> {
+    let mut runs = Vec::new();
+    for verifier in &scenario.eval().verify {
+        let Check::Gate { program, args, .. } = &verifier.check else {
+            continue;
+        };
+        let spawn = Spawn {
+            program: Path::new(program),
+            args,
+            env,
+            cwd: work,
+        };
+        let run = match AgentProcess::start(&spawn) {
+            Ok(mut gate) => {
+                let (out, err) = (gate.stdout(), gate.stderr());
+                // Its output is not kept (timings make it differ per run); it is read so the
+                // program never blocks on a full pipe.
+                let drain = async {
+                    if let Some(out) = out {
+                        process::read_capped(out).await;
+                    }
+                    if let Some(err) = err {
+                        process::read_capped(err).await;
+                    }
+                };
+                let waited = smol::future::or(
+                    async {
+                        drain.await;
+                        Some(gate.wait().await)
+                    },
+                    async {
+                        smol::Timer::after(GATE_TIMEOUT).await;
+                        None
+                    },
+                )
+                .await;
+                match waited {
+                    Some(Exit::Code(code)) => GateRun {
+                        exit_code: Some(code),
+                        error: None,
+                    },
+                    Some(Exit::Signal) => GateRun {
+                        exit_code: None,
+                        error: None,
+                    },
+                    None => {
+                        gate.stop().await;
+                        GateRun {
+                            exit_code: None,
+                            error: Some(format!("ran over {} s", GATE_TIMEOUT.as_secs())),
+                        }
+                    }
+                }
+            }
+            Err(error) => GateRun {
+                exit_code: None,
+                error: Some(format!("cannot start {program:?}: {error}")),
+            },
+        };
+        runs.push(run);
+    }
+    runs
+}
+
+/// The driver's side inside the simulation: serves the agent's requests, then applies its
+/// changes to the overlay and says how the session ended.
+async fn command_side(
+    host: simtape::Host,
+    inputs: Inbox<GatewayInput>,
+    responses: Outbox<HttpResponse>,
+    seen: Rc<RefCell<Vec<SessionEvent>>>,
+) -> CommandEnd {
+    let outcome = gateway::gateway(host.clone(), inputs, responses).await;
+    if let Some(fs) = host.capabilities().fs() {
+        fs.with_state(|fs| apply(fs.overlay_mut(), &outcome.workdir));
+    }
+    *seen.borrow_mut() = outcome.events.clone();
+    CommandEnd {
+        transcript: transcript(&outcome.events),
+        exit: outcome.agent_exit.unwrap_or(AgentExit::Signaled),
+        gates: outcome.gates,
+        unmatched: outcome.unmatched,
+    }
+}
+
+/// Applies the agent's changes to the overlay. A change the overlay refuses (a path it
+/// cannot hold) is left out: the fs verifiers then see the overlay as it is.
+fn apply(overlay: &mut simtape::cap::fs::Overlay, changes: &[FileChange]) {
+    for change in changes {
+        let _ = match change {
+            FileChange::Mkdir(path) => overlay.create_dir(path),
+            FileChange::Write(path, bytes) => overlay.write(path, bytes.clone()),
+            FileChange::Delete(path) => overlay.remove(path),
+            FileChange::RemoveDir(path) => overlay.remove_dir(path),
+        };
+    }
+}
+
+/// The transcript of an agent's events: a turn begins with the model's first message or
+/// tool call after the previous turn's tool results.
+pub fn transcript(events: &[SessionEvent]) -> Transcript {
+    let mut transcript = Transcript::default();
+    let mut open = false;
+    for event in events {
+        let begin = |transcript: &mut Transcript, open: &mut bool| {
+            if !*open {
+                let turn = u32::try_from(transcript.turns.len() + 1).unwrap_or(u32::MAX);
+                transcript.turns.push(TranscriptTurn {
+                    turn,
+                    text: String::new(),
+                    tool_calls: Vec::new(),
+                });
+                *open = true;
+            }
+        };
+        match &event.kind {
+            EventKind::Message { text } => {
+                begin(&mut transcript, &mut open);
+                let turn = transcript.turns.last_mut().expect("a turn was begun");
+                if !turn.text.is_empty() {
+                    turn.text.push('\n');
+                }
+                turn.text.push_str(text);
+            }
+            EventKind::ToolStart { id, name, input } => {
+                begin(&mut transcript, &mut open);
+                let turn = transcript.turns.last_mut().expect("a turn was begun");
+                turn.tool_calls.push(TranscriptCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: input.clone(),
+                    ok: true,
+                    result: String::new(),
+                });
+            }
+            EventKind::ToolEnd {
+                id,
+                output,
+                is_error,
+            } => {
+                open = false;
+                let calls = transcript
+                    .turns
+                    .iter_mut()
+                    .rev()
+                    .flat_map(|t| t.tool_calls.iter_mut());
+                if let Some(call) = calls.into_iter().find(|call| &call.id == id) {
+                    call.ok = !is_error;
+                    call.result = output.clone();
+                }
+            }
+            EventKind::Result { text, is_error } => {
+                if !is_error {
+                    transcript.answer = Some(text.clone());
+                    transcript.end = Some(simtape_agent::EndReason::FinalAnswer);
+                }
+            }
+            EventKind::SessionStart { .. } | EventKind::Usage { .. } | EventKind::Error { .. } => {}
+        }
+    }
+    transcript
+}
+
+/// Writes the session's evidence into `dir`.
+fn write_evidence(dir: &Path, session: &CommandSession) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir)?;
+    let mut log = std::io::BufWriter::new(std::fs::File::create(dir.join("session.ndjson"))?);
+    for event in &session.events {
+        let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+        writeln!(log, "{line}")?;
+    }
+    log.flush()?;
+    let meta = serde_json::to_string_pretty(&session.meta).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join("session.meta.json"), meta + "\n")?;
+    std::fs::write(dir.join("agent.stderr"), &session.stderr)?;
+    Ok(())
+}

@@ -1,0 +1,313 @@
+//! The agent's scratch directory: a copy of the scenario's `[fs]` root made before the agent
+//! starts (the real directory is never touched), and, once it ended, what it changed there,
+//! as a list of changes the simulation applies to its overlay. Both walk in path order, so
+//! the changes (an input on the tape) do not depend on the order the OS lists entries in.
+//!
+//! `.git` directories are copied but not compared: agents run `git status`, which rewrites
+//! the index without changing the work.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes of one file the comparison reads; a larger file is reported, not compared.
+pub const FILE_BYTES_MAX: u64 = 16 << 20;
+/// Entries the scratch directory may hold, copied or compared.
+pub const ENTRIES_MAX: usize = 100_000;
+
+/// One change the agent made, relative to the working directory (`/`-separated).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileChange {
+    /// A directory was created.
+    Mkdir(String),
+    /// A file was created or changed: its new content.
+    Write(String, #[serde(with = "bytes_as_text")] Vec<u8>),
+    /// A file was deleted.
+    Delete(String),
+    /// A directory was deleted, with everything in it.
+    RemoveDir(String),
+}
+
+/// Why the scratch directory could not be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkdirError {
+    /// A file system call failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The directory holds more entries than the limit.
+    #[error("{path} holds more than {ENTRIES_MAX} entries")]
+    TooMany {
+        /// The directory.
+        path: PathBuf,
+    },
+}
+
+/// A session's scratch place: `work/` (the agent's working directory) and `home/` (its
+/// `HOME`), removed when dropped.
+#[derive(Debug)]
+pub struct Workdir {
+    root: PathBuf,
+    base: Option<PathBuf>,
+}
+
+/// What a directory tree holds, by relative path.
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    Dir,
+    File(u64),
+}
+
+impl Workdir {
+    /// Makes a scratch place under the system's temp directory, with `base`'s files copied
+    /// into `work/`.
+    pub fn create(base: Option<&Path>, label: &str) -> Result<Workdir, WorkdirError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root =
+            std::env::temp_dir().join(format!("simtape-agent-{label}-{}-{n}", std::process::id()));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| WorkdirError::Io { path, source }
+        };
+        let _ = std::fs::remove_dir_all(&root);
+        let workdir = Workdir {
+            root: root.clone(),
+            base: base.map(Path::to_path_buf),
+        };
+        std::fs::create_dir_all(workdir.work()).map_err(io(&root))?;
+        std::fs::create_dir_all(workdir.home()).map_err(io(&root))?;
+        if let Some(base) = base {
+            for (relative, entry) in walk(base, false)? {
+                let (from, to) = (base.join(&relative), workdir.work().join(&relative));
+                match entry {
+                    Entry::Dir => std::fs::create_dir_all(&to).map_err(io(&to))?,
+                    Entry::File(_) => {
+                        std::fs::copy(&from, &to).map_err(io(&from))?;
+                    }
+                }
+            }
+        }
+        Ok(workdir)
+    }
+
+    /// The agent's working directory.
+    pub fn work(&self) -> PathBuf {
+        self.root.join("work")
+    }
+
+    /// The agent's `HOME`.
+    pub fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    /// Returns what the agent changed in `work/` against the base, in path order (a new
+    /// directory before what it holds, a removed one after), and the paths it could not
+    /// compare (files over [`FILE_BYTES_MAX`]).
+    pub fn changes(&self) -> Result<(Vec<FileChange>, Vec<String>), WorkdirError> {
+        let before = match &self.base {
+            Some(base) => walk(base, true)?,
+            None => BTreeMap::new(),
+        };
+        let work = self.work();
+        let after = walk(&work, true)?;
+        let mut changes = Vec::new();
+        let mut skipped = Vec::new();
+        let read = |dir: &Path, relative: &str| {
+            let path = dir.join(relative);
+            std::fs::read(&path).map_err(|source| WorkdirError::Io { path, source })
+        };
+        for (relative, entry) in &after {
+            let changed = match (before.get(relative), entry) {
+                (Some(Entry::Dir), Entry::Dir) => continue,
+                (_, Entry::Dir) => {
+                    if matches!(before.get(relative), Some(Entry::File(_))) {
+                        changes.push(FileChange::Delete(relative.clone()));
+                    }
+                    changes.push(FileChange::Mkdir(relative.clone()));
+                    continue;
+                }
+                (_, Entry::File(size)) if *size > FILE_BYTES_MAX => {
+                    skipped.push(relative.clone());
+                    continue;
+                }
+                (Some(Entry::File(_)), Entry::File(_)) => {
+                    let base = self.base.as_deref().expect("a file before needs a base");
+                    let now = read(&work, relative)?;
+                    (read(base, relative)? != now).then_some(now)
+                }
+                (Some(Entry::Dir), Entry::File(_)) => {
+                    changes.push(FileChange::RemoveDir(relative.clone()));
+                    Some(read(&work, relative)?)
+                }
+                (None, Entry::File(_)) => Some(read(&work, relative)?),
+            };
+            if let Some(bytes) = changed {
+                changes.push(FileChange::Write(relative.clone(), bytes));
+            }
+        }
+        // Removed entries, deepest first is not needed: a removed directory takes its
+        // children, so only the topmost removed entry is listed.
+        let mut removed: Vec<(&String, &Entry)> = before
+            .iter()
+            .filter(|(relative, _)| !after.contains_key(*relative))
+            .collect();
+        removed.retain(|(relative, _)| {
+            let parent_gone = parents(relative).any(|parent| {
+                matches!(before.get(parent), Some(Entry::Dir)) && !after.contains_key(parent)
+            });
+            !parent_gone
+        });
+        for (relative, entry) in removed {
+            changes.push(match entry {
+                Entry::Dir => FileChange::RemoveDir(relative.clone()),
+                Entry::File(_) => FileChange::Delete(relative.clone()),
+            });
+        }
+        Ok((changes, skipped))
+    }
+}
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Each ancestor of a relative path, nearest first.
+fn parents(relative: &str) -> impl Iterator<Item = &str> {
+    let mut rest = relative;
+    std::iter::from_fn(move || {
+        let cut = rest.rfind('/')?;
+        rest = &rest[..cut];
+        Some(rest)
+    })
+}
+
+/// Lists the tree under `root` by `/`-separated relative path; symbolic links and other
+/// special files are left out. With `skip_git`, `.git` directories are left out too.
+fn walk(root: &Path, skip_git: bool) -> Result<BTreeMap<String, Entry>, WorkdirError> {
+    let mut entries = BTreeMap::new();
+    let mut pending = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = pending.pop() {
+        let io = |source| WorkdirError::Io {
+            path: dir.clone(),
+            source,
+        };
+        for item in std::fs::read_dir(&dir).map_err(io)? {
+            let item = item.map_err(io)?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            if skip_git && name == ".git" {
+                continue;
+            }
+            let relative = match prefix.is_empty() {
+                true => name,
+                false => format!("{prefix}/{name}"),
+            };
+            let kind = item.file_type().map_err(io)?;
+            if kind.is_dir() {
+                entries.insert(relative.clone(), Entry::Dir);
+                pending.push((item.path(), relative));
+            } else if kind.is_file() {
+                let size = item.metadata().map_err(io)?.len();
+                entries.insert(relative, Entry::File(size));
+            }
+            if entries.len() > ENTRIES_MAX {
+                return Err(WorkdirError::TooMany {
+                    path: root.to_path_buf(),
+                });
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// File contents on the tape: text as a string (readable in `simtape tape show`), anything
+/// else as a byte array.
+mod bytes_as_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Repr::Text(text.to_string()).serialize(serializer),
+            Err(_) => Repr::Bytes(bytes.to_vec()).serialize(serializer),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
+        Ok(match Repr::deserialize(deserializer)? {
+            Repr::Text(text) => text.into_bytes(),
+            Repr::Bytes(bytes) => bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_name_what_the_agent_added_changed_and_removed_in_path_order() {
+        let base =
+            std::env::temp_dir().join(format!("simtape-workdir-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("src/old")).unwrap();
+        std::fs::create_dir_all(base.join(".git")).unwrap();
+        std::fs::write(base.join("src/a.py"), "a = 1\n").unwrap();
+        std::fs::write(base.join("src/old/b.py"), "b\n").unwrap();
+        std::fs::write(base.join("keep.txt"), "same\n").unwrap();
+        std::fs::write(base.join(".git/index"), "i1").unwrap();
+        let workdir = Workdir::create(Some(&base), "test").unwrap();
+        let work = workdir.work();
+        assert_eq!(
+            std::fs::read_to_string(work.join("src/a.py")).unwrap(),
+            "a = 1\n"
+        );
+        std::fs::write(work.join("src/a.py"), "a = 2\n").unwrap();
+        std::fs::remove_dir_all(work.join("src/old")).unwrap();
+        std::fs::create_dir_all(work.join("new")).unwrap();
+        std::fs::write(work.join("new/c.txt"), [0xff, 0x00]).unwrap();
+        std::fs::write(work.join(".git/index"), "i2").unwrap();
+        let (changes, skipped) = workdir.changes().unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                FileChange::Mkdir("new".into()),
+                FileChange::Write("new/c.txt".into(), vec![0xff, 0x00]),
+                FileChange::Write("src/a.py".into(), b"a = 2\n".to_vec()),
+                FileChange::RemoveDir("src/old".into()),
+            ]
+        );
+        assert!(skipped.is_empty());
+        let encoded = serde_json::to_string(&changes).unwrap();
+        assert!(
+            encoded.contains("\"a = 2\\n\""),
+            "text stays text: {encoded}"
+        );
+        let decoded: Vec<FileChange> = serde_json::from_str(&encoded).unwrap();
+        assert_eq!(decoded, changes);
+        let root = workdir.root.clone();
+        drop(workdir);
+        assert!(!root.exists(), "the scratch place is removed when dropped");
+        assert!(
+            base.join("src/old/b.py").exists(),
+            "the base is never touched"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}
