@@ -1,7 +1,7 @@
 //! Codex CLI (npm `@openai/codex`), unchanged, under `simtape serve`: through the OpenAI
-//! Responses endpoint (always streamed), it runs the scripted exec_command that writes a
-//! file in its own scratch directory, answers, and two runs of one seed give the same tape
-//! bytes, which replay without it.
+//! Responses endpoint (always streamed), it retries a 429 on its own, runs the scripted
+//! exec_command that writes a file in its own scratch directory, answers, and two runs of
+//! one seed give the same tape bytes, which replay without it.
 //!
 //! The binary comes from `engine/cli/tests/peers/agents` (`npm ci` there; `.ci/run` does it
 //! and exports SIMTAPE_AGENT_PEERS_DIR); `examples/agents/codex/codex.sh` points it at serve.
@@ -42,14 +42,19 @@ fn serve_once(codex: &Path, scratch: &Path, tape: &Path) -> Session {
 
 #[test]
 fn codex_runs_unchanged_and_gives_identical_tapes() {
-    // Goal: the real Codex binary, pointed at simtape serve's Responses endpoint, exits 0
-    // after running the scripted exec_command in its own scratch directory; two runs of seed 0
-    // (in two directories, with two CODEX_HOMEs) write byte-identical tapes, and the tape
-    // replays without Codex.
+    // Goal: the real Codex binary, pointed at simtape serve's Responses endpoint, retries the
+    // injected 429 and exits 0 after running the scripted exec_command in its own scratch
+    // directory; two runs of seed 0 (in two directories, with two CODEX_HOMEs) write
+    // byte-identical tapes, and the tape replays without Codex.
     let Some(codex) = codex() else { return };
     let root = std::env::temp_dir().join(format!("simtape-codex-{}", std::process::id()));
     let first = serve_once(&codex, &root.join("one"), &root.join("one.tape"));
     assert_eq!(first.verdict, "ok");
+    let requests = first.log.lines().count();
+    assert_eq!(
+        requests, 3,
+        "the 429, Codex's own retry, and the turn after the tool"
+    );
     assert_eq!(first.model_calls, 2, "the tool call, then the answer");
     assert_eq!(
         first.written("hello.txt").as_deref(),
