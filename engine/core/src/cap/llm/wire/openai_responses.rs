@@ -244,7 +244,7 @@ fn content_text(content: &Value, at: &str) -> Result<String, Shape> {
 }
 
 /// The ids of an answer's output items, derived from the response id (`resp_X` gives
-/// `msg_X` and `fc_X_1`, …), so the same answer always carries the same ids.
+/// `msg_X` and `fc_X_0`, `fc_X_1`, …), so the same answer always carries the same ids.
 struct ItemIds<'a> {
     stem: &'a str,
 }
