@@ -69,6 +69,12 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         });
     let interactive = command.is_none();
     let mut normalizer = Normalizer::agent_defaults();
+    // The agent inherits HOME, where agents keep state (Codex lists its skills under it in
+    // every request): its path differs per user and machine, so it is normalized like the
+    // working directory. A root HOME would turn every `/` into the placeholder.
+    if let Some(home) = std::env::var_os("HOME").filter(|home| home.len() > 1) {
+        normalizer.literal(&home.to_string_lossy(), "<home>");
+    }
     for pointer in &args.normalize_pointers {
         normalizer
             .pointer(pointer)

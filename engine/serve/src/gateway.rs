@@ -172,6 +172,7 @@ fn endpoint(method: &str, path: &str) -> Option<Endpoint> {
     match (method, path) {
         ("POST", "/v1/messages") => Some(Endpoint::Model(Provider::AnthropicMessages)),
         ("POST", "/v1/chat/completions") => Some(Endpoint::Model(Provider::OpenAiChat)),
+        ("POST", "/v1/responses") => Some(Endpoint::Model(Provider::OpenAiResponses)),
         ("POST", "/v1/messages/count_tokens") => Some(Endpoint::CountTokens),
         ("GET", "/v1/models") => Some(Endpoint::Models),
         _ => None,
@@ -202,7 +203,7 @@ async fn answer(
     };
     let Some(endpoint) = endpoint(&request.method, &request.path) else {
         let message = format!(
-            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/messages/count_tokens, GET /v1/models)",
+            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages/count_tokens, GET /v1/models)",
             request.method, request.path
         );
         return error(404, &message);
@@ -232,7 +233,8 @@ async fn answer(
             outcome.borrow_mut().model_calls += 1;
             let id = match provider {
                 Provider::AnthropicMessages => format!("msg_simtape_{:06}", request.id),
-                _ => format!("chatcmpl-simtape-{:06}", request.id),
+                Provider::OpenAiChat => format!("chatcmpl-simtape-{:06}", request.id),
+                Provider::OpenAiResponses => format!("resp_simtape_{:06}", request.id),
             };
             let created_unix_s = (host.start_unix_ns() + host.now_ns() as i64) / 1_000_000_000;
             let rendered = provider.answer_body(&served, &reply, &id, created_unix_s);

@@ -38,10 +38,13 @@ pub enum RuleError {
 
 impl Normalizer {
     /// The rules every agent needs: the session id in `metadata.user_id` (Claude Code, the
-    /// Anthropic SDKs), the date line of a system prompt, and UUIDs anywhere.
+    /// Anthropic SDKs), the date line of a system prompt, and UUIDs anywhere; and Codex's:
+    /// its `client_metadata` (ids and the turn's wall-clock start), the date and time zone of
+    /// its environment context, and the chunk id and wall time of its command output.
     pub fn agent_defaults() -> Normalizer {
         let mut rules = Normalizer::default();
         rules.pointers.push("/metadata/user_id".into());
+        rules.pointers.push("/client_metadata".into());
         let patterns = [
             (
                 r"Today's date is \d{4}-\d{2}-\d{2}",
@@ -52,6 +55,16 @@ impl Normalizer {
             (
                 r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
                 "<uuid>",
+            ),
+            (
+                r"<current_date>\d{4}-\d{2}-\d{2}</current_date>",
+                "<current_date><date></current_date>",
+            ),
+            (r"<timezone>[^<]*</timezone>", "<timezone><zone></timezone>"),
+            (r"Chunk ID: [0-9a-f]+", "Chunk ID: <chunk>"),
+            (
+                r"Wall time: [0-9.]+ seconds",
+                "Wall time: <seconds> seconds",
             ),
         ];
         for (pattern, replacement) in patterns {
@@ -160,7 +173,8 @@ mod tests {
     #[test]
     fn volatile_fields_become_placeholders_and_the_rest_stays() {
         // Goal: the session id, the date, the working directory (before its parent, home)
-        // and UUIDs are replaced; everything else in the body is kept byte for byte.
+        // and UUIDs are replaced, and Codex's volatile fields too; everything else in the
+        // body is kept byte for byte.
         let mut rules = Normalizer::agent_defaults();
         rules.literal("/tmp/home", "<home>");
         rules.literal("/tmp/home/run-7", "<cwd>");
@@ -171,6 +185,23 @@ mod tests {
             "metadata": {"user_id": "<volatile>"},
             "n": 1,
             "system": "Today's date is <date>. cwd <cwd>, memory <home>/.claude",
+        });
+        assert_eq!(normalized, expected);
+        // Codex: its metadata, environment context and command output.
+        let codex = serde_json::json!({
+            "client_metadata": {"x-codex-turn-metadata": "{\"turn_started_at_unix_ms\":1}"},
+            "input": [
+                {"content": "<environment_context>\n  <cwd>/tmp/home/run-7</cwd>\n  <current_date>2026-11-25</current_date>\n  <timezone>Europe/Paris</timezone>\n</environment_context>"},
+                {"output": "Chunk ID: f0f91b\nWall time: 0.0012 seconds\nProcess exited with code 0"},
+            ],
+        });
+        let normalized: Value = serde_json::from_str(&rules.apply(&codex.to_string())).unwrap();
+        let expected = serde_json::json!({
+            "client_metadata": "<volatile>",
+            "input": [
+                {"content": "<environment_context>\n  <cwd><cwd></cwd>\n  <current_date><date></current_date>\n  <timezone><zone></timezone>\n</environment_context>"},
+                {"output": "Chunk ID: <chunk>\nWall time: <seconds> seconds\nProcess exited with code 0"},
+            ],
         });
         assert_eq!(normalized, expected);
         assert_eq!(

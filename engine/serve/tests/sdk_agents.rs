@@ -1,5 +1,6 @@
-//! Real agents on the official Python SDKs (PyPI `openai`, `anthropic`) under `serve`: each
-//! passes, two runs of a seed give the same tape bytes, and the tape replays without them.
+//! Real agents on the official Python SDKs (PyPI `openai` on Chat Completions and on
+//! Responses, `anthropic` on Messages) under `serve`: each passes, two runs of a seed give
+//! the same tape bytes, and the tape replays without them.
 //!
 //! The SDKs come from `engine/serve/tests/peers/requirements.txt`; `.ci/run` installs them
 //! into a venv and names its python in SIMTAPE_SERVE_PYTHON. Without it these tests print a
@@ -112,6 +113,14 @@ fn an_openai_sdk_agent_runs_unchanged_and_deterministically() {
     // Goal: the official openai SDK (a plain call, then a streamed one with usage) parses
     // simtape's Chat Completions answers as a provider's; the tape is byte-stable and replays.
     check_agent("openai_agent.py");
+}
+
+#[test]
+fn an_openai_responses_sdk_agent_runs_unchanged_and_deterministically() {
+    // Goal: the official openai SDK's `responses.create` (a streamed call whose `response.*`
+    // events carry text and a function call, then a plain call with the call's output) parses
+    // simtape's Responses answers as a provider's; the tape is byte-stable and replays.
+    check_agent("responses_agent.py");
 }
 
 #[test]

@@ -1,13 +1,15 @@
-//! The providers' wire formats, used by record mode: a [`ChatRequest`] becomes the JSON body a
-//! real provider expects, and the provider's JSON answer becomes a [`WireAnswer`].
+//! The providers' wire formats, both sides: record mode's calling side (a [`ChatRequest`]
+//! becomes the JSON body a real provider expects, and the provider's JSON answer becomes a
+//! [`WireAnswer`]), and `simtape serve`'s serving side (an agent's request becomes a
+//! [`ServedRequest`], and an answer becomes the provider's JSON or event stream).
 //!
 //! - `openai_chat` — OpenAI Chat Completions (`POST {base}/chat/completions`).
 //! - `openai_responses` — OpenAI Responses (`POST {base}/responses`).
 //! - `anthropic` — Anthropic Messages (`POST {base}/v1/messages`).
 //!
-//! The shapes follow what the official SDKs send and accept. Only the
-//! non-streaming form is spoken: record mode stores whole answers, and streaming would only
-//! change how the same answer arrives. A body that is not the expected shape is a [`Shape`]
+//! The shapes follow what the official SDKs send and accept. Record mode speaks only the
+//! non-streaming form: it stores whole answers, and streaming would only change how the same
+//! answer arrives; the serving side streams when the agent asks. A body that is not the expected shape is a [`Shape`]
 //! error naming what was expected where, and what was found; nothing here panics on input.
 
 mod anthropic;
@@ -151,13 +153,8 @@ impl Provider {
     pub fn parse_request(self, body: &Value) -> Result<ServedRequest, Shape> {
         let request = match self {
             Provider::OpenAiChat => openai_chat::parse_request(body)?,
+            Provider::OpenAiResponses => openai_responses::parse_request(body)?,
             Provider::AnthropicMessages => anthropic::parse_request(body)?,
-            Provider::OpenAiResponses => {
-                return Err(Shape::new(
-                    "a Chat Completions or Messages request (Responses is not served yet)",
-                    "a Responses request",
-                ))
-            }
         };
         let stream = optional(body, "stream").and_then(Value::as_bool) == Some(true);
         let include_usage = optional(body, "stream_options")
@@ -182,43 +179,57 @@ impl Provider {
     ) -> ServedBody {
         if !served.stream {
             let body = match self {
+                Provider::OpenAiChat => openai_chat::response_body(answer, id, created_unix_s),
+                Provider::OpenAiResponses => {
+                    openai_responses::response_body(answer, id, created_unix_s)
+                }
                 Provider::AnthropicMessages => anthropic::response_body(answer, id),
-                _ => openai_chat::response_body(answer, id, created_unix_s),
             };
             return ServedBody {
                 content_type: "application/json",
                 body: body.to_string(),
             };
         }
-        let mut text = String::new();
-        match self {
-            Provider::AnthropicMessages => {
-                for (event, data) in anthropic::stream_events(answer, id) {
-                    text.push_str(&format!("event: {event}\ndata: {data}\n\n"));
-                }
-            }
-            _ => {
-                for chunk in
-                    openai_chat::stream_chunks(answer, id, created_unix_s, served.include_usage)
-                {
-                    text.push_str(&format!("data: {chunk}\n\n"));
-                }
+        let text = match self {
+            Provider::OpenAiChat => {
+                let chunks =
+                    openai_chat::stream_chunks(answer, id, created_unix_s, served.include_usage);
+                let mut text: String = chunks
+                    .iter()
+                    .map(|chunk| format!("data: {chunk}\n\n"))
+                    .collect();
                 text.push_str("data: [DONE]\n\n");
+                text
             }
-        }
+            Provider::OpenAiResponses => {
+                named_events(openai_responses::stream_events(answer, id, created_unix_s))
+            }
+            Provider::AnthropicMessages => named_events(anthropic::stream_events(answer, id)),
+        };
         ServedBody {
             content_type: "text/event-stream",
             body: text,
         }
     }
 
-    /// Returns the provider's error body for `status` with `message`.
+    /// Returns the provider's error body for `status` with `message` (both OpenAI APIs
+    /// share one error shape).
     pub fn error_body(self, status: u16, message: &str) -> Value {
         match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => {
+                openai_chat::error_body(status, message)
+            }
             Provider::AnthropicMessages => anthropic::error_body(status, message),
-            _ => openai_chat::error_body(status, message),
         }
     }
+}
+
+/// Returns server-sent events that name their type (`event:`) beside their data.
+fn named_events(events: Vec<(&'static str, Value)>) -> String {
+    events
+        .iter()
+        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+        .collect()
 }
 
 /// A provider's answer, in our vocabulary.
@@ -477,10 +488,14 @@ mod tests {
 
     #[test]
     fn the_serving_side_reads_what_the_calling_side_writes() {
-        // Goal: for both served formats, a request written by record mode's calling side
-        // reads back, on the serving side, as the same conversation and tools.
+        // Goal: for every format, a request written by record mode's calling side reads
+        // back, on the serving side, as the same conversation and tools.
         let request = conversation();
-        for provider in [Provider::OpenAiChat, Provider::AnthropicMessages] {
+        for provider in [
+            Provider::OpenAiChat,
+            Provider::OpenAiResponses,
+            Provider::AnthropicMessages,
+        ] {
             let body = provider.request_body(&request, "m", 64);
             let served = provider.parse_request(&body).unwrap();
             assert_eq!(served.request.messages, request.messages, "{provider:?}");
