@@ -38,6 +38,13 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
         let json = serde_json::to_vec_pretty(diff).expect("fs diffs serialize");
         artifacts.push(put(dir, DIFF_JSON_FILE, &json)?);
     }
+    // An agent program's session, written there while it ran.
+    for name in simtape_serve::command::SESSION_FILES {
+        let path = dir.join(name);
+        if run.scenario.eval().command.is_some() && path.is_file() {
+            artifacts.push(path);
+        }
+    }
     for world in &run.report.worlds {
         let json = serde_json::to_vec_pretty(world).expect("world outcomes serialize");
         artifacts.push(put(dir, &format!("world-{}.json", world.server), &json)?);

@@ -31,6 +31,15 @@ use crate::process::{self, AgentProcess, Exit, Spawn};
 use crate::workdir::{FileChange, Workdir};
 use crate::{ServeError, SETTLE_DEFAULT};
 
+/// The files of an agent program's session in an evidence directory: its events, their
+/// sidecar, the raw requests and its stderr.
+pub const SESSION_FILES: [&str; 4] = [
+    "session.ndjson",
+    "session.meta.json",
+    "requests.ndjson",
+    "agent.stderr",
+];
+
 /// Wall-clock seconds one gate program may run.
 pub const GATE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the agent's output may go on after it ended (a grandchild holding its stdout).
@@ -565,14 +574,15 @@ pub fn transcript(events: &[SessionEvent]) -> Transcript {
 fn write_evidence(dir: &Path, session: &CommandSession) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::create_dir_all(dir)?;
-    let mut log = std::io::BufWriter::new(std::fs::File::create(dir.join("session.ndjson"))?);
+    let [events, meta, _, stderr] = SESSION_FILES;
+    let mut log = std::io::BufWriter::new(std::fs::File::create(dir.join(events))?);
     for event in &session.events {
         let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
         writeln!(log, "{line}")?;
     }
     log.flush()?;
-    let meta = serde_json::to_string_pretty(&session.meta).map_err(std::io::Error::other)?;
-    std::fs::write(dir.join("session.meta.json"), meta + "\n")?;
-    std::fs::write(dir.join("agent.stderr"), &session.stderr)?;
+    let sidecar = serde_json::to_string_pretty(&session.meta).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join(meta), sidecar + "\n")?;
+    std::fs::write(dir.join(stderr), &session.stderr)?;
     Ok(())
 }

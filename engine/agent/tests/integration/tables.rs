@@ -810,6 +810,21 @@ args = ["-m", "unittest"]
 }
 
 #[test]
+fn the_documented_command_agent_decodes() {
+    // Goal: docs/scenario-format.md's `kind = "command"` example is a valid [agent].
+    let dir = eval_dir("command-agent-doc");
+    let source = format!(
+        "{HEAD}[llm]\nfixture = \"llm.jsonl\"\n{}",
+        doc_example("command agent")
+    );
+    let eval = EvalScenario::check_source(&source, &dir.join("s.toml")).unwrap();
+    let spec = eval.eval().command.clone().unwrap();
+    assert_eq!(spec.adapter, AdapterKind::ClaudeCode);
+    assert_eq!(spec.timeout_ms, 300_000);
+    assert_eq!(spec.env, [("PYTHONDONTWRITEBYTECODE".into(), "1".into())]);
+}
+
+#[test]
 fn command_agent_problems_are_placed_at_their_fields() {
     // Goal: an unknown kind, adapter or permission, a generic adapter without a program, a
     // zero timeout and a key of the built-in loop are each reported at their place.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::clients::claude;
+use crate::clients::{claude, codex};
 use crate::common::{repo, scratch, simtape};
 
 /// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
@@ -157,6 +157,21 @@ fn an_agent_program_is_judged_by_the_verifiers_and_its_tape_replays() {
     assert_eq!(kinds, ["message", "message", "result"], "{log}");
     assert_eq!(events[2]["text"], "Notes written by the model.");
     assert!(events[2]["timestamp_ms"].as_u64().unwrap() >= 800, "{log}");
+    let manifest = crate::common::load_json(&dir.join("evidence/manifest.json"));
+    let listed: Vec<&str> = manifest["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["file"].as_str().unwrap())
+        .collect();
+    for file in [
+        "session.ndjson",
+        "session.meta.json",
+        "requests.ndjson",
+        "agent.stderr",
+    ] {
+        assert!(listed.contains(&file), "{file} in {listed:?}");
+    }
     let meta = crate::common::load_json(&dir.join("evidence/session.meta.json"));
     assert_eq!(meta["adapter"], "generic");
     assert_eq!(meta["exit"]["exited"], 0);
@@ -316,4 +331,41 @@ fn claude_code_fixes_the_failing_test_and_retries_the_seeded_529s() {
         .unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("529"), "the fault is on the tape");
+}
+
+#[test]
+fn codex_runs_as_a_scenario_agent_through_its_own_retry() {
+    // Codex (npm @openai/codex) as the agent program of examples/agents/codex: it writes
+    // hello.txt through its exec_command tool after retrying a 429; two runs, one tape.
+    let Some(codex) = codex() else {
+        return;
+    };
+    let dir = scratch("agents", "codex");
+    let scenario = repo().join("examples/agents/codex/scenario.toml");
+    let mut tapes = Vec::new();
+    for run in 0..2 {
+        let tape = dir.join(format!("run-{run}.tape"));
+        let evidence = dir.join(format!("evidence-{run}"));
+        let output = simtape()
+            .args(["run", "--tape"])
+            .arg(&tape)
+            .arg("--evidence")
+            .arg(&evidence)
+            .arg("--agent-bin")
+            .arg(&codex)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        let shown = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{shown}");
+        assert!(shown.contains("verify held   fs hello.txt"), "{shown}");
+        let log = std::fs::read_to_string(evidence.join("session.ndjson")).unwrap();
+        assert!(
+            log.contains("429 Too Many Requests"),
+            "the retry is logged: {log}"
+        );
+        assert!(log.contains("\"name\":\"command_execution\""), "{log}");
+        tapes.push(std::fs::read(&tape).unwrap());
+    }
+    assert!(tapes[0] == tapes[1], "the tapes differ");
 }

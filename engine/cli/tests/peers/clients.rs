@@ -65,12 +65,26 @@ pub(crate) fn python_driver(python: &Path, mode: &str, calls: &Value, server: &[
 /// Finds the Claude Code binary, or returns `None` after [`missing`]. The wrapper package's
 /// postinstall may not have run, so the platform package's binary is run directly.
 pub(crate) fn claude() -> Option<PathBuf> {
+    agent_binary("Claude Code", "@anthropic-ai/claude-code-linux-x64/claude")
+}
+
+/// Finds the Codex binary (npm `@openai/codex`, whose platform package holds the native
+/// binary), or returns `None` after [`missing`].
+pub(crate) fn codex() -> Option<PathBuf> {
+    agent_binary(
+        "Codex",
+        "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+    )
+}
+
+/// Finds an agent CLI's binary at `path` under the agent peers' node_modules.
+fn agent_binary(name: &str, path: &str) -> Option<PathBuf> {
     let node_modules = std::env::var_os("SIMTAPE_AGENT_PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/agents/node_modules")
         });
-    let binary = node_modules.join("@anthropic-ai/claude-code-linux-x64/claude");
+    let binary = node_modules.join(path);
     let ok = Command::new(&binary)
         .arg("--version")
         .output()
@@ -79,7 +93,7 @@ pub(crate) fn claude() -> Option<PathBuf> {
         return Some(binary);
     }
     missing(format!(
-        "Claude Code missing ({}). Install it: `npm ci --prefix engine/cli/tests/peers/agents`, \
+        "{name} missing ({}). Install it: `npm ci --prefix engine/cli/tests/peers/agents`, \
          then set SIMTAPE_AGENT_PEERS_DIR=engine/cli/tests/peers/agents/node_modules",
         binary.display()
     ));

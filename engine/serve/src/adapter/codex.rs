@@ -22,31 +22,33 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     } else {
         "read-only"
     };
-    let base_url = format!("{}/v1", places.base_url);
-    let overrides = [
-        format!("model_provider=\"{PROVIDER}\""),
-        format!("model_providers.{PROVIDER}.name=\"simtape\""),
-        format!("model_providers.{PROVIDER}.base_url=\"{base_url}\""),
-        format!("model_providers.{PROVIDER}.env_key=\"OPENAI_API_KEY\""),
-        format!("model_providers.{PROVIDER}.wire_api=\"responses\""),
+    // Codex ignores OPENAI_BASE_URL for its built-in provider (it dials the real host), so
+    // a provider of our own names the endpoint; such a provider speaks Responses over HTTP
+    // with server-sent events and tries no websocket. --skip-git-repo-check: the scratch
+    // directory is no repository; --ephemeral: no session files under CODEX_HOME.
+    let provider = format!(
+        "model_providers.{PROVIDER}={{name=\"{PROVIDER}\", base_url=\"{}/v1\", wire_api=\"responses\", env_key=\"OPENAI_API_KEY\"}}",
+        places.base_url
+    );
+    let args = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--ephemeral",
+        "--sandbox",
+        sandbox,
+        "-c",
+        &format!("model_provider={PROVIDER}"),
+        "-c",
+        &provider,
+        "-m",
+        PROVIDER,
+        &spec.task,
     ];
-    let mut args = vec![
-        "exec".to_string(),
-        "--json".into(),
-        "--skip-git-repo-check".into(),
-    ];
-    for value in overrides {
-        args.push("-c".into());
-        args.push(value);
-    }
-    args.extend([
-        "--sandbox".to_string(),
-        sandbox.to_string(),
-        spec.task.clone(),
-    ]);
-    let home = places.home.join(".codex").display().to_string();
+    // Codex refuses a CODEX_HOME that does not exist; the scratch HOME does.
+    let home = places.home.display().to_string();
     Launch {
-        args,
+        args: args.map(String::from).to_vec(),
         env: vec![("CODEX_HOME".into(), home)],
     }
 }
@@ -111,6 +113,9 @@ impl ExecJson {
                 vec![EventKind::Message { text: message }]
             }
             "agent_message" | "reasoning" | "todo_list" => Vec::new(),
+            // A notice item (`Model metadata … not found`), once complete.
+            "error" if completed => vec![error(item.get("message"))],
+            "error" => Vec::new(),
             _ => {
                 let mut events = Vec::new();
                 if self.started.insert(id.clone()) {
@@ -174,6 +179,7 @@ mod tests {
         let mut parser = ExecJson::default();
         let lines = [
             r#"{"type":"thread.started","thread_id":"t-1"}"#,
+            r#"{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata not found"}}"#,
             r#"{"type":"turn.started"}"#,
             r#"{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"","status":"in_progress"}}"#,
             r#"{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"a.txt\n","exit_code":0,"status":"completed"}}"#,
@@ -199,6 +205,7 @@ mod tests {
             names,
             [
                 "start",
+                "error",
                 "tool_start",
                 "tool_end",
                 "tool_start",
