@@ -21,11 +21,11 @@ use crate::pipeline::{self, RunOutput, RunState};
 use simtape_eval::Verdict;
 
 use crate::report::{EvalFailure, EvalReport, WorldOutcome};
-use crate::spec::VerifySpec;
 use crate::spec::{
     AgentSpec, Check, CommandAgentSpec, McpFault, McpFaultKind, McpServerSpec, McpSource,
     ToolSource,
 };
+use crate::spec::{NormalizeSpec, VerifySpec};
 use crate::tables::EvalTables;
 use crate::tools::Builtin;
 
@@ -39,6 +39,9 @@ pub struct EvalSpec {
     /// The agent program outside the simulation, if the scenario runs one instead (it runs
     /// under `simtape-serve`'s driver, not [`EvalScenario::run`]).
     pub command: Option<CommandAgentSpec>,
+    /// Rules for volatile fields of an agent program's requests (`[normalize]`), beside the
+    /// built-in ones.
+    pub normalize: NormalizeSpec,
     /// The MCP servers, in file order.
     pub mcp: Vec<McpServerSpec>,
     /// The MCP fault rules (`[[faults.mcp]]`; the core applies the rest of `[faults]`).

@@ -60,6 +60,17 @@ pub struct CommandAgentSpec {
     pub line: u64,
 }
 
+/// `[normalize]`: how the scenario's agent program's requests are normalized before fixtures
+/// match them and the tape records them, beside the built-in rules (session ids, dates, the
+/// working directory).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NormalizeSpec {
+    /// JSON pointers into a request body whose value becomes `<volatile>`.
+    pub pointers: Vec<String>,
+    /// Patterns replaced in the request text, in order (`$1` names a group).
+    pub patterns: Vec<(Pattern, String)>,
+}
+
 /// The agent CLIs simtape knows how to start and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]

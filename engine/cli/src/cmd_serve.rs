@@ -68,7 +68,7 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             timeout: Some(Duration::from_secs(args.timeout_s)),
         });
     let interactive = command.is_none();
-    let mut normalizer = Normalizer::agent_defaults();
+    let mut normalizer = Normalizer::agent_defaults().with_scenario_rules(&eval.eval().normalize);
     // The agent inherits HOME, where agents keep state (Codex lists its skills under it in
     // every request): its path differs per user and machine, so it is normalized like the
     // working directory. A root HOME would turn every `/` into the placeholder.

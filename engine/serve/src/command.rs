@@ -294,6 +294,7 @@ impl Session<'_> {
             .options
             .normalizer
             .clone()
+            .with_scenario_rules(&self.scenario.eval().normalize)
             .for_agent(Some(&work), Some(&home.display().to_string()));
         let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);
         driver.events = Some(event_rx);

@@ -104,6 +104,18 @@ impl Normalizer {
         Ok(self)
     }
 
+    /// Adds a scenario's `[normalize]` rules (checked when the scenario loaded).
+    pub fn with_scenario_rules(mut self, spec: &simtape_agent::NormalizeSpec) -> Normalizer {
+        for pointer in &spec.pointers {
+            self.pointers.push(pointer.clone());
+        }
+        for (pattern, replacement) in &spec.patterns {
+            let regex = Regex::new(pattern.as_str()).expect("checked when the scenario loaded");
+            self.patterns.push((regex, replacement.clone()));
+        }
+        self
+    }
+
     /// Adds the literals of one agent's places: its working directory as `<cwd>` (and as
     /// the name agents key per-project state by, `<cwd-slug>`), its `HOME` as `<home>`.
     pub fn for_agent(mut self, cwd: Option<&std::path::Path>, home: Option<&str>) -> Normalizer {

@@ -43,7 +43,11 @@ struct Served {
 
 fn serve_once(python: &str, agent: &str, tape: &Path) -> Served {
     let scenario = repo().join("examples/agents/python-sdk/scenario.toml");
-    let eval = EvalScenario::load(&scenario).expect("the example scenario loads");
+    serve_scenario(python, &scenario, agent, tape)
+}
+
+fn serve_scenario(python: &str, scenario: &Path, agent: &str, tape: &Path) -> Served {
+    let eval = EvalScenario::load(scenario).expect("the example scenario loads");
     let mut builder = eval.builder(0);
     builder.tape(tape);
     let options = ServeOptions {
@@ -128,4 +132,59 @@ fn an_anthropic_sdk_agent_runs_unchanged_and_deterministically() {
     // Goal: the official anthropic SDK (a plain call, then messages.stream) parses simtape's
     // Messages answers and event stream as a provider's; the tape is byte-stable and replays.
     check_agent("anthropic_agent.py");
+}
+
+#[test]
+fn a_changed_fixture_is_named_by_the_diff_at_the_first_request_that_parts() {
+    // Goal: two runs of the openai SDK agent whose fixtures differ in the first answer's text
+    // part where the model's reply does; the oracle (`simtape diff`) names that record and
+    // its actor, then the agent's request that carried the answer back.
+    let Some(python) = python() else { return };
+    let dir = std::env::temp_dir().join(format!("simtape-serve-diff-{}", std::process::id()));
+    let changed = dir.join("changed");
+    std::fs::create_dir_all(&changed).unwrap();
+    let example = repo().join("examples/agents/python-sdk");
+    for file in ["scenario.toml", "llm.jsonl"] {
+        std::fs::copy(example.join(file), changed.join(file)).unwrap();
+    }
+    let fixture = std::fs::read_to_string(changed.join("llm.jsonl")).unwrap();
+    let first_text = fixture
+        .lines()
+        .find_map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+            entry.pointer("/response/text")?.as_str().map(String::from)
+        })
+        .expect("the fixture answers with text");
+    std::fs::write(
+        changed.join("llm.jsonl"),
+        fixture.replacen(&first_text, "A different first answer.", 1),
+    )
+    .unwrap();
+    let a = serve_once(&python, "openai_agent.py", &dir.join("a.tape"));
+    let b = serve_scenario(
+        &python,
+        &changed.join("scenario.toml"),
+        "openai_agent.py",
+        &dir.join("b.tape"),
+    );
+    assert_eq!((a.verdict.as_str(), b.verdict.as_str()), ("ok", "ok"));
+    let report = simtape::oracle::diff_paths(
+        &dir.join("a.tape"),
+        &dir.join("b.tape"),
+        simtape::oracle::Mode::Exact,
+    )
+    .unwrap();
+    let text = report.render_text();
+    assert_ne!(report.exit_code(), 0, "{text}");
+    // The first answer is where the runs part; the agent's next request (an input of the
+    // gateway, carrying that answer back) parts after it.
+    assert!(
+        text.contains("actor llm, kind reply"),
+        "the LLM's reply is where they part: {text}"
+    );
+    assert!(
+        text.contains("gateway 1"),
+        "then the agent's request: {text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,11 +6,13 @@
 //! - `mcp` — the servers and the names the other tables refer to them by.
 //! - `agent` — the agent's prompts, bounds, retry policy and tools.
 //! - `faults` — the MCP fault rules.
+//! - `normalize` — the scenario's rules for volatile fields of an agent program's requests.
 //! - `verify` — the verifiers, their text expectations and compiled patterns.
 
 mod agent;
 mod faults;
 mod mcp;
+mod normalize;
 mod verify;
 
 use std::path::Path;
@@ -23,7 +25,12 @@ use crate::scenario::{open_server, EvalSpec};
 use crate::spec::McpSource;
 
 /// The tables this crate decodes, each listed after the core table it follows in the format.
-const TABLES: [Listed; 3] = [("mcp", "process"), ("agent", "mcp"), ("verify", "faults")];
+const TABLES: [Listed; 4] = [
+    ("mcp", "process"),
+    ("agent", "mcp"),
+    ("normalize", "agent"),
+    ("verify", "faults"),
+];
 /// The `[faults]` rule arrays this crate decodes.
 const FAULT_TABLES: [Listed; 1] = [("mcp", "llm")];
 
@@ -66,12 +73,16 @@ impl Extension for EvalTables {
             Some(field) => faults::mcp_rules(decoded, field, &servers),
             None => Some(Vec::new()),
         };
+        let normalize = match tables.get("normalize") {
+            Some(field) => normalize::normalize(decoded, field),
+            None => Some(Default::default()),
+        };
         let verify = match tables.get("verify") {
             Some(field) => verify::verify(decoded, field, &servers, tables, command_agent),
             None => Some(Vec::new()),
         };
-        let (Some(agent), Some(mcp), Some(mcp_faults), Some(verify)) =
-            (agent, mcp, mcp_faults, verify)
+        let (Some(agent), Some(mcp), Some(mcp_faults), Some(normalize), Some(verify)) =
+            (agent, mcp, mcp_faults, normalize, verify)
         else {
             return;
         };
@@ -84,6 +95,7 @@ impl Extension for EvalTables {
         self.spec = EvalSpec {
             agent,
             command,
+            normalize,
             mcp,
             mcp_faults,
             verify,

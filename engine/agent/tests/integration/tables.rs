@@ -858,3 +858,43 @@ max_turns = 3
         "{found:?}"
     );
 }
+
+#[test]
+fn normalize_rules_decode_and_their_problems_are_placed() {
+    // Goal: `[normalize]` gives the scenario's pointers and compiled patterns; a pointer
+    // without `/`, a pattern that does not compile, a rule without `replace` and an unknown
+    // key are each reported at their place.
+    let good = format!(
+        "{HEAD}{TASK}[normalize]\npointers = [\"/metadata/user_id\"]\npatterns = [{{ match = \"run [0-9]+\", replace = \"run <n>\" }}]\n"
+    );
+    let eval = EvalScenario::check_source(&good, Path::new("s.toml")).unwrap();
+    let normalize = &eval.eval().normalize;
+    assert_eq!(normalize.pointers, ["/metadata/user_id"]);
+    assert_eq!(normalize.patterns[0].0.as_str(), "run [0-9]+");
+    assert_eq!(normalize.patterns[0].1, "run <n>");
+    let bad = format!(
+        "{HEAD}{TASK}[normalize]\npointers = [\"metadata\"]\npatterns = [{{ match = \"(\" , replace = \"x\" }}, {{ match = \"a\" }}]\ncolour = 1\n"
+    );
+    let found = problems(&bad);
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(
+        found[0].starts_with(
+            "7:13: field `normalize.pointers[0]`: expected a JSON pointer starting with `/`"
+        ),
+        "{found:?}"
+    );
+    assert!(
+        found[1].starts_with(
+            "8:23: field `normalize.patterns[0].match`: expected a regular expression, found \"(\""
+        ),
+        "{found:?}"
+    );
+    assert!(
+        found[2].contains("field `normalize.patterns[1].replace`") && found[2].contains("replace"),
+        "{found:?}"
+    );
+    assert!(
+        found[3].contains("field `normalize.colour`: unknown key"),
+        "{found:?}"
+    );
+}

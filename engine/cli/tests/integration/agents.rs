@@ -13,11 +13,13 @@ use crate::clients::{claude, codex};
 use crate::common::{repo, scratch, simtape};
 
 /// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
-/// it asks the model once, writes the answer to notes.txt, deletes old.txt, prints the
-/// answer; a model error makes it exit 1.
+/// it asks the model once (its process id in the request: per-process noise that the
+/// scenario's `[normalize]` rule removes), writes the answer to notes.txt, deletes old.txt,
+/// prints the answer; a model error makes it exit 1.
 const AGENT: &str = r#"
 import json, os, sys, urllib.request, urllib.error
-body = {"model": "m", "messages": [{"role": "user", "content": os.environ["SIMTAPE_TASK"]}]}
+task = "%s (agent pid %d)" % (os.environ["SIMTAPE_TASK"], os.getpid())
+body = {"model": "m", "messages": [{"role": "user", "content": task}]}
 request = urllib.request.Request(
     os.environ["OPENAI_BASE_URL"] + "/chat/completions",
     data=json.dumps(body).encode(),
@@ -66,6 +68,9 @@ adapter = "generic"
 command = "python3"
 args = [{agent:?}]
 task = "Write the notes."
+
+[normalize]
+patterns = [{{ match = "agent pid [0-9]+", replace = "agent pid <pid>" }}]
 
 [[verify]]
 kind = "fs"
@@ -190,6 +195,37 @@ fn an_agent_program_is_judged_by_the_verifiers_and_its_tape_replays() {
         "{}",
         text(&replay)
     );
+}
+
+#[test]
+fn a_scenario_normalize_rule_keeps_per_process_noise_off_the_tape() {
+    // Goal: without its `[normalize]` rule the agent's process id reaches the tape and
+    // --check-determinism names the difference; with it, the runs are byte-identical.
+    let dir = scratch("agents", "normalize");
+    let scenario = scenario(&dir, "");
+    let check = |scenario: &Path| {
+        simtape()
+            .arg("run")
+            .arg(scenario)
+            .arg("--check-determinism")
+            .output()
+            .unwrap()
+    };
+    let with_rule = check(&scenario);
+    assert_eq!(with_rule.status.code(), Some(0), "{}", text(&with_rule));
+    assert!(
+        text(&with_rule).contains("byte-identical"),
+        "{}",
+        text(&with_rule)
+    );
+    let source = std::fs::read_to_string(&scenario).unwrap();
+    let start = source.find("[normalize]").unwrap();
+    let end = source[start..].find("[[verify]]").unwrap() + start;
+    let bare = dir.join("bare.toml");
+    std::fs::write(&bare, format!("{}{}", &source[..start], &source[end..])).unwrap();
+    let without = check(&bare);
+    assert_eq!(without.status.code(), Some(1), "{}", text(&without));
+    assert!(text(&without).contains("differ"), "{}", text(&without));
 }
 
 #[test]
