@@ -121,6 +121,13 @@ pub(crate) struct ReplayArgs {
     /// Keep the replayed tape at this path.
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
+    /// For an agent-program scenario: run the program again against the scenario (its
+    /// requests must come out the same) instead of feeding the tape's recorded inputs.
+    #[arg(long)]
+    pub(crate) rerun_agent: bool,
+    /// The agent program for --rerun-agent (as `simtape run --agent-bin`).
+    #[arg(long, value_name = "PATH", requires = "rerun_agent")]
+    pub(crate) agent_bin: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -64,7 +64,15 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         .tape(&out)
         .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
-    if scenario.eval().command.is_some() {
+    if args.rerun_agent {
+        if scenario.eval().command.is_none() {
+            return Err(CliError::Usage(
+                "--rerun-agent: the tape's scenario has no [agent] kind = \"command\"".into(),
+            ));
+        }
+        // The program runs again, live: byte-identical only when it asks the same again.
+        crate::common::run_eval(&scenario, &mut builder, args.agent_bin.as_deref(), None)?;
+    } else if scenario.eval().command.is_some() {
         // An agent program's run: its requests, output, exit, changes and gate runs are
         // inputs on the tape, so the eval pipeline runs again from them; no program starts.
         simtape_serve::command::replay_command(&scenario, &mut builder, &args.tape)

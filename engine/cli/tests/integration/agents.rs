@@ -288,9 +288,24 @@ fn an_agent_program_over_its_timeout_is_stopped_with_its_whole_group() {
     );
     std::fs::write(&scenario, hung).unwrap();
     let started = Instant::now();
-    let output = simtape().arg("run").arg(&scenario).output().unwrap();
+    let tape = dir.join("timeout.tape");
+    let output = simtape()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--tape")
+        .arg(&tape)
+        .output()
+        .unwrap();
     let shown = text(&output);
     assert_eq!(output.status.code(), Some(3), "a run error: {shown}");
+    // The tape of a run that ended in error is whole and verifies.
+    let verify = simtape()
+        .arg("tape")
+        .arg("verify")
+        .arg(&tape)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
     assert!(shown.contains("ran over its timeout of 1000 ms"), "{shown}");
     assert!(started.elapsed() < Duration::from_secs(20), "{shown}");
     let sleeper: i32 = std::fs::read_to_string(&pid_file)
