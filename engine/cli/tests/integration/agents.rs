@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::clients::{claude, codex};
+use crate::clients::{claude, codex, opencode};
 use crate::common::{repo, scratch, simtape};
 
 /// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
@@ -384,15 +384,12 @@ fn claude_code_fixes_the_failing_test_and_retries_the_seeded_529s() {
     assert!(shown.contains("529"), "the fault is on the tape");
 }
 
-#[test]
-fn codex_runs_as_a_scenario_agent_through_its_own_retry() {
-    // Codex (npm @openai/codex) as the agent program of examples/agents/codex: it writes
-    // hello.txt through its exec_command tool after retrying a 429; two runs, one tape.
-    let Some(codex) = codex() else {
-        return;
-    };
-    let dir = scratch("agents", "codex");
-    let scenario = repo().join("examples/agents/codex/scenario.toml");
+/// Runs an example's agent-program scenario twice with `program`; checks it passes with
+/// `held` among its verifiers, that its session log holds `logged`, and that the two tapes
+/// are the same bytes.
+fn run_example_twice(example: &str, program: &Path, held: &str, logged: &[&str]) {
+    let dir = scratch("agents", example);
+    let scenario = repo().join(format!("examples/agents/{example}/scenario.toml"));
     let mut tapes = Vec::new();
     for run in 0..2 {
         let tape = dir.join(format!("run-{run}.tape"));
@@ -403,20 +400,41 @@ fn codex_runs_as_a_scenario_agent_through_its_own_retry() {
             .arg("--evidence")
             .arg(&evidence)
             .arg("--agent-bin")
-            .arg(&codex)
+            .arg(program)
             .arg(&scenario)
             .output()
             .unwrap();
         let shown = text(&output);
         assert_eq!(output.status.code(), Some(0), "{shown}");
-        assert!(shown.contains("verify held   fs hello.txt"), "{shown}");
+        assert!(shown.contains(&format!("verify held   {held}")), "{shown}");
         let log = std::fs::read_to_string(evidence.join("session.ndjson")).unwrap();
-        assert!(
-            log.contains("429 Too Many Requests"),
-            "the retry is logged: {log}"
-        );
-        assert!(log.contains("\"name\":\"command_execution\""), "{log}");
+        for wanted in logged {
+            assert!(log.contains(wanted), "{wanted} in {log}");
+        }
         tapes.push(std::fs::read(&tape).unwrap());
     }
-    assert!(tapes[0] == tapes[1], "the tapes differ");
+    assert!(tapes[0] == tapes[1], "{example}: the tapes differ");
+}
+
+#[test]
+fn codex_runs_as_a_scenario_agent_through_its_own_retry() {
+    // Codex (npm @openai/codex) as the agent program of examples/agents/codex: it writes
+    // hello.txt through its exec_command tool after retrying a 429; two runs, one tape.
+    let Some(codex) = codex() else {
+        return;
+    };
+    let logged = ["429 Too Many Requests", "\"name\":\"command_execution\""];
+    run_example_twice("codex", &codex, "fs hello.txt", &logged);
+}
+
+#[test]
+fn opencode_runs_as_a_scenario_agent() {
+    // OpenCode (npm opencode-ai) as the agent program of examples/agents/opencode: its title
+    // request and first turn arrive together (ordered by the settle rule), then it writes
+    // hello.txt with its write tool; two runs, one tape.
+    let Some(opencode) = opencode() else {
+        return;
+    };
+    let logged = ["\"name\":\"write\"", "Wrote file successfully."];
+    run_example_twice("opencode", &opencode, "fs hello.txt", &logged);
 }

@@ -77,6 +77,12 @@ pub(crate) fn codex() -> Option<PathBuf> {
     )
 }
 
+/// Finds the OpenCode binary (npm `opencode-ai`, whose platform package holds the native
+/// binary), or returns `None` after [`missing`].
+pub(crate) fn opencode() -> Option<PathBuf> {
+    agent_binary("OpenCode", "opencode-linux-x64/bin/opencode")
+}
+
 /// Finds an agent CLI's binary at `path` under the agent peers' node_modules.
 fn agent_binary(name: &str, path: &str) -> Option<PathBuf> {
     let node_modules = std::env::var_os("SIMTAPE_AGENT_PEERS_DIR")

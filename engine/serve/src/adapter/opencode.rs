@@ -9,19 +9,38 @@
 use serde_json::Value;
 use simtape_agent::CommandAgentSpec;
 
-use super::{count, cut, EventKind, Launch, Parser, Places};
+use super::{count, cut, may_write, EventKind, Launch, Parser, Places};
 
-pub(super) fn launch(spec: &CommandAgentSpec, _places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+    // An OpenAI-compatible provider whose baseURL is the endpoint, and the session's model;
+    // read-only denies edits and commands. OpenCode reads the whole config from this variable.
+    let permission = if may_write(spec.permission) {
+        serde_json::json!({"edit": "allow", "bash": "allow", "external_directory": "allow"})
+    } else {
+        serde_json::json!({"edit": "deny", "bash": "deny"})
+    };
+    let config = serde_json::json!({
+        "provider": {PROVIDER: {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": PROVIDER,
+            "options": {"baseURL": format!("{}/v1", places.base_url), "apiKey": "simtape"},
+            "models": {PROVIDER: {"name": PROVIDER}},
+        }},
+        "model": format!("{PROVIDER}/{PROVIDER}"),
+        "permission": permission,
+        "autoupdate": false,
+        "share": "disabled",
+    });
     Launch {
-        args: vec![
-            "run".into(),
-            "--format".into(),
-            "json".into(),
-            spec.task.clone(),
-        ],
-        env: Vec::new(),
+        args: ["run", "--format", "json", &spec.task]
+            .map(String::from)
+            .to_vec(),
+        env: vec![("OPENCODE_CONFIG_CONTENT".into(), config.to_string())],
     }
 }
+
+/// The provider (and model) name the adapter configures.
+const PROVIDER: &str = "simtape";
 
 /// The `run --format json` reader.
 #[derive(Debug, Default)]
