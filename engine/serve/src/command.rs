@@ -26,6 +26,7 @@ use simtape_agent::{
 use crate::adapter::{self, EventKind, Places, SessionEvent};
 use crate::driver::{self, Driver, Ending};
 use crate::gateway::{self, GatewayInput, HttpResponse};
+use crate::limits::{EVENTS_MAX, GATE_TIMEOUT, OUTPUT_DRAIN};
 use crate::normalize::Normalizer;
 use crate::process::{self, AgentProcess, Exit, Spawn};
 use crate::workdir::{FileChange, Workdir};
@@ -39,11 +40,6 @@ pub const SESSION_FILES: [&str; 4] = [
     "requests.ndjson",
     "agent.stderr",
 ];
-
-/// Wall-clock seconds one gate program may run.
-pub const GATE_TIMEOUT: Duration = Duration::from_secs(300);
-/// How long the agent's output may go on after it ended (a grandchild holding its stdout).
-const OUTPUT_DRAIN: Duration = Duration::from_secs(5);
 
 /// How to run an agent program.
 #[derive(Debug, Clone)]
@@ -87,7 +83,7 @@ pub struct SessionMeta {
     pub exit: Option<AgentExit>,
     /// Wall-clock milliseconds it ran.
     pub wall_ms: u64,
-    /// Bytes of stderr it wrote beyond the kept [`process::STDERR_BYTES_MAX`].
+    /// Bytes of stderr it wrote beyond the kept [`crate::limits::STDERR_BYTES_MAX`].
     pub stderr_dropped: u64,
 }
 
@@ -100,7 +96,7 @@ pub struct CommandSession {
     pub meta: SessionMeta,
     /// The agent's events, as on the tape.
     pub events: Vec<SessionEvent>,
-    /// The first [`process::STDERR_BYTES_MAX`] bytes of its stderr.
+    /// The first [`crate::limits::STDERR_BYTES_MAX`] bytes of its stderr.
     pub stderr: Vec<u8>,
 }
 
@@ -271,17 +267,25 @@ impl Session<'_> {
         let adapter_kind = self.spec.adapter;
         let reader = executor.spawn(async move {
             let mut parser = adapter::parser(adapter_kind);
+            let mut sent = 0;
+            let mut send = |event| {
+                sent += 1;
+                match sent.cmp(&EVENTS_MAX) {
+                    std::cmp::Ordering::Less => drop(event_tx.try_send(event)),
+                    std::cmp::Ordering::Equal => {
+                        let message = format!("over {EVENTS_MAX} events: the rest are dropped");
+                        drop(event_tx.try_send(EventKind::Error { message }));
+                    }
+                    std::cmp::Ordering::Greater => {}
+                }
+            };
             if let Some(stdout) = stdout {
                 process::read_lines(stdout, |line| {
-                    for event in parser.line(line) {
-                        let _ = event_tx.try_send(event);
-                    }
+                    parser.line(line).into_iter().for_each(&mut send)
                 })
                 .await;
             }
-            for event in parser.finish() {
-                let _ = event_tx.try_send(event);
-            }
+            parser.finish().into_iter().for_each(send);
         });
         let stderr = agent.stderr();
         let stderr_reader = executor.spawn(async move {

@@ -25,8 +25,7 @@ use simtape_agent::AgentExit;
 use crate::adapter::EventKind;
 use crate::gateway::{GatewayInput, HttpRequest, HttpResponse};
 
-/// The largest request body the gateway reads (Claude Code's requests are ~50 KB).
-pub(crate) const REQUEST_BYTES_MAX: usize = 32 << 20;
+use crate::limits::REQUEST_BYTES_MAX;
 
 /// A request waiting for the driver, with the way back to its connection.
 pub(crate) struct Pending {

@@ -128,7 +128,7 @@ pub async fn gateway(
                 for path in skipped {
                     let message = format!(
                         "{path}: over {} bytes, not compared",
-                        crate::workdir::FILE_BYTES_MAX
+                        crate::limits::FILE_BYTES_MAX
                     );
                     let kind = EventKind::Error { message };
                     outcome.events.push(SessionEvent { timestamp_ms, kind });

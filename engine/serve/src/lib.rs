@@ -18,6 +18,7 @@
 pub mod adapter;
 pub mod command;
 pub mod gateway;
+pub mod limits;
 pub mod normalize;
 pub mod process;
 pub mod workdir;

@@ -5,18 +5,12 @@
 //! [`STDERR_BYTES_MAX`], the rest counted.
 
 use std::path::Path;
-use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use smol::io::AsyncReadExt;
 
-/// How long a process group has between SIGTERM and SIGKILL.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
-/// Bytes of stderr kept.
-pub const STDERR_BYTES_MAX: usize = 64 * 1024;
-/// Bytes of one stdout line read; a longer line is cut there.
-pub const LINE_BYTES_MAX: usize = 4 << 20;
+use crate::limits::{KILL_GRACE, LINE_BYTES_MAX, STDERR_BYTES_MAX};
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -171,6 +165,7 @@ pub async fn read_capped(mut stream: impl smol::io::AsyncRead + Unpin) -> (Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn lines_are_split_and_a_long_line_is_cut() {

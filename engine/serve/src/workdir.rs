@@ -11,10 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// Bytes of one file the comparison reads; a larger file is reported, not compared.
-pub const FILE_BYTES_MAX: u64 = 16 << 20;
-/// Entries the scratch directory may hold, copied or compared.
-pub const ENTRIES_MAX: usize = 100_000;
+use crate::limits::{ENTRIES_MAX, FILE_BYTES_MAX};
 
 /// One change the agent made, relative to the working directory (`/`-separated).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

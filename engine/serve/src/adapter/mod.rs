@@ -16,8 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use simtape_agent::{AdapterKind, CommandAgentSpec, Permission};
 
-/// Characters of a tool's output or a message an event keeps (the rest is cut, marked `…`).
-pub const EVENT_TEXT_CHARS_MAX: usize = 4096;
+use crate::limits::EVENT_TEXT_CHARS_MAX;
 
 /// One thing that happened in an agent's session, in the adapters' shared vocabulary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

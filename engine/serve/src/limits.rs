@@ -1,0 +1,30 @@
+//! Every limit of the outside of a simulation run with a real agent, in one place: what a
+//! request, an agent's output, its working directory and its processes may take, and how
+//! long they may take it. (The simulation's own limits are the core's `simtape::Limits`.)
+
+use std::time::Duration;
+
+/// The largest request body the gateway reads (Claude Code's requests are ~50 KB).
+pub const REQUEST_BYTES_MAX: usize = 32 << 20;
+
+/// Bytes of one line of the agent's stdout read; a longer line is cut there.
+pub const LINE_BYTES_MAX: usize = 4 << 20;
+/// Characters of a tool's output or a message an event keeps (the rest is cut, marked `…`).
+pub const EVENT_TEXT_CHARS_MAX: usize = 4096;
+/// Events one agent session may give; past it they are dropped and one error event says so.
+pub const EVENTS_MAX: usize = 100_000;
+/// Bytes of the agent's stderr kept (the rest is counted).
+pub const STDERR_BYTES_MAX: usize = 64 * 1024;
+
+/// Bytes of one file of the working directory the comparison reads; a larger file is
+/// named, not compared.
+pub const FILE_BYTES_MAX: u64 = 16 << 20;
+/// Entries the scratch working directory may hold, copied or compared.
+pub const ENTRIES_MAX: usize = 100_000;
+
+/// How long a process group has between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long one `gate` verifier's program may run.
+pub const GATE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the agent's output may go on after it ended (a grandchild holding its stdout).
+pub const OUTPUT_DRAIN: Duration = Duration::from_secs(5);
