@@ -181,3 +181,60 @@ pub(crate) fn content_text(content: &Value) -> String {
 pub(crate) fn count(value: &Value, key: &str) -> u64 {
     value.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of every CLI's shape, the seeds of the mutations below.
+    const SAMPLES: [&str; 6] = [
+        r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Read","input":{"file_path":"/a"}},{"type":"text","text":"hi"}]}}"#,
+        r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}],"is_error":true}]}}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"done","usage":{"input_tokens":1,"output_tokens":2}}"#,
+        r#"{"type":"item.completed","item":{"id":"i","type":"command_execution","command":"ls","aggregated_output":"a","exit_code":1,"status":"failed"}}"#,
+        r#"{"type":"tool_use","part":{"tool":"bash","callID":"c","state":{"status":"error","input":{},"error":{"m":1}}}}"#,
+        r#"{"type":"step_finish","part":{"tokens":{"input":"many","output":-1}}}"#,
+    ];
+
+    #[test]
+    fn no_line_makes_an_adapter_panic() {
+        // Every prefix of every sample, and each with one byte replaced by characters that
+        // change JSON's shape, through every adapter: parsing never fails or panics.
+        let kinds = [
+            AdapterKind::ClaudeCode,
+            AdapterKind::Codex,
+            AdapterKind::Opencode,
+            AdapterKind::Generic,
+        ];
+        let swaps = [b'"', b'{', b']', b'0', b'\\', b'n'];
+        let mut lines = 0;
+        for kind in kinds {
+            let mut parser = parser(kind);
+            for sample in SAMPLES {
+                let bytes = sample.as_bytes();
+                for cut in 0..=bytes.len() {
+                    parser.line(&String::from_utf8_lossy(&bytes[..cut]));
+                    lines += 1;
+                }
+                for (at, swap) in (0..bytes.len()).zip(swaps.iter().cycle()) {
+                    let mut mutated = bytes.to_vec();
+                    mutated[at] = *swap;
+                    parser.line(&String::from_utf8_lossy(&mutated));
+                    lines += 1;
+                }
+            }
+            let ended = parser.finish();
+            assert!(ended.len() <= 1, "{kind:?} ends with at most a result");
+        }
+        assert!(lines > 4000);
+    }
+
+    #[test]
+    fn long_texts_are_cut_at_the_limit() {
+        let long = "é".repeat(EVENT_TEXT_CHARS_MAX + 5);
+        let cut_text = cut(&long);
+        assert_eq!(cut_text.chars().count(), EVENT_TEXT_CHARS_MAX + 1);
+        assert!(cut_text.ends_with('…'));
+        assert_eq!(cut("short"), "short");
+    }
+}
