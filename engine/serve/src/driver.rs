@@ -27,6 +27,9 @@ use crate::gateway::{GatewayInput, HttpRequest, HttpResponse};
 
 use crate::limits::REQUEST_BYTES_MAX;
 
+/// Times the driver yields after a settle window, so the agent's output reader runs first.
+const OUTPUT_CATCH_UP_YIELDS: usize = 4;
+
 /// A request waiting for the driver, with the way back to its connection.
 pub(crate) struct Pending {
     pub(crate) method: String,
@@ -175,6 +178,12 @@ impl Driver {
                 None => return None,
             };
             let batch = self.settle_batch(first, rx).await;
+            // The agent printed what goes with these requests before it sent them; the pipe
+            // became readable in the same poll that ended the settle window. Let the
+            // output's reader run before the events are taken.
+            for _ in 0..OUTPUT_CATCH_UP_YIELDS {
+                smol::future::yield_now().await;
+            }
             if self.deliver(run, batch) != Progress::AwaitingInput {
                 return None;
             }
