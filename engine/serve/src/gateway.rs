@@ -61,6 +61,10 @@ pub struct GatewayOutcome {
     /// How the agent process ended, when there was one: `Some(code)`, or `None` inside for
     /// a signal.
     pub agent_exit: Option<Option<i32>>,
+    /// Calls that reached an MCP server's actor (`tools/list`, `tools/call`).
+    pub mcp_calls: u64,
+    /// MCP sessions opened (`initialize` answered), by server name.
+    pub mcp_sessions: std::collections::BTreeMap<String, u64>,
 }
 
 impl GatewayOutcome {
@@ -146,6 +150,9 @@ async fn answer(
     outcome: &std::cell::RefCell<GatewayOutcome>,
 ) -> HttpResponse {
     outcome.borrow_mut().requests += 1;
+    if let Some(server) = crate::mcp_http::server_of(&request.path) {
+        return crate::mcp_http::answer(host, request, server, outcome).await;
+    }
     let error = |status: u16, message: &str| {
         json_response(
             request.id,
@@ -155,7 +162,7 @@ async fn answer(
     };
     let Some(endpoint) = endpoint(&request.method, &request.path) else {
         let message = format!(
-            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/messages/count_tokens, GET /v1/models)",
+            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/messages/count_tokens, GET /v1/models, POST /mcp/NAME)",
             request.method, request.path
         );
         return error(404, &message);

@@ -11,11 +11,16 @@
 //!
 //! - `gateway` — the simulation side: routes a request to the LLM actor and renders the answer.
 //! - `driver` — the outside: the hyper server on smol, the settle rule, the agent process.
+//! - `mcp_http` — the scenario's MCP servers over Streamable HTTP (`/mcp/NAME`), and the
+//!   MCP config file handed to the agent.
+//! - `bridge` — `simtape mcp bridge`: a stdio MCP server forwarding to an `/mcp/NAME` endpoint.
 //!
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
 
+pub mod bridge;
 pub mod gateway;
+pub mod mcp_http;
 pub mod normalize;
 
 mod driver;
@@ -120,6 +125,14 @@ pub enum ServeError {
         /// Why.
         source: std::io::Error,
     },
+    /// The agent's MCP config file could not be written.
+    #[error("cannot write the MCP config under {dir}: {source}")]
+    McpConfig {
+        /// The directory it goes under.
+        dir: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The agent command could not be started.
     #[error("cannot start the agent {program:?}: {source}")]
     Spawn {
@@ -189,10 +202,19 @@ async fn session(
         addr: options.addr,
         source,
     })?;
-    let endpoints = Endpoints::new(addr);
+    let mut endpoints = Endpoints::new(addr);
+    let servers = mcp_http::servers(&builder.capabilities());
+    let temp = std::env::temp_dir();
+    let mcp_config = mcp_http::McpConfig::write(&temp, addr, &servers)
+        .map_err(|source| ServeError::McpConfig { dir: temp, source })?;
+    endpoints.env.push((
+        mcp_http::CONFIG_VARIABLE.into(),
+        mcp_config.path().display().to_string(),
+    ));
     listening(&endpoints);
     let (tx, rx) = smol::channel::unbounded();
-    let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx));
+    let mcp = Rc::new(mcp_http::McpTransport::new(servers));
+    let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx, mcp));
     // The run is built (its tape file created) only once the agent has started, so an agent
     // that cannot start leaves no tape behind; its first requests wait in the channel.
     let mut child = match &options.command {
@@ -277,6 +299,7 @@ async fn session(
     };
     driver.close(agent_exit);
     drop(acceptor);
+    drop(mcp_config);
     let report = driver.run.finish_with_verdict(verdict);
     Ok(Session { report, timed_out })
 }
