@@ -3,7 +3,7 @@
 //! Each server is the run's `McpActor` named `mcp:NAME` (a world spec or a cassette). A
 //! `POST /mcp/NAME` carries one JSON-RPC message (or a batch) and enters the simulation
 //! through the gateway's inbox like a model request, so it is an `input` record on the tape
-//! and replays. Inside, [`answer`] speaks the protocol's session layer itself and hands the
+//! and replays. Inside, `answer` speaks the protocol's session layer itself and hands the
 //! server's own work to the actor:
 //!
 //! * `initialize` (handshake era, the version negotiated as `simtape mcp world` does) and
@@ -15,7 +15,7 @@
 //!   `mcp:NAME`, answered in virtual time; a request carrying the 2026-07-28 envelope gets the
 //!   result that era requires.
 //!
-//! Outside the simulation, [`McpTransport`] answers what carries no call: `GET` (the server
+//! Outside the simulation, `McpTransport` answers what carries no call: `GET` (the server
 //! sends nothing unasked, so no stream: `405`) and `DELETE` (a session ends: `200`). Both
 //! arrive when the client's transport decides, not when the agent works, so keeping them
 //! off the tape keeps it independent of wall-clock timing. It also turns a JSON answer into
