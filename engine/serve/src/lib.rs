@@ -203,17 +203,9 @@ async fn session(
         source,
     })?;
     let mut endpoints = Endpoints::new(addr);
-    let servers = mcp_http::servers(&builder.capabilities());
-    let temp = std::env::temp_dir();
-    let mcp_config = mcp_http::McpConfig::write(&temp, addr, &servers)
-        .map_err(|source| ServeError::McpConfig { dir: temp, source })?;
-    endpoints.env.push((
-        mcp_http::CONFIG_VARIABLE.into(),
-        mcp_config.path().display().to_string(),
-    ));
+    let (mcp, mcp_config) = mcp_http::setup(&builder.capabilities(), addr, &mut endpoints.env)?;
     listening(&endpoints);
     let (tx, rx) = smol::channel::unbounded();
-    let mcp = Rc::new(mcp_http::McpTransport::new(servers));
     let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx, mcp));
     // The run is built (its tape file created) only once the agent has started, so an agent
     // that cannot start leaves no tape behind; its first requests wait in the channel.

@@ -309,6 +309,22 @@ impl Server<'_> {
     }
 }
 
+/// Prepares the MCP side of a session on `addr`: writes the agent's config file, names it in
+/// `env` (`SIMTAPE_MCP_CONFIG`), and returns the transport the connections use and the file's
+/// guard (dropping it removes the file).
+pub(crate) fn setup(
+    capabilities: &simtape::Capabilities,
+    addr: SocketAddr,
+    env: &mut Vec<(String, String)>,
+) -> Result<(std::rc::Rc<McpTransport>, McpConfig), crate::ServeError> {
+    let servers = servers(capabilities);
+    let temp = std::env::temp_dir();
+    let config = McpConfig::write(&temp, addr, &servers)
+        .map_err(|source| crate::ServeError::McpConfig { dir: temp, source })?;
+    env.push((CONFIG_VARIABLE.into(), config.path().display().to_string()));
+    Ok((std::rc::Rc::new(McpTransport::new(servers)), config))
+}
+
 /// The MCP endpoints' transport side, outside the simulation (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct McpTransport {
