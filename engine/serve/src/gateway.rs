@@ -65,14 +65,20 @@ pub struct GatewayOutcome {
     pub mcp_calls: u64,
     /// MCP sessions opened (`initialize` answered), by server name.
     pub mcp_sessions: std::collections::BTreeMap<String, u64>,
+    /// The first MCP request a cassette-backed server had no recording for: the server and
+    /// why. Such a run is an ERROR, as for a model request.
+    pub mcp_unmatched: Option<String>,
 }
 
 impl GatewayOutcome {
-    /// Returns the tape's verdict line: an unmatched model request is an error, an agent
-    /// that failed is a failure, anything else passes.
+    /// Returns the tape's verdict line: an unmatched model or MCP request is an error, an
+    /// agent that failed is a failure, anything else passes.
     pub fn verdict(&self) -> String {
         if let Some(digest) = &self.unmatched {
             return format!("error: unmatched model request sha256:{digest}");
+        }
+        if let Some(miss) = &self.mcp_unmatched {
+            return format!("error: unmatched MCP request to {miss}");
         }
         match self.agent_exit {
             Some(Some(0)) | None => "ok".to_string(),

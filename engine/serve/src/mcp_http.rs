@@ -13,7 +13,8 @@
 //! * `ping` (handshake era), notifications and client responses (`202 Accepted`).
 //! * `tools/list` and `tools/call` go to the actor: each is a request and a reply record of
 //!   `mcp:NAME`, answered in virtual time; a request carrying the 2026-07-28 envelope gets the
-//!   result that era requires.
+//!   result that era requires. A cassette with no recording for a call answers error
+//!   -31000 (as `simtape mcp replay` does) and the run ends in ERROR naming the miss.
 //!
 //! Outside the simulation, `McpTransport` answers what carries no call: `GET` (the server
 //! sends nothing unasked, so no stream: `405`) and `DELETE` (a session ends: `200`). Both
@@ -289,7 +290,11 @@ impl Server<'_> {
                     data,
                     ..
                 } => (code, message, data),
-                McpCallError::Unmatched { message, .. } => (REPLAY_MISS, message, None),
+                McpCallError::Unmatched { message, .. } => {
+                    let miss = format!("{}: {message}", self.name);
+                    outcome.borrow_mut().mcp_unmatched.get_or_insert(miss);
+                    (REPLAY_MISS, message, None)
+                }
                 other => (INTERNAL_ERROR, other.to_string(), None),
             })
     }

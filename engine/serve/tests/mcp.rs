@@ -20,15 +20,16 @@ fn example() -> PathBuf {
     repo().join("examples/agents/python-mcp/scenario.toml")
 }
 
-/// Serves the python-mcp example to `program args…` with `env`, taping to `tape`; returns
-/// the run's report after checking the agent finished in time.
+/// Serves `scenario` to `program args…` with `env`, taping to `tape`; returns the run's
+/// report after checking the agent finished in time.
 fn serve(
+    scenario: &Path,
     program: &str,
     args: Vec<String>,
     env: Vec<(String, String)>,
     tape: &Path,
 ) -> simtape::RunReport<GatewayOutcome> {
-    let eval = EvalScenario::load(&example()).expect("the example scenario loads");
+    let eval = EvalScenario::load(scenario).expect("the scenario loads");
     let mut builder = eval.builder(0);
     builder.tape(tape);
     let command = AgentCommand {
@@ -51,14 +52,15 @@ fn serve(
     session.report.expect("the run completes")
 }
 
-/// Replays `tape` without any agent and checks it gives the same bytes.
-fn check_replay(tape: &Path, dir: &Path) {
-    let eval = EvalScenario::load(&example()).unwrap();
+/// Replays `tape` of `scenario` without any agent and checks it gives the same bytes and
+/// `verdict`.
+fn check_replay(scenario: &Path, tape: &Path, dir: &Path, verdict: &str) {
+    let eval = EvalScenario::load(scenario).unwrap();
     let mut builder = eval.builder(0);
     let again = dir.join("replay.tape");
     builder.tape(&again);
     let replayed = simtape_serve::replay(&mut builder, tape).unwrap().unwrap();
-    assert_eq!(replayed.output.verdict(), "ok");
+    assert_eq!(replayed.output.verdict(), verdict);
     assert!(
         std::fs::read(again).unwrap() == std::fs::read(tape).unwrap(),
         "the replay gives the same tape bytes"
@@ -70,14 +72,23 @@ fn the_mcp_endpoint_speaks_streamable_http_and_refuses_clearly() {
     // Goal: initialize opens sessions `tickets-1`, `tickets-2`; a notification is 202; GET is
     // 405 and DELETE 200; an events-only client gets an event stream; a batch gets a batch; a
     // modern request gets the 2026-07-28 result and an unknown version -32022; bad JSON is 400
-    // and an unknown server 404 naming `tickets`. The world changed, and the tape replays.
+    // and an unknown server 404 naming both; a cassette answers what it recorded and names the
+    // field a miss differs in, and the miss makes the run an ERROR. The world changed, and the
+    // tape replays.
     let dir = std::env::temp_dir().join(format!("simtape-serve-mcp-probe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("probe.json");
     let probe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp_probe.py");
     let env = vec![("PROBE_OUT".into(), out.display().to_string())];
     let tape = dir.join("probe.tape");
-    let report = serve("python3", vec![probe.display().to_string()], env, &tape);
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp.toml");
+    let report = serve(
+        &scenario,
+        "python3",
+        vec![probe.display().to_string()],
+        env,
+        &tape,
+    );
     let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let status = |name: &str| results[name]["status"].as_u64().unwrap();
     let body = |name: &str| -> Value {
@@ -85,10 +96,8 @@ fn the_mcp_endpoint_speaks_streamable_http_and_refuses_clearly() {
     };
 
     assert_eq!(status("unknown_post"), 404);
-    assert_eq!(
-        body("unknown_post")["error"]["data"]["servers"],
-        json!(["tickets"])
-    );
+    let servers = &body("unknown_post")["error"]["data"]["servers"];
+    assert_eq!(servers, &json!(["tickets", "sums"]));
     assert_eq!(status("unknown_get"), 404);
     assert_eq!(status("initialize"), 200);
     assert_eq!(results["initialize"]["session"], "tickets-1");
@@ -130,7 +139,19 @@ fn the_mcp_endpoint_speaks_streamable_http_and_refuses_clearly() {
         (400, json!(-32700))
     );
 
-    assert_eq!(report.output.mcp_calls, 3, "two lists and the batch's call");
+    let recorded = &body("recorded")["result"]["content"][0]["text"];
+    assert_eq!(recorded, "The sum of 2 and 3 is 5.");
+    let not_recorded = &body("not_recorded")["error"];
+    assert_eq!(not_recorded["code"], -31000, "a replay miss");
+    assert!(not_recorded["message"]
+        .as_str()
+        .unwrap()
+        .contains("/params/arguments/b"));
+
+    assert_eq!(
+        report.output.mcp_calls, 5,
+        "two lists, the batch's call, two cassette calls"
+    );
     assert_eq!(
         report.output.mcp_sessions,
         [("tickets".to_string(), 2)].into()
@@ -142,7 +163,10 @@ fn the_mcp_endpoint_speaks_streamable_http_and_refuses_clearly() {
         !worlds[0].1.scored.goal_met,
         "assigned, not yet commented and closed"
     );
-    check_replay(&tape, &dir);
+    let verdict = report.output.verdict();
+    let expected = "error: unmatched MCP request to sums: no recorded tools/call request matches";
+    assert!(verdict.starts_with(expected), "{verdict}");
+    check_replay(&scenario, &tape, &dir, &verdict);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -185,12 +209,8 @@ fn the_python_mcp_example_meets_the_world_goal_deterministically() {
     let mut tapes = Vec::new();
     for (run, mode) in [("a", "auto"), ("b", "auto"), ("legacy", "legacy")] {
         let env = vec![("MCP_MODE".to_string(), mode.to_string())];
-        let report = serve(
-            &python,
-            agent.clone(),
-            env,
-            &dir.join(format!("{run}.tape")),
-        );
+        let tape = dir.join(format!("{run}.tape"));
+        let report = serve(&example(), &python, agent.clone(), env, &tape);
         assert_eq!(report.output.verdict(), "ok", "{mode}");
         assert_eq!(
             report.output.model_calls, 4,
@@ -221,6 +241,6 @@ fn the_python_mcp_example_meets_the_world_goal_deterministically() {
         tapes[0] != tapes[2],
         "the eras differ on the tape (initialize vs discover)"
     );
-    check_replay(&dir.join("a.tape"), &dir);
+    check_replay(&example(), &dir.join("a.tape"), &dir, "ok");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -47,6 +47,8 @@ results = {
     "modern_old": call("POST", "/mcp/tickets", rpc(6, "tools/list", {"_meta": dict(
         MODERN, **{"io.modelcontextprotocol/protocolVersion": "1999-01-01"})})),
     "again": call("POST", "/mcp/tickets", rpc(1, "initialize", INIT)),
+    "recorded": call("POST", "/mcp/sums", rpc(7, "tools/call", {"name": "add", "arguments": {"b": 3, "a": 2}})),
+    "not_recorded": call("POST", "/mcp/sums", rpc(8, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 4}})),
     "delete": call("DELETE", "/mcp/tickets"),
 }
 with open(os.environ["PROBE_OUT"], "w") as out:
