@@ -61,7 +61,7 @@ pub struct GatewayOutcome {
     /// How the agent process ended, when there was one: `Some(code)`, or `None` inside for
     /// a signal.
     pub agent_exit: Option<Option<i32>>,
-    /// Calls that reached an MCP server's actor (`tools/list`, `tools/call`).
+    /// Tool requests that reached an MCP server's actor (`tools/list`, `tools/call`).
     pub mcp_calls: u64,
     /// MCP sessions opened (`initialize` answered), by server name.
     pub mcp_sessions: std::collections::BTreeMap<String, u64>,

@@ -7,11 +7,12 @@
 //! server's own work to the actor:
 //!
 //! * `initialize` (handshake era, the version negotiated as `simtape mcp world` does) and
-//!   `server/discover` (2026-07-28) answer with the server's name (the scenario's name for
-//!   it) and its tools capability; a successful `initialize` opens a session whose
+//!   `server/discover` (2026-07-28) answer with the server's own description, which the actor
+//!   gives (`McpRequest::Describe`: a world's name, version and instructions, a cassette's
+//!   recorded `initialize`); a successful `initialize` opens a session whose
 //!   `Mcp-Session-Id` is `NAME-N`, N counting that server's sessions, never random.
 //! * `ping` (handshake era), notifications and client responses (`202 Accepted`).
-//! * `tools/list` and `tools/call` go to the actor: each is a request and a reply record of
+//! * `tools/list` and `tools/call` go to the actor too: each is a request and a reply record of
 //!   `mcp:NAME`, answered in virtual time; a request carrying the 2026-07-28 envelope gets the
 //!   result that era requires. A cassette with no recording for a call answers error
 //!   -31000 (as `simtape mcp replay` does) and the run ends in ERROR naming the miss.
@@ -240,12 +241,18 @@ impl Server<'_> {
                 let requested = params
                     .and_then(|p| p.get("protocolVersion"))
                     .and_then(Value::as_str);
-                return Ok(self.initialize_result(requested));
+                let mut result = self.call(McpRequest::Describe, outcome).await?;
+                let newest = result["protocolVersion"]
+                    .as_str()
+                    .unwrap_or(LATEST_HANDSHAKE_VERSION);
+                result["protocolVersion"] =
+                    json!(era::negotiate_handshake_version(requested, newest));
+                return Ok(result);
             }
             "ping" if !modern => return Ok(json!({})),
             "server/discover" => {
-                let initialize = self.initialize_result(None);
-                return Ok(era::discover_from_initialize(&initialize));
+                let description = self.call(McpRequest::Describe, outcome).await?;
+                return Ok(era::discover_from_initialize(&description));
             }
             "tools/list" => self.call(McpRequest::ListTools, outcome).await?,
             "tools/call" => {
@@ -267,7 +274,8 @@ impl Server<'_> {
             }
         };
         if modern {
-            era::modernize_result(method, &mut result, Some(&self.server_info()));
+            // The server info came with discover; repeating it would cost a call per request.
+            era::modernize_result(method, &mut result, None);
         }
         Ok(result)
     }
@@ -278,7 +286,9 @@ impl Server<'_> {
         request: McpRequest,
         outcome: &RefCell<GatewayOutcome>,
     ) -> Result<Value, era::EnvelopeError> {
-        outcome.borrow_mut().mcp_calls += 1;
+        if request != McpRequest::Describe {
+            outcome.borrow_mut().mcp_calls += 1;
+        }
         self.handle
             .call(request)
             .await
@@ -297,20 +307,6 @@ impl Server<'_> {
                 }
                 other => (INTERNAL_ERROR, other.to_string(), None),
             })
-    }
-
-    fn server_info(&self) -> Value {
-        json!({"name": self.name, "version": env!("CARGO_PKG_VERSION")})
-    }
-
-    /// The handshake-era `initialize` result (its capabilities and server info also make the
-    /// `server/discover` result).
-    fn initialize_result(&self, requested: Option<&str>) -> Value {
-        json!({
-            "protocolVersion": era::negotiate_handshake_version(requested, LATEST_HANDSHAKE_VERSION),
-            "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": self.server_info(),
-        })
     }
 }
 

@@ -103,7 +103,14 @@ fn the_mcp_endpoint_speaks_streamable_http_and_refuses_clearly() {
     assert_eq!(results["initialize"]["session"], "tickets-1");
     let initialized = &body("initialize")["result"];
     assert_eq!(initialized["protocolVersion"], "2025-06-18");
-    assert_eq!(initialized["serverInfo"]["name"], "tickets");
+    assert_eq!(
+        initialized["serverInfo"]["name"], "ticket-tracker",
+        "the world's own"
+    );
+    assert!(initialized["instructions"]
+        .as_str()
+        .unwrap()
+        .contains("T-1"));
     assert_eq!(results["again"]["session"], "tickets-2");
     assert_eq!(
         (

@@ -73,7 +73,10 @@ fn report(stdout: &str) -> Value {
 
 fn check_report(report: &Value, version: &str) {
     assert_eq!(report["protocol_version"], version, "{report}");
-    assert_eq!(report["server_name"], "tickets");
+    assert_eq!(
+        report["server_name"], "ticket-tracker",
+        "the world names itself"
+    );
     assert_eq!(report["tools"].as_array().unwrap().len(), 6);
     let calls = &report["calls"];
     assert_eq!(
