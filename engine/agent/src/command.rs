@@ -55,8 +55,8 @@ pub struct CommandEnd {
     pub exit: AgentExit,
     /// Each `gate` verifier's run, in `[[verify]]` order of the gates.
     pub gates: Vec<GateRun>,
-    /// The digest of the first model request no fixture entry matched: such a run is an
-    /// ERROR whatever the verifiers say.
+    /// The first request no recording matched (a model request's digest, an MCP server and
+    /// why): such a run is an ERROR whatever the verifiers say.
     pub unmatched: Option<String>,
 }
 

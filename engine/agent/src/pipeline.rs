@@ -160,8 +160,8 @@ where
             let end = agent.await;
             *ctx.state.transcript.borrow_mut() = end.transcript;
             *ctx.state.gates.borrow_mut() = end.gates;
-            if let Some(digest) = end.unmatched {
-                return Err(AgentError::Unmatched { digest });
+            if let Some(request) = end.unmatched {
+                return Err(AgentError::Unmatched { request });
             }
             if end.exit == AgentExit::TimedOut {
                 return Err(AgentError::Timeout {

@@ -58,11 +58,12 @@ pub enum AgentError {
         /// The scenario's `[agent] timeout`.
         timeout_ms: u64,
     },
-    /// A model request of the agent program matched no fixture entry.
-    #[error("a model request of the agent matched no fixture entry: sha256:{digest}")]
+    /// A request of the agent program matched no recording (an LLM fixture entry, an MCP
+    /// cassette's call).
+    #[error("the agent program's request matched no recording: {request}")]
     Unmatched {
-        /// The normalized request's digest.
-        digest: String,
+        /// Which request: the model request's digest, or the MCP server and why.
+        request: String,
     },
     /// A gate verifier's program run hit an unmatched replay.
     #[error("verifier {verifier:?}: {error}")]

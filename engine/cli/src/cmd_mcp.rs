@@ -1,5 +1,6 @@
-//! `simtape mcp record|replay|verify|world|eval`: stdio MCP cassettes and simulated worlds (the
-//! work is in `simtape-mcp`).
+//! `simtape mcp record|replay|verify|world|eval|bridge`: stdio MCP cassettes and simulated
+//! worlds (the work is in `simtape-mcp`), and the stdio bridge to `simtape serve` (in
+//! `simtape-serve`).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -15,11 +16,12 @@ use crate::exit::{CliError, CliResult, Outcome};
 
 const MCP_EXIT_CODES: &str = "\
 Exit codes:
-  0  success (verify: no drift; eval: every state passed; record, replay, world: the session
-     ended by stdin EOF, SIGTERM, SIGINT or SIGHUP and every owed file was written)
+  0  success (verify: no drift; eval: every state passed; record, replay, world, bridge: the
+     session ended by stdin EOF, SIGTERM, SIGINT or SIGHUP and every owed file was written)
   1  verify: drift found; eval: at least one state failed its goal
   2  bad usage or input: arguments, unreadable cassettes, specs or journals, a server that
-     cannot start, an owed file that cannot be written, a failed read of stdin";
+     cannot start, an owed file that cannot be written, a failed read of stdin, a bridge URL
+     that is not http://";
 
 /// The `mcp` command group.
 #[derive(Debug, Args)]
@@ -47,6 +49,17 @@ pub(crate) enum McpCommand {
     /// Scores final world states against the spec's goal: pass rate, pass@k, pass^k.
     #[command(after_help = MCP_EXIT_CODES)]
     Eval(EvalArgs),
+    /// Serves an MCP endpoint of a running `simtape serve` (its URL, http://…/mcp/NAME) as a
+    /// stdio MCP server, for agents that only start stdio servers (docs/serve.md).
+    #[command(after_help = MCP_EXIT_CODES)]
+    Bridge(BridgeArgs),
+}
+
+/// Arguments of `simtape mcp bridge`.
+#[derive(Debug, Args)]
+pub(crate) struct BridgeArgs {
+    /// The MCP endpoint to forward to, as `simtape serve` names it in SIMTAPE_MCP_CONFIG.
+    pub(crate) url: String,
 }
 
 /// Arguments of `simtape mcp world`.
@@ -149,6 +162,7 @@ pub(crate) fn run(args: &McpArgs) -> CliResult {
         McpCommand::Verify(a) => verify(a),
         McpCommand::World(a) => world(a),
         McpCommand::Eval(a) => eval(a),
+        McpCommand::Bridge(a) => bridge(a),
     }
 }
 
@@ -367,6 +381,14 @@ fn world(args: &WorldArgs) -> CliResult {
         report.calls.len()
     );
     ended("world", ending)
+}
+
+fn bridge(args: &BridgeArgs) -> CliResult {
+    let bridge = simtape_serve::bridge::Bridge::new(&args.url)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let inbox = stdio_session()?;
+    let ending = simtape_serve::bridge::run(bridge, &inbox, io::stdout());
+    ended("bridge", ending)
 }
 
 fn eval(args: &EvalArgs) -> CliResult {

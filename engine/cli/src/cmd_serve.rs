@@ -118,9 +118,24 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         Ok(report) => {
             let outcome = &report.output;
             println!(
-                "serve: {} request(s), {} model call(s)",
-                outcome.requests, outcome.model_calls
+                "serve: {} request(s), {} model call(s), {} MCP call(s)",
+                outcome.requests, outcome.model_calls, outcome.mcp_calls
             );
+            for (server, world) in simtape_serve::mcp_http::worlds(&report) {
+                let scored = &world.scored;
+                let goal = match (scored.goal_met, scored.passed) {
+                    (true, true) => "goal met".to_string(),
+                    (true, false) => format!(
+                        "goal met, collateral damage at {}",
+                        scored.failed_paths().join(", ")
+                    ),
+                    (false, _) => format!("goal not met at {}", scored.failed_paths().join(", ")),
+                };
+                println!(
+                    "serve: world {server}: {goal}; {} call(s)",
+                    world.calls.len()
+                );
+            }
             let verdict = outcome.verdict();
             println!("verdict: {verdict}");
             Ok(match verdict.split(':').next() {

@@ -223,9 +223,13 @@ impl Session<'_> {
         let fs_root = self.scenario.scenario().fs_root();
         let label = self.scenario.scenario().name().to_string();
         let workdir = Workdir::create(fs_root.as_deref(), &label).map_err(ServeError::Workdir)?;
-        let (listener, endpoints) = crate::bind(self.options.addr).await?;
+        let (listener, mut endpoints) = crate::bind(self.options.addr).await?;
+        // The scenario's MCP servers at /mcp/NAME, and the config file naming them
+        // (SIMTAPE_MCP_CONFIG), removed when the session ends.
+        let (mcp, _mcp_config) =
+            crate::mcp_http::setup(&builder.capabilities(), endpoints.addr, &mut endpoints.env)?;
         let (tx, rx) = smol::channel::unbounded();
-        let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx));
+        let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx, mcp));
         let base_url = format!("http://{}", endpoints.addr);
         let home = workdir.home();
         let launch = adapter::launch(
@@ -493,7 +497,11 @@ async fn command_side(
         transcript: transcript(&outcome.events),
         exit: outcome.agent_exit.unwrap_or(AgentExit::Signaled),
         gates: outcome.gates,
-        unmatched: outcome.unmatched,
+        unmatched: match (outcome.unmatched, outcome.mcp_unmatched) {
+            (Some(digest), _) => Some(format!("a model request, sha256:{digest}")),
+            (None, Some(mcp)) => Some(format!("an MCP request: {mcp}")),
+            (None, None) => None,
+        },
     }
 }
 

@@ -20,6 +20,7 @@ use simtape::inbox::{Inbox, Outbox};
 use simtape::run::{Progress, Run};
 use smol::channel::{Receiver, Sender};
 
+use crate::mcp_http::McpTransport;
 use simtape_agent::AgentExit;
 
 use crate::adapter::EventKind;
@@ -43,17 +44,22 @@ pub(crate) async fn accept(
     executor: std::rc::Rc<smol::LocalExecutor<'static>>,
     listener: smol::net::TcpListener,
     tx: Sender<Pending>,
+    mcp: std::rc::Rc<McpTransport>,
 ) {
     while let Ok((stream, _)) = listener.accept().await {
         let tx = tx.clone();
-        executor.spawn(connection(stream, tx)).detach();
+        executor.spawn(connection(stream, tx, mcp.clone())).detach();
     }
 }
 
-async fn connection(stream: smol::net::TcpStream, tx: Sender<Pending>) {
+async fn connection(
+    stream: smol::net::TcpStream,
+    tx: Sender<Pending>,
+    mcp: std::rc::Rc<McpTransport>,
+) {
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        let tx = tx.clone();
-        async move { Ok::<_, std::convert::Infallible>(exchange(request, &tx).await) }
+        let (tx, mcp) = (tx.clone(), mcp.clone());
+        async move { Ok::<_, std::convert::Infallible>(exchange(request, &tx, &mcp).await) }
     });
     // A connection that breaks mid-request only loses that request: the agent sees the error.
     let _ = hyper::server::conn::http1::Builder::new()
@@ -65,8 +71,12 @@ async fn connection(stream: smol::net::TcpStream, tx: Sender<Pending>) {
 async fn exchange(
     request: hyper::Request<Incoming>,
     tx: &Sender<Pending>,
+    mcp: &McpTransport,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
+    if let Some(response) = mcp.answer_outside(parts.method.as_str(), parts.uri.path()) {
+        return http_response(response);
+    }
     let body = match Limited::new(body, REQUEST_BYTES_MAX).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
@@ -85,8 +95,10 @@ async fn exchange(
     if tx.send(pending).await.is_err() {
         return plain(503, "simtape serve is shutting down");
     }
+    let accept = parts.headers.get(hyper::header::ACCEPT);
+    let accept = accept.and_then(|value| value.to_str().ok());
     match answer.recv().await {
-        Ok(response) => http_response(response),
+        Ok(response) => http_response(McpTransport::for_client(parts.uri.path(), accept, response)),
         Err(_) => plain(503, "the simulation ended before answering this request"),
     }
 }

@@ -83,14 +83,24 @@ pub struct GatewayOutcome {
     pub workdir: Vec<FileChange>,
     /// The `gate` verifiers' runs.
     pub gates: Vec<GateRun>,
+    /// Tool requests that reached an MCP server's actor (`tools/list`, `tools/call`).
+    pub mcp_calls: u64,
+    /// MCP sessions opened (`initialize` answered), by server name.
+    pub mcp_sessions: std::collections::BTreeMap<String, u64>,
+    /// The first MCP request a cassette-backed server had no recording for: the server and
+    /// why. Such a run is an ERROR, as for a model request.
+    pub mcp_unmatched: Option<String>,
 }
 
 impl GatewayOutcome {
-    /// Returns the tape's verdict line: an unmatched model request is an error, an agent
-    /// that failed is a failure, anything else passes.
+    /// Returns the tape's verdict line: an unmatched model or MCP request is an error, an
+    /// agent that failed is a failure, anything else passes.
     pub fn verdict(&self) -> String {
         if let Some(digest) = &self.unmatched {
             return format!("error: unmatched model request sha256:{digest}");
+        }
+        if let Some(miss) = &self.mcp_unmatched {
+            return format!("error: unmatched MCP request to {miss}");
         }
         match self.agent_exit {
             Some(AgentExit::Exited(0)) | None => "ok".to_string(),
@@ -194,6 +204,9 @@ async fn answer(
     outcome: &std::cell::RefCell<GatewayOutcome>,
 ) -> HttpResponse {
     outcome.borrow_mut().requests += 1;
+    if let Some(server) = crate::mcp_http::server_of(&request.path) {
+        return crate::mcp_http::answer(host, request, server, outcome).await;
+    }
     let error = |status: u16, message: &str| {
         json_response(
             request.id,
@@ -203,7 +216,7 @@ async fn answer(
     };
     let Some(endpoint) = endpoint(&request.method, &request.path) else {
         let message = format!(
-            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages/count_tokens, GET /v1/models)",
+            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages/count_tokens, GET /v1/models, POST /mcp/NAME)",
             request.method, request.path
         );
         return error(404, &message);

@@ -11,14 +11,19 @@
 //!
 //! - `gateway` — the simulation side: routes a request to the LLM actor and renders the answer.
 //! - `driver` — the outside: the hyper server on smol, the settle rule, the agent process.
+//! - `mcp_http` — the scenario's MCP servers over Streamable HTTP (`/mcp/NAME`), and the
+//!   MCP config file handed to the agent.
+//! - `bridge` — `simtape mcp bridge`: a stdio MCP server forwarding to an `/mcp/NAME` endpoint.
 //!
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
 
 pub mod adapter;
+pub mod bridge;
 pub mod command;
 pub mod gateway;
 pub mod limits;
+pub mod mcp_http;
 pub mod normalize;
 pub mod process;
 pub mod workdir;
@@ -145,6 +150,14 @@ pub enum ServeError {
     /// The run could not be built; the report says why.
     #[error("cannot start the run: {}", .0.verdict)]
     Unbuilt(Box<simtape_agent::EvalReport>),
+    /// The agent's MCP config file could not be written.
+    #[error("cannot write the MCP config under {dir}: {source}")]
+    McpConfig {
+        /// The directory it goes under.
+        dir: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The agent command could not be started.
     #[error("cannot start the agent {program:?}: {source}")]
     Spawn {
@@ -204,10 +217,12 @@ async fn session(
     stop: smol::channel::Receiver<()>,
     listening: impl FnOnce(&Endpoints),
 ) -> Result<Session, ServeError> {
-    let (listener, endpoints) = bind(options.addr).await?;
+    let (listener, mut endpoints) = bind(options.addr).await?;
+    let (mcp, mcp_config) =
+        mcp_http::setup(&builder.capabilities(), endpoints.addr, &mut endpoints.env)?;
     listening(&endpoints);
     let (tx, rx) = smol::channel::unbounded();
-    let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx));
+    let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx, mcp));
     // The run is built (its tape file created) only once the agent has started, so an agent
     // that cannot start leaves no tape behind; its first requests wait in the channel.
     let mut child = match &options.command {
@@ -266,6 +281,7 @@ async fn session(
     }
     driver.close(&mut run);
     drop(acceptor);
+    drop(mcp_config);
     let report = run.finish_with_verdict(verdict);
     Ok(Session { report, timed_out })
 }

@@ -80,6 +80,11 @@ pub enum McpRequest {
         /// The tool's arguments, a JSON object (or null for none).
         arguments: Value,
     },
+    /// `initialize`: the server's description, its `initialize` result at its newest
+    /// handshake-era version (`protocolVersion`, `capabilities`, `serverInfo`, and
+    /// `instructions` when it has them), for a gateway that serves the server to outside
+    /// clients. It takes no virtual time and draws nothing from the actor's stream.
+    Describe,
 }
 
 impl McpRequest {
@@ -88,13 +93,14 @@ impl McpRequest {
         match self {
             McpRequest::ListTools => "tools/list",
             McpRequest::CallTool { .. } => "tools/call",
+            McpRequest::Describe => "initialize",
         }
     }
 
     /// Returns the JSON-RPC params of the request, as a client would send them.
     pub fn params(&self) -> Option<Value> {
         match self {
-            McpRequest::ListTools => None,
+            McpRequest::ListTools | McpRequest::Describe => None,
             McpRequest::CallTool { name, arguments } => {
                 let mut params = Map::new();
                 params.insert("name".into(), json!(name));
@@ -162,17 +168,21 @@ struct CassetteBackend {
     matcher: Matcher,
     redactor: Redactor,
     answered: Vec<u64>,
+    /// The answer to [`McpRequest::Describe`], as `simtape mcp replay` answers `initialize`.
+    description: Result<Value, McpCallError>,
 }
 
 impl McpActor {
     /// Returns an actor answering from the client-initiated exchanges of `cassette`.
     pub fn from_cassette(cassette: Cassette) -> McpActor {
         let (exchanges, matcher) = crate::matching::client_index(&cassette);
+        let mut replay = crate::replay::ReplayServer::new(&cassette, Redactor::default());
         let backend = CassetteBackend {
             matcher,
             exchanges,
             redactor: Redactor::default(),
             answered: Vec::new(),
+            description: describe(|line| replay.handle_line(line)),
         };
         McpActor {
             backend: Backend::Cassette(backend),
@@ -267,8 +277,32 @@ impl McpActor {
     }
 }
 
+/// Returns a server's description: its answer to a handshake-era `initialize` at the newest
+/// version, asked through `answer` (a server's `handle_line`).
+pub(crate) fn describe(answer: impl FnOnce(&[u8]) -> Vec<Value>) -> Result<Value, McpCallError> {
+    let request = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": era::LATEST_HANDSHAKE_VERSION, "capabilities": {},
+        "clientInfo": {"name": "simtape", "version": env!("CARGO_PKG_VERSION")}}});
+    let answers = answer(request.to_string().as_bytes());
+    let response = answers.last().cloned().unwrap_or(Value::Null);
+    match response.get("result") {
+        Some(result) => Ok(result.clone()),
+        None => Err(McpCallError::Malformed {
+            request_seq: 0,
+            reason: format!("the server's answer to initialize has no result: {response}"),
+        }),
+    }
+}
+
 impl CassetteBackend {
     fn answer(&mut self, request: &McpRequest) -> McpReply {
+        if let McpRequest::Describe = request {
+            return McpReply {
+                request_seq: None,
+                latency_ms: 0,
+                result: self.description.clone(),
+            };
+        }
         let method = request.method();
         let mut key_params = era::matching_params(request.params().as_ref());
         self.redactor.redact_value(&mut key_params);

@@ -57,6 +57,14 @@ impl WorldBackend {
 
     /// Answers `request`, drawing the fault seed (first request only) and the jitter from `rng`.
     pub(super) fn answer(&mut self, request: &McpRequest, rng: &mut RngStream) -> McpReply {
+        if let McpRequest::Describe = request {
+            // Before the seed and without a draw: describing the server changes no later answer.
+            return McpReply {
+                request_seq: None,
+                latency_ms: 0,
+                result: super::describe(|line| self.server.handle_line(line)),
+            };
+        }
         if !self.seeded {
             self.server.reseed(rng.next_u64());
             self.seeded = true;
@@ -64,6 +72,7 @@ impl WorldBackend {
         self.requests += 1;
         let request_seq = self.requests;
         let tool = match request {
+            McpRequest::Describe => unreachable!("answered above"),
             McpRequest::ListTools => None,
             McpRequest::CallTool { name, .. } => Some(name.as_str()),
         };
@@ -74,6 +83,7 @@ impl WorldBackend {
         };
         let mut latency_ms = model.base_ms.saturating_add(jitter_ms);
         let result = match request {
+            McpRequest::Describe => unreachable!("answered above"),
             McpRequest::ListTools => Ok(self.server.tools_list()),
             McpRequest::CallTool { .. } => {
                 let params = request.params().expect("a tools/call request has params");

@@ -325,3 +325,17 @@ fn a_large_result_goes_to_the_content_store() -> TestResult {
     assert!(stored, "the large reply was stored inline");
     Ok(())
 }
+
+#[test]
+fn describe_gives_the_recorded_initialize_at_no_cost() -> TestResult {
+    // Goal: a cassette's description is its recorded initialize result, and answering it
+    // takes no virtual time and marks no recorded request as answered.
+    let report = run_demo(1, |mcp| async move { mcp.call(McpRequest::Describe).await })?;
+    let reply = report.output;
+    assert_eq!(reply.latency_ms, 0);
+    let description = reply.result?;
+    assert_eq!(description["serverInfo"]["name"], "demo");
+    assert_eq!(description["protocolVersion"], "2025-11-25");
+    assert_eq!(report.summary.end_ns, 0);
+    Ok(())
+}

@@ -398,3 +398,48 @@ fn the_runs_fault_plan_adds_to_the_specs_faults() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn describe_names_the_world_and_leaves_every_later_answer_as_it_was() -> TestResult {
+    // Goal: a world's description is its initialize answer (name, version, instructions,
+    // tools); it takes no virtual time and draws nothing, so the calls after it answer and
+    // take exactly what they do without it.
+    let calls = |describe: bool| {
+        move |mcp: McpHandle| async move {
+            let description = match describe {
+                true => Some(mcp.call(McpRequest::Describe).await),
+                false => None,
+            };
+            let mut latencies = Vec::new();
+            for _ in 0..4 {
+                latencies.push(mcp.call(McpRequest::ListTools).await.latency_ms);
+                let slow = McpRequest::CallTool {
+                    name: "slow".into(),
+                    arguments: json!({}),
+                };
+                latencies.push(mcp.call(slow).await.latency_ms);
+            }
+            (description, latencies)
+        }
+    };
+    let described = run_world(3, small_world()?, calls(true))?;
+    let plain = run_world(3, small_world()?, calls(false))?;
+    let (description, latencies) = described.report.output;
+    let description = description.ok_or("described")?;
+    assert_eq!(description.latency_ms, 0);
+    let description = description.result?;
+    assert_eq!(description["serverInfo"]["name"], "small");
+    assert_eq!(
+        description["capabilities"],
+        json!({"tools": {"listChanged": false}})
+    );
+    assert_eq!(latencies, plain.report.output.1);
+    assert_eq!(described.report.summary.end_ns, plain.report.summary.end_ns);
+    let tickets = McpActor::load_world(world_path("ticket-tracker.json"))?;
+    let described = run_world(0, tickets, |mcp| async move {
+        mcp.call(McpRequest::Describe).await.result
+    })?;
+    let instructions = described.report.output?["instructions"].clone();
+    assert!(instructions.as_str().ok_or("instructions")?.contains("T-1"));
+    Ok(())
+}

@@ -3,6 +3,9 @@
 Usage: python driver.py MODE CALLS -- SERVER ARGV...
   MODE   "legacy", "auto" or "2026-07-28" (the client's protocol mode)
   CALLS  a JSON list of [tool name, arguments] pairs to call after listing the tools
+  SERVER a stdio server's command line, or one http:// URL (Streamable HTTP). An argument
+         `{mcp_url:NAME}` becomes the URL of server NAME in the MCP config file that
+         SIMTAPE_MCP_CONFIG names (as `simtape serve` hands it to its agent).
 
 Output (one JSON object on stdout): the negotiated version, the tools (name, whether they
 have an output schema, annotations) and one entry per call: the result (isError, structured
@@ -10,6 +13,8 @@ content, text) or the protocol error (code, message) the client raised.
 """
 
 import json
+import os
+import re
 import sys
 
 import anyio
@@ -17,10 +22,21 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 
+def with_mcp_urls(arg: str) -> str:
+    def url(match: re.Match) -> str:
+        with open(os.environ["SIMTAPE_MCP_CONFIG"]) as config:
+            return json.load(config)["mcpServers"][match.group(1)]["url"]
+
+    return re.sub(r"\{mcp_url:([^}]+)\}", url, arg)
+
+
 async def main() -> None:
     mode, calls = sys.argv[1], json.loads(sys.argv[2])
-    argv = sys.argv[sys.argv.index("--") + 1 :]
-    server = StdioServerParameters(command=argv[0], args=argv[1:])
+    argv = [with_mcp_urls(arg) for arg in sys.argv[sys.argv.index("--") + 1 :]]
+    if len(argv) == 1 and argv[0].startswith("http://"):
+        server = argv[0]
+    else:
+        server = StdioServerParameters(command=argv[0], args=argv[1:])
     report = {"mode": mode, "tools": [], "calls": []}
     async with Client(server, mode=mode) as client:
         report["protocol_version"] = client.protocol_version
