@@ -108,6 +108,16 @@ pub fn resolve_program(
     explicit: Option<&Path>,
     scenario_dir: &Path,
 ) -> Result<PathBuf, ServeError> {
+    // The program starts in its scratch directory: a relative path must not mean it there.
+    find_program(spec, explicit, scenario_dir)
+        .map(|path| std::path::absolute(&path).unwrap_or(path))
+}
+
+fn find_program(
+    spec: &CommandAgentSpec,
+    explicit: Option<&Path>,
+    scenario_dir: &Path,
+) -> Result<PathBuf, ServeError> {
     let mut tried = Vec::new();
     let usual = adapter::usual_binary(spec.adapter);
     // SIMTAPE_CLAUDE_CODE_BIN and the like name an adapter's program for every scenario.
@@ -226,17 +236,25 @@ impl Session<'_> {
         let (listener, mut endpoints) = crate::bind(self.options.addr).await?;
         // The scenario's MCP servers at /mcp/NAME, and the config file naming them
         // (SIMTAPE_MCP_CONFIG), removed when the session ends.
-        let (mcp, _mcp_config) =
+        let (mcp, mcp_config) =
             crate::mcp_http::setup(&builder.capabilities(), endpoints.addr, &mut endpoints.env)?;
         let (tx, rx) = smol::channel::unbounded();
         let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx, mcp));
         let base_url = format!("http://{}", endpoints.addr);
         let home = workdir.home();
+        let servers: Vec<String> = self
+            .scenario
+            .eval()
+            .mcp
+            .iter()
+            .map(|server| server.name.clone())
+            .collect();
         let launch = adapter::launch(
             &self.spec,
             &Places {
                 base_url: &base_url,
                 home: &home,
+                mcp: (!servers.is_empty()).then_some((&servers[..], mcp_config.path())),
             },
         );
         let mut env = endpoints.env.clone();
@@ -598,4 +616,40 @@ fn write_evidence(dir: &Path, session: &CommandSession) -> std::io::Result<()> {
     std::fs::write(dir.join(meta), sidecar + "\n")?;
     std::fs::write(dir.join(stderr), &session.stderr)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use simtape_agent::Permission;
+
+    fn spec(command: Option<&str>) -> CommandAgentSpec {
+        CommandAgentSpec {
+            adapter: AdapterKind::Generic,
+            command: command.map(String::from),
+            args: Vec::new(),
+            env: Vec::new(),
+            task: "t".into(),
+            timeout_ms: 1000,
+            permission: Permission::Full,
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn a_program_is_resolved_to_an_absolute_path() {
+        // The program starts in its scratch directory, so a relative path must be made
+        // absolute where it was given (the command line's directory, the scenario's).
+        let dir = std::env::temp_dir().join(format!("simtape-resolve-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(dir.join("bin/agent"), "#!/bin/sh\n").unwrap();
+        let found = resolve_program(&spec(Some("bin/agent")), None, &dir).unwrap();
+        assert_eq!(found, dir.join("bin/agent"));
+        let relative = Path::new("Cargo.toml");
+        let explicit = resolve_program(&spec(None), Some(relative), &dir).unwrap();
+        assert!(explicit.is_absolute() && explicit.ends_with("Cargo.toml"), "{explicit:?}");
+        let missing = resolve_program(&spec(Some("bin/none")), None, &dir).unwrap_err();
+        assert!(missing.to_string().contains("bin/none"), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -438,3 +438,35 @@ fn opencode_runs_as_a_scenario_agent() {
     let logged = ["\"name\":\"write\"", "Wrote file successfully."];
     run_example_twice("opencode", &opencode, "fs hello.txt", &logged);
 }
+
+#[test]
+fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
+    // Claude Code as the agent program of a scenario with an [[mcp]] world: the adapter hands
+    // it the served MCP config and allows the server's tools; it works the ticket through the
+    // world's 429, and the world_goal verifier judges the world's final state.
+    let Some(claude) = claude() else {
+        return;
+    };
+    let dir = scratch("agents", "claude-code-mcp");
+    let scenario = repo().join("engine/cli/tests/data/serve-mcp/scenario.toml");
+    let mut tapes = Vec::new();
+    for run in 0..2 {
+        let tape = dir.join(format!("run-{run}.tape"));
+        let output = simtape()
+            .args(["run", "--tape"])
+            .arg(&tape)
+            .arg("--agent-bin")
+            .arg(&claude)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        let shown = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{shown}");
+        assert!(
+            shown.contains("verify held   world_goal tickets"),
+            "{shown}"
+        );
+        tapes.push(std::fs::read(&tape).unwrap());
+    }
+    assert!(tapes[0] == tapes[1], "the tapes differ");
+}

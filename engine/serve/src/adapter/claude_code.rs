@@ -19,7 +19,7 @@ const READ_TOOLS: &str = "Read,Glob,Grep,LS";
 /// The tools a read-only session is refused.
 const WRITE_TOOLS: &str = "Write,Edit,MultiEdit,Bash,NotebookEdit";
 
-pub(super) fn launch(spec: &CommandAgentSpec, _places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     let mut args: Vec<String> = [
         "-p",
         &spec.task,
@@ -30,27 +30,28 @@ pub(super) fn launch(spec: &CommandAgentSpec, _places: &Places<'_>) -> Launch {
     .iter()
     .map(|arg| arg.to_string())
     .collect();
-    if may_write(spec.permission) {
-        args.extend(
-            [
-                "--permission-mode",
-                "acceptEdits",
-                "--allowedTools",
-                FULL_TOOLS,
-            ]
-            .map(String::from),
-        );
-    } else {
-        args.extend(
-            [
-                "--allowedTools",
-                READ_TOOLS,
-                "--disallowedTools",
-                WRITE_TOOLS,
-            ]
-            .map(String::from),
-        );
+    // The scenario's MCP servers: their config, and their tools allowed (`mcp__NAME` allows
+    // every tool of a server).
+    let mut allowed = match may_write(spec.permission) {
+        true => FULL_TOOLS.to_string(),
+        false => READ_TOOLS.to_string(),
+    };
+    if let Some((servers, config)) = places.mcp {
+        args.extend(["--mcp-config".to_string(), config.display().to_string()]);
+        for server in servers {
+            allowed.push_str(&format!(",mcp__{server}"));
+        }
     }
+    let permissions = match may_write(spec.permission) {
+        true => [
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            &allowed,
+        ],
+        false => ["--allowedTools", &allowed, "--disallowedTools", WRITE_TOOLS],
+    };
+    args.extend(permissions.map(String::from));
     let env = [
         // No update checks, telemetry or other calls past the endpoints.
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),

@@ -119,6 +119,8 @@ pub struct Places<'a> {
     pub base_url: &'a str,
     /// The agent's home directory (a scratch one: CLIs keep state there).
     pub home: &'a std::path::Path,
+    /// The scenario's MCP servers, by name, and the config file naming their endpoints.
+    pub mcp: Option<(&'a [String], &'a std::path::Path)>,
 }
 
 /// Returns how to start `spec`'s agent.
