@@ -9,10 +9,10 @@ use std::sync::Arc;
 use simtape::actor::ActorRef;
 use simtape::cap::fs::FsDiff;
 use simtape::run::Run;
-use simtape::scenario::{Scenario, ScenarioError, Trigger};
+use simtape::scenario::{Scenario, ScenarioError};
 use simtape::{ActorStates, Builder, Host, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
-use simtape_mcp::world::faults::{FaultKind, FaultRule};
+use simtape_mcp::world::faults::FaultRule;
 use simtape_mcp::world::World;
 
 use crate::command::CommandEnd;
@@ -22,8 +22,7 @@ use simtape_eval::Verdict;
 
 use crate::report::{EvalFailure, EvalReport, WorldOutcome};
 use crate::spec::{
-    AgentSpec, Check, CommandAgentSpec, McpFault, McpFaultKind, McpServerSpec, McpSource,
-    ToolSource,
+    AgentSpec, Check, CommandAgentSpec, McpFault, McpServerSpec, McpSource, ToolSource,
 };
 use crate::spec::{NormalizeSpec, VerifySpec};
 use crate::tables::EvalTables;
@@ -572,46 +571,11 @@ pub(crate) fn open_server(
     let rules: Vec<FaultRule> = faults
         .iter()
         .filter(|fault| fault.server == server.name)
-        .map(fault_rule)
+        .map(McpFault::world_rule)
         .collect();
     if rules.is_empty() {
         return Ok(McpActor::from_world(world));
     }
     let world = world.with_faults(rules).map_err(OpenError::Faults)?;
     Ok(McpActor::from_world(world))
-}
-
-/// Turns a scenario's MCP fault into the world server's fault rule.
-pub(crate) fn fault_rule(fault: &McpFault) -> FaultRule {
-    let (on_call, probability) = match fault.trigger {
-        Trigger::OnCall(call) => (Some(call), None),
-        Trigger::Rate(ratio) => (None, Some(ratio.to_string())),
-    };
-    let fault_kind = match &fault.kind {
-        McpFaultKind::RpcError {
-            code,
-            message,
-            retry_after_ms,
-        } => FaultKind::RpcError {
-            code: *code,
-            message: message.clone(),
-            data: retry_after_ms.map(|ms| serde_json::json!({ "retryAfterMs": ms })),
-        },
-        McpFaultKind::Timeout { after_ms } => FaultKind::Timeout {
-            after_ms: *after_ms,
-        },
-        McpFaultKind::ToolError { message } => FaultKind::ToolError {
-            message: message.clone(),
-        },
-        McpFaultKind::PartialWrite { ops } => FaultKind::PartialWrite {
-            ops: usize::try_from(*ops).unwrap_or(usize::MAX),
-            message: None,
-        },
-    };
-    FaultRule {
-        tool: fault.tool.clone(),
-        on_call,
-        probability,
-        fault: fault_kind,
-    }
 }

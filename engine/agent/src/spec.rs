@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use regex::Regex;
 use simtape::scenario::Trigger;
+use simtape_mcp::world::faults::{FaultKind, FaultRule};
 
 /// `[agent]`: the harness under test in scenario mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -144,7 +145,9 @@ pub enum McpSource {
     World(PathBuf),
 }
 
-/// A tool call to an MCP server that fails.
+/// A tool call to an MCP server that fails: `[[faults.mcp]]`, decoded straight into the world
+/// server's own fault kind, so a new kind is added in `simtape_mcp::world::faults` and its
+/// decoder in `tables/faults.rs`, and nowhere else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct McpFault {
     /// The `[[mcp]]` server.
@@ -154,37 +157,24 @@ pub struct McpFault {
     /// When it fires.
     pub trigger: Trigger,
     /// What happens.
-    pub kind: McpFaultKind,
+    pub kind: FaultKind,
 }
 
-/// What an MCP fault does (the world server's fault kinds).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum McpFaultKind {
-    /// A JSON-RPC error, e.g. 429 with a retry hint; nothing is applied.
-    RpcError {
-        /// The error code.
-        code: i64,
-        /// The error message.
-        message: String,
-        /// The retry hint carried in the error data (`retryAfterMs`).
-        retry_after_ms: Option<u64>,
-    },
-    /// The call times out after `after_ms` (answered at once, as virtual time).
-    Timeout {
-        /// The simulated wait.
-        after_ms: u64,
-    },
-    /// A tool error result (`isError: true`).
-    ToolError {
-        /// Its text.
-        message: String,
-    },
-    /// Only the first `ops` operations of the tool's effect land; then a tool error.
-    PartialWrite {
-        /// How many operations land.
-        ops: u64,
-    },
+impl McpFault {
+    /// Returns the world server's fault rule: the trigger in the world's two-field form (a
+    /// rate stays a typed [`Ratio`](simtape::rng::Ratio)), the kind as it is.
+    pub fn world_rule(&self) -> FaultRule {
+        let (on_call, probability) = match self.trigger {
+            Trigger::OnCall(call) => (Some(call), None),
+            Trigger::Rate(ratio) => (None, Some(ratio)),
+        };
+        FaultRule {
+            tool: self.tool.clone(),
+            on_call,
+            probability,
+            fault: self.kind.clone(),
+        }
+    }
 }
 
 /// `[[verify]]`: one verifier. A run passes only when at least one verifier ran and every

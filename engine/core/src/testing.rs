@@ -20,6 +20,10 @@
 //!
 //! The environment picks the seeds: `SIMTAPE_SEED=N` runs only seed `N`, `SIMTAPE_SEEDS=A..B`
 //! replaces the range (for a longer nightly sweep); `SIMTAPE_SEED` wins when both are set.
+//!
+//! `error` holds what can go wrong: [`SeedOverrideError`], [`SeedFailure`], [`TapeKeepError`].
+
+mod error;
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -29,6 +33,7 @@ use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+pub use self::error::{SeedFailure, SeedOverrideError, TapeKeepError};
 use crate::error::SimError;
 use crate::sim::{Builder, Host, RunError, RunReport, Sim};
 
@@ -82,20 +87,28 @@ pub struct SeedOverride {
 }
 
 impl SeedOverride {
-    /// Reads `SIMTAPE_SEED` and `SIMTAPE_SEEDS`.
-    pub fn from_env() -> Result<SeedOverride, String> {
+    /// Reads `SIMTAPE_SEED` and `SIMTAPE_SEEDS`. A value that is not UTF-8 is read lossily,
+    /// so it fails to parse (and is named) rather than being taken as unset.
+    pub fn from_env() -> Result<SeedOverride, SeedOverrideError> {
         // Reading the environment is banned in the engine core; this is test tooling that runs
         // around simulations, never inside one, and every seed it picks is printed on failure.
         #[allow(clippy::disallowed_methods)]
-        let (seed, range) = (std::env::var(SEED_ENV).ok(), std::env::var(SEEDS_ENV).ok());
+        let read = |name| std::env::var_os(name).map(|text| text.to_string_lossy().into_owned());
+        let (seed, range) = (read(SEED_ENV), read(SEEDS_ENV));
         SeedOverride::parse(seed.as_deref(), range.as_deref())
     }
 
-    /// Parses the two variables' texts; an error names the variable and what it expects.
-    pub fn parse(seed: Option<&str>, range: Option<&str>) -> Result<SeedOverride, String> {
+    /// Parses the two variables' texts; an error names the variable, its text and the form
+    /// it takes.
+    pub fn parse(
+        seed: Option<&str>,
+        range: Option<&str>,
+    ) -> Result<SeedOverride, SeedOverrideError> {
         let seed = seed
             .map(|text| {
-                parse_seed(text).ok_or_else(|| format!("{SEED_ENV}={text:?} is not a seed (a u64)"))
+                parse_seed(text).ok_or_else(|| SeedOverrideError::Seed {
+                    value: text.to_string(),
+                })
             })
             .transpose()?;
         let range = range
@@ -103,9 +116,9 @@ impl SeedOverride {
                 let (start, end) = text.trim().split_once("..").unwrap_or((text, ""));
                 match (parse_seed(start), parse_seed(end)) {
                     (Some(start), Some(end)) if start < end => Ok(start..end),
-                    _ => Err(format!(
-                        "{SEEDS_ENV}={text:?} is not a seed range (A..B with A < B, B excluded)"
-                    )),
+                    _ => Err(SeedOverrideError::Range {
+                        value: text.to_string(),
+                    }),
                 }
             })
             .transpose()?;
@@ -144,12 +157,12 @@ pub fn check_seeds<R: IntoFailure>(
 }
 
 /// The logic of [`check_seeds`], with the overrides passed in: returns how many seeds ran, or
-/// the failure message.
+/// the first failing seed.
 pub fn sweep<R: IntoFailure>(
     seeds: impl IntoIterator<Item = u64>,
     overrides: &SeedOverride,
     mut check: impl FnMut(u64) -> R,
-) -> Result<usize, String> {
+) -> Result<usize, SeedFailure> {
     let test = std::thread::current()
         .name()
         .filter(|name| *name != "main")
@@ -217,14 +230,14 @@ where
 }
 
 /// The logic of [`run_test`], with the overrides passed in: returns how many seeds ran, or the
-/// failure message. A seed fails when the body panics (inside the simulation: a task panic),
+/// first failing seed, with its tape kept. A seed fails when the body panics (inside the simulation: a task panic),
 /// returns an `Err`, or the run ends in error (a deadlock, a limit).
 pub fn run_test_with<F, Fut, R>(
     spec: &TestSpec<'_>,
     seeds: impl IntoIterator<Item = u64>,
     overrides: &SeedOverride,
     body: F,
-) -> Result<usize, String>
+) -> Result<usize, SeedFailure>
 where
     F: Fn(Host) -> Fut,
     Fut: Future<Output = R> + 'static,
@@ -264,60 +277,62 @@ fn run_failure(error: RunError) -> (Failure, Option<Vec<u8>>) {
     (failure, error.summary.tape.and_then(|tape| tape.memory))
 }
 
-/// Why one seed failed.
+/// Why one seed failed, before [`run_seeds`] names the seed and the places it panicked.
 #[derive(Debug)]
 struct Failure {
     message: String,
-    /// Where it panicked, when it did; filled in by [`run_seeds`].
-    panicked_at: Option<Vec<String>>,
+    /// Whether it panicked (then [`run_seeds`] fills in where).
+    panicked: bool,
     /// The kept tape, or why there is none.
-    tape: Option<Result<PathBuf, String>>,
+    tape: Option<Result<PathBuf, TapeKeepError>>,
 }
 
 impl Failure {
     fn returned(message: String) -> Failure {
         Failure {
             message,
-            panicked_at: None,
+            panicked: false,
             tape: None,
         }
     }
 
     fn panicked(message: String) -> Failure {
         Failure {
-            panicked_at: Some(Vec::new()),
+            panicked: true,
             ..Failure::returned(message)
         }
     }
 
     fn keep_tape(mut self, bytes: Option<Vec<u8>>, path: &Path) -> Failure {
         let kept = match bytes {
-            None => Err("the run's tape could not be finished".to_string()),
+            None => Err(TapeKeepError::Unfinished),
             Some(bytes) => path
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
                 .and_then(|()| std::fs::write(path, bytes))
                 .map(|()| path.to_path_buf())
-                .map_err(|error| format!("could not write {}: {error}", path.display())),
+                .map_err(|source| TapeKeepError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                }),
         };
         self.tape = Some(kept);
         self
     }
 
-    fn report(&self, seed: u64, test: &str) -> String {
-        let mut report = format!("seed {seed} failed: {}", self.message);
-        if let Some(locations) = self.panicked_at.as_ref().filter(|at| !at.is_empty()) {
-            report.push_str(&format!("\n  panicked at: {}", locations.join(", then ")));
+    /// Names the seed, the test and (for a panic) the places it panicked at.
+    fn of_seed(self, seed: u64, test: &str, panicked_at: Vec<String>) -> SeedFailure {
+        SeedFailure {
+            seed,
+            test: test.to_string(),
+            message: self.message,
+            panicked_at: if self.panicked {
+                panicked_at
+            } else {
+                Vec::new()
+            },
+            tape: self.tape,
         }
-        report.push_str(&format!(
-            "\n  replay it alone: {SEED_ENV}={seed} cargo test {test} -- --exact"
-        ));
-        match &self.tape {
-            Some(Ok(path)) => report.push_str(&format!("\n  tape: {}", path.display())),
-            Some(Err(why)) => report.push_str(&format!("\n  no tape: {why}")),
-            None => {}
-        }
-        report
     }
 }
 
@@ -327,7 +342,7 @@ fn run_seeds(
     seeds: impl Iterator<Item = u64>,
     test: &str,
     mut run_seed: impl FnMut(u64) -> Result<Option<Failure>, Failure>,
-) -> Result<usize, String> {
+) -> Result<usize, SeedFailure> {
     watch_panic_locations();
     let mut ran = 0;
     for seed in seeds {
@@ -338,11 +353,9 @@ fn run_seeds(
             Err(payload) => Some(Failure::panicked(panic_text(payload.as_ref()))),
         };
         ran += 1;
-        if let Some(mut failure) = failure {
-            if let Some(locations) = &mut failure.panicked_at {
-                *locations = PANICKED_AT.with(|at| at.take());
-            }
-            return Err(failure.report(seed, test));
+        if let Some(failure) = failure {
+            let panicked_at = PANICKED_AT.with(|at| at.take());
+            return Err(failure.of_seed(seed, test, panicked_at));
         }
     }
     Ok(ran)
@@ -450,7 +463,7 @@ mod tests {
                 Ok(())
             }
         });
-        let message = failure.unwrap_err();
+        let message = failure.unwrap_err().to_string();
         assert!(message.starts_with("seed 7 failed: boom"), "{message}");
         assert!(
             message.contains(
@@ -461,20 +474,86 @@ mod tests {
         let mut seen = Vec::new();
         let only = SeedOverride::parse(Some("3"), None).unwrap();
         let ran = sweep(0..10, &only, |seed| seen.push(seed));
-        assert_eq!((ran, seen), (Ok(1), vec![3]));
+        assert_eq!((ran.unwrap(), seen), (1, vec![3]));
     }
 
     #[test]
     fn malformed_seed_variables_are_named_with_what_they_expect() {
-        // Goal: a bad SIMTAPE_SEED or SIMTAPE_SEEDS is an error naming the variable and value.
-        let bad_seed = SeedOverride::parse(Some("seven"), None).unwrap_err();
-        assert_eq!(bad_seed, "SIMTAPE_SEED=\"seven\" is not a seed (a u64)");
-        for text in ["5", "9..3", "3..3", "a..b", "..4"] {
-            let error = SeedOverride::parse(None, Some(text)).unwrap_err();
-            assert!(error.starts_with(&format!("SIMTAPE_SEEDS={text:?} is not a seed range")));
+        // Goal: a bad SIMTAPE_SEED or SIMTAPE_SEEDS is an error naming the variable, its text
+        // and the form it takes.
+        let bad_seed = SeedOverride::parse(Some("seven"), Some("0..5")).unwrap_err();
+        assert_eq!(
+            bad_seed,
+            SeedOverrideError::Seed {
+                value: "seven".into()
+            }
+        );
+        assert_eq!(
+            (bad_seed.variable(), bad_seed.value(), bad_seed.expected()),
+            ("SIMTAPE_SEED", "seven", "a seed (a u64)")
+        );
+        assert_eq!(
+            bad_seed.to_string(),
+            "SIMTAPE_SEED=\"seven\" is not a seed (a u64)"
+        );
+        for text in [
+            "5",
+            "9..3",
+            "3..3",
+            "a..b",
+            "..4",
+            "1..18446744073709551616",
+        ] {
+            let error = SeedOverride::parse(Some("1"), Some(text)).unwrap_err();
+            let value = text.to_string();
+            assert_eq!(error, SeedOverrideError::Range { value });
+            assert_eq!(error.variable(), "SIMTAPE_SEEDS");
+            assert_eq!(
+                error.to_string(),
+                format!("SIMTAPE_SEEDS={text:?} is not a seed range (A..B with A < B, B excluded)")
+            );
         }
         let range = SeedOverride::parse(None, Some(" 4..7 ")).unwrap();
         assert_eq!(range.select(0..100).collect::<Vec<_>>(), vec![4, 5, 6]);
+    }
+
+    #[test]
+    fn a_failing_seed_reports_each_place_and_why_its_tape_is_missing() {
+        // Goal: a seed failure renders every part it has; a tape that cannot be kept says
+        // why (never finished, or the write failed at a named path) instead of failing.
+        let dir = std::env::temp_dir().join(format!("simtape-keep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let blocker = dir.join("a-file");
+        std::fs::write(&blocker, "").unwrap();
+        let failure =
+            |tape| Failure::panicked("boom".into()).keep_tape(tape, &blocker.join("1.tape"));
+        let unwritable = failure(Some(vec![1])).of_seed(1, "t", vec!["a.rs:1:1".into()]);
+        let Some(Err(TapeKeepError::Write { path, .. })) = &unwritable.tape else {
+            panic!("{unwritable:?}");
+        };
+        assert_eq!(path, &blocker.join("1.tape"));
+        let report = unwritable.to_string();
+        let expected_start = format!(
+            "seed 1 failed: boom\n  panicked at: a.rs:1:1\n  replay it alone: SIMTAPE_SEED=1 \
+             cargo test t -- --exact\n  no tape: could not write {}: ",
+            blocker.join("1.tape").display()
+        );
+        assert!(report.starts_with(&expected_start), "{report}");
+        let unfinished = failure(None).of_seed(2, "t", Vec::new());
+        assert!(matches!(
+            unfinished.tape,
+            Some(Err(TapeKeepError::Unfinished))
+        ));
+        assert!(
+            unfinished
+                .to_string()
+                .ends_with("-- --exact\n  no tape: the run's tape could not be finished"),
+            "{unfinished}"
+        );
+        let returned = Failure::returned("no".into()).of_seed(3, "t", vec!["b.rs:2:2".into()]);
+        assert!(returned.panicked_at.is_empty(), "only a panic names places");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -647,7 +647,10 @@ mod tests {
         assert_eq!(found, dir.join("bin/agent"));
         let relative = Path::new("Cargo.toml");
         let explicit = resolve_program(&spec(None), Some(relative), &dir).unwrap();
-        assert!(explicit.is_absolute() && explicit.ends_with("Cargo.toml"), "{explicit:?}");
+        assert!(
+            explicit.is_absolute() && explicit.ends_with("Cargo.toml"),
+            "{explicit:?}"
+        );
         let missing = resolve_program(&spec(Some("bin/none")), None, &dir).unwrap_err();
         assert!(missing.to_string().contains("bin/none"), "{missing}");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -1,12 +1,16 @@
 //! Decoding of `[[faults.mcp]]`: tool calls to an MCP world server that fail, by call number
-//! or seeded rate, with the trigger and value decoders the core's own rules use.
+//! or seeded rate, with the trigger and value decoders the core's own rules use. Each kind
+//! decodes straight into the world's `FaultKind` (which owns what a kind does), so this file
+//! is the only other place a new kind is added.
 
 use simtape::scenario::decoder::{
     integer, one_of, required_text, retry_after, rule_array, text, trigger, Decoder, Field, Fields,
 };
 
+use simtape_mcp::world::faults::{FaultKind, TIMEOUT_DEFAULT_MS};
+
 use super::mcp::{Lookup, Servers};
-use crate::spec::{McpFault, McpFaultKind};
+use crate::spec::McpFault;
 
 /// The keys every `[[faults.mcp]]` rule takes, whatever its kind.
 const MCP_KEYS: [&str; 5] = ["server", "tool", "on_call", "rate", "kind"];
@@ -19,7 +23,6 @@ const MCP_KINDS: [(&str, &[&str]); 4] = [
 ];
 const MCP_RPC_CODE_DEFAULT: i64 = 429;
 const MCP_RPC_MESSAGE_DEFAULT: &str = "rate limited";
-const MCP_TIMEOUT_DEFAULT_MS: u64 = 30_000;
 
 /// Decodes the rule array `faults.mcp`; `servers` are the `[[mcp]]` servers a rule may name.
 pub(crate) fn mcp_rules(
@@ -81,7 +84,7 @@ fn mcp_rule(decoded: &mut Decoder, field: &Field<'_>, servers: &Servers) -> Opti
 }
 
 /// The kind-specific keys of an MCP fault.
-fn mcp_kind(decoded: &mut Decoder, fields: &mut Fields<'_>, kind: &str) -> Option<McpFaultKind> {
+fn mcp_kind(decoded: &mut Decoder, fields: &mut Fields<'_>, kind: &str) -> Option<FaultKind> {
     match kind {
         "rpc_error" => {
             let code = integer(
@@ -93,24 +96,25 @@ fn mcp_kind(decoded: &mut Decoder, fields: &mut Fields<'_>, kind: &str) -> Optio
             );
             let message = text(decoded, fields, "message", "an error message");
             let retry_after_ms = retry_after(decoded, fields);
-            Some(McpFaultKind::RpcError {
+            Some(FaultKind::RpcError {
                 code: code?,
                 message: message?.unwrap_or_else(|| MCP_RPC_MESSAGE_DEFAULT.to_string()),
-                retry_after_ms: retry_after_ms?,
+                // The world's error data carries the hint as MCP clients read it.
+                data: retry_after_ms?.map(|ms| serde_json::json!({ "retryAfterMs": ms })),
             })
         }
         "timeout" => {
             let after_ms = match fields.take("after") {
                 Some(after) => decoded.duration_ms(&after),
-                None => Some(MCP_TIMEOUT_DEFAULT_MS),
+                None => Some(TIMEOUT_DEFAULT_MS),
             };
-            Some(McpFaultKind::Timeout {
+            Some(FaultKind::Timeout {
                 after_ms: after_ms?,
             })
         }
         "tool_error" => {
             let message = required_text(decoded, fields, "message", "the tool error's text");
-            Some(McpFaultKind::ToolError { message: message? })
+            Some(FaultKind::ToolError { message: message? })
         }
         _ => {
             const WHAT: &str = "how many operations land, an integer from 0";
@@ -121,7 +125,10 @@ fn mcp_kind(decoded: &mut Decoder, fields: &mut Fields<'_>, kind: &str) -> Optio
                     None
                 }
             };
-            Some(McpFaultKind::PartialWrite { ops: ops? as u64 })
+            Some(FaultKind::PartialWrite {
+                ops: usize::try_from(ops?).unwrap_or(usize::MAX),
+                message: None,
+            })
         }
     }
 }

@@ -4,9 +4,10 @@
 use simtape::rng::Ratio;
 use simtape::scenario::Trigger;
 use simtape_agent::{
-    Check, EvalScenario, EvalSpec, McpFault, McpFaultKind, McpServerSpec, McpSource, ToolSource,
-    Verdict, VerifySpec,
+    Check, EvalScenario, EvalSpec, McpFault, McpServerSpec, McpSource, ToolSource, Verdict,
+    VerifySpec,
 };
+use simtape_mcp::world::faults::FaultKind;
 
 use crate::common::{agent, data, requests, run, scenario, verify};
 
@@ -22,10 +23,10 @@ fn rate_limited(trigger: Trigger, retry_after_ms: Option<u64>) -> McpFault {
         server: "kv".into(),
         tool: "put".into(),
         trigger,
-        kind: McpFaultKind::RpcError {
+        kind: FaultKind::RpcError {
             code: 429,
             message: "rate limited".into(),
-            retry_after_ms,
+            data: retry_after_ms.map(|ms| serde_json::json!({ "retryAfterMs": ms })),
         },
     }
 }
@@ -159,7 +160,7 @@ fn a_timeout_is_retried_after_the_time_it_took() {
         server: "kv".into(),
         tool: "put".into(),
         trigger: Trigger::OnCall(1),
-        kind: McpFaultKind::Timeout { after_ms: 1_000 },
+        kind: FaultKind::Timeout { after_ms: 1_000 },
     };
     let scenario = kv_eval(vec![timeout], 3, goal());
     let report = run(&scenario, 0);

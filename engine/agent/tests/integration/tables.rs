@@ -11,9 +11,10 @@ use simtape::scenario::{
     FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, ScenarioError, Trigger,
 };
 use simtape_agent::{
-    AdapterKind, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault, McpFaultKind,
+    AdapterKind, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault,
     McpServerSpec, McpSource, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
+use simtape_mcp::world::faults::{FaultKind, FaultRule};
 
 /// Returns the TOML block of docs/scenario-format.md that follows `<!-- {name} -->`.
 fn doc_example(name: &str) -> String {
@@ -253,24 +254,27 @@ fn a_complete_eval_scenario_decodes_every_table() {
             tickets(
                 "create_ticket",
                 Trigger::OnCall(1),
-                McpFaultKind::RpcError {
+                FaultKind::RpcError {
                     code: 429,
                     message: "rate limited".into(),
-                    retry_after_ms: Some(1_000),
+                    data: Some(json!({ "retryAfterMs": 1_000 })),
                 },
             ),
-            tickets("*", rate(1, 4), McpFaultKind::Timeout { after_ms: 30_000 }),
+            tickets("*", rate(1, 4), FaultKind::Timeout { after_ms: 30_000 }),
             tickets(
                 "*",
                 Trigger::OnCall(3),
-                McpFaultKind::ToolError {
+                FaultKind::ToolError {
                     message: "index offline".into(),
                 },
             ),
             tickets(
                 "close_ticket",
                 Trigger::OnCall(1),
-                McpFaultKind::PartialWrite { ops: 1 },
+                FaultKind::PartialWrite {
+                    ops: 1,
+                    message: None,
+                },
             ),
         ]
     );
@@ -409,6 +413,28 @@ fn a_complete_eval_scenario_decodes_every_table() {
     let mut builder = scenario.scenario().builder(0);
     let report = scenario.scenario().run(&mut builder).unwrap();
     assert_eq!((report.summary.end_ns, report.outcomes.len()), (0, 0));
+}
+
+#[test]
+fn an_mcp_fault_rate_reaches_the_world_as_a_ratio() {
+    // Goal: `rate = "1/3"` in [[faults.mcp]] becomes the world's fault rule with the same typed
+    // ratio and kind a world spec's `"probability": "1/3"` loads to: no text in between.
+    let dir = eval_dir("mcp-rate");
+    let source = format!(
+        "{HEAD}{CAPABILITIES}[[mcp]]\nname = \"tickets\"\nworld = \"worlds/tickets.json\"\n[agent]\ntask = \"Do it.\"\n[[faults.mcp]]\nserver = \"tickets\"\ntool = \"create_ticket\"\nrate = \"1/3\"\nkind = \"timeout\"\nafter = \"2s\"\n"
+    );
+    let scenario = EvalScenario::parse(&source, &dir.join("e.toml")).unwrap();
+    let [fault] = scenario.eval().mcp_faults.as_slice() else {
+        panic!("one rule: {:?}", scenario.eval().mcp_faults);
+    };
+    assert_eq!(fault.trigger, Trigger::Rate(Ratio::new(1, 3).unwrap()));
+    assert_eq!(fault.kind, FaultKind::Timeout { after_ms: 2_000 });
+    let rule = fault.world_rule();
+    assert_eq!(rule.probability, Ratio::new(1, 3));
+    assert_eq!(rule.on_call, None);
+    let written = r#"{"tool": "create_ticket", "probability": "1/3",
+        "fault": {"kind": "timeout", "after_ms": 2000}}"#;
+    assert_eq!(rule, serde_json::from_str::<FaultRule>(written).unwrap());
 }
 
 #[test]

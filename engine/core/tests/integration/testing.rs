@@ -36,7 +36,7 @@ fn a_check_returning_unit_runs_every_seed() {
     // Goal: a `()` closure compiles and runs once per seed; `Result` closures still work.
     let mut seen = Vec::new();
     let ran = sweep(0..5, &SeedOverride::default(), |seed| seen.push(seed));
-    assert_eq!((ran, seen), (Ok(5), vec![0, 1, 2, 3, 4]));
+    assert_eq!((ran.unwrap(), seen), (5, vec![0, 1, 2, 3, 4]));
     let failed = sweep(0..5, &SeedOverride::default(), |seed| {
         if seed < 3 {
             Ok(())
@@ -44,8 +44,13 @@ fn a_check_returning_unit_runs_every_seed() {
             Err(format!("seed {seed} is too big"))
         }
     });
+    let failed = failed.unwrap_err();
+    assert_eq!(
+        (failed.seed, failed.message.as_str()),
+        (3, "seed 3 is too big")
+    );
     assert!(failed
-        .unwrap_err()
+        .to_string()
         .starts_with("seed 3 failed: seed 3 is too big\n"));
 }
 
@@ -59,7 +64,7 @@ fn a_plain_assert_in_the_check_names_the_seed_the_message_the_place_and_the_comm
         line = line!() + 1;
         assert!(waited < 5_000, "waited {waited} ms");
     });
-    let message = failure.unwrap_err();
+    let message = failure.unwrap_err().to_string();
     let expected = format!(
         "seed {slow} failed: waited {} ms\n  panicked at: {}:{line}:9\n  replay it alone: \
          SIMTAPE_SEED={slow} cargo test testing::{} -- --exact",
@@ -82,7 +87,9 @@ fn a_task_panic_unwrapped_in_the_check_names_both_places() {
             .run(|host| async move { assert_ne!(host.seed(), 4, "seed four") })
             .unwrap();
     });
-    let message = failure.unwrap_err();
+    let failure = failure.unwrap_err();
+    assert_eq!(failure.panicked_at.len(), 2, "{failure:?}");
+    let message = failure.to_string();
     assert!(
         message.starts_with("seed 4 failed: called `Result::unwrap()`"),
         "{message}"
@@ -127,9 +134,11 @@ fn a_failing_simulated_test_keeps_only_its_tape_and_a_replay_writes_the_same_byt
     let template = dir.join("{name}-{seed}.tape").display().to_string();
     let spec = spec("integration::testing::slow", &template);
     let slow = first_seed_waiting(5_000);
-    let message =
+    let failure =
         run_test_with(&spec, 0..200, &SeedOverride::default(), within_five_seconds).unwrap_err();
     let tape = dir.join(format!("testing__slow-{slow}.tape"));
+    assert_eq!(failure.tape.as_ref().unwrap().as_ref().unwrap(), &tape);
+    let message = failure.to_string();
     let expected_start = format!(
         "seed {slow} failed: task \"main\" (#1) panicked at t={}: waited {} ms\n  panicked at: ",
         simtape::time::format_ns(waited_ms(slow) * 1_000_000),
@@ -155,7 +164,7 @@ fn a_failing_simulated_test_keeps_only_its_tape_and_a_replay_writes_the_same_byt
     std::fs::remove_file(&tape).unwrap();
     let only = SeedOverride::parse(Some(&slow.to_string()), None).unwrap();
     let again = run_test_with(&spec, 0..200, &only, within_five_seconds).unwrap_err();
-    assert_eq!(again, message);
+    assert_eq!(again.to_string(), message);
     assert_eq!(std::fs::read(&tape).unwrap(), first);
 }
 
@@ -175,7 +184,8 @@ fn an_err_or_a_deadlock_fails_the_seed_with_its_tape_and_no_panic_place() {
             }
         },
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     let tape = dir.join("6.tape");
     let expected = format!(
         "seed 6 failed: seed 6 is unlucky\n  replay it alone: SIMTAPE_SEED=6 cargo test err \
@@ -194,7 +204,8 @@ fn an_err_or_a_deadlock_fails_the_seed_with_its_tape_and_no_panic_place() {
             receiver.recv().await;
         },
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         deadlock.starts_with("seed 3 failed: deadlock at t=0"),
         "{deadlock}"
@@ -215,17 +226,17 @@ fn the_overrides_pick_the_seeds_a_simulated_test_runs() {
     let spec = spec("krate::count", &template);
     let pass = |_host: Host| async {};
     let range = SeedOverride::parse(None, Some("100..130")).unwrap();
-    assert_eq!(run_test_with(&spec, 0..5, &range, pass), Ok(30));
+    assert_eq!(run_test_with(&spec, 0..5, &range, pass).unwrap(), 30);
     let one = SeedOverride::parse(Some("9"), Some("100..130")).unwrap();
-    assert_eq!(run_test_with(&spec, 0..5, &one, pass), Ok(1));
+    assert_eq!(run_test_with(&spec, 0..5, &one, pass).unwrap(), 1);
     assert_eq!(
-        run_test_with(&spec, 0..5, &SeedOverride::default(), pass),
-        Ok(5)
+        run_test_with(&spec, 0..5, &SeedOverride::default(), pass).unwrap(),
+        5
     );
     let seen = run_test_with(&spec, 0..5, &one, |host: Host| async move {
         assert_eq!(host.seed(), 7);
     });
-    assert!(seen.unwrap_err().starts_with("seed 9 failed: "));
+    assert_eq!(seen.unwrap_err().seed, 9);
 }
 
 #[simtape::test(seeds = 40..60)]

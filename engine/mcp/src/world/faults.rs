@@ -9,11 +9,14 @@
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use simtape::rng::Ratio;
 
-/// What an injected fault does to a `tools/call`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What an injected fault does to a `tools/call`. This is the one list of MCP fault kinds:
+/// a world spec's `faults` and a scenario's `[[faults.mcp]]` both decode to it, and
+/// `WorldServer` applies it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultKind {
     /// Answer a JSON-RPC error (e.g. code 429 or 503 with `data: {"retryAfterMs": 1000}`).
@@ -50,8 +53,11 @@ pub enum FaultKind {
     },
 }
 
+/// A timeout fault's wait when the rule gives none.
+pub const TIMEOUT_DEFAULT_MS: u64 = 30_000;
+
 fn default_timeout_ms() -> u64 {
-    30_000
+    TIMEOUT_DEFAULT_MS
 }
 
 impl FaultKind {
@@ -67,7 +73,7 @@ impl FaultKind {
 }
 
 /// One fault rule as written in a spec.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultRule {
     /// The tool this rule applies to, or `*` for all.
@@ -76,15 +82,31 @@ pub struct FaultRule {
     /// Fire on this 1-based call number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_call: Option<u64>,
-    /// Fire with this integer-ratio probability, e.g. `"1/5"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probability: Option<String>,
+    /// Fire with this probability, written as an integer ratio such as `"1/5"` and parsed
+    /// once, when the spec loads.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "probability"
+    )]
+    pub probability: Option<Ratio>,
     /// What happens when the rule fires.
     pub fault: FaultKind,
 }
 
 fn any_tool() -> String {
     "*".into()
+}
+
+/// Reads a rule's `probability` as the spec writes it (`"n/d"`, or `null` for none); a bad
+/// ratio is a shape error, so serde places it at its line and column.
+fn probability<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Ratio>, D::Error> {
+    let Some(text) = Option::<String>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let ratio = parse_ratio(&text)
+        .map_err(|error| serde::de::Error::custom(format_args!("`probability`: {error}")))?;
+    Ok(Some(ratio))
 }
 
 /// A probability that is not an integer ratio. Not fatal: the spec is refused when it loads.
@@ -95,35 +117,30 @@ pub struct RatioError {
     pub text: String,
 }
 
-/// Parses `"n/d"` into `(n, d)` with `d > 0` and `n <= d`.
+/// Parses `"n/d"` with `d > 0` and `n <= d`, as written (`"2/10"` stays two tenths). Only
+/// this form: a world spec takes neither the scenario format's `"n%"` nor a bare `"1"`.
 ///
 /// ```
+/// use simtape::rng::Ratio;
 /// use simtape_mcp::world::faults::parse_ratio;
-/// assert_eq!(parse_ratio("1/5"), Ok((1, 5)));
+/// assert_eq!(parse_ratio("1/5"), Ok(Ratio::new(1, 5).unwrap()));
 /// assert!(parse_ratio("0.2").is_err());
 /// assert!(parse_ratio("6/5").is_err());
 /// ```
-pub fn parse_ratio(text: &str) -> Result<(u64, u64), RatioError> {
+pub fn parse_ratio(text: &str) -> Result<Ratio, RatioError> {
     let bad = || RatioError {
         text: text.to_string(),
     };
     let (n, d) = text.split_once('/').ok_or_else(bad)?;
     let n: u64 = n.trim().parse().map_err(|_| bad())?;
     let d: u64 = d.trim().parse().map_err(|_| bad())?;
-    if d == 0 || n > d {
-        return Err(bad());
-    }
-    Ok((n, d))
+    Ratio::new(n, d).ok_or_else(bad)
 }
 
 #[derive(Debug, Clone)]
 enum Trigger {
     OnCall(u64),
-    Chance {
-        numerator: u64,
-        denominator: u64,
-        rng: Box<ChaCha12Rng>,
-    },
+    Chance { ratio: Ratio, rng: Box<ChaCha12Rng> },
 }
 
 /// The fault rules of a world, with their random streams.
@@ -140,16 +157,13 @@ impl FaultPlan {
             .iter()
             .enumerate()
             .map(|(index, rule)| {
-                let trigger = match (&rule.on_call, &rule.probability) {
-                    (Some(n), None) => Trigger::OnCall(*n),
-                    (None, Some(p)) => {
-                        let (numerator, denominator) =
-                            parse_ratio(p).expect("ratios are checked when the spec loads");
+                let trigger = match (rule.on_call, rule.probability) {
+                    (Some(n), None) => Trigger::OnCall(n),
+                    (None, Some(ratio)) => {
                         let mut rng = ChaCha12Rng::seed_from_u64(seed);
                         rng.set_stream(index as u64);
                         Trigger::Chance {
-                            numerator,
-                            denominator,
+                            ratio,
                             rng: Box::new(rng),
                         }
                     }
@@ -173,14 +187,11 @@ impl FaultPlan {
             };
             let triggered = match trigger {
                 Trigger::OnCall(n) => *n == number,
-                Trigger::Chance {
-                    numerator,
-                    denominator,
-                    rng,
-                } => {
+                Trigger::Chance { ratio, rng } => {
                     // Lemire's multiply-shift maps 64 random bits onto [0, d) without floats.
-                    let draw = (u128::from(rng.next_u64()) * u128::from(*denominator)) >> 64;
-                    draw < u128::from(*numerator)
+                    let denominator = u128::from(ratio.denominator());
+                    let draw = (u128::from(rng.next_u64()) * denominator) >> 64;
+                    draw < u128::from(ratio.numerator())
                 }
             };
             if triggered && fired.is_none() {
@@ -199,7 +210,7 @@ mod tests {
         FaultRule {
             tool: tool.into(),
             on_call,
-            probability: probability.map(str::to_string),
+            probability: probability.map(|text| parse_ratio(text).unwrap()),
             fault: FaultKind::ToolError {
                 message: "x".into(),
             },
@@ -220,6 +231,32 @@ mod tests {
         assert_ne!(run(7), run(8));
         let fired = run(7).iter().filter(|f| **f).count();
         assert!((60..140).contains(&fired), "{fired} of 400 at 1/4");
+    }
+
+    #[test]
+    fn a_probability_is_parsed_once_as_written() {
+        // Goal: a spec's `"n/d"` loads as that exact ratio (not reduced: the draw divides by
+        // d), writes back as the same text, and anything else is refused at load.
+        let text = r#"{"tool": "t", "probability": " 2 / 10 ", "fault": {"kind": "timeout"}}"#;
+        let rule: FaultRule = serde_json::from_str(text).unwrap();
+        assert_eq!(rule.probability, Ratio::new(2, 10));
+        let written = serde_json::to_value(&rule).unwrap();
+        assert_eq!(written["probability"], "2/10");
+        let none: FaultRule = serde_json::from_str(
+            r#"{"on_call": 1, "probability": null, "fault": {"kind": "timeout"}}"#,
+        )
+        .unwrap();
+        assert_eq!(none.probability, None);
+        for bad in ["25%", "1", "3/2", "1/0"] {
+            let text = format!(r#"{{"probability": "{bad}", "fault": {{"kind": "timeout"}}}}"#);
+            let error = serde_json::from_str::<FaultRule>(&text)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(&format!("`probability`: `{bad}` is not an integer ratio")),
+                "{error}"
+            );
+        }
     }
 
     #[test]
