@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Bytes, Incoming};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use simtape::inbox::{Inbox, Outbox};
 use simtape::run::{Progress, Run};
 use smol::channel::{Receiver, Sender};
@@ -23,7 +23,8 @@ use smol::channel::{Receiver, Sender};
 use simtape_agent::AgentExit;
 
 use crate::adapter::EventKind;
-use crate::gateway::{GatewayInput, HttpRequest, HttpResponse};
+use crate::body::ResponseBody;
+use crate::gateway::{BodyEnd, GatewayInput, HttpRequest, HttpResponse};
 
 /// The largest request body the gateway reads (Claude Code's requests are ~50 KB).
 pub(crate) const REQUEST_BYTES_MAX: usize = 32 << 20;
@@ -63,7 +64,7 @@ async fn connection(stream: smol::net::TcpStream, tx: Sender<Pending>) {
 async fn exchange(
     request: hyper::Request<Incoming>,
     tx: &Sender<Pending>,
-) -> hyper::Response<Full<Bytes>> {
+) -> hyper::Response<ResponseBody> {
     let (parts, body) = request.into_parts();
     let body = match Limited::new(body, REQUEST_BYTES_MAX).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -89,7 +90,7 @@ async fn exchange(
     }
 }
 
-fn plain(status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
+fn plain(status: u16, message: &str) -> hyper::Response<ResponseBody> {
     let body = serde_json::json!({"error": {"type": "simtape_serve", "message": message}});
     http_response(HttpResponse {
         id: 0,
@@ -97,10 +98,11 @@ fn plain(status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
         headers: Vec::new(),
         content_type: "application/json",
         body: body.to_string(),
+        ending: BodyEnd::Complete,
     })
 }
 
-fn http_response(response: HttpResponse) -> hyper::Response<Full<Bytes>> {
+fn http_response(response: HttpResponse) -> hyper::Response<ResponseBody> {
     let mut builder = hyper::Response::builder()
         .status(response.status)
         .header("content-type", response.content_type);
@@ -108,7 +110,7 @@ fn http_response(response: HttpResponse) -> hyper::Response<Full<Bytes>> {
         builder = builder.header(name.as_str(), value.as_str());
     }
     builder
-        .body(Full::new(Bytes::from(response.body)))
+        .body(ResponseBody::new(response.body, response.ending))
         .expect("status and headers come from the gateway's fixed vocabulary")
 }
 
@@ -310,5 +312,6 @@ fn refusal(message: &str) -> HttpResponse {
         content_type: "application/json",
         body: serde_json::json!({"error": {"type": "simtape_serve", "message": message}})
             .to_string(),
+        ending: BodyEnd::Complete,
     }
 }
