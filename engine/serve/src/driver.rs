@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Bytes, Incoming};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use simtape::inbox::{Inbox, Outbox};
 use simtape::run::{Progress, Run};
 use smol::channel::{Receiver, Sender};
@@ -24,7 +24,8 @@ use crate::mcp_http::McpTransport;
 use simtape_agent::AgentExit;
 
 use crate::adapter::EventKind;
-use crate::gateway::{GatewayInput, HttpRequest, HttpResponse};
+use crate::body::ResponseBody;
+use crate::gateway::{BodyEnd, GatewayInput, HttpRequest, HttpResponse};
 
 use crate::limits::REQUEST_BYTES_MAX;
 
@@ -72,7 +73,7 @@ async fn exchange(
     request: hyper::Request<Incoming>,
     tx: &Sender<Pending>,
     mcp: &McpTransport,
-) -> hyper::Response<Full<Bytes>> {
+) -> hyper::Response<ResponseBody> {
     let (parts, body) = request.into_parts();
     if let Some(response) = mcp.answer_outside(parts.method.as_str(), parts.uri.path()) {
         return http_response(response);
@@ -103,7 +104,7 @@ async fn exchange(
     }
 }
 
-fn plain(status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
+fn plain(status: u16, message: &str) -> hyper::Response<ResponseBody> {
     let body = serde_json::json!({"error": {"type": "simtape_serve", "message": message}});
     http_response(HttpResponse {
         id: 0,
@@ -111,10 +112,11 @@ fn plain(status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
         headers: Vec::new(),
         content_type: "application/json",
         body: body.to_string(),
+        ending: BodyEnd::Complete,
     })
 }
 
-fn http_response(response: HttpResponse) -> hyper::Response<Full<Bytes>> {
+fn http_response(response: HttpResponse) -> hyper::Response<ResponseBody> {
     let mut builder = hyper::Response::builder()
         .status(response.status)
         .header("content-type", response.content_type);
@@ -122,7 +124,7 @@ fn http_response(response: HttpResponse) -> hyper::Response<Full<Bytes>> {
         builder = builder.header(name.as_str(), value.as_str());
     }
     builder
-        .body(Full::new(Bytes::from(response.body)))
+        .body(ResponseBody::new(response.body, response.ending))
         .expect("status and headers come from the gateway's fixed vocabulary")
 }
 
@@ -330,5 +332,6 @@ fn refusal(message: &str) -> HttpResponse {
         content_type: "application/json",
         body: serde_json::json!({"error": {"type": "simtape_serve", "message": message}})
             .to_string(),
+        ending: BodyEnd::Complete,
     }
 }

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use simtape::cap::fault_rules::{StreamFault, StreamMode};
 use simtape::cap::llm::{LlmError, Provider};
 use simtape::inbox::{Inbox, Outbox};
 use simtape::Host;
@@ -62,8 +63,22 @@ pub struct HttpResponse {
     pub headers: Vec<(String, String)>,
     /// `application/json` or `text/event-stream`.
     pub content_type: &'static str,
-    /// The whole body.
+    /// The body: all of it, or (a stream fault) the events sent before the stream breaks.
     pub body: String,
+    /// How the body ends on the wire.
+    pub ending: BodyEnd,
+}
+
+/// How a response body ends on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEnd {
+    /// The body is whole.
+    Complete,
+    /// A stream fault `cut`: the connection closes after the body, before the stream's end.
+    Cut,
+    /// A stream fault `stall`: nothing follows the body and the connection stays open until
+    /// the agent gives up or the session ends.
+    Stall,
 }
 
 /// What the gateway pipeline returns when its inbox closes.
@@ -240,9 +255,9 @@ async fn answer(
             return error(400, &message);
         }
     };
-    let llm = host.llm();
-    match llm.complete(served.request.clone()).await {
-        Ok(reply) => {
+    let reply = host.llm().complete_with_reply(served.request.clone()).await;
+    match reply.result {
+        Ok(answer) => {
             outcome.borrow_mut().model_calls += 1;
             let id = match provider {
                 Provider::AnthropicMessages => format!("msg_simtape_{:06}", request.id),
@@ -250,13 +265,19 @@ async fn answer(
                 Provider::OpenAiResponses => format!("resp_simtape_{:06}", request.id),
             };
             let created_unix_s = (host.start_unix_ns() + host.now_ns() as i64) / 1_000_000_000;
-            let rendered = provider.answer_body(&served, &reply, &id, created_unix_s);
+            // A stream fault breaks a stream; an answer that is not streamed arrives whole.
+            if let Some(fault) = reply.stream_fault.filter(|_| served.stream) {
+                let events = provider.answer_events(&served, &answer, &id, created_unix_s);
+                return broken_stream(host, request.id, fault, &events).await;
+            }
+            let rendered = provider.answer_body(&served, &answer, &id, created_unix_s);
             HttpResponse {
                 id: request.id,
                 status: 200,
                 headers: Vec::new(),
                 content_type: rendered.content_type,
                 body: rendered.body,
+                ending: BodyEnd::Complete,
             }
         }
         Err(LlmError::Http {
@@ -295,6 +316,38 @@ fn json_response(id: u64, status: u16, body: &Value) -> HttpResponse {
         headers: Vec::new(),
         content_type: "application/json",
         body: body.to_string(),
+        ending: BodyEnd::Complete,
+    }
+}
+
+/// The first of `events` that `fault` lets through, ending as it says. Where a seeded fault
+/// breaks is drawn from a stream of the request's own (never the LLM actor's), and a
+/// `stream_fault` event puts what was sent on the tape.
+async fn broken_stream(
+    host: &Host,
+    request_id: u64,
+    fault: StreamFault,
+    events: &[String],
+) -> HttpResponse {
+    let mut rng = host.rng(&format!("gateway/stream-fault/{request_id}"));
+    let sent = fault.events_sent(events.len() as u64, &mut rng);
+    let fields = json!({
+        "request": request_id,
+        "stream": fault.mode.name(),
+        "events": events.len(),
+        "sent": sent,
+    });
+    host.event("stream_fault", fields).await;
+    HttpResponse {
+        id: request_id,
+        status: 200,
+        headers: Vec::new(),
+        content_type: "text/event-stream",
+        body: events[..sent as usize].concat(),
+        ending: match fault.mode {
+            StreamMode::Cut => BodyEnd::Cut,
+            StreamMode::Stall => BodyEnd::Stall,
+        },
     }
 }
 

@@ -28,6 +28,7 @@ pub mod normalize;
 pub mod process;
 pub mod workdir;
 
+mod body;
 mod driver;
 
 use std::net::SocketAddr;
@@ -41,7 +42,7 @@ use simtape::tape::TapeReader;
 use simtape::{Builder, RunError, RunReport};
 use simtape_agent::AgentExit;
 
-pub use gateway::{GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
+pub use gateway::{BodyEnd, GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
 pub use normalize::Normalizer;
 
 /// The name of the gateway's inbox on the tape.

@@ -113,6 +113,7 @@ fn json_answer(id: u64, status: u16, body: String) -> HttpResponse {
         headers: Vec::new(),
         content_type: "application/json",
         body,
+        ending: crate::BodyEnd::Complete,
     }
 }
 

@@ -20,6 +20,15 @@ fn claude() -> Option<std::path::PathBuf> {
 }
 
 fn serve_once(claude: &Path, scratch: &Path, tape: &Path) -> Session {
+    serve_scenario(&common::example("claude-code"), claude, scratch, tape)
+}
+
+fn serve_scenario(
+    scenario: &simtape_agent::EvalScenario,
+    claude: &Path,
+    scratch: &Path,
+    tape: &Path,
+) -> Session {
     let agent = Agent {
         program: claude.display().to_string(),
         args: [
@@ -40,7 +49,7 @@ fn serve_once(claude: &Path, scratch: &Path, tape: &Path) -> Session {
             "1".into(),
         )],
     };
-    common::serve_in_scratch(&common::example("claude-code"), agent, scratch, tape)
+    common::serve_in_scratch(scenario, agent, scratch, tape)
 }
 
 #[test]
@@ -75,5 +84,47 @@ fn claude_code_runs_unchanged_retries_a_529_and_gives_identical_tapes() {
         !first.log.contains("<cwd>"),
         "the session log keeps the raw requests"
     );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn claude_code_retries_a_cut_stream() {
+    // Goal: Claude Code's first model call streams back cut mid-body (a `stream = "cut"`
+    // rule: no message_stop, the connection closed); Claude Code retries it on its own, the
+    // retry is answered whole, it writes the file, and two runs give the same tape bytes,
+    // which replay without it.
+    let Some(claude) = claude() else { return };
+    let scenario = simtape_agent::EvalScenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/claude-code-cut/scenario.toml"),
+    )
+    .unwrap();
+    let root = std::env::temp_dir().join(format!("simtape-claude-cut-{}", std::process::id()));
+    let first = serve_scenario(
+        &scenario,
+        &claude,
+        &root.join("one"),
+        &root.join("one.tape"),
+    );
+    assert_eq!(first.verdict, "ok");
+    assert_eq!(
+        first.written("hello.txt").as_deref(),
+        Some("hello from simtape\n")
+    );
+    assert_eq!(
+        (first.log.lines().count(), first.model_calls),
+        (3, 3),
+        "the cut Write turn, its retry, and the turn after the tool"
+    );
+    let second = serve_scenario(
+        &scenario,
+        &claude,
+        &root.join("two"),
+        &root.join("two.tape"),
+    );
+    assert!(
+        first.tape == second.tape,
+        "two runs of one seed give the same tape bytes"
+    );
+    common::assert_replays(&scenario, &root.join("one.tape"), &root.join("replay.tape"));
     std::fs::remove_dir_all(&root).unwrap();
 }

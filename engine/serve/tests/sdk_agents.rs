@@ -6,33 +6,15 @@
 //! into a venv and names its python in SIMTAPE_SERVE_PYTHON. Without it these tests print a
 //! skip notice, and fail when CI is true.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::time::Duration;
+
+use common::{python, repo};
 
 use simtape_agent::EvalScenario;
 use simtape_serve::{AgentCommand, ServeOptions, SETTLE_DEFAULT};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn in_ci() -> bool {
-    matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1"))
-}
-
-/// The python that has the SDKs, or `None` (after a skip notice) when there is none.
-fn python() -> Option<String> {
-    match std::env::var("SIMTAPE_SERVE_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ if in_ci() => panic!(
-            "SIMTAPE_SERVE_PYTHON is not set: .ci/run installs engine/serve/tests/peers/requirements.txt into a venv and exports it"
-        ),
-        _ => {
-            eprintln!("skip: SIMTAPE_SERVE_PYTHON is not set (pip install -r engine/serve/tests/peers/requirements.txt)");
-            None
-        }
-    }
-}
 
 struct Served {
     tape: Vec<u8>,
@@ -99,16 +81,7 @@ fn check_agent(agent: &str) {
     // Without the agent: the tape's inputs alone give the same bytes again.
     let eval =
         EvalScenario::load(&repo().join("examples/agents/python-sdk/scenario.toml")).unwrap();
-    let mut builder = eval.builder(0);
-    builder.tape(dir.join("replay.tape"));
-    let replayed = simtape_serve::replay(&mut builder, &dir.join("a.tape"))
-        .unwrap()
-        .unwrap();
-    assert_eq!(replayed.output.verdict(), "ok");
-    assert!(
-        std::fs::read(dir.join("replay.tape")).unwrap() == first.tape,
-        "{agent}: replay"
-    );
+    common::assert_replays(&eval, &dir.join("a.tape"), &dir.join("replay.tape"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use simtape::rng::Ratio;
 use simtape::scenario::{
-    FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, ScenarioError, Trigger,
+    FaultsSpec, FsFault, FsFaultKind, LlmFault, LlmFaultKind, ProcessFault, ScenarioError, Trigger,
 };
 use simtape_agent::{
     AdapterKind, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault,
@@ -284,15 +284,19 @@ fn a_complete_eval_scenario_decodes_every_table() {
             llm: vec![
                 LlmFault {
                     trigger: Trigger::OnCall(2),
-                    status: 429,
-                    retry_after_ms: Some(2_000),
-                    message: "injected fault: HTTP 429".into(),
+                    kind: LlmFaultKind::Http {
+                        status: 429,
+                        retry_after_ms: Some(2_000),
+                        message: "injected fault: HTTP 429".into(),
+                    },
                 },
                 LlmFault {
                     trigger: rate(1, 10),
-                    status: 503,
-                    retry_after_ms: None,
-                    message: "overloaded".into(),
+                    kind: LlmFaultKind::Http {
+                        status: 503,
+                        retry_after_ms: None,
+                        message: "overloaded".into(),
+                    },
                 },
             ],
             fs: vec![

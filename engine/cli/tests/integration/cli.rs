@@ -640,6 +640,14 @@ fn the_published_scenario_schema_accepts_every_shipped_scenario() {
     assert!(validator.is_valid(&as_json(agent)));
     let two_triggers = format!("{agent}[[faults.llm]]\non_call = 1\nrate = \"1/2\"\n");
     assert!(!validator.is_valid(&as_json(&two_triggers)));
+    let stream =
+        format!("{agent}[[faults.llm]]\non_call = 1\nstream = \"cut\"\nafter_events = 2\n");
+    assert!(validator.is_valid(&as_json(&stream)));
+    let stream_status =
+        format!("{agent}[[faults.llm]]\non_call = 1\nstream = \"stall\"\nstatus = 500\n");
+    assert!(!validator.is_valid(&as_json(&stream_status)));
+    let stray_after = format!("{agent}[[faults.llm]]\non_call = 1\nafter_events = 2\n");
+    assert!(!validator.is_valid(&as_json(&stray_after)));
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -47,17 +47,90 @@ impl FaultsSpec {
     }
 }
 
-/// A model call answered with an HTTP error instead of the fixture's response.
+/// A model call that fails: answered with an HTTP error, or answered with a stream that
+/// breaks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LlmFault {
     /// When it fires (counting model calls).
     pub trigger: Trigger,
-    /// The HTTP status (default 429).
-    pub status: u16,
-    /// The provider's retry hint, when it gives one.
-    pub retry_after_ms: Option<u64>,
-    /// The error message.
-    pub message: String,
+    /// What happens.
+    pub kind: LlmFaultKind,
+}
+
+/// What an LLM fault does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmFaultKind {
+    /// The call is answered with an HTTP error instead of the fixture's response.
+    Http {
+        /// The HTTP status (default 429).
+        status: u16,
+        /// The provider's retry hint, when it gives one.
+        retry_after_ms: Option<u64>,
+        /// The error message.
+        message: String,
+    },
+    /// The call is answered as usual, and a streamed answer breaks on the way
+    /// (`simtape serve`); an answer that is not streamed arrives whole.
+    Stream(StreamFault),
+}
+
+/// A streamed answer that breaks: after some of its server-sent events, the stream is cut
+/// or stalls, and never sends its final events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StreamFault {
+    /// How it breaks.
+    pub mode: StreamMode,
+    /// How many events arrive before it breaks (at most all but the last); `None` draws a
+    /// number from 1 to all but the last, seeded per request.
+    pub after_events: Option<u64>,
+}
+
+/// How a stream breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamMode {
+    /// The connection closes mid-body (no final events, no end of the chunked body).
+    Cut,
+    /// The stream stops sending and never finishes; the connection stays open until the
+    /// client gives up or the session ends.
+    Stall,
+}
+
+impl StreamMode {
+    /// Returns the mode's name in the scenario format (`cut`, `stall`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamMode::Cut => "cut",
+            StreamMode::Stall => "stall",
+        }
+    }
+}
+
+impl StreamFault {
+    /// Returns how many of a stream's `events` are sent before it breaks: `after_events`,
+    /// at most `events - 1` (the final event never arrives), or, without it, a number from
+    /// 1 to `events - 1` drawn from `rng`. A stream has at least two events.
+    ///
+    /// ```
+    /// use simtape::cap::fault_rules::{StreamFault, StreamMode};
+    /// use simtape::rng::RngStream;
+    /// let mut rng = RngStream::fork(0, "doc");
+    /// let given = StreamFault { mode: StreamMode::Cut, after_events: Some(40) };
+    /// assert_eq!(given.events_sent(9, &mut rng), 8);
+    /// let seeded = StreamFault { mode: StreamMode::Stall, after_events: None };
+    /// assert!((1..=8).contains(&seeded.events_sent(9, &mut rng)));
+    /// ```
+    pub fn events_sent(&self, events: u64, rng: &mut RngStream) -> u64 {
+        assert!(
+            events >= 2,
+            "every provider's stream has a first and a final event"
+        );
+        match self.after_events {
+            Some(after) => after.min(events - 1),
+            None => rng.range_inclusive(1, events - 1),
+        }
+    }
 }
 
 /// A filesystem operation that fails.

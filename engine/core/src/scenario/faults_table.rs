@@ -12,12 +12,24 @@ use super::extension::{listed, Listed};
 use super::fields::{one_of, Field, Fields};
 use super::schema::Capability;
 use super::tables::ratio;
-use crate::cap::fault_rules::{FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, Trigger};
+use crate::cap::fault_rules::{
+    FaultsSpec, FsFault, FsFaultKind, LlmFault, LlmFaultKind, ProcessFault, StreamFault,
+    StreamMode, Trigger,
+};
 
 /// The keys of `[faults]` the core decodes.
 const FAULTS_KEYS: [&str; 3] = ["llm", "fs", "process"];
-/// The keys of a `[[faults.llm]]` rule.
-const LLM_KEYS: [&str; 5] = ["on_call", "rate", "status", "retry_after", "message"];
+/// The keys of a `[[faults.llm]]` rule that answers with an HTTP error.
+const LLM_KEYS: [&str; 6] = [
+    "on_call",
+    "rate",
+    "status",
+    "retry_after",
+    "message",
+    "stream",
+];
+/// The keys of a `[[faults.llm]]` rule that breaks a stream (`stream = "cut"`).
+const LLM_STREAM_KEYS: [&str; 4] = ["on_call", "rate", "stream", "after_events"];
 /// The keys of a `[[faults.fs]]` rule.
 const FS_KEYS: [&str; 4] = ["op", "on_call", "rate", "kind"];
 /// The keys of a `[[faults.process]]` rule.
@@ -191,25 +203,62 @@ fn llm_rule(decoded: &mut Decoder, field: &Field<'_>) -> Option<LlmFault> {
     let what = "a [[faults.llm]] table like { on_call = 2, status = 429 }";
     let mut fields = decoded.table(field, what)?;
     let trigger = trigger(decoded, &mut fields);
-    let status = integer(
-        decoded,
-        &mut fields,
-        "status",
-        (400, 599),
-        LLM_STATUS_DEFAULT,
-    );
-    let retry_after_ms = retry_after(decoded, &mut fields);
-    let message = text(decoded, &mut fields, "message", "an error message");
-    fields.finish(
-        decoded,
-        &format!("unknown key, expected one of {}", one_of(&LLM_KEYS)),
-    );
-    let status = status? as u16;
+    let (kind, keys) = match fields.take("stream") {
+        Some(stream) => (
+            stream_fault(decoded, &mut fields, &stream).map(LlmFaultKind::Stream),
+            format!("{} (for a `stream` rule)", one_of(&LLM_STREAM_KEYS)),
+        ),
+        None => (http_fault(decoded, &mut fields), one_of(&LLM_KEYS)),
+    };
+    fields.finish(decoded, &format!("unknown key, expected one of {keys}"));
     Some(LlmFault {
         trigger: trigger?,
+        kind: kind?,
+    })
+}
+
+/// The rest of a rule that answers with an HTTP error.
+fn http_fault(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<LlmFaultKind> {
+    let status = integer(decoded, fields, "status", (400, 599), LLM_STATUS_DEFAULT);
+    let retry_after_ms = retry_after(decoded, fields);
+    let message = text(decoded, fields, "message", "an error message");
+    if let Some(after) = fields.take("after_events") {
+        let message = "`after_events` needs `stream = \"cut\"` or `stream = \"stall\"`";
+        decoded.problem(after.span, after.path, message.to_string());
+    }
+    let status = status? as u16;
+    Some(LlmFaultKind::Http {
         status,
         retry_after_ms: retry_after_ms?,
         message: message?.unwrap_or_else(|| format!("injected fault: HTTP {status}")),
+    })
+}
+
+/// The rest of a rule that breaks a stream (`stream` is its mode); `after_events` only here.
+fn stream_fault(
+    decoded: &mut Decoder,
+    fields: &mut Fields<'_>,
+    stream: &Field<'_>,
+) -> Option<StreamFault> {
+    const MODE: &str = "a stream fault `cut` or `stall`";
+    let mode = match decoded.string(stream, MODE) {
+        Some("cut") => Some(StreamMode::Cut),
+        Some("stall") => Some(StreamMode::Stall),
+        Some(_) => {
+            decoded.expected(stream, MODE);
+            None
+        }
+        None => None,
+    };
+    let after_events = match fields.take("after_events") {
+        Some(after) => decoded
+            .integer(&after, 0, i64::MAX, "a number of events from 0")
+            .map(|n| Some(n as u64)),
+        None => Some(None),
+    };
+    Some(StreamFault {
+        mode: mode?,
+        after_events: after_events?,
     })
 }
 

@@ -65,7 +65,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::cap::fault_rules::{
-    FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, Trigger,
+    FaultsSpec, FsFault, FsFaultKind, LlmFault, LlmFaultKind, ProcessFault, StreamFault,
+    StreamMode, Trigger,
 };
 pub use error::ScenarioError;
 pub use extension::{CoreOnly, Extension, Listed, Tables};

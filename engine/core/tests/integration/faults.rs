@@ -10,7 +10,10 @@ use simtape::cap::process::{
     Command, ExitStatus, ProcessActor, ProcessError, ProcessHandle, ProcessTape,
 };
 use simtape::rng::Ratio;
-use simtape::scenario::{FsFault, FsFaultKind, LlmFault, ProcessFault, ScenarioFailure, Trigger};
+use simtape::scenario::{
+    FsFault, FsFaultKind, LlmFault, LlmFaultKind, ProcessFault, ScenarioFailure, StreamFault,
+    StreamMode, Trigger,
+};
 use simtape::time::now_ns;
 use simtape::{RunReport, Sim};
 
@@ -75,9 +78,11 @@ fn llm_actor() -> LlmActor {
 fn llm_fault(trigger: Trigger) -> LlmFault {
     LlmFault {
         trigger,
-        status: 429,
-        retry_after_ms: Some(2_000),
-        message: "rate limited".into(),
+        kind: LlmFaultKind::Http {
+            status: 429,
+            retry_after_ms: Some(2_000),
+            message: "rate limited".into(),
+        },
     }
 }
 
@@ -144,6 +149,51 @@ fn on_call_llm_faults_leave_the_other_calls_jitter_in_order() {
     assert_eq!(latencies(&faulted), latencies(&plain));
     // The jitter is real: the latencies differ between calls.
     assert_ne!(latencies(&plain)[0], latencies(&plain)[1]);
+}
+
+#[test]
+fn a_stream_fault_answers_its_call_and_marks_the_reply_without_moving_any_draw() {
+    // Goal: a stream rule's call is answered by the fixture as usual (same entries, same
+    // latencies as a run without faults); only its reply carries the rule's stream fault, and
+    // only that reply's tape record grows by it.
+    let cut = StreamFault {
+        mode: StreamMode::Cut,
+        after_events: Some(3),
+    };
+    let rule = LlmFault {
+        trigger: Trigger::OnCall(2),
+        kind: LlmFaultKind::Stream(cut),
+    };
+    let replies = |actor: LlmActor| {
+        let mut builder = Sim::builder();
+        builder.seed(5).tape_in_memory();
+        let llm = LlmHandle::new(builder.actor("llm", actor));
+        let report = builder
+            .build()
+            .unwrap()
+            .run(move |_host| async move {
+                let mut replies = Vec::new();
+                for _ in 0..3 {
+                    let start = now_ns();
+                    let request = ChatRequest::new("m", vec![Message::user("go")]);
+                    let reply = llm.complete_with_reply(request).await;
+                    replies.push((reply, now_ns() - start));
+                }
+                replies
+            })
+            .unwrap();
+        let tape = tape(&report);
+        (report.output, tape)
+    };
+    let (plain, plain_tape) = replies(llm_actor());
+    let (faulted, faulted_tape) = replies(llm_actor().with_faults(vec![rule]));
+    let faults: Vec<Option<StreamFault>> = faulted.iter().map(|(r, _)| r.stream_fault).collect();
+    assert_eq!(faults, [None, Some(cut), None]);
+    for ((plain, plain_ns), (faulted, faulted_ns)) in plain.iter().zip(&faulted) {
+        assert_eq!(plain.result, faulted.result);
+        assert_eq!(plain_ns, faulted_ns);
+    }
+    assert!(faulted_tape.len() > plain_tape.len());
 }
 
 #[test]

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use simtape::rng::RngStream;
 use simtape::scenario::decoder::Decoder;
 use simtape::scenario::{
-    CallError, Extension, Listed, Scenario, ScenarioError, ScenarioFailure, ScenarioReport,
-    ScenarioRunError, Tables,
+    CallError, Extension, Listed, LlmFaultKind, Scenario, ScenarioError, ScenarioFailure,
+    ScenarioReport, ScenarioRunError, StreamFault, StreamMode, Tables,
 };
 use simtape::tape::{RecordKind, TapeReader};
 use simtape::{RunSummary, SimError};
@@ -693,6 +693,40 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
             "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`",
             "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`",
+        ]
+    );
+}
+
+#[test]
+fn stream_fault_rules_decode_with_exact_errors() {
+    // Goal: `stream = "cut" | "stall"` with an optional `after_events` decodes into a stream
+    // fault; a bad mode, a negative count, an HTTP key beside `stream` and `after_events`
+    // without `stream` are each reported at their own place.
+    let good = "[llm]\nfixture = \"ask.jsonl\"\n[[faults.llm]]\non_call = 2\nstream = \"cut\"\nafter_events = 3\n[[faults.llm]]\nrate = \"1/4\"\nstream = \"stall\"\n";
+    let source = with_task(good, "{ sleep = \"1s\" }");
+    let scenario = parse_at(&source, &test_data().join("stream.toml")).unwrap();
+    let kinds: Vec<&LlmFaultKind> = scenario.faults().llm.iter().map(|f| &f.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            &LlmFaultKind::Stream(StreamFault {
+                mode: StreamMode::Cut,
+                after_events: Some(3)
+            }),
+            &LlmFaultKind::Stream(StreamFault {
+                mode: StreamMode::Stall,
+                after_events: None
+            }),
+        ]
+    );
+    let bad = "[llm]\nfixture = \"f\"\n[[faults.llm]]\non_call = 1\nstream = \"drop\"\n[[faults.llm]]\non_call = 1\nstream = \"cut\"\nafter_events = -1\nstatus = 500\n[[faults.llm]]\non_call = 1\nafter_events = 2\n";
+    assert_eq!(
+        problems(&with_task(bad, "{ sleep = \"1s\" }")),
+        [
+            "s.toml:7:10: field `faults.llm[0].stream`: expected a stream fault `cut` or `stall`, found \"drop\"",
+            "s.toml:11:16: field `faults.llm[1].after_events`: expected a number of events from 0, found -1",
+            "s.toml:12:1: field `faults.llm[1].status`: unknown key, expected one of `on_call`, `rate`, `stream`, `after_events` (for a `stream` rule)",
+            "s.toml:15:16: field `faults.llm[2].after_events`: `after_events` needs `stream = \"cut\"` or `stream = \"stall\"`",
         ]
     );
 }

@@ -1,6 +1,9 @@
 //! What the tests of real agent CLIs share: the repository root, finding an installed agent
 //! binary among the npm peers, and one serve session of an agent in a scratch directory.
 
+// Each test binary uses a part of what is here.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,7 +26,7 @@ pub(crate) fn agent_peer(binary: &str, package: &str) -> Option<PathBuf> {
     if binary.is_file() {
         return Some(binary);
     }
-    if matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1")) {
+    if in_ci() {
         panic!(
             "{} is missing: the npm package {package} is not installed (npm ci --prefix engine/cli/tests/peers/agents)",
             binary.display()
@@ -31,6 +34,40 @@ pub(crate) fn agent_peer(binary: &str, package: &str) -> Option<PathBuf> {
     }
     eprintln!("skip: {package} is not installed (npm ci --prefix engine/cli/tests/peers/agents)");
     None
+}
+
+/// Returns the python that has the model SDKs (SIMTAPE_SERVE_PYTHON), or `None` after a skip
+/// notice when there is none; under CI it is a failure naming the step that installs them.
+pub(crate) fn python() -> Option<String> {
+    match std::env::var("SIMTAPE_SERVE_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if in_ci() => panic!(
+            "SIMTAPE_SERVE_PYTHON is not set: .ci/run installs engine/serve/tests/peers/requirements.txt into a venv and exports it"
+        ),
+        _ => {
+            eprintln!("skip: SIMTAPE_SERVE_PYTHON is not set (pip install -r engine/serve/tests/peers/requirements.txt)");
+            None
+        }
+    }
+}
+
+/// Returns whether the tests run under CI, where a missing peer is a failure.
+pub(crate) fn in_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1"))
+}
+
+/// Asserts that `tape`, replayed through `scenario` (seed 0) into `replay_tape` without any
+/// agent, ends `ok` and gives the same bytes.
+pub(crate) fn assert_replays(scenario: &EvalScenario, tape: &Path, replay_tape: &Path) {
+    let mut builder = scenario.builder(0);
+    builder.tape(replay_tape);
+    let replayed = simtape_serve::replay(&mut builder, tape).unwrap().unwrap();
+    assert_eq!(replayed.output.verdict(), "ok");
+    assert!(
+        std::fs::read(replay_tape).unwrap() == std::fs::read(tape).unwrap(),
+        "{} replays to the same bytes",
+        tape.display()
+    );
 }
 
 /// Returns the example scenario `examples/agents/<name>/scenario.toml`, loaded.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::digest::{Memo, Observed};
-use super::faults::fault_reply;
+use super::faults::{fire, Fired};
 use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
@@ -18,8 +18,7 @@ use super::request::{
     ChatRequest, ChatResponse, MatchText, Message, ToolCall, ToolDefinition, Usage,
 };
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
-use crate::cap::fault_rules::FaultRules;
-use crate::cap::fault_rules::LlmFault;
+use crate::cap::fault_rules::{FaultRules, LlmFault, StreamFault};
 use crate::cap::net::NetError;
 
 /// Lines of the last message that an [`LlmError::Unmatched`] shows.
@@ -118,6 +117,11 @@ pub struct LlmReply {
     pub usage: Option<Usage>,
     /// The answer or the error.
     pub result: Result<ChatResponse, LlmError>,
+    /// How a streamed answer breaks, when a stream rule of `[[faults.llm]]` fired on an
+    /// answered call. Last, and left out of the record when `None`, so tapes without stream
+    /// faults keep their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_fault: Option<StreamFault>,
 }
 
 /// Where answers come from; chosen when the actor is built, never switched during a run.
@@ -209,20 +213,23 @@ impl Llm {
 }
 
 impl LlmActor {
-    /// Sets the injected failures (`[[faults.llm]]`): a call a rule picks is answered with
-    /// [`LlmError::Http`] (the rule's status, message and `retry_after_ms`) after
-    /// [`super::faults::LLM_FAULT_LATENCY_NS`], and never reaches the backend. See
+    /// Sets the injected failures (`[[faults.llm]]`): a call an HTTP rule picks is answered
+    /// with [`LlmError::Http`] (the rule's status, message and `retry_after_ms`) after
+    /// [`super::faults::LLM_FAULT_LATENCY_NS`], and never reaches the backend; a call a stream
+    /// rule picks is answered as usual, with the rule's [`StreamFault`] on its reply. See
     /// `cap/llm/faults.rs` for the draws.
     ///
     /// ```
     /// use simtape::cap::llm::{ChatRequest, Llm, LlmError, LlmHandle, Message};
-    /// use simtape::cap::fault_rules::{LlmFault, Trigger};
+    /// use simtape::cap::fault_rules::{LlmFault, LlmFaultKind, Trigger};
     /// let fixture = "{\"simtape_llm\":1}\n{\"response\":{\"text\":\"Hi.\"}}\n";
     /// let fault = LlmFault {
     ///     trigger: Trigger::OnCall(1),
-    ///     status: 429,
-    ///     retry_after_ms: Some(2_000),
-    ///     message: "rate limited".to_string(),
+    ///     kind: LlmFaultKind::Http {
+    ///         status: 429,
+    ///         retry_after_ms: Some(2_000),
+    ///         message: "rate limited".to_string(),
+    ///     },
     /// };
     /// let actor = Llm::replay_str("inline", fixture).unwrap().with_faults(vec![fault]);
     /// let mut builder = simtape::Sim::builder();
@@ -274,16 +281,25 @@ impl Actor for LlmActor {
         let digest = observed.digest.clone();
         let input_bytes = observed.input_bytes;
         self.observed = Some(observed);
-        if let Some(response) = fault_reply(&mut self.faults, &digest, cx.rng) {
-            return Answer {
-                latency_ns: super::faults::LLM_FAULT_LATENCY_NS,
-                response,
-            };
-        }
-        match &mut self.backend {
+        let stream_fault = match fire(&mut self.faults, &digest, cx.rng) {
+            Some(Fired::Reply(response)) => {
+                return Answer {
+                    latency_ns: super::faults::LLM_FAULT_LATENCY_NS,
+                    response,
+                }
+            }
+            Some(Fired::Stream(stream)) => Some(stream),
+            None => None,
+        };
+        let mut answer = match &mut self.backend {
             Backend::Replay(replay) => replay.answer(request, digest, input_bytes, cx),
             Backend::Record(recorder) => recorder.answer(request, digest, cx),
+        };
+        // Only an answer streams; an error goes out as it is.
+        if answer.response.result.is_ok() {
+            answer.response.stream_fault = stream_fault;
         }
+        answer
     }
 
     fn encode_request(&mut self, request: &ChatRequest, body: &mut Vec<u8>) -> bool {
@@ -328,6 +344,7 @@ impl Replay {
                     alternative: None,
                     usage: None,
                     result: Err(error),
+                    stream_fault: None,
                 },
             };
         };
@@ -368,6 +385,7 @@ impl Replay {
                 alternative,
                 usage: result.as_ref().ok().map(|r| r.usage),
                 result,
+                stream_fault: None,
             },
         }
     }

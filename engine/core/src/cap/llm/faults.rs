@@ -1,6 +1,9 @@
-//! Injected model-call failures (`[[faults.llm]]`): a call a rule picks is answered with
-//! [`LlmError::Http`], the error a fixture's `error` entry gives, without reaching the
-//! backend: no fixture entry is used, no turn is counted, no provider is called.
+//! Injected model-call failures (`[[faults.llm]]`). A call an HTTP rule picks is answered
+//! with [`LlmError::Http`], the error a fixture's `error` entry gives, without reaching the
+//! backend: no fixture entry is used, no turn is counted, no provider is called. A call a
+//! stream rule picks is answered by the backend as usual, and its reply carries the
+//! [`StreamFault`] (`LlmReply::stream_fault`): `simtape serve` breaks the answer's event
+//! stream there; a caller that does not stream gets the whole answer.
 //!
 //! `on_call = n` fires on the n-th model call of the run (from 1, counting faulted calls and
 //! retries). `rate` draws from the LLM actor's own stream with the discipline of
@@ -9,34 +12,52 @@
 //! - a plan without rate rules draws nothing: the backend's alternative picks and latency
 //!   jitter are exactly those of a run without faults;
 //! - each rate rule moves the backend's later draws by one `chance` per call;
-//! - a faulted call takes none of the backend's draws (it picks no alternative and has no
-//!   jitter), so later calls draw where the faulted call would have.
+//! - a call an HTTP rule faults takes none of the backend's draws (it picks no alternative
+//!   and has no jitter), so later calls draw where the faulted call would have;
+//! - a call a stream rule faults takes the backend's draws as an unfaulted call does (where
+//!   the stream breaks is drawn by serve from a stream of its own, never from this one).
 
 use super::actor::{LlmError, LlmReply};
-use crate::cap::fault_rules::LlmFault;
-use crate::cap::fault_rules::{FaultRules, ANY_TARGET};
+use crate::cap::fault_rules::{FaultRules, LlmFault, LlmFaultKind, StreamFault, ANY_TARGET};
 use crate::rng::RngStream;
 
 /// The virtual latency of a faulted model call: an error comes back quickly, but not at once.
 pub const LLM_FAULT_LATENCY_NS: u64 = 20_000_000;
 
-/// Counts one model call and returns the reply of the rule of `faults` that fires on it, if
+/// What a fired rule asks of a call.
+pub(crate) enum Fired {
+    /// Answer with this error reply; the backend is not asked.
+    Reply(LlmReply),
+    /// Answer from the backend; a streamed answer breaks as this says.
+    Stream(StreamFault),
+}
+
+/// Counts one model call and returns what the rule of `faults` that fires on it asks, if
 /// any.
-pub(crate) fn fault_reply(
+pub(crate) fn fire(
     faults: &mut FaultRules<LlmFault>,
     request_digest: &str,
     rng: &mut RngStream,
-) -> Option<LlmReply> {
+) -> Option<Fired> {
     let rule = faults.fire(ANY_TARGET, rng)?;
-    Some(LlmReply {
+    let (status, message, retry_after_ms) = match &rule.kind {
+        LlmFaultKind::Stream(stream) => return Some(Fired::Stream(*stream)),
+        LlmFaultKind::Http {
+            status,
+            retry_after_ms,
+            message,
+        } => (*status, message.clone(), *retry_after_ms),
+    };
+    Some(Fired::Reply(LlmReply {
         request_digest: request_digest.to_string(),
         entry_line: None,
         alternative: None,
         usage: None,
         result: Err(LlmError::Http {
-            status: rule.status,
-            message: rule.message.clone(),
-            retry_after_ms: rule.retry_after_ms,
+            status,
+            message,
+            retry_after_ms,
         }),
-    })
+        stream_fault: None,
+    }))
 }

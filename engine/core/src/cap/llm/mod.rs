@@ -19,7 +19,8 @@
 //! - [`latency`] — the latency model and the default token rule.
 //! - `digest` — request digests and usage counts streamed from the structs; the per-run memo.
 //! - [`actor`] — [`LlmActor`], its [`Backend`] seam, [`LlmHandle`], [`LlmError`].
-//! - [`faults`] — injected HTTP errors by call number or seeded rate (`[[faults.llm]]`).
+//! - [`faults`] — injected HTTP errors and stream faults by call number or seeded rate
+//!   (`[[faults.llm]]`).
 //! - [`record`] — record mode: [`RecordConfig`], the recorder, the fixture it writes.
 //! - [`wire`] — the providers' wire formats ([`Provider`]): requests out, answers in.
 

@@ -294,6 +294,7 @@ impl LlmRecorder {
                 alternative: None,
                 usage: None,
                 result: Err(error),
+                stream_fault: None,
             },
         };
         if let Err(denied) = self.config.network.check(&self.host, self.port) {
@@ -341,6 +342,7 @@ impl LlmRecorder {
                 alternative,
                 usage: result.as_ref().ok().map(|r| r.usage),
                 result,
+                stream_fault: None,
             },
         }
     }

@@ -190,25 +190,40 @@ impl Provider {
                 body: body.to_string(),
             };
         }
-        let text = match self {
+        ServedBody {
+            content_type: "text/event-stream",
+            body: self
+                .answer_events(served, answer, id, created_unix_s)
+                .concat(),
+        }
+    }
+
+    /// Returns the server-sent events of `answer` as the provider streams them, each whole
+    /// (its lines and the blank line after them); [`Provider::answer_body`] joins them. A
+    /// stream fault sends the first few (at least two events make every stream: the final one
+    /// is `message_stop`, `[DONE]` or `response.completed`).
+    pub fn answer_events(
+        self,
+        served: &ServedRequest,
+        answer: &ChatResponse,
+        id: &str,
+        created_unix_s: i64,
+    ) -> Vec<String> {
+        match self {
             Provider::OpenAiChat => {
                 let chunks =
                     openai_chat::stream_chunks(answer, id, created_unix_s, served.include_usage);
-                let mut text: String = chunks
+                let mut events: Vec<String> = chunks
                     .iter()
                     .map(|chunk| format!("data: {chunk}\n\n"))
                     .collect();
-                text.push_str("data: [DONE]\n\n");
-                text
+                events.push("data: [DONE]\n\n".to_string());
+                events
             }
             Provider::OpenAiResponses => {
                 named_events(openai_responses::stream_events(answer, id, created_unix_s))
             }
             Provider::AnthropicMessages => named_events(anthropic::stream_events(answer, id)),
-        };
-        ServedBody {
-            content_type: "text/event-stream",
-            body: text,
         }
     }
 
@@ -225,7 +240,7 @@ impl Provider {
 }
 
 /// Returns server-sent events that name their type (`event:`) beside their data.
-fn named_events(events: Vec<(&'static str, Value)>) -> String {
+fn named_events(events: Vec<(&'static str, Value)>) -> Vec<String> {
     events
         .iter()
         .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
@@ -560,5 +575,43 @@ mod tests {
             (parsed.text, parsed.tool_calls),
             (answer.text, answer.tool_calls)
         );
+    }
+
+    #[test]
+    fn a_broken_stream_lacks_each_providers_final_event() {
+        // Goal: every provider's stream ends in its final event, which a stream fault never
+        // sends, even when asked for more events than the stream has.
+        use crate::cap::fault_rules::{StreamFault, StreamMode};
+        let answer = ChatResponse {
+            model: "m".into(),
+            text: "Hi.".into(),
+            tool_calls: Vec::new(),
+            stop_reason: "end_turn".into(),
+            usage: Usage::default(),
+        };
+        let served = ServedRequest {
+            request: conversation(),
+            stream: true,
+            include_usage: false,
+        };
+        let fault = StreamFault {
+            mode: StreamMode::Cut,
+            after_events: Some(1_000),
+        };
+        let mut rng = crate::rng::RngStream::fork(0, "test");
+        for (provider, last) in [
+            (Provider::AnthropicMessages, "event: message_stop\n"),
+            (Provider::OpenAiChat, "data: [DONE]\n"),
+            (Provider::OpenAiResponses, "event: response.completed\n"),
+        ] {
+            let events = provider.answer_events(&served, &answer, "id", 0);
+            assert!(events.last().unwrap().starts_with(last), "{provider:?}");
+            let sent = fault.events_sent(events.len() as u64, &mut rng) as usize;
+            assert_eq!(sent, events.len() - 1);
+            assert!(
+                !events[..sent].concat().contains(last.trim_end()),
+                "{provider:?}"
+            );
+        }
     }
 }
