@@ -6,6 +6,8 @@
 //! - [`runner`]: interleaved rounds, medians, and the checks that every run did the work.
 //! - [`report`]: the table, its JSON, and the performance bars.
 //! - [`scenario`]: the reference eval scenario: runs per second, and a sweep on 1 and 2 threads.
+//! - [`serve`]: `simtape serve`'s round trip for a 50 KB request, JSON and SSE, beside aimock.
+//! - [`claude_code`]: Claude Code's runs per minute under simtape and against a bare mock.
 //! - [`wasi`]: the WASI sandbox: a cached 24 h sleeper guest per run, and its fuel.
 //!
 //! ```
@@ -18,9 +20,11 @@
 
 #![warn(missing_docs)]
 
+pub mod claude_code;
 pub mod frameworks;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod serve;
 pub mod wasi;
 pub mod workloads;
