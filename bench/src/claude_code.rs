@@ -114,6 +114,7 @@ pub fn bare_run(eval: &EvalScenario, claude: &Path) -> Result<(), String> {
         &Places {
             base_url: &base_url,
             home: &home,
+            mcp: None,
         },
     );
     // The scenario's timeout bounds a bare run too: an agent that hangs is killed (on drop).
