@@ -3,6 +3,8 @@
 //! and `simtape::testing::run_test` does the work, so the expansion names nothing but
 //! `::simtape` and `::core` paths.
 
+#![warn(missing_docs)]
+
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
 use quote::{quote, ToTokens};

@@ -204,7 +204,7 @@ pub fn run_command(
     let program = resolve_program(&spec, options.program.as_deref(), &scenario_dir)?;
     let (inputs, responses) = crate::register(builder);
     let executor = Rc::new(smol::LocalExecutor::new());
-    let session = Session {
+    let program_run = ProgramRun {
         scenario,
         spec,
         program,
@@ -212,10 +212,11 @@ pub fn run_command(
         inputs,
         responses,
     };
-    smol::block_on(executor.run(session.run(executor.clone(), builder)))
+    smol::block_on(executor.run(program_run.run(executor.clone(), builder)))
 }
 
-struct Session<'a> {
+/// One run of an agent program, before it starts: what it runs and where it reports.
+struct ProgramRun<'a> {
     scenario: &'a EvalScenario,
     spec: CommandAgentSpec,
     program: PathBuf,
@@ -224,7 +225,7 @@ struct Session<'a> {
     responses: Outbox<HttpResponse>,
 }
 
-impl Session<'_> {
+impl ProgramRun<'_> {
     async fn run(
         self,
         executor: Rc<smol::LocalExecutor<'static>>,

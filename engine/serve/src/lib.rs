@@ -18,6 +18,8 @@
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
 
+#![warn(missing_docs)]
+
 pub mod adapter;
 pub mod bridge;
 pub mod command;
