@@ -1,28 +1,17 @@
 //! Decoding of `[[faults.mcp]]`: tool calls to an MCP world server that fail, by call number
-//! or seeded rate, with the trigger and value decoders the core's own rules use. Each kind
-//! decodes straight into the world's `FaultKind` (which owns what a kind does), so this file
-//! is the only other place a new kind is added.
+//! or seeded rate, with the trigger and value decoders the core's own rules use. The keys of
+//! each kind are decoded by the world's fault module (`KINDS`, `decode_kind`), which owns what
+//! a kind does: a new kind is added there alone.
 
-use simtape::scenario::decoder::{
-    integer, one_of, required_text, retry_after, rule_array, text, trigger, Decoder, Field, Fields,
-};
+use simtape::scenario::decoder::{one_of, rule_array, text, trigger, Decoder, Field};
 
-use simtape_mcp::world::faults::{FaultKind, TIMEOUT_DEFAULT_MS};
+use simtape_mcp::world::faults::{decode_kind, KINDS};
 
 use super::mcp::{Lookup, Servers};
 use crate::spec::McpFault;
 
 /// The keys every `[[faults.mcp]]` rule takes, whatever its kind.
 const MCP_KEYS: [&str; 5] = ["server", "tool", "on_call", "rate", "kind"];
-/// The MCP fault kinds and the keys each adds.
-const MCP_KINDS: [(&str, &[&str]); 4] = [
-    ("rpc_error", &["code", "message", "retry_after"]),
-    ("timeout", &["after"]),
-    ("tool_error", &["message"]),
-    ("partial_write", &["ops"]),
-];
-const MCP_RPC_CODE_DEFAULT: i64 = 429;
-const MCP_RPC_MESSAGE_DEFAULT: &str = "rate limited";
 
 /// Decodes the rule array `faults.mcp`; `servers` are the `[[mcp]]` servers a rule may name.
 pub(crate) fn mcp_rules(
@@ -46,13 +35,13 @@ fn mcp_rule(decoded: &mut Decoder, field: &Field<'_>, servers: &Servers) -> Opti
     };
     let tool = text(decoded, &mut fields, "tool", "a tool name or \"*\"");
     let trigger = trigger(decoded, &mut fields);
-    let kinds: Vec<&str> = MCP_KINDS.iter().map(|(kind, _)| *kind).collect();
+    let kinds: Vec<&str> = KINDS.iter().map(|(kind, _)| *kind).collect();
     let what = format!("a fault kind {}", one_of(&kinds));
     let kind = match fields.take("kind") {
         Some(kind) => match decoded.string(&kind, &what) {
-            Some(name) => match MCP_KINDS.iter().find(|(known, _)| *known == name) {
+            Some(name) => match KINDS.iter().find(|(known, _)| *known == name) {
                 Some((name, extras)) => {
-                    let kind = mcp_kind(decoded, &mut fields, name);
+                    let kind = decode_kind(decoded, &mut fields, name);
                     let keys: Vec<&str> = MCP_KEYS.iter().chain(extras.iter()).copied().collect();
                     fields.finish(
                         decoded,
@@ -81,56 +70,6 @@ fn mcp_rule(decoded: &mut Decoder, field: &Field<'_>, servers: &Servers) -> Opti
         trigger: trigger?,
         kind: kind?,
     })
-}
-
-/// The kind-specific keys of an MCP fault.
-fn mcp_kind(decoded: &mut Decoder, fields: &mut Fields<'_>, kind: &str) -> Option<FaultKind> {
-    match kind {
-        "rpc_error" => {
-            let code = integer(
-                decoded,
-                fields,
-                "code",
-                (i64::MIN, i64::MAX),
-                MCP_RPC_CODE_DEFAULT,
-            );
-            let message = text(decoded, fields, "message", "an error message");
-            let retry_after_ms = retry_after(decoded, fields);
-            Some(FaultKind::RpcError {
-                code: code?,
-                message: message?.unwrap_or_else(|| MCP_RPC_MESSAGE_DEFAULT.to_string()),
-                // The world's error data carries the hint as MCP clients read it.
-                data: retry_after_ms?.map(|ms| serde_json::json!({ "retryAfterMs": ms })),
-            })
-        }
-        "timeout" => {
-            let after_ms = match fields.take("after") {
-                Some(after) => decoded.duration_ms(&after),
-                None => Some(TIMEOUT_DEFAULT_MS),
-            };
-            Some(FaultKind::Timeout {
-                after_ms: after_ms?,
-            })
-        }
-        "tool_error" => {
-            let message = required_text(decoded, fields, "message", "the tool error's text");
-            Some(FaultKind::ToolError { message: message? })
-        }
-        _ => {
-            const WHAT: &str = "how many operations land, an integer from 0";
-            let ops = match fields.take("ops") {
-                Some(ops) => decoded.integer(&ops, 0, i64::MAX, WHAT),
-                None => {
-                    decoded.missing(fields, "ops", WHAT);
-                    None
-                }
-            };
-            Some(FaultKind::PartialWrite {
-                ops: usize::try_from(ops?).unwrap_or(usize::MAX),
-                message: None,
-            })
-        }
-    }
 }
 
 /// The server of an MCP fault: an `[[mcp]]` server backed by a world (only a world has

@@ -12,6 +12,7 @@ use rand_chacha::ChaCha12Rng;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use simtape::rng::Ratio;
+use simtape::scenario::decoder::{integer, required_text, retry_after, text, Decoder, Fields};
 
 /// What an injected fault does to a `tools/call`. This is the one list of MCP fault kinds:
 /// a world spec's `faults` and a scenario's `[[faults.mcp]]` both decode to it, and
@@ -55,6 +56,74 @@ pub enum FaultKind {
 
 /// A timeout fault's wait when the rule gives none.
 pub const TIMEOUT_DEFAULT_MS: u64 = 30_000;
+
+/// The fault kinds of a scenario's `[[faults.mcp]]` rules, with the keys each adds beside the
+/// rule's own (`server`, `tool`, the trigger, `kind`); [`decode_kind`] reads them.
+pub const KINDS: [(&str, &[&str]); 4] = [
+    ("rpc_error", &["code", "message", "retry_after"]),
+    ("timeout", &["after"]),
+    ("tool_error", &["message"]),
+    ("partial_write", &["ops"]),
+];
+/// The JSON-RPC error code of an `rpc_error` rule that names none.
+const RPC_CODE_DEFAULT: i64 = 429;
+/// The message of an `rpc_error` rule that names none.
+const RPC_MESSAGE_DEFAULT: &str = "rate limited";
+
+/// Decodes the keys of the `[[faults.mcp]]` kind `kind` (one of [`KINDS`]) from a scenario
+/// file, with the core's decoder (problems placed at their file, line and field).
+pub fn decode_kind(
+    decoded: &mut Decoder,
+    fields: &mut Fields<'_>,
+    kind: &str,
+) -> Option<FaultKind> {
+    match kind {
+        "rpc_error" => {
+            let code = integer(
+                decoded,
+                fields,
+                "code",
+                (i64::MIN, i64::MAX),
+                RPC_CODE_DEFAULT,
+            );
+            let message = text(decoded, fields, "message", "an error message");
+            let retry_after_ms = retry_after(decoded, fields);
+            Some(FaultKind::RpcError {
+                code: code?,
+                message: message?.unwrap_or_else(|| RPC_MESSAGE_DEFAULT.to_string()),
+                // The world's error data carries the hint as MCP clients read it.
+                data: retry_after_ms?.map(|ms| serde_json::json!({ "retryAfterMs": ms })),
+            })
+        }
+        "timeout" => {
+            let after_ms = match fields.take("after") {
+                Some(after) => decoded.duration_ms(&after),
+                None => Some(TIMEOUT_DEFAULT_MS),
+            };
+            Some(FaultKind::Timeout {
+                after_ms: after_ms?,
+            })
+        }
+        "tool_error" => {
+            let message = required_text(decoded, fields, "message", "the tool error's text");
+            Some(FaultKind::ToolError { message: message? })
+        }
+        _ => {
+            const WHAT: &str = "how many operations land, an integer from 0";
+            let ops = match fields.take("ops") {
+                Some(ops) => decoded.integer(&ops, 0, i64::MAX, WHAT),
+                None => {
+                    decoded.missing(fields, "ops", WHAT);
+                    None
+                }
+            };
+            Some(FaultKind::PartialWrite {
+                ops: usize::try_from(ops?).unwrap_or(usize::MAX),
+                message: None,
+            })
+        }
+    }
+}
 
 fn default_timeout_ms() -> u64 {
     TIMEOUT_DEFAULT_MS
