@@ -232,7 +232,16 @@ impl EvalScenario {
     /// then the `agent` record actor. Add a tape before [`EvalScenario::run`]; register
     /// nothing before these.
     pub fn builder(&self, seed: u64) -> Builder {
-        let mut builder = self.shared.scenario.builder(seed);
+        self.builder_from(self.shared.scenario.builder(seed))
+    }
+
+    /// Like [`EvalScenario::builder`], with `llm` as the run's model instead of the `[llm]`
+    /// fixture's (a record-mode actor: `simtape serve --record-llm`).
+    pub fn builder_with_llm(&self, seed: u64, llm: simtape::cap::llm::LlmActor) -> Builder {
+        self.builder_from(self.shared.scenario.builder_with_llm(seed, Some(llm)))
+    }
+
+    fn builder_from(&self, mut builder: Builder) -> Builder {
         let refs = self.shared.register(&mut builder);
         let ids = |refs: &Refs| {
             let mcp: Vec<u16> = refs.mcp.iter().map(|r| r.id()).collect();

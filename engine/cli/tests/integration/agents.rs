@@ -470,3 +470,105 @@ fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
     }
     assert!(tapes[0] == tapes[1], "the tapes differ");
 }
+
+/// Starts aimock (npm `@copilotkit/aimock`, the LLM record tests' fake provider, installed by
+/// `.ci/run` under engine/core/tests/peers) on a free port; `None` after a skip notice.
+fn aimock() -> Option<(std::process::Child, u16)> {
+    let peers = repo().join("engine/core/tests/peers");
+    let bin = peers.join("node_modules/.bin/llmock");
+    if !bin.exists() {
+        crate::clients::missing(format!(
+            "aimock missing ({}): npm ci --prefix engine/core/tests/peers",
+            bin.display()
+        ));
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(&bin)
+        .args([
+            "-p",
+            &port.to_string(),
+            "-h",
+            "127.0.0.1",
+            "--log-level",
+            "silent",
+            "-f",
+        ])
+        .arg(peers.join("fixtures"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some((child, port));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("aimock did not listen on port {port}");
+}
+
+#[test]
+fn serve_records_a_real_provider_into_a_fixture_the_scenario_then_replays() {
+    // Goal: `simtape serve --record-llm` answers the agent from a real provider (aimock here)
+    // and writes each call into a fixture; served from that fixture, the same agent gets the
+    // same answer, with no provider running.
+    let Some((mut provider, port)) = aimock() else {
+        return;
+    };
+    let dir = scratch("agents", "record");
+    let agent = dir.join("agent.py");
+    let script = r#"
+import json, os, urllib.request
+body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]}
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+with urllib.request.urlopen(request) as response:
+    answer = json.load(response)["choices"][0]["message"]["content"]
+open("answer.txt", "a").write(answer + "\n")
+"#;
+    std::fs::write(&agent, script).unwrap();
+    std::fs::write(dir.join("empty.jsonl"), "{\"simtape_llm\": 1}\n").unwrap();
+    let scenario = |fixture: &str| {
+        let path = dir.join(format!("{fixture}.toml"));
+        let toml = format!(
+            "[scenario]\nname = \"record\"\nseeds = [0]\n[llm]\nfixture = \"{fixture}.jsonl\"\n[[task]]\nname = \"t\"\nsteps = [{{ sleep = \"0s\" }}]\n"
+        );
+        std::fs::write(&path, toml).unwrap();
+        path
+    };
+    let recorded = simtape()
+        .arg("serve")
+        .arg(scenario("empty"))
+        .args(["--record-llm", "openai-chat", "--fixture-out"])
+        .arg(dir.join("recorded.jsonl"))
+        .arg("--upstream")
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .arg("--")
+        .arg("python3")
+        .arg(&agent)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let _ = provider.kill();
+    let _ = provider.wait();
+    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded));
+    let fixture = std::fs::read_to_string(dir.join("recorded.jsonl")).unwrap();
+    assert!(fixture.contains("Hello from aimock."), "{fixture}");
+    let replayed = simtape()
+        .arg("serve")
+        .arg(scenario("recorded"))
+        .arg("--")
+        .arg("python3")
+        .arg(&agent)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed));
+    let answers = std::fs::read_to_string(dir.join("answer.txt")).unwrap();
+    assert_eq!(answers, "Hello from aimock.\nHello from aimock.\n");
+}

@@ -73,6 +73,7 @@ pub use extension::{CoreOnly, Extension, Listed, Tables};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 
 use crate::cap::fs::FsDiff;
+use crate::cap::llm::LlmActor;
 use crate::limits::Limits;
 use crate::sim::{Builder, Host, RunError, Sim};
 use crate::summary::RunSummary;
@@ -280,6 +281,13 @@ impl Scenario {
     /// scenario stamp and the capabilities of `[fs]`, `[network]`, `[llm]` and `[process]`. Add a tape
     /// (`.tape(path)`, `.tape_in_memory()`) before [`Scenario::run`].
     pub fn builder(&self, seed: u64) -> Builder {
+        self.builder_with_llm(seed, self.resources.llm.clone())
+    }
+
+    /// Like [`Scenario::builder`], with `llm` as the run's model instead of the `[llm]`
+    /// fixture's (a record-mode actor, to record a real provider's answers into a fixture;
+    /// `None`: no model). The actors' order is the same, so tapes line up.
+    pub fn builder_with_llm(&self, seed: u64, llm: Option<LlmActor>) -> Builder {
         let mut builder = Sim::builder();
         builder
             .seed(seed)
@@ -294,8 +302,8 @@ impl Scenario {
         if let Some(network) = &self.spec.network {
             builder.network(network.clone());
         }
-        if let Some(llm) = &self.resources.llm {
-            builder.llm(llm.clone());
+        if let Some(llm) = llm {
+            builder.llm(llm);
         }
         if let Some(process) = &self.resources.process {
             builder.process(process.clone());
