@@ -471,9 +471,19 @@ fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
     assert!(tapes[0] == tapes[1], "the tapes differ");
 }
 
+/// A running aimock, stopped when dropped.
+struct Aimock(std::process::Child);
+
+impl Drop for Aimock {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts aimock (npm `@copilotkit/aimock`, the LLM record tests' fake provider, installed by
 /// `.ci/run` under engine/core/tests/peers) on a free port; `None` after a skip notice.
-fn aimock() -> Option<(std::process::Child, u16)> {
+fn aimock() -> Option<(Aimock, u16)> {
     let peers = repo().join("engine/core/tests/peers");
     let bin = peers.join("node_modules/.bin/llmock");
     if !bin.exists() {
@@ -488,21 +498,23 @@ fn aimock() -> Option<(std::process::Child, u16)> {
         .local_addr()
         .unwrap()
         .port();
-    let child = std::process::Command::new(&bin)
-        .args([
-            "-p",
-            &port.to_string(),
-            "-h",
-            "127.0.0.1",
-            "--log-level",
-            "silent",
-            "-f",
-        ])
-        .arg(peers.join("fixtures"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Aimock(
+        std::process::Command::new(&bin)
+            .args([
+                "-p",
+                &port.to_string(),
+                "-h",
+                "127.0.0.1",
+                "--log-level",
+                "silent",
+                "-f",
+            ])
+            .arg(peers.join("fixtures"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some((child, port));
@@ -517,7 +529,7 @@ fn serve_records_a_real_provider_into_a_fixture_the_scenario_then_replays() {
     // Goal: `simtape serve --record-llm` answers the agent from a real provider (aimock here)
     // and writes each call into a fixture; served from that fixture, the same agent gets the
     // same answer, with no provider running.
-    let Some((mut provider, port)) = aimock() else {
+    let Some((provider, port)) = aimock() else {
         return;
     };
     let dir = scratch("agents", "record");
@@ -554,8 +566,7 @@ open("answer.txt", "a").write(answer + "\n")
         .current_dir(&dir)
         .output()
         .unwrap();
-    let _ = provider.kill();
-    let _ = provider.wait();
+    drop(provider);
     assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded));
     let fixture = std::fs::read_to_string(dir.join("recorded.jsonl")).unwrap();
     assert!(fixture.contains("Hello from aimock."), "{fixture}");
