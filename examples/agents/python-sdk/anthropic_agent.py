@@ -2,7 +2,8 @@
 
 It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the environment, as the SDK does, so
 it runs unchanged against Anthropic or against `simtape serve`. The first call is a plain
-request; the second streams. Exits 0 when the final answer names the product.
+request; the second streams. Before them it lists the models and counts the request's tokens.
+Exits 0 when the final answer names the product.
 """
 
 import sys
@@ -24,6 +25,16 @@ def main() -> int:
     client = anthropic.Anthropic(max_retries=0)
     system = "You answer arithmetic questions with your tools."
     messages = [{"role": "user", "content": "What is 6 times 7?"}]
+    # The model list and a token count, as agents ask before they start.
+    if not any(model.id == "simtape" for model in client.models.list()):
+        print("the served model list does not name simtape", file=sys.stderr)
+        return 1
+    counted = client.messages.count_tokens(
+        model="simtape", system=system, messages=messages, tools=TOOLS,
+    )
+    if counted.input_tokens <= 0:
+        print("count_tokens answered no tokens", file=sys.stderr)
+        return 1
     first = client.messages.create(
         model="simtape", max_tokens=1024, system=system, messages=messages, tools=TOOLS,
     )

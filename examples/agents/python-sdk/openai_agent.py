@@ -26,6 +26,9 @@ TOOLS = [{
 
 def main() -> int:
     client = OpenAI(max_retries=0)
+    if "simtape" not in [model.id for model in client.models.list()]:
+        print("the served model list does not name simtape", file=sys.stderr)
+        return 1
     messages = [
         {"role": "system", "content": "You answer arithmetic questions with your tools."},
         {"role": "user", "content": "What is 6 times 7?"},
