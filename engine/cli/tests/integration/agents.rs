@@ -388,8 +388,15 @@ fn claude_code_fixes_the_failing_test_and_retries_the_seeded_529s() {
 /// `held` among its verifiers, that its session log holds `logged`, and that the two tapes
 /// are the same bytes.
 fn run_example_twice(example: &str, program: &Path, held: &str, logged: &[&str]) {
-    let dir = scratch("agents", example);
     let scenario = repo().join(format!("examples/agents/{example}/scenario.toml"));
+    run_twice(example, &scenario, program, held, logged);
+}
+
+/// Runs `scenario` twice with `program` (in a scratch directory named by `label`); checks it
+/// passes with `held` among its verifiers, that its session log holds `logged`, and that the
+/// two tapes are the same bytes.
+fn run_twice(label: &str, scenario: &Path, program: &Path, held: &str, logged: &[&str]) {
+    let dir = scratch("agents", label);
     let mut tapes = Vec::new();
     for run in 0..2 {
         let tape = dir.join(format!("run-{run}.tape"));
@@ -401,7 +408,7 @@ fn run_example_twice(example: &str, program: &Path, held: &str, logged: &[&str])
             .arg(&evidence)
             .arg("--agent-bin")
             .arg(program)
-            .arg(&scenario)
+            .arg(scenario)
             .output()
             .unwrap();
         let shown = text(&output);
@@ -413,7 +420,7 @@ fn run_example_twice(example: &str, program: &Path, held: &str, logged: &[&str])
         }
         tapes.push(std::fs::read(&tape).unwrap());
     }
-    assert!(tapes[0] == tapes[1], "{example}: the tapes differ");
+    assert!(tapes[0] == tapes[1], "{label}: the tapes differ");
 }
 
 #[test]
@@ -447,28 +454,15 @@ fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
     let Some(claude) = claude() else {
         return;
     };
-    let dir = scratch("agents", "claude-code-mcp");
     let scenario = repo().join("engine/cli/tests/data/serve-mcp/scenario.toml");
-    let mut tapes = Vec::new();
-    for run in 0..2 {
-        let tape = dir.join(format!("run-{run}.tape"));
-        let output = simtape()
-            .args(["run", "--tape"])
-            .arg(&tape)
-            .arg("--agent-bin")
-            .arg(&claude)
-            .arg(&scenario)
-            .output()
-            .unwrap();
-        let shown = text(&output);
-        assert_eq!(output.status.code(), Some(0), "{shown}");
-        assert!(
-            shown.contains("verify held   world_goal tickets"),
-            "{shown}"
-        );
-        tapes.push(std::fs::read(&tape).unwrap());
-    }
-    assert!(tapes[0] == tapes[1], "the tapes differ");
+    let logged = ["\"name\":\"mcp__tickets__close_ticket\""];
+    run_twice(
+        "claude-code-mcp",
+        &scenario,
+        &claude,
+        "world_goal tickets",
+        &logged,
+    );
 }
 
 /// A running aimock, stopped when dropped.
