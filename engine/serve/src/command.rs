@@ -50,7 +50,8 @@ pub struct CommandOptions {
     pub settle: Duration,
     /// The program, overriding the scenario's `command` and the adapter's usual binary.
     pub program: Option<PathBuf>,
-    /// Volatile-field rules beyond the agent's places (which are always added).
+    /// Volatile-field rules beyond the adapter's, the scenario's `[normalize]` and the agent's
+    /// places (which are always applied).
     pub normalizer: Normalizer,
     /// Where to write the session's evidence: `session.ndjson` (its events),
     /// `session.meta.json`, `requests.ndjson` (raw requests) and `agent.stderr`.
@@ -63,7 +64,7 @@ impl Default for CommandOptions {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             settle: SETTLE_DEFAULT,
             program: None,
-            normalizer: Normalizer::agent_defaults(),
+            normalizer: Normalizer::default(),
             evidence: None,
         }
     }
@@ -317,10 +318,9 @@ impl ProgramRun<'_> {
                 None => (Vec::new(), 0),
             }
         });
-        let normalizer = self
-            .options
-            .normalizer
-            .clone()
+        // The adapter's rules, the caller's, the scenario's, then the agent's places.
+        let normalizer = adapter::rules(self.spec.adapter)
+            .then(self.options.normalizer.clone())
             .with_scenario_rules(&self.scenario.eval().normalize)
             .for_agent(Some(&work), Some(&home.display().to_string()));
         let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);

@@ -37,41 +37,40 @@ pub enum RuleError {
 }
 
 impl Normalizer {
-    /// The rules every agent needs: the session id in `metadata.user_id` (Claude Code, the
-    /// Anthropic SDKs), the date line of a system prompt, and UUIDs anywhere; and Codex's:
-    /// its `client_metadata` (ids and the turn's wall-clock start), the date and time zone of
-    /// its environment context, and the chunk id and wall time of its command output.
+    /// The rules for an agent whose CLI is not known (`simtape serve -- CMD`, an SDK
+    /// agent): every adapter's rules together (`adapter::rules`), UUIDs anywhere among them.
     pub fn agent_defaults() -> Normalizer {
+        crate::adapter::all_rules()
+    }
+
+    /// Returns rules made of built-in `pointers` and `patterns` (each a regular expression
+    /// and its replacement), in that order.
+    ///
+    /// # Panics
+    /// When a built-in rule is malformed (a test catches it).
+    pub(crate) fn built_in(pointers: &[&str], patterns: &[(&str, &str)]) -> Normalizer {
         let mut rules = Normalizer::default();
-        rules.pointers.push("/metadata/user_id".into());
-        rules.pointers.push("/client_metadata".into());
-        let patterns = [
-            (
-                r"Today's date is \d{4}-\d{2}-\d{2}",
-                "Today's date is <date>",
-            ),
-            // The kernel's version (Claude Code's environment section).
-            (r#"OS Version: [^"\\\n]*"#, "OS Version: <os>"),
-            (
-                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-                "<uuid>",
-            ),
-            (
-                r"<current_date>\d{4}-\d{2}-\d{2}</current_date>",
-                "<current_date><date></current_date>",
-            ),
-            (r"<timezone>[^<]*</timezone>", "<timezone><zone></timezone>"),
-            (r"Chunk ID: [0-9a-f]+", "Chunk ID: <chunk>"),
-            (
-                r"Wall time: [0-9.]+ seconds",
-                "Wall time: <seconds> seconds",
-            ),
-        ];
+        for pointer in pointers {
+            rules
+                .pointer(pointer)
+                .expect("the built-in pointers are pointers");
+        }
         for (pattern, replacement) in patterns {
-            let regex = Regex::new(pattern).expect("the built-in patterns compile");
-            rules.patterns.push((regex, replacement.into()));
+            rules
+                .pattern(pattern, replacement)
+                .expect("the built-in patterns compile");
         }
         rules
+    }
+
+    /// Appends `other`'s rules after these.
+    pub(crate) fn then(mut self, other: Normalizer) -> Normalizer {
+        self.pointers.extend(other.pointers);
+        self.patterns.extend(other.patterns);
+        for (text, placeholder) in other.literals {
+            self.literal(&text, &placeholder);
+        }
+        self
     }
 
     /// Adds a JSON pointer whose value becomes `<volatile>`.

@@ -11,6 +11,19 @@ use simtape_agent::CommandAgentSpec;
 
 use super::{content_text, count, cut, may_write, EventKind, Launch, Parser, Places};
 
+/// Claude Code's per-process request fields: the session id in `metadata.user_id` (a JSON
+/// string of device, account and session ids).
+pub(super) const POINTERS: &[&str] = &["/metadata/user_id"];
+/// Claude Code's per-run text: the date line and the kernel's version in its environment
+/// section.
+pub(super) const PATTERNS: [(&str, &str); 2] = [
+    (
+        r"Today's date is \d{4}-\d{2}-\d{2}",
+        "Today's date is <date>",
+    ),
+    (r#"OS Version: [^"\\\n]*"#, "OS Version: <os>"),
+];
+
 /// The tools a full-access session may use without asking (root cannot use
 /// `bypassPermissions`; `acceptEdits` plus this list works for any user).
 const FULL_TOOLS: &str = "Read,Write,Edit,MultiEdit,Bash,Glob,Grep,LS,TodoWrite";

@@ -13,6 +13,24 @@ use simtape_agent::CommandAgentSpec;
 
 use super::{count, cut, may_write, EventKind, Launch, Parser, Places};
 
+/// Codex's per-process request fields: `client_metadata` (session, thread, turn and
+/// installation ids, the turn's wall-clock start).
+pub(super) const POINTERS: &[&str] = &["/client_metadata"];
+/// Codex's per-run text: the date and time zone of its environment context, and the chunk id
+/// and wall time of each command's output.
+pub(super) const PATTERNS: [(&str, &str); 4] = [
+    (
+        r"<current_date>\d{4}-\d{2}-\d{2}</current_date>",
+        "<current_date><date></current_date>",
+    ),
+    (r"<timezone>[^<]*</timezone>", "<timezone><zone></timezone>"),
+    (r"Chunk ID: [0-9a-f]+", "Chunk ID: <chunk>"),
+    (
+        r"Wall time: [0-9.]+ seconds",
+        "Wall time: <seconds> seconds",
+    ),
+];
+
 /// The model provider simtape configures for Codex (its config keys name it).
 const PROVIDER: &str = "simtape";
 

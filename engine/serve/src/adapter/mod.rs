@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use simtape_agent::{AdapterKind, CommandAgentSpec, Permission};
 
+use crate::normalize::Normalizer;
+
 use crate::limits::EVENT_TEXT_CHARS_MAX;
 
 /// One thing that happened in an agent's session, in the adapters' shared vocabulary.
@@ -121,6 +123,33 @@ pub struct Places<'a> {
     pub home: &'a std::path::Path,
     /// The scenario's MCP servers, by name, and the config file naming their endpoints.
     pub mcp: Option<(&'a [String], &'a std::path::Path)>,
+}
+
+/// UUIDs anywhere: every CLI and SDK puts request and session ids in its requests.
+const UUID_PATTERN: (&str, &str) = (
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    "<uuid>",
+);
+
+/// Returns the normalization rules for `adapter`'s requests (docs/serve.md, "Volatile
+/// fields"): what its CLI varies per process, then UUIDs anywhere.
+pub fn rules(adapter: AdapterKind) -> Normalizer {
+    match adapter {
+        AdapterKind::ClaudeCode => {
+            Normalizer::built_in(claude_code::POINTERS, &claude_code::PATTERNS)
+                .then(Normalizer::built_in(&[], &[UUID_PATTERN]))
+        }
+        AdapterKind::Codex => Normalizer::built_in(codex::POINTERS, &[UUID_PATTERN])
+            .then(Normalizer::built_in(&[], &codex::PATTERNS)),
+        AdapterKind::Opencode | AdapterKind::Generic => Normalizer::built_in(&[], &[UUID_PATTERN]),
+    }
+}
+
+/// Every adapter's rules together, for an agent whose CLI is not known.
+pub(crate) fn all_rules() -> Normalizer {
+    Normalizer::built_in(claude_code::POINTERS, &claude_code::PATTERNS)
+        .then(Normalizer::built_in(codex::POINTERS, &[UUID_PATTERN]))
+        .then(Normalizer::built_in(&[], &codex::PATTERNS))
 }
 
 /// Returns how to start `spec`'s agent.
@@ -229,6 +258,52 @@ mod tests {
             assert!(ended.len() <= 1, "{kind:?} ends with at most a result");
         }
         assert!(lines > 4000);
+    }
+
+    #[test]
+    fn each_adapter_names_its_own_volatile_fields() {
+        // A body with Claude Code's and Codex's per-process fields: each adapter's rules
+        // normalize its own (and UUIDs), not the other CLI's; the rules for an unknown agent
+        // normalize everything.
+        let body = serde_json::json!({
+            "metadata": {"user_id": "{\"session_id\":\"s\"}"},
+            "client_metadata": {"turn_started_at_unix_ms": 1795589041003u64},
+            "system": "Today's date is 2026-11-25.\nOS Version: Linux 6.1\nChunk ID: 9f3a",
+            "id": "0f8fad5b-d9cb-469f-a165-70867728950e",
+        })
+        .to_string();
+        let claude = rules(AdapterKind::ClaudeCode).apply(&body);
+        assert!(
+            claude.contains("Today's date is <date>.\\nOS Version: <os>"),
+            "{claude}"
+        );
+        assert!(
+            claude.contains("Chunk ID: 9f3a") && claude.contains("1795589041003"),
+            "{claude}"
+        );
+        assert!(
+            claude.contains("<uuid>") && !claude.contains("session_id"),
+            "{claude}"
+        );
+        let codex = rules(AdapterKind::Codex).apply(&body);
+        assert!(
+            codex.contains("Chunk ID: <chunk>") && !codex.contains("1795589041003"),
+            "{codex}"
+        );
+        assert!(codex.contains("Today's date is 2026-11-25"), "{codex}");
+        let generic = rules(AdapterKind::Generic).apply(&body);
+        assert!(
+            generic.contains("<uuid>") && generic.contains("Chunk ID: 9f3a"),
+            "{generic}"
+        );
+        let all = Normalizer::agent_defaults().apply(&body);
+        for normalized in ["<date>", "<os>", "<chunk>", "<uuid>"] {
+            assert!(all.contains(normalized), "{normalized} in {all}");
+        }
+        assert!(
+            !all.contains("1795589041003") && !all.contains("session_id"),
+            "{all}"
+        );
     }
 
     #[test]
