@@ -57,6 +57,8 @@ pub struct CommandAgentSpec {
     pub timeout_ms: u64,
     /// What the agent may do in its working directory.
     pub permission: Permission,
+    /// Which time the agent's own clock reads.
+    pub clock: AgentClock,
     /// The 1-based line of `[agent]` in the scenario file (names the agent's exit check).
     pub line: u64,
 }
@@ -100,6 +102,17 @@ impl AdapterKind {
         let found = AdapterKind::ALL.iter().find(|(_, kind)| *kind == self);
         found.map_or("generic", |(name, _)| name)
     }
+}
+
+/// Which time an agent program's own clock reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentClock {
+    /// The host's wall clock.
+    Host,
+    /// The run's virtual time (its start instant, then as the simulation moves it), through
+    /// libfaketime; only a dynamically linked program can be given it.
+    Virtual,
 }
 
 /// What an external agent may do in its scratch directory, mapped to each CLI's flags.

@@ -19,11 +19,12 @@ use serde::Serialize;
 use simtape::inbox::{Inbox, Outbox};
 use simtape::Builder;
 use simtape_agent::{
-    AdapterKind, AgentExit, Check, CommandAgentSpec, CommandEnd, EvalReport, EvalScenario, GateRun,
-    Transcript, TranscriptCall, TranscriptTurn,
+    AdapterKind, AgentClock, AgentExit, Check, CommandAgentSpec, CommandEnd, EvalReport,
+    EvalScenario, GateRun, Transcript, TranscriptCall, TranscriptTurn,
 };
 
 use crate::adapter::{self, EventKind, Places, SessionEvent};
+use crate::clock::ClockFile;
 use crate::driver::{self, Driver, Ending};
 use crate::gateway::{self, GatewayInput, HttpResponse};
 use crate::limits::{EVENTS_MAX, GATE_TIMEOUT, OUTPUT_DRAIN};
@@ -261,6 +262,19 @@ impl ProgramRun<'_> {
         );
         let mut env = endpoints.env.clone();
         env.extend(launch.env);
+        let clock = match self.spec.clock {
+            AgentClock::Host => None,
+            AgentClock::Virtual => {
+                let start = self.scenario.scenario().start_unix_ns();
+                let path = workdir.home().with_file_name("clock");
+                let created = ClockFile::create(&path, start).map_err(|source| {
+                    ServeError::Workdir(crate::workdir::WorkdirError::Io { path, source })
+                })?;
+                let (clock, clock_env) = created.ok_or(ServeError::MissingFaketime)?;
+                env.extend(clock_env);
+                Some(clock)
+            }
+        };
         env.extend(self.spec.env.iter().cloned());
         let work = workdir.work();
         let started = Instant::now();
@@ -325,6 +339,7 @@ impl ProgramRun<'_> {
             .for_agent(Some(&work), Some(&home.display().to_string()));
         let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);
         driver.events = Some(event_rx);
+        driver.clock = clock;
         let requests_log = self
             .options
             .evidence
@@ -633,6 +648,7 @@ mod tests {
             task: "t".into(),
             timeout_ms: 1000,
             permission: Permission::Full,
+            clock: simtape_agent::AgentClock::Host,
             line: 1,
         }
     }

@@ -150,6 +150,8 @@ pub(crate) struct Driver {
     pub(crate) waiting: BTreeMap<u64, Sender<HttpResponse>>,
     /// What the agent's adapter read from its output, not yet delivered.
     pub(crate) events: Option<Receiver<EventKind>>,
+    /// The agent's clock, when it reads virtual time (`[agent] clock = "virtual"`).
+    pub(crate) clock: Option<crate::clock::ClockFile>,
 }
 
 impl Driver {
@@ -169,6 +171,7 @@ impl Driver {
             next_id: 1,
             waiting: BTreeMap::new(),
             events: None,
+            clock: None,
         }
     }
 
@@ -272,6 +275,10 @@ impl Driver {
             }
         }
         let progress = run.run_until_idle();
+        // The agent's clock moves to the instant its answers leave at.
+        if let Some(clock) = &self.clock {
+            clock.set(run.now_ns());
+        }
         self.answer(run);
         progress
     }

@@ -22,6 +22,7 @@
 
 pub mod adapter;
 pub mod bridge;
+pub mod clock;
 pub mod command;
 pub mod gateway;
 pub mod limits;
@@ -144,6 +145,9 @@ pub enum ServeError {
         /// The npm package that installs it, when there is one.
         package: Option<&'static str>,
     },
+    /// `[agent] clock = "virtual"` needs libfaketime, which is not installed.
+    #[error("[agent] clock = \"virtual\" needs libfaketime: install the Debian package `faketime` (or name the library in SIMTAPE_LIBFAKETIME)")]
+    MissingFaketime,
     /// The scenario's agent is not a program (`[agent] kind = "command"`).
     #[error("the scenario's [agent] is not kind = \"command\"")]
     NotACommandAgent,

@@ -4,7 +4,7 @@
 use simtape::scenario::decoder::{one_of, Capability, Decoder, Field, Fields};
 
 use super::mcp::{Lookup, Servers};
-use crate::spec::{AdapterKind, AgentSpec, CommandAgentSpec, Permission, ToolSource};
+use crate::spec::{AdapterKind, AgentClock, AgentSpec, CommandAgentSpec, Permission, ToolSource};
 
 /// What `[agent]` decodes to: the built-in loop, or an agent program outside the simulation.
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub(crate) enum AgentTable {
 /// The agent kinds of `[agent] kind`.
 const AGENT_KINDS: [(&str, &str); 2] = [("builtin", "builtin"), ("command", "command")];
 /// The keys of `[agent] kind = "command"`.
-const COMMAND_KEYS: [&str; 8] = [
+const COMMAND_KEYS: [&str; 9] = [
     "kind",
     "adapter",
     "command",
@@ -27,7 +27,11 @@ const COMMAND_KEYS: [&str; 8] = [
     "env",
     "timeout",
     "permission",
+    "clock",
 ];
+/// The clocks of `[agent] clock`.
+const CLOCKS: [(&str, AgentClock); 2] =
+    [("host", AgentClock::Host), ("virtual", AgentClock::Virtual)];
 /// An external agent's wall-clock limit when `timeout` is not given.
 const COMMAND_TIMEOUT_DEFAULT_MS: u64 = 600_000;
 /// The permission modes of `[agent] permission`.
@@ -131,6 +135,10 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         Some(field) => choice(decoded, &field, &PERMISSIONS, "a permission"),
         None => Some(Permission::Full),
     };
+    let clock = match fields.take("clock") {
+        Some(field) => choice(decoded, &field, &CLOCKS, "a clock"),
+        None => Some(AgentClock::Host),
+    };
     fields.finish(
         decoded,
         &format!(
@@ -146,6 +154,7 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         task: task?,
         timeout_ms: timeout_ms?,
         permission: permission?,
+        clock: clock?,
         line,
     })
 }

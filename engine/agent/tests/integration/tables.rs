@@ -11,7 +11,7 @@ use simtape::scenario::{
     FaultsSpec, FsFault, FsFaultKind, LlmFault, LlmFaultKind, ProcessFault, ScenarioError, Trigger,
 };
 use simtape_agent::{
-    AdapterKind, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault,
+    AdapterKind, AgentClock, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault,
     McpServerSpec, McpSource, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
 use simtape_mcp::world::faults::{FaultKind, FaultRule};
@@ -834,6 +834,7 @@ args = ["-m", "unittest"]
             task: "Fix it.".into(),
             timeout_ms: 600_000,
             permission: Permission::Full,
+            clock: AgentClock::Host,
             line: 7,
         }
     );
@@ -876,7 +877,7 @@ max_turns = 3
             "5:1: field `agent.command`: expected the program to run (the generic adapter has no usual binary), found nothing",
             "9:11: field `agent.timeout`: expected a timeout longer than 0s, found \"0s\"",
             "10:14: field `agent.permission`: expected a permission `full`, `read-only`, found \"root\"",
-            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `permission`",
+            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `permission`, `clock`",
         ]
     );
     let source = format!(

@@ -577,3 +577,43 @@ open("answer.txt", "a").write(answer + "\n")
     let answers = std::fs::read_to_string(dir.join("answer.txt")).unwrap();
     assert_eq!(answers, "Hello from aimock.\nHello from aimock.\n");
 }
+
+#[test]
+fn an_agent_program_on_the_virtual_clock_reads_the_runs_time() {
+    // Goal: with `clock = "virtual"` (libfaketime) the agent's own wall clock reads the run's
+    // virtual time: the scenario's start, moved on by the model call's simulated 800 ms, not
+    // the host's date; the answer (its last line) is judged on it.
+    if simtape_serve::clock::libfaketime().is_none() {
+        crate::clients::missing(
+            "libfaketime missing: install the Debian package faketime (.ci/run does)".into(),
+        );
+        return;
+    }
+    let dir = scratch("agents", "clock");
+    let scenario = scenario(&dir, "");
+    let clock_agent = dir.join("clock.py");
+    let script = "import datetime, subprocess, sys\n\
+        subprocess.run([sys.executable, sys.argv[1]], check=True)\n\
+        print(datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M:%S'))\n";
+    std::fs::write(&clock_agent, script).unwrap();
+    let source = std::fs::read_to_string(&scenario).unwrap();
+    let agent = dir.join("agent.py").display().to_string();
+    let timed = source
+        .replace(
+            &format!("args = [{agent:?}]"),
+            &format!(
+                "args = [{:?}, {agent:?}]\nclock = \"virtual\"",
+                clock_agent.display().to_string()
+            ),
+        )
+        .replace(
+            "equals = \"Notes written by the model.\"",
+            "equals = \"2026-01-01 00:00:00\"",
+        );
+    assert!(timed.contains("clock = \"virtual\""), "{timed}");
+    std::fs::write(&scenario, timed).unwrap();
+    let output = simtape().arg("run").arg(&scenario).output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("verify held   answer"), "{shown}");
+}
