@@ -26,10 +26,7 @@ pub struct ClockFile {
 impl ClockFile {
     /// Makes the clock file at `path`, set to `start_unix_ns`; returns it with the variables
     /// that give a program this clock, or `None` when libfaketime is not installed.
-    pub fn create(
-        path: &Path,
-        start_unix_ns: i64,
-    ) -> std::io::Result<Option<(ClockFile, Env)>> {
+    pub fn create(path: &Path, start_unix_ns: i64) -> std::io::Result<Option<(ClockFile, Env)>> {
         let Some(library) = libfaketime() else {
             return Ok(None);
         };
