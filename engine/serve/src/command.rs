@@ -344,7 +344,7 @@ impl ProgramRun<'_> {
             .options
             .evidence
             .as_ref()
-            .map(|d| d.join("requests.ndjson"));
+            .map(|d| d.join(SESSION_FILES[2]));
         if let Some(dir) = &self.options.evidence {
             std::fs::create_dir_all(dir).map_err(|source| ServeError::SessionLog {
                 path: dir.clone(),
@@ -386,7 +386,13 @@ impl ProgramRun<'_> {
         driver.deliver_events(run);
         driver.deliver_input(run, GatewayInput::AgentExited(exit));
         if exit != AgentExit::TimedOut {
-            let (changes, skipped) = workdir.changes().map_err(ServeError::Workdir)?;
+            // A directory that cannot be read is said on the tape; the run still finishes.
+            let (changes, skipped) = workdir.changes().unwrap_or_else(|error| {
+                let message = format!("the working directory could not be compared: {error}");
+                let event = vec![EventKind::Error { message }];
+                driver.deliver_input(run, GatewayInput::Session(event));
+                (Vec::new(), Vec::new())
+            });
             driver.deliver_input(run, GatewayInput::Workdir { changes, skipped });
             let gates = run_gates(self.scenario, &work, &env).await;
             driver.deliver_input(run, GatewayInput::Gates(gates));
@@ -394,7 +400,12 @@ impl ProgramRun<'_> {
         driver.close(run);
         drop(acceptor);
         let report = self.scenario.finish_command(command);
-        let (stderr, stderr_dropped) = stderr_reader.await;
+        // A process that left the group may hold stderr open: wait only so long for it.
+        let (stderr, stderr_dropped) = smol::future::or(stderr_reader, async {
+            smol::Timer::after(OUTPUT_DRAIN).await;
+            (Vec::new(), 0)
+        })
+        .await;
         let session = CommandSession {
             report,
             meta: SessionMeta {
@@ -595,12 +606,12 @@ pub fn transcript(events: &[SessionEvent]) -> Transcript {
                 is_error,
             } => {
                 open = false;
-                let calls = transcript
+                let mut calls = transcript
                     .turns
                     .iter_mut()
                     .rev()
                     .flat_map(|t| t.tool_calls.iter_mut());
-                if let Some(call) = calls.into_iter().find(|call| &call.id == id) {
+                if let Some(call) = calls.find(|call| &call.id == id) {
                     call.ok = !is_error;
                     call.result = output.clone();
                 }
@@ -651,6 +662,78 @@ mod tests {
             clock: simtape_agent::AgentClock::Host,
             line: 1,
         }
+    }
+
+    #[test]
+    fn events_make_turns_calls_and_the_answer() {
+        // A turn begins at the model's first message or call after the previous turn's tool
+        // results; a tool's end fills its call; an erroneous result is no answer.
+        let at = |kind| SessionEvent {
+            timestamp_ms: 0,
+            kind,
+        };
+        let events = [
+            at(EventKind::Message {
+                text: "Reading.".into(),
+            }),
+            at(EventKind::ToolStart {
+                id: "a".into(),
+                name: "Read".into(),
+                input: serde_json::json!({"file_path": "x"}),
+            }),
+            at(EventKind::ToolEnd {
+                id: "a".into(),
+                output: "x = 1".into(),
+                is_error: false,
+            }),
+            at(EventKind::ToolStart {
+                id: "b".into(),
+                name: "Bash".into(),
+                input: serde_json::Value::Null,
+            }),
+            at(EventKind::ToolEnd {
+                id: "b".into(),
+                output: "boom".into(),
+                is_error: true,
+            }),
+            at(EventKind::Message {
+                text: "Done.".into(),
+            }),
+            at(EventKind::Result {
+                text: "Done.".into(),
+                is_error: false,
+            }),
+        ];
+        let transcript = transcript(&events);
+        let shape: Vec<(String, Vec<(String, bool, String)>)> = transcript
+            .turns
+            .iter()
+            .map(|turn| {
+                let calls = turn.tool_calls.iter();
+                let calls = calls.map(|c| (c.name.clone(), c.ok, c.result.clone()));
+                (turn.text.clone(), calls.collect())
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (
+                    "Reading.".to_string(),
+                    vec![("Read".to_string(), true, "x = 1".to_string())]
+                ),
+                (
+                    String::new(),
+                    vec![("Bash".to_string(), false, "boom".to_string())]
+                ),
+                ("Done.".to_string(), vec![]),
+            ]
+        );
+        assert_eq!(transcript.answer.as_deref(), Some("Done."));
+        let failed = [at(EventKind::Result {
+            text: "error_max_turns".into(),
+            is_error: true,
+        })];
+        assert_eq!(super::transcript(&failed).answer, None);
     }
 
     #[test]
