@@ -705,7 +705,8 @@ mod tests {
             }),
         ];
         let transcript = transcript(&events);
-        let shape: Vec<(String, Vec<(String, bool, String)>)> = transcript
+        type Call = (String, bool, String);
+        let shape: Vec<(String, Vec<Call>)> = transcript
             .turns
             .iter()
             .map(|turn| {
