@@ -302,6 +302,7 @@ fn sse(text: &str, tool: Option<(&str, String)>, turn: u64) -> String {
             input_tokens: 100,
             output_tokens: 20,
         },
+        thinking: None,
     };
     let served = ServedRequest {
         request: ChatRequest::new("claude-sonnet-4-5", Vec::new()),

@@ -3,6 +3,7 @@
 It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the environment, as the SDK does, so
 it runs unchanged against Anthropic or against `simtape serve`. The first call is a plain
 request; the second streams. Before them it lists the models and counts the request's tokens.
+Both answers start with a signed thinking block, which goes back to the model as it came.
 Exits 0 when the final answer names the product.
 """
 
@@ -38,6 +39,10 @@ def main() -> int:
     first = client.messages.create(
         model="simtape", max_tokens=1024, system=system, messages=messages, tools=TOOLS,
     )
+    # The thinking block comes first and goes back as it came, signature and all.
+    if first.content[0].type != "thinking" or not first.content[0].signature:
+        print(f"no signed thinking block first: {first.content!r}", file=sys.stderr)
+        return 1
     messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]})
     results = []
     for block in first.content:
@@ -49,6 +54,10 @@ def main() -> int:
         model="simtape", max_tokens=1024, system=system, messages=messages, tools=TOOLS,
     ) as stream:
         text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    if final.content[0].type != "thinking" or "42" not in final.content[0].thinking:
+        print(f"the stream carried no thinking block: {final.content!r}", file=sys.stderr)
+        return 1
     print(text)
     return 0 if "42" in text else 1
 

@@ -31,16 +31,23 @@ def main() -> int:
     stream = client.responses.create(
         model="simtape", instructions=INSTRUCTIONS, input=items, tools=TOOLS, stream=True,
     )
-    text, calls, completed = "", [], None
+    text, reasoning, calls, completed = "", "", [], None
     for event in stream:
         if event.type == "response.output_text.delta":
             text += event.delta
+        elif event.type == "response.reasoning_summary_text.delta":
+            reasoning += event.delta
         elif event.type == "response.output_item.done" and event.item.type == "function_call":
             calls.append(event.item)
         elif event.type == "response.completed":
             completed = event.response
     if completed is None or completed.usage is None or completed.output_text != text:
         print(f"the stream did not complete as it streamed: {completed!r}", file=sys.stderr)
+        return 2
+    # The reasoning summary streams before the text, and is the finished reasoning item's.
+    summaries = [part.text for item in completed.output if item.type == "reasoning" for part in item.summary]
+    if not reasoning or summaries != [reasoning]:
+        print(f"the reasoning summary did not stream: {reasoning!r} vs {summaries!r}", file=sys.stderr)
         return 2
     for call in calls:
         args = json.loads(call.arguments)

@@ -371,6 +371,13 @@ fn claude_code_fixes_the_failing_test_and_retries_the_seeded_529s() {
         assert!(shown.contains("verify held   tool_called Edit"), "{shown}");
         let log = std::fs::read_to_string(evidence.join("session.ndjson")).unwrap();
         assert!(log.contains("api_retry: 529 overloaded"), "{log}");
+        // The edit's answer streams a signed thinking block; Claude Code takes it and sends
+        // it back, signature and all, in its next request.
+        let requests = std::fs::read_to_string(evidence.join("requests.ndjson")).unwrap();
+        assert!(
+            requests.contains(r#"\"signature\":\"simtape:"#),
+            "the thinking block went back to the model"
+        );
         tapes.push(std::fs::read(&tape).unwrap());
     }
     assert!(tapes.windows(2).all(|w| w[0] == w[1]), "the tapes differ");

@@ -311,6 +311,38 @@ fn error_entries_return_http_errors_with_retry_after() {
 }
 
 #[test]
+fn thinking_comes_from_the_fixture_with_a_stable_signature() {
+    // Goal: `thinking` as text gets a signature derived from the text alone (the same on
+    // every replay and seed); as a table it is served as given; either counts as output; an
+    // answer without thinking has none.
+    let make = || {
+        actor(&[
+            r#"{"match": {"text": {"contains": "a"}}, "response": {"text": "A.", "thinking": "abcd"}}"#,
+            r#"{"match": {"text": {"contains": "b"}}, "response": {"text": "B.", "thinking": {"text": "x", "signature": "s"}}}"#,
+            r#"{"response": {"text": "C."}}"#,
+        ])
+    };
+    let ask = || vec![user("a"), user("b"), user("c")];
+    let first = replay(1, make(), ask());
+    let thinking = |i: usize| first[i].as_ref().unwrap().thinking.clone();
+    let derived = thinking(0).unwrap();
+    assert_eq!(derived.text, "abcd");
+    assert!(derived.signature.starts_with("simtape:"), "{derived:?}");
+    assert_eq!(
+        replay(9, make(), ask())[0].as_ref().unwrap().thinking,
+        Some(derived)
+    );
+    let sealed = thinking(1).unwrap();
+    assert_eq!(
+        (sealed.text.as_str(), sealed.signature.as_str()),
+        ("x", "s")
+    );
+    assert_eq!(thinking(2), None);
+    // "A." (2 bytes) + "abcd" (4 bytes) = 6 bytes → 2 tokens.
+    assert_eq!(first[0].as_ref().unwrap().usage.output_tokens, 2);
+}
+
+#[test]
 fn usage_is_given_or_computed_as_bytes_over_four() {
     // Goal: missing token counts follow ceil(bytes / 4); given counts are kept as they are.
     let make = actor(&[

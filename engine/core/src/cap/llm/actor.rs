@@ -10,12 +10,12 @@ use serde::Serialize;
 
 use super::digest::{Memo, Observed};
 use super::faults::{fire, Fired};
-use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec};
+use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec, ThinkingSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
 use super::record::{LlmRecorder, RecordConfig, RecordError};
 use super::request::{
-    ChatRequest, ChatResponse, MatchText, Message, ToolCall, ToolDefinition, Usage,
+    ChatRequest, ChatResponse, MatchText, Message, Thinking, ToolCall, ToolDefinition, Usage,
 };
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::{FaultRules, LlmFault, StreamFault};
@@ -285,7 +285,7 @@ impl Actor for LlmActor {
             Some(Fired::Reply(response)) => {
                 return Answer {
                     latency_ns: super::faults::LLM_FAULT_LATENCY_NS,
-                    response,
+                    response: *response,
                 }
             }
             Some(Fired::Stream(stream)) => Some(stream),
@@ -477,6 +477,7 @@ fn respond(spec: &ResponseSpec, asked: &Asked<'_>, rule: UsageRule) -> ChatRespo
         tool_calls,
         stop_reason,
         usage: Usage::default(),
+        thinking: spec.thinking.as_ref().map(thinking),
     };
     let (input_default, output_default) = match rule {
         UsageRule::BytesOver4 => (
@@ -490,6 +491,21 @@ fn respond(spec: &ResponseSpec, asked: &Asked<'_>, rule: UsageRule) -> ChatRespo
         output_tokens: spec.usage.output_tokens.unwrap_or(output_default),
     };
     response
+}
+
+/// Returns the thinking block a fixture asks for. A signature the fixture leaves out is derived
+/// from the text, so it is the same on every replay and on every machine.
+fn thinking(spec: &ThinkingSpec) -> Thinking {
+    match spec {
+        ThinkingSpec::Text(text) => Thinking {
+            text: text.clone(),
+            signature: format!("simtape:{}", crate::tape::sha256_hex(text.as_bytes())),
+        },
+        ThinkingSpec::Sealed { text, signature } => Thinking {
+            text: text.clone(),
+            signature: signature.clone(),
+        },
+    }
 }
 
 /// Returns the first lines of `text`, bounded in lines and characters.

@@ -26,8 +26,9 @@ pub const LLM_FAULT_LATENCY_NS: u64 = 20_000_000;
 
 /// What a fired rule asks of a call.
 pub(crate) enum Fired {
-    /// Answer with this error reply; the backend is not asked.
-    Reply(LlmReply),
+    /// Answer with this error reply; the backend is not asked. Boxed: a reply is large and a
+    /// fired fault is the rare case.
+    Reply(Box<LlmReply>),
     /// Answer from the backend; a streamed answer breaks as this says.
     Stream(StreamFault),
 }
@@ -48,7 +49,7 @@ pub(crate) fn fire(
             message,
         } => (*status, message.clone(), *retry_after_ms),
     };
-    Some(Fired::Reply(LlmReply {
+    Some(Fired::Reply(Box::new(LlmReply {
         request_digest: request_digest.to_string(),
         entry_line: None,
         alternative: None,
@@ -59,5 +60,5 @@ pub(crate) fn fire(
             retry_after_ms,
         }),
         stream_fault: None,
-    }))
+    })))
 }

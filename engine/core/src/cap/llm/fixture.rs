@@ -121,6 +121,25 @@ pub struct ResponseSpec {
     /// The model name; default the request's.
     #[serde(default)]
     pub model: Option<String>,
+    /// Extended thinking the answer starts with, served as a thinking block.
+    #[serde(default)]
+    pub thinking: Option<ThinkingSpec>,
+}
+
+/// A thinking block as a fixture gives it: the text alone, or the text with the signature a
+/// provider sealed it with (as record mode writes it).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum ThinkingSpec {
+    /// The text; the signature is derived from it, so it is the same on every replay.
+    Text(String),
+    /// The text and its signature, served as given.
+    Sealed {
+        /// The reasoning text.
+        text: String,
+        /// The signature.
+        signature: String,
+    },
 }
 
 /// Token counts as a fixture gives them: either may be left to the [`UsageRule`].

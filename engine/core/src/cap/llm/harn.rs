@@ -256,6 +256,7 @@ fn response(lines: &Lines<'_>, number: u64, raw: RawEntry) -> Result<ResponseSpe
         stop_reason: raw.stop_reason,
         usage,
         model: Some(raw.model.unwrap_or_else(|| "mock".to_owned())),
+        thinking: None,
     })
 }
 

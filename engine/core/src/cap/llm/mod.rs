@@ -41,6 +41,6 @@ pub use latency::{LatencyModel, UsageRule};
 pub use matcher::{EntryMatch, GlobError, TextPattern};
 pub use record::{LlmRecorder, RecordConfig, RecordError};
 pub use request::{
-    ChatRequest, ChatResponse, MatchText, Message, Role, ToolCall, ToolDefinition, Usage,
+    ChatRequest, ChatResponse, MatchText, Message, Role, Thinking, ToolCall, ToolDefinition, Usage,
 };
 pub use wire::{Provider, ServedBody, ServedRequest};

@@ -397,6 +397,7 @@ impl LlmRecorder {
                     tool_calls: answer.tool_calls,
                     stop_reason: answer.stop_reason,
                     usage: Usage::default(),
+                    thinking: answer.thinking,
                 };
                 // A provider that leaves usage out gets the fixture's own rule, written down
                 // explicitly so the replay does not depend on the rule.
@@ -494,19 +495,21 @@ fn entry(
                 .iter()
                 .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
                 .collect();
-            entry.insert(
-                "response".into(),
-                json!({
-                    "text": response.text,
-                    "tool_calls": calls,
-                    "stop_reason": response.stop_reason,
-                    "usage": {
-                        "input_tokens": response.usage.input_tokens,
-                        "output_tokens": response.usage.output_tokens,
-                    },
-                    "model": response.model,
-                }),
-            );
+            let mut answer = json!({
+                "text": response.text,
+                "tool_calls": calls,
+                "stop_reason": response.stop_reason,
+                "usage": {
+                    "input_tokens": response.usage.input_tokens,
+                    "output_tokens": response.usage.output_tokens,
+                },
+                "model": response.model,
+            });
+            if let Some(thinking) = &response.thinking {
+                answer["thinking"] =
+                    json!({"text": thinking.text, "signature": thinking.signature});
+            }
+            entry.insert("response".into(), answer);
         }
         Err(failure) => {
             let mut error = Map::new();

@@ -243,6 +243,21 @@ pub struct ChatResponse {
     pub stop_reason: String,
     /// Token counts.
     pub usage: Usage,
+    /// The model's extended thinking before its answer, when it gave any. Last, and left out of
+    /// the record when `None`, so tapes of answers without thinking keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
+}
+
+/// A thinking block: the reasoning text and the signature the provider sealed it with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thinking {
+    /// The reasoning text.
+    pub text: String,
+    /// The provider's signature over it. Agents send it back unchanged in later turns; simtape
+    /// never checks it (thinking blocks are not part of a request's match text or digest).
+    pub signature: String,
 }
 
 impl ChatResponse {
@@ -254,6 +269,7 @@ impl ChatResponse {
             .iter()
             .map(|c| c.name.len() as u64 + super::digest::json_len(&c.arguments))
             .sum();
-        self.text.len() as u64 + calls
+        let thinking = self.thinking.as_ref().map_or(0, |t| t.text.len() as u64);
+        self.text.len() as u64 + calls + thinking
     }
 }

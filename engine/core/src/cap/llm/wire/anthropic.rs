@@ -8,7 +8,7 @@ use super::{
     array, field, implied_stop, optional, optional_string, schema, string, usage, Shape, WireAnswer,
 };
 use crate::cap::llm::request::{
-    ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition,
+    ChatRequest, ChatResponse, Message, Role, Thinking, ToolCall, ToolDefinition,
 };
 
 pub(super) fn request_body(request: &ChatRequest, model: &str, max_tokens: u64) -> Value {
@@ -93,6 +93,7 @@ fn text_block(text: &str) -> Vec<Value> {
 pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut thinking: Option<Thinking> = None;
     for (index, block) in array(field(body, "the response", "content")?, "content")?
         .iter()
         .enumerate()
@@ -108,7 +109,19 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
                     .cloned()
                     .unwrap_or_else(|| Value::Object(Map::new())),
             }),
-            // Thinking blocks and server tools carry nothing `ChatResponse` holds.
+            // Several thinking blocks join into one; the last signature seals them (simtape
+            // never checks it, an agent only sends it back).
+            "thinking" => {
+                let part = string(field(block, &at, "thinking")?, &format!("{at}.thinking"))?;
+                let signature = optional_string(block, &at, "signature")?.unwrap_or_default();
+                let sealed = thinking.get_or_insert_with(|| Thinking {
+                    text: String::new(),
+                    signature: String::new(),
+                });
+                sealed.text.push_str(part);
+                sealed.signature = signature;
+            }
+            // Redacted thinking and server tools carry nothing `ChatResponse` holds.
             _ => {}
         }
     }
@@ -120,6 +133,7 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
         tool_calls,
         stop_reason,
         usage: usage(body, "input_tokens", "output_tokens")?,
+        thinking,
     })
 }
 
@@ -251,9 +265,15 @@ fn assistant_turn(content: &Value, at: &str) -> Result<Message, Shape> {
     Ok(message)
 }
 
-/// Returns the content blocks of `answer`: its text (when any), then its tool calls.
+/// Returns the content blocks of `answer`: its thinking (when any), its text (when any), then
+/// its tool calls.
 fn answer_blocks(answer: &ChatResponse) -> Vec<Value> {
-    let mut blocks = text_block(&answer.text);
+    let mut blocks: Vec<Value> = answer
+        .thinking
+        .iter()
+        .map(|t| json!({"type": "thinking", "thinking": t.text, "signature": t.signature}))
+        .collect();
+    blocks.extend(text_block(&answer.text));
     blocks.extend(answer.tool_calls.iter().map(|call| {
         json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
     }));
@@ -290,25 +310,37 @@ pub(super) fn stream_events(answer: &ChatResponse, id: &str) -> Vec<(&'static st
         }}),
     )];
     for (index, block) in answer_blocks(answer).into_iter().enumerate() {
-        let (start, delta) = if block["type"] == "text" {
-            (
+        // A block starts empty and its content arrives as deltas; a thinking block's signature
+        // comes last, in a delta of its own, as the API sends it.
+        let (start, deltas) = match block["type"].as_str() {
+            Some("thinking") => (
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                vec![
+                    json!({"type": "thinking_delta", "thinking": block["thinking"]}),
+                    json!({"type": "signature_delta", "signature": block["signature"]}),
+                ],
+            ),
+            Some("text") => (
                 json!({"type": "text", "text": ""}),
-                json!({"type": "text_delta", "text": block["text"]}),
-            )
-        } else {
-            (
+                vec![json!({"type": "text_delta", "text": block["text"]})],
+            ),
+            _ => (
                 json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
-                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
-            )
+                vec![
+                    json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+                ],
+            ),
         };
         events.push((
             "content_block_start",
             json!({"type": "content_block_start", "index": index, "content_block": start}),
         ));
-        events.push((
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": index, "delta": delta}),
-        ));
+        for delta in deltas {
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
         events.push((
             "content_block_stop",
             json!({"type": "content_block_stop", "index": index}),

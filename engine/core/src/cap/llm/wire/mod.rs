@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fixture::json_kind;
-use super::request::{ChatRequest, ChatResponse, ToolCall, Usage};
+use super::request::{ChatRequest, ChatResponse, Thinking, ToolCall, Usage};
 
 /// The wire format a recorded call is sent in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -260,6 +260,8 @@ pub struct WireAnswer {
     pub stop_reason: String,
     /// The token counts, if the provider gave them.
     pub usage: Option<Usage>,
+    /// The thinking block the answer started with, if the provider sent one.
+    pub thinking: Option<Thinking>,
 }
 
 /// A response body that is not the shape its wire format promises.
@@ -533,6 +535,7 @@ mod tests {
                 input_tokens: 7,
                 output_tokens: 3,
             },
+            thinking: None,
         };
         let served = |stream| ServedRequest {
             request: conversation(),
@@ -578,6 +581,78 @@ mod tests {
     }
 
     #[test]
+    fn thinking_is_served_first_and_read_back_as_recorded() {
+        // Goal: an answer with thinking streams a thinking block before its text (a
+        // thinking_delta, then the signature in a signature_delta), the JSON form carries the
+        // same block, and record mode reads it back with its signature.
+        let answer = ChatResponse {
+            model: "m".into(),
+            text: "Done.".into(),
+            tool_calls: Vec::new(),
+            stop_reason: "end_turn".into(),
+            usage: Usage::default(),
+            thinking: Some(Thinking {
+                text: "The test expects 4.".into(),
+                signature: "sig-1".into(),
+            }),
+        };
+        let served = |stream| ServedRequest {
+            request: conversation(),
+            stream,
+            include_usage: false,
+        };
+        let stream = Provider::AnthropicMessages.answer_body(&served(true), &answer, "msg_1", 0);
+        let data: Vec<Value> = stream
+            .body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect();
+        assert_eq!(data[1]["content_block"]["type"], "thinking");
+        assert_eq!(data[2]["delta"]["type"], "thinking_delta");
+        assert_eq!(data[2]["delta"]["thinking"], "The test expects 4.");
+        assert_eq!(data[3]["delta"]["type"], "signature_delta");
+        assert_eq!(data[3]["delta"]["signature"], "sig-1");
+        assert_eq!(data[4]["type"], "content_block_stop");
+        assert_eq!(data[5]["content_block"]["type"], "text");
+        assert_eq!(data[5]["index"], 1);
+        let json = Provider::AnthropicMessages.answer_body(&served(false), &answer, "msg_1", 0);
+        let json: Value = serde_json::from_str(&json.body).unwrap();
+        assert_eq!(json["content"][0]["type"], "thinking");
+        let parsed = Provider::AnthropicMessages.parse_response(&json).unwrap();
+        assert_eq!(parsed.thinking, answer.thinking);
+        assert_eq!(parsed.text, "Done.");
+
+        // Responses: a reasoning item with the text as its summary, streamed part by part
+        // before the message; read back, the summary is the thinking (no signature is sent).
+        let stream = Provider::OpenAiResponses.answer_body(&served(true), &answer, "resp_1", 0);
+        let kinds: Vec<&str> = stream
+            .body
+            .lines()
+            .filter_map(|line| line.strip_prefix("event: "))
+            .collect();
+        assert_eq!(
+            kinds[2..8],
+            [
+                "response.output_item.added",
+                "response.reasoning_summary_part.added",
+                "response.reasoning_summary_text.delta",
+                "response.reasoning_summary_text.done",
+                "response.reasoning_summary_part.done",
+                "response.output_item.done",
+            ]
+        );
+        let json = Provider::OpenAiResponses.answer_body(&served(false), &answer, "resp_1", 0);
+        let json: Value = serde_json::from_str(&json.body).unwrap();
+        assert_eq!(json["output"][0]["type"], "reasoning");
+        let parsed = Provider::OpenAiResponses.parse_response(&json).unwrap();
+        assert_eq!(parsed.thinking.unwrap().text, "The test expects 4.");
+        // Chat Completions has no field for it: the answer is the text alone.
+        let chat = Provider::OpenAiChat.answer_body(&served(false), &answer, "c1", 0);
+        assert!(!chat.body.contains("expects 4"), "{}", chat.body);
+    }
+
+    #[test]
     fn a_broken_stream_lacks_each_providers_final_event() {
         // Goal: every provider's stream ends in its final event, which a stream fault never
         // sends, even when asked for more events than the stream has.
@@ -588,6 +663,7 @@ mod tests {
             tool_calls: Vec::new(),
             stop_reason: "end_turn".into(),
             usage: Usage::default(),
+            thinking: None,
         };
         let served = ServedRequest {
             request: conversation(),

@@ -120,6 +120,7 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
         tool_calls,
         stop_reason,
         usage: usage(body, "prompt_tokens", "completion_tokens")?,
+        thinking: None,
     })
 }
 

@@ -8,7 +8,7 @@ use super::{
     WireAnswer,
 };
 use crate::cap::llm::request::{
-    ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition,
+    ChatRequest, ChatResponse, Message, Role, Thinking, ToolCall, ToolDefinition,
 };
 
 pub(super) fn request_body(request: &ChatRequest, model: &str) -> Value {
@@ -68,6 +68,7 @@ fn items(message: &Message) -> Vec<Value> {
 pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut thinking: Option<Thinking> = None;
     for (index, item) in array(field(body, "the response", "output")?, "output")?
         .iter()
         .enumerate()
@@ -97,7 +98,25 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
                     )?,
                 });
             }
-            // Reasoning and built-in tool items carry nothing `ChatResponse` holds.
+            // A reasoning item's summary is its readable thinking; the encrypted content, when
+            // asked for, is what an agent sends back, kept as the signature.
+            "reasoning" => {
+                let summary = optional(item, "summary").cloned().unwrap_or(Value::Null);
+                let parts = summary.as_array().map(Vec::as_slice).unwrap_or_default();
+                let sealed = thinking.get_or_insert_with(|| Thinking {
+                    text: String::new(),
+                    signature: String::new(),
+                });
+                for part in parts {
+                    if let Some(part_text) = part.get("text").and_then(Value::as_str) {
+                        sealed.text.push_str(part_text);
+                    }
+                }
+                if let Some(signature) = item.get("encrypted_content").and_then(Value::as_str) {
+                    sealed.signature = signature.to_owned();
+                }
+            }
+            // Built-in tool items carry nothing `ChatResponse` holds.
             _ => {}
         }
     }
@@ -120,6 +139,7 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
         tool_calls,
         stop_reason,
         usage: usage(body, "input_tokens", "output_tokens")?,
+        thinking,
     })
 }
 
@@ -260,16 +280,27 @@ impl<'a> ItemIds<'a> {
         format!("msg_{}", self.stem)
     }
 
+    fn reasoning(&self) -> String {
+        format!("rs_{}", self.stem)
+    }
+
     fn call(&self, index: usize) -> String {
         format!("fc_{}_{index}", self.stem)
     }
 }
 
-/// Returns the answer's output items as they are when complete: its text as one message
-/// (when any), then one `function_call` per tool call.
+/// Returns the answer's output items as they are when complete: its thinking as a
+/// `reasoning` item with one summary part (when any), its text as one message (when any), then
+/// one `function_call` per tool call.
 fn output_items(answer: &ChatResponse, id: &str) -> Vec<Value> {
     let ids = ItemIds::of(id);
     let mut items = Vec::new();
+    if let Some(thinking) = &answer.thinking {
+        items.push(json!({
+            "id": ids.reasoning(), "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": thinking.text}],
+        }));
+    }
     if !answer.text.is_empty() {
         items.push(json!({
             "id": ids.message(), "type": "message", "status": "completed", "role": "assistant",
@@ -375,7 +406,38 @@ fn item_events(index: usize, item: Value) -> Vec<(&'static str, Value)> {
     let mut started = item.clone();
     started["status"] = "in_progress".into();
     let mut events = Vec::new();
-    if item["type"] == "message" {
+    if item["type"] == "reasoning" {
+        let part = item["summary"][0].clone();
+        let text = part["text"].clone();
+        started["summary"] = json!([]);
+        let summary = |key: &str, value: Value| {
+            let mut event = json!({"item_id": item_id, "output_index": index, "summary_index": 0});
+            event[key] = value;
+            event
+        };
+        events.extend([
+            (
+                "response.output_item.added",
+                json!({"output_index": index, "item": started}),
+            ),
+            (
+                "response.reasoning_summary_part.added",
+                summary("part", json!({"type": "summary_text", "text": ""})),
+            ),
+            (
+                "response.reasoning_summary_text.delta",
+                summary("delta", text.clone()),
+            ),
+            (
+                "response.reasoning_summary_text.done",
+                summary("text", text),
+            ),
+            (
+                "response.reasoning_summary_part.done",
+                summary("part", part),
+            ),
+        ]);
+    } else if item["type"] == "message" {
         let part = item["content"][0].clone();
         let text = part["text"].clone();
         started["content"] = json!([]);
@@ -452,6 +514,7 @@ mod tests {
                 input_tokens: 7,
                 output_tokens: 3,
             },
+            thinking: None,
         }
     }
 
@@ -607,6 +670,7 @@ mod tests {
             tool_calls: sent.tool_calls.clone(),
             stop_reason: "tool_use".into(),
             usage: Some(sent.usage),
+            thinking: None,
         };
         assert_eq!(parse_response(completed).unwrap(), expected);
         let json = Provider::OpenAiResponses.answer_body(&served(false), &sent, "resp_s_1", 9);
