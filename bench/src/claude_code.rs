@@ -308,6 +308,7 @@ fn sse(text: &str, tool: Option<(&str, String)>, turn: u64) -> String {
         request: ChatRequest::new("claude-sonnet-4-5", Vec::new()),
         stream: true,
         include_usage: false,
+        namespaced: Default::default(),
     };
     Provider::AnthropicMessages
         .answer_body(&served, &answer, &format!("msg_bench_{turn}"), 0)

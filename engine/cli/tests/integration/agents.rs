@@ -453,23 +453,44 @@ fn opencode_runs_as_a_scenario_agent() {
     run_example_twice("opencode", &opencode, "fs hello.txt", &logged);
 }
 
+/// Runs `program` twice on the ticket-tracker world of `engine/cli/tests/data/serve-mcp/FILE`:
+/// it works the ticket through the world's 429, the world_goal verifier judges the world's
+/// final state, and its session log shows the close call under `close_tool`.
+fn work_the_ticket_world(file: &str, program: &Path, close_tool: &str) {
+    let scenario = repo().join("engine/cli/tests/data/serve-mcp").join(file);
+    let logged = [format!("\"name\":\"{close_tool}\"")];
+    let logged: Vec<&str> = logged.iter().map(String::as_str).collect();
+    run_twice(file, &scenario, program, "world_goal tickets", &logged);
+}
+
 #[test]
 fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
-    // Claude Code as the agent program of a scenario with an [[mcp]] world: the adapter hands
-    // it the served MCP config and allows the server's tools; it works the ticket through the
-    // world's 429, and the world_goal verifier judges the world's final state.
+    // The adapter hands Claude Code the served MCP config and allows the server's tools.
     let Some(claude) = claude() else {
         return;
     };
-    let scenario = repo().join("engine/cli/tests/data/serve-mcp/scenario.toml");
-    let logged = ["\"name\":\"mcp__tickets__close_ticket\""];
-    run_twice(
-        "claude-code-mcp",
-        &scenario,
-        &claude,
-        "world_goal tickets",
-        &logged,
-    );
+    work_the_ticket_world("scenario.toml", &claude, "mcp__tickets__close_ticket");
+}
+
+#[test]
+fn codex_works_an_mcp_world_as_a_scenario_agent() {
+    // The adapter names the server in Codex's config; Codex offers its tools as a Responses
+    // namespace, which simtape flattens to the names Claude Code uses (the same fixture), and
+    // the calls go back by namespace and name.
+    let Some(codex) = codex() else {
+        return;
+    };
+    work_the_ticket_world("codex.toml", &codex, "mcp__tickets__close_ticket");
+}
+
+#[test]
+fn opencode_works_an_mcp_world_as_a_scenario_agent() {
+    // The adapter names the server as a remote MCP server in OpenCode's config; OpenCode calls
+    // its tools as SERVER_TOOL.
+    let Some(opencode) = opencode() else {
+        return;
+    };
+    work_the_ticket_world("opencode.toml", &opencode, "tickets_close_ticket");
 }
 
 /// A running aimock, stopped when dropped.

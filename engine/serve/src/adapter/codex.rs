@@ -14,8 +14,12 @@ use simtape_agent::CommandAgentSpec;
 use super::{count, cut, may_write, EventKind, Launch, Parser, Places};
 
 /// Codex's per-process request fields: `client_metadata` (session, thread, turn and
-/// installation ids, the turn's wall-clock start).
-pub(super) const POINTERS: &[&str] = &["/client_metadata"];
+/// installation ids, the turn's wall-clock start) on model requests, and the turn's
+/// wall-clock start in the metadata of its MCP tool calls.
+pub(super) const POINTERS: &[&str] = &[
+    "/client_metadata",
+    "/params/_meta/x-codex-turn-metadata/turn_started_at_unix_ms",
+];
 /// Codex's per-run text: the date and time zone of its environment context, and the chunk id
 /// and wall time of each command's output.
 pub(super) const PATTERNS: [(&str, &str); 4] = [
@@ -34,6 +38,9 @@ pub(super) const PATTERNS: [(&str, &str); 4] = [
 /// The model provider simtape configures for Codex (its config keys name it).
 const PROVIDER: &str = "simtape";
 
+/// How Codex's notice about the configured model's missing metadata begins.
+const UNKNOWN_MODEL_NOTICE: &str = "Model metadata for `simtape` not found";
+
 pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     let sandbox = if may_write(spec.permission) {
         "workspace-write"
@@ -48,7 +55,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         "model_providers.{PROVIDER}={{name=\"{PROVIDER}\", base_url=\"{}/v1\", wire_api=\"responses\", env_key=\"OPENAI_API_KEY\"}}",
         places.base_url
     );
-    let args = [
+    let mut args: Vec<String> = [
         "exec",
         "--json",
         "--skip-git-repo-check",
@@ -61,12 +68,24 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         &provider,
         "-m",
         PROVIDER,
-        &spec.task,
-    ];
+    ]
+    .map(String::from)
+    .to_vec();
+    // The scenario's MCP servers, each at its Streamable HTTP endpoint (Codex reads no MCP
+    // config file of ours: its servers are config keys).
+    for server in places.mcp.map(|(servers, _)| servers).unwrap_or_default() {
+        args.push("-c".into());
+        args.push(format!(
+            "mcp_servers.{server}.url=\"{}{}{server}\"",
+            places.base_url,
+            crate::mcp_http::MCP_PATH_PREFIX
+        ));
+    }
+    args.push(spec.task.clone());
     // Codex refuses a CODEX_HOME that does not exist; the scratch HOME does.
     let home = places.home.display().to_string();
     Launch {
-        args: args.map(String::from).to_vec(),
+        args,
         env: vec![("CODEX_HOME".into(), home)],
     }
 }
@@ -131,7 +150,14 @@ impl ExecJson {
                 vec![EventKind::Message { text: message }]
             }
             "agent_message" | "reasoning" | "todo_list" => Vec::new(),
-            // A notice item (`Model metadata … not found`), once complete.
+            // Codex warns that it has no metadata for the model this adapter configures; it
+            // prints that from a task of its own, before or after its first request as the
+            // threads fall, so as an event it would move between runs. It is about simtape's
+            // provider, not the session: left out.
+            "error" if text("message").is_some_and(|m| m.starts_with(UNKNOWN_MODEL_NOTICE)) => {
+                Vec::new()
+            }
+            // Any other notice item, once complete.
             "error" if completed => vec![error(item.get("message"))],
             "error" => Vec::new(),
             _ => {
@@ -174,7 +200,9 @@ fn tool(kind: &str, item: &Value) -> (String, Value) {
         "file_change" => (kind.into(), json!({"changes": item.get("changes")})),
         "mcp_tool_call" => {
             let part = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("");
-            let name = format!("{}__{}", part("server"), part("tool"));
+            // Named as Claude Code names MCP tools (and as the model sees them, the namespace
+            // `mcp__SERVER` flattened), so a `tool_called` verifier reads the same for both.
+            let name = format!("mcp__{}__{}", part("server"), part("tool"));
             (name, item.get("arguments").cloned().unwrap_or(Value::Null))
         }
         other => (other.into(), item.clone()),
@@ -197,7 +225,8 @@ mod tests {
         let mut parser = ExecJson::default();
         let lines = [
             r#"{"type":"thread.started","thread_id":"t-1"}"#,
-            r#"{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata not found"}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `simtape` not found. Defaulting to fallback metadata."}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_9","type":"error","message":"stream disconnected"}}"#,
             r#"{"type":"turn.started"}"#,
             r#"{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"","status":"in_progress"}}"#,
             r#"{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"a.txt\n","exit_code":0,"status":"completed"}}"#,
@@ -239,6 +268,19 @@ mod tests {
                 text: "Wrote b.txt.".into(),
                 is_error: false
             })
+        );
+    }
+
+    #[test]
+    fn an_mcp_tool_call_is_named_as_the_model_saw_it() {
+        // Goal: Codex reports server and tool apart; the event names the tool
+        // `mcp__SERVER__TOOL`, as the flattened namespace the model was offered.
+        let mut parser = ExecJson::default();
+        let line = r#"{"type":"item.started","item":{"id":"item_4","type":"mcp_tool_call","server":"tickets","tool":"close_ticket","arguments":{"id":"T-1"},"status":"in_progress"}}"#;
+        let events = parser.line(line);
+        assert!(
+            matches!(&events[..], [EventKind::ToolStart { name, .. }] if name == "mcp__tickets__close_ticket"),
+            "{events:?}"
         );
     }
 

@@ -19,7 +19,24 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     } else {
         serde_json::json!({"edit": "deny", "bash": "deny"})
     };
+    // The scenario's MCP servers, each a remote server at its Streamable HTTP endpoint.
+    let mcp: serde_json::Map<String, Value> = places
+        .mcp
+        .map(|(servers, _)| servers)
+        .unwrap_or_default()
+        .iter()
+        .map(|server| {
+            let url = format!(
+                "{}{}{server}",
+                places.base_url,
+                crate::mcp_http::MCP_PATH_PREFIX
+            );
+            let remote = serde_json::json!({"type": "remote", "url": url, "enabled": true});
+            (server.clone(), remote)
+        })
+        .collect();
     let config = serde_json::json!({
+        "mcp": mcp,
         "provider": {PROVIDER: {
             "npm": "@ai-sdk/openai-compatible",
             "name": PROVIDER,

@@ -16,6 +16,8 @@ mod anthropic;
 mod openai_chat;
 mod openai_responses;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -136,6 +138,10 @@ pub struct ServedRequest {
     pub stream: bool,
     /// Whether a streamed answer ends with a usage chunk (OpenAI `stream_options`).
     pub include_usage: bool,
+    /// Tools the agent offered inside a namespace (Responses `{"type": "namespace"}`, as Codex
+    /// offers each MCP server's tools), by the flat name the conversation knows them by, with
+    /// their namespace and own name: a call of one goes back as the two fields.
+    pub namespaced: BTreeMap<String, (String, String)>,
 }
 
 /// An answer rendered for the wire: its content type and its whole body.
@@ -151,9 +157,10 @@ impl Provider {
     /// Reads an agent's request body in this wire format (the serving side of the format;
     /// `request_body` is the calling side).
     pub fn parse_request(self, body: &Value) -> Result<ServedRequest, Shape> {
+        let mut namespaced = BTreeMap::new();
         let request = match self {
             Provider::OpenAiChat => openai_chat::parse_request(body)?,
-            Provider::OpenAiResponses => openai_responses::parse_request(body)?,
+            Provider::OpenAiResponses => openai_responses::parse_request(body, &mut namespaced)?,
             Provider::AnthropicMessages => anthropic::parse_request(body)?,
         };
         let stream = optional(body, "stream").and_then(Value::as_bool) == Some(true);
@@ -165,6 +172,7 @@ impl Provider {
             request,
             stream,
             include_usage,
+            namespaced,
         })
     }
 
@@ -181,7 +189,7 @@ impl Provider {
             let body = match self {
                 Provider::OpenAiChat => openai_chat::response_body(answer, id, created_unix_s),
                 Provider::OpenAiResponses => {
-                    openai_responses::response_body(answer, id, created_unix_s)
+                    openai_responses::response_body(served, answer, id, created_unix_s)
                 }
                 Provider::AnthropicMessages => anthropic::response_body(answer, id),
             };
@@ -220,9 +228,12 @@ impl Provider {
                 events.push("data: [DONE]\n\n".to_string());
                 events
             }
-            Provider::OpenAiResponses => {
-                named_events(openai_responses::stream_events(answer, id, created_unix_s))
-            }
+            Provider::OpenAiResponses => named_events(openai_responses::stream_events(
+                served,
+                answer,
+                id,
+                created_unix_s,
+            )),
             Provider::AnthropicMessages => named_events(anthropic::stream_events(answer, id)),
         }
     }
@@ -541,6 +552,7 @@ mod tests {
             request: conversation(),
             stream,
             include_usage: true,
+            namespaced: Default::default(),
         };
         let body = Provider::AnthropicMessages.answer_body(&served(true), &answer, "msg_1", 0);
         assert_eq!(body.content_type, "text/event-stream");
@@ -600,6 +612,7 @@ mod tests {
             request: conversation(),
             stream,
             include_usage: false,
+            namespaced: Default::default(),
         };
         let stream = Provider::AnthropicMessages.answer_body(&served(true), &answer, "msg_1", 0);
         let data: Vec<Value> = stream
@@ -669,6 +682,7 @@ mod tests {
             request: conversation(),
             stream: true,
             include_usage: false,
+            namespaced: Default::default(),
         };
         let fault = StreamFault {
             mode: StreamMode::Cut,

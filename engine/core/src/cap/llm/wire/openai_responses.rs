@@ -1,11 +1,13 @@
 //! OpenAI Responses: `input` items (messages, `function_call`, `function_call_output`) and
 //! flat `tools`; the answer is the `output` items plus `status` and `usage`.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 
 use super::{
-    arguments, array, field, implied_stop, optional, optional_string, schema, string, usage, Shape,
-    WireAnswer,
+    arguments, array, field, implied_stop, optional, optional_string, schema, string, usage,
+    ServedRequest, Shape, WireAnswer,
 };
 use crate::cap::llm::request::{
     ChatRequest, ChatResponse, Message, Role, Thinking, ToolCall, ToolDefinition,
@@ -149,9 +151,13 @@ pub(super) fn parse_response(body: &Value) -> Result<WireAnswer, Shape> {
 /// become system messages, hoisted before the conversation (where `request_body` sends them);
 /// `input` is a string or a list of items: messages (content a string or `input_text` /
 /// `output_text` parts), `function_call` (joined to the assistant turn before it) and
-/// `function_call_output`. Items and tools `ChatRequest` has no place for (reasoning, web
-/// search, namespaces, custom tools) are left out.
-pub(super) fn parse_request(body: &Value) -> Result<ChatRequest, Shape> {
+/// `function_call_output`. A namespace's function tools join the tool list under their flat
+/// names ([`flat_name`]), entered in `namespaced`; items and tools `ChatRequest` has no place
+/// for (reasoning, web search, custom tools) are left out.
+pub(super) fn parse_request(
+    body: &Value,
+    namespaced: &mut BTreeMap<String, (String, String)>,
+) -> Result<ChatRequest, Shape> {
     let model = string(field(body, "the request", "model")?, "model")?;
     let mut messages = Vec::new();
     if let Some(instructions) = optional_string(body, "the request", "instructions")? {
@@ -169,17 +175,50 @@ pub(super) fn parse_request(body: &Value) -> Result<ChatRequest, Shape> {
     if let Some(wire) = optional(body, "tools") {
         for (index, tool) in array(wire, "tools")?.iter().enumerate() {
             let at = format!("tools[{index}]");
-            if optional(tool, "type").and_then(Value::as_str) != Some("function") {
-                continue;
+            match optional(tool, "type").and_then(Value::as_str) {
+                Some("function") => tools.push(function_tool(tool, &at)?),
+                Some("namespace") => {
+                    let namespace = string(field(tool, &at, "name")?, &format!("{at}.name"))?;
+                    let inner = array(field(tool, &at, "tools")?, &format!("{at}.tools"))?;
+                    for (inner_index, inner_tool) in inner.iter().enumerate() {
+                        if optional(inner_tool, "type").and_then(Value::as_str) != Some("function")
+                        {
+                            continue;
+                        }
+                        let mut definition =
+                            function_tool(inner_tool, &format!("{at}.tools[{inner_index}]"))?;
+                        let own = std::mem::take(&mut definition.name);
+                        definition.name = flat_name(namespace, &own);
+                        namespaced.insert(definition.name.clone(), (namespace.to_owned(), own));
+                        tools.push(definition);
+                    }
+                }
+                _ => {}
             }
-            tools.push(ToolDefinition {
-                name: string(field(tool, &at, "name")?, &format!("{at}.name"))?.to_owned(),
-                description: optional_string(tool, &at, "description")?.unwrap_or_default(),
-                parameters: optional(tool, "parameters").cloned().unwrap_or(Value::Null),
-            });
         }
     }
     Ok(ChatRequest::new(model, messages).with_tools(tools))
+}
+
+/// Reads a `{"type": "function"}` tool.
+fn function_tool(tool: &Value, at: &str) -> Result<ToolDefinition, Shape> {
+    Ok(ToolDefinition {
+        name: string(field(tool, at, "name")?, &format!("{at}.name"))?.to_owned(),
+        description: optional_string(tool, at, "description")?.unwrap_or_default(),
+        parameters: optional(tool, "parameters").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// Returns the one name a namespaced tool goes by in the conversation: the namespace and the
+/// tool's name joined by `__` (`mcp__tickets` and `close_ticket` → `mcp__tickets__close_ticket`,
+/// the name Claude Code gives the same MCP tool, so one fixture serves both agents); a
+/// namespace that already ends in `__` is joined as it is.
+fn flat_name(namespace: &str, name: &str) -> String {
+    if namespace.ends_with("__") {
+        format!("{namespace}{name}")
+    } else {
+        format!("{namespace}__{name}")
+    }
 }
 
 /// Reads one input item onto `messages`. An item without a `type` is a message (the SDK's
@@ -215,9 +254,13 @@ fn input_item(item: &Value, at: &str, messages: &mut Vec<Message>) -> Result<(),
         }
         "function_call" => {
             let arguments_at = format!("{at}.arguments");
+            let name = string(field(item, at, "name")?, &format!("{at}.name"))?;
             let call = ToolCall {
                 id: string(field(item, at, "call_id")?, &format!("{at}.call_id"))?.to_owned(),
-                name: string(field(item, at, "name")?, &format!("{at}.name"))?.to_owned(),
+                name: match optional_string(item, at, "namespace")? {
+                    Some(namespace) => flat_name(&namespace, name),
+                    None => name.to_owned(),
+                },
                 arguments: arguments(
                     string(field(item, at, "arguments")?, &arguments_at)?,
                     &arguments_at,
@@ -292,7 +335,7 @@ impl<'a> ItemIds<'a> {
 /// Returns the answer's output items as they are when complete: its thinking as a
 /// `reasoning` item with one summary part (when any), its text as one message (when any), then
 /// one `function_call` per tool call.
-fn output_items(answer: &ChatResponse, id: &str) -> Vec<Value> {
+fn output_items(served: &ServedRequest, answer: &ChatResponse, id: &str) -> Vec<Value> {
     let ids = ItemIds::of(id);
     let mut items = Vec::new();
     if let Some(thinking) = &answer.thinking {
@@ -308,17 +351,29 @@ fn output_items(answer: &ChatResponse, id: &str) -> Vec<Value> {
         }));
     }
     for (index, call) in answer.tool_calls.iter().enumerate() {
-        items.push(json!({
+        let mut item = json!({
             "id": ids.call(index), "type": "function_call", "status": "completed",
             "call_id": call.id, "name": call.name, "arguments": call.arguments.to_string(),
-        }));
+        });
+        // A namespaced tool is called by its namespace and its own name, as offered.
+        if let Some((namespace, own)) = served.namespaced.get(&call.name) {
+            item["namespace"] = namespace.as_str().into();
+            item["name"] = own.as_str().into();
+        }
+        items.push(item);
     }
     items
 }
 
 /// Returns the response object: `status` `completed`, or `incomplete` (with its reason) when
 /// the answer stopped at the token limit; `output` and `usage` only when it is finished.
-fn response_object(answer: &ChatResponse, id: &str, created: i64, finished: bool) -> Value {
+fn response_object(
+    served: &ServedRequest,
+    answer: &ChatResponse,
+    id: &str,
+    created: i64,
+    finished: bool,
+) -> Value {
     let incomplete = answer.stop_reason == "max_tokens";
     let status = match (finished, incomplete) {
         (false, _) => "in_progress",
@@ -328,7 +383,7 @@ fn response_object(answer: &ChatResponse, id: &str, created: i64, finished: bool
     let (output, usage) = if finished {
         let usage = answer.usage;
         (
-            output_items(answer, id).into(),
+            output_items(served, answer, id).into(),
             json!({
                 "input_tokens": usage.input_tokens,
                 "input_tokens_details": {"cached_tokens": 0},
@@ -354,8 +409,13 @@ fn response_object(answer: &ChatResponse, id: &str, created: i64, finished: bool
 }
 
 /// Returns the non-streaming Responses answer; `created` is Unix seconds.
-pub(super) fn response_body(answer: &ChatResponse, id: &str, created: i64) -> Value {
-    response_object(answer, id, created, true)
+pub(super) fn response_body(
+    served: &ServedRequest,
+    answer: &ChatResponse,
+    id: &str,
+    created: i64,
+) -> Value {
+    response_object(served, answer, id, created, true)
 }
 
 /// Returns the streamed answer as its server-sent events, in the order the API sends them:
@@ -365,6 +425,7 @@ pub(super) fn response_body(answer: &ChatResponse, id: &str, created: i64) -> Va
 /// `output_item.done`; then `response.completed` (or `response.incomplete`) with the usage.
 /// Each event carries its `sequence_number`.
 pub(super) fn stream_events(
+    served: &ServedRequest,
     answer: &ChatResponse,
     id: &str,
     created: i64,
@@ -372,17 +433,17 @@ pub(super) fn stream_events(
     let mut events = vec![
         (
             "response.created",
-            json!({"response": response_object(answer, id, created, false)}),
+            json!({"response": response_object(served, answer, id, created, false)}),
         ),
         (
             "response.in_progress",
-            json!({"response": response_object(answer, id, created, false)}),
+            json!({"response": response_object(served, answer, id, created, false)}),
         ),
     ];
-    for (index, item) in output_items(answer, id).into_iter().enumerate() {
+    for (index, item) in output_items(served, answer, id).into_iter().enumerate() {
         events.extend(item_events(index, item));
     }
-    let finished = response_object(answer, id, created, true);
+    let finished = response_object(served, answer, id, created, true);
     let last = if finished["status"] == "incomplete" {
         "response.incomplete"
     } else {
@@ -584,6 +645,57 @@ mod tests {
     }
 
     #[test]
+    fn a_namespaces_tools_go_by_flat_names_and_are_called_by_namespace() {
+        // Goal: a namespace's functions (Codex offers each MCP server so) join the tool list as
+        // `NAMESPACE__NAME`, an earlier call with a namespace reads back flat, and an answer's
+        // call of a flat name goes out as the namespace and the tool's own name.
+        let body = json!({
+            "model": "m",
+            "input": [
+                {"type": "message", "role": "user", "content": "close T-1"},
+                {"type": "function_call", "call_id": "c1", "namespace": "mcp__tickets",
+                 "name": "assign_ticket", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            ],
+            "tools": [
+                {"type": "function", "name": "exec_command", "parameters": {}},
+                {"type": "namespace", "name": "mcp__tickets", "description": "Tickets.",
+                 "tools": [{"type": "function", "name": "close_ticket", "parameters": {}}]},
+                {"type": "namespace", "name": "mcp__wiki__",
+                 "tools": [{"type": "function", "name": "read", "parameters": {}}]},
+            ],
+        });
+        let served = Provider::OpenAiResponses.parse_request(&body).unwrap();
+        let names: Vec<&str> = served
+            .request
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "exec_command",
+                "mcp__tickets__close_ticket",
+                "mcp__wiki__read"
+            ]
+        );
+        assert_eq!(
+            served.request.messages[1].tool_calls[0].name,
+            "mcp__tickets__assign_ticket"
+        );
+        let mut sent = answer("", "tool_use");
+        sent.tool_calls[0].name = "mcp__tickets__close_ticket".into();
+        let json = Provider::OpenAiResponses.answer_body(&served, &sent, "resp_n", 0);
+        let json: Value = serde_json::from_str(&json.body).unwrap();
+        let call = &json["output"][0];
+        assert_eq!(
+            (&call["namespace"], &call["name"]),
+            (&json!("mcp__tickets"), &json!("close_ticket"))
+        );
+    }
+
+    #[test]
     fn bad_requests_name_what_was_expected_where() {
         // Goal: a wrong shape is a Shape error at its place, never a panic.
         let cases = [
@@ -623,6 +735,7 @@ mod tests {
             request: ChatRequest::new("m", vec![Message::user("go")]),
             stream,
             include_usage: false,
+            namespaced: Default::default(),
         };
         let body = Provider::OpenAiResponses.answer_body(&served(true), &sent, "resp_s_1", 9);
         assert_eq!(body.content_type, "text/event-stream");
@@ -689,6 +802,7 @@ mod tests {
             request: ChatRequest::new("m", vec![Message::user("go")]),
             stream: true,
             include_usage: false,
+            namespaced: Default::default(),
         };
         let body = Provider::OpenAiResponses.answer_body(&served, &sent, "resp_2", 0);
         let streamed = events(&body.body);
