@@ -86,6 +86,8 @@ pub(crate) struct RunArgs {
     /// Where to write the tape (default: no tape file).
     #[arg(long)]
     pub(crate) tape: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) record: crate::common::record::RecordLlmArgs,
     /// Store large payloads beside the tape in `<tape>.cas/` instead of inside it.
     #[arg(long, requires = "tape")]
     pub(crate) sidecar_blobs: bool,

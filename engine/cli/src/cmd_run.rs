@@ -36,7 +36,17 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         args.tape.as_deref(),
         args.process_wasi.as_deref(),
     );
-    let mut builder = eval.builder(seed);
+    if args.record.record_llm.is_some() && args.check_determinism {
+        return Err(CliError::Usage(
+            "--record-llm records one run: --check-determinism would ask the provider twice; \
+             record first, then check the replay"
+                .into(),
+        ));
+    }
+    let mut builder = match crate::common::record::recorder(&args.record)? {
+        Some(llm) => eval.builder_with_llm(seed, llm),
+        None => eval.builder(seed),
+    };
     // Evidence needs a tape: the one asked for, or one inside the evidence directory.
     let tape = args.tape.clone().or_else(|| {
         args.evidence

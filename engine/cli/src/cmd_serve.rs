@@ -38,18 +38,8 @@ pub(crate) struct ServeArgs {
     /// (repeatable; the session id, the date and UUIDs are always normalized).
     #[arg(long = "normalize-pointer", value_name = "POINTER")]
     pub(crate) normalize_pointers: Vec<String>,
-    /// Record instead of replaying: every model call goes to this provider's real API (its
-    /// key from ANTHROPIC_API_KEY / OPENAI_API_KEY in simtape's own environment) and is
-    /// appended to --fixture-out, a fixture the scenario can then replay.
-    #[arg(long, value_enum, value_name = "PROVIDER", requires = "fixture_out")]
-    pub(crate) record_llm: Option<RecordProvider>,
-    /// The fixture file --record-llm writes (created or truncated).
-    #[arg(long, value_name = "PATH", requires = "record_llm")]
-    pub(crate) fixture_out: Option<PathBuf>,
-    /// The provider's base URL for --record-llm, as its SDK takes it (default: the official
-    /// API; `http://127.0.0.1:4010/v1` for an OpenAI-compatible local server).
-    #[arg(long, value_name = "URL", requires = "record_llm")]
-    pub(crate) upstream: Option<String>,
+    #[command(flatten)]
+    pub(crate) record: crate::common::record::RecordLlmArgs,
     /// The agent to run, with its arguments, after `--`; without it, serve until Ctrl-C.
     #[arg(last = true)]
     pub(crate) command: Vec<String>,
@@ -61,8 +51,8 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         .seed
         .unwrap_or_else(|| eval.scenario().seeds().first().copied().unwrap_or(0));
     println!("seed={seed}");
-    let mut builder = match &args.record_llm {
-        Some(provider) => eval.builder_with_llm(seed, recorder(*provider, args)?),
+    let mut builder = match crate::common::record::recorder(&args.record)? {
+        Some(llm) => eval.builder_with_llm(seed, llm),
         None => eval.builder(seed),
     };
     if let Some(tape) = &args.tape {
@@ -164,53 +154,4 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             Ok(Outcome::RunError)
         }
     }
-}
-
-/// The wire format `serve --record-llm` records through.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub(crate) enum RecordProvider {
-    /// Anthropic Messages.
-    Anthropic,
-    /// OpenAI Chat Completions.
-    OpenaiChat,
-    /// OpenAI Responses.
-    OpenaiResponses,
-}
-
-/// The record-mode model of `serve --record-llm`: calls go to the provider's API (the
-/// network policy allows its host alone) and land in `--fixture-out`.
-fn recorder(
-    provider: RecordProvider,
-    args: &ServeArgs,
-) -> Result<simtape::cap::llm::LlmActor, CliError> {
-    use simtape::cap::llm::{Llm, Provider, RecordConfig};
-    let provider = match provider {
-        RecordProvider::Anthropic => Provider::AnthropicMessages,
-        RecordProvider::OpenaiChat => Provider::OpenAiChat,
-        RecordProvider::OpenaiResponses => Provider::OpenAiResponses,
-    };
-    let fixture = args
-        .fixture_out
-        .clone()
-        .expect("clap requires --fixture-out with --record-llm");
-    let base_url = args
-        .upstream
-        .clone()
-        .unwrap_or_else(|| provider.default_base_url().to_string());
-    let host = base_url
-        .split("://")
-        .nth(1)
-        .and_then(|rest| rest.split(['/', ':']).next())
-        .filter(|host| !host.is_empty())
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "--upstream {base_url}: expected an http(s) URL with a host"
-            ))
-        })?;
-    let network = simtape::cap::net::Network::deny().allow(host);
-    let api_key = std::env::var(provider.api_key_variable()).unwrap_or_default();
-    let config = RecordConfig::new(provider, fixture, network)
-        .with_base_url(base_url.clone())
-        .with_api_key(api_key);
-    Llm::record(config).map_err(|e| CliError::Input(format!("--record-llm: {e}")))
 }

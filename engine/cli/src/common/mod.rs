@@ -4,9 +4,11 @@
 //!
 //! - [`shell`] — quoting command lines for a POSIX shell.
 //! - [`files`] — scratch directories, output parents, reading a file.
+//! - [`record`] — `--record-llm`: a run's model calls recorded from a real provider.
 //! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
 
 pub(crate) mod files;
+pub(crate) mod record;
 pub(crate) mod render;
 pub(crate) mod shell;
 

@@ -607,6 +607,51 @@ open("answer.txt", "a").write(answer + "\n")
 }
 
 #[test]
+fn run_records_an_agent_programs_model_into_a_fixture_that_then_replays() {
+    // Goal: `simtape run --record-llm` on an agent-program scenario answers the agent from a
+    // real provider (aimock), judges the run as usual, and leaves a fixture from which the
+    // same scenario then passes with no provider running; the request noise the scenario
+    // normalizes (the agent's pid) is normalized in the recorded match too.
+    let Some((provider, port)) = aimock() else {
+        return;
+    };
+    let dir = scratch("agents", "run-record");
+    let path = scenario(&dir, "");
+    let toml = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("Write the notes.", "Say hello, then write the notes.")
+        .replace("Notes written by the model.", "Hello from aimock.")
+        .replace("Notes written", "Hello from aimock");
+    std::fs::write(&path, &toml).unwrap();
+    let record = |extra: &[&str]| {
+        simtape()
+            .arg("run")
+            .arg(&path)
+            .args(["--record-llm", "openai-chat", "--fixture-out"])
+            .arg(dir.join("recorded.jsonl"))
+            .arg("--upstream")
+            .arg(format!("http://127.0.0.1:{port}/v1"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = record(&["--check-determinism"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    let recorded = record(&[]);
+    drop(provider);
+    let shown = text(&recorded);
+    assert_eq!(recorded.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("verify held   answer"), "{shown}");
+    let fixture = std::fs::read_to_string(dir.join("recorded.jsonl")).unwrap();
+    assert!(fixture.contains("agent pid <pid>"), "{fixture}");
+    std::fs::write(&path, toml.replace("llm.jsonl", "recorded.jsonl")).unwrap();
+    let replayed = simtape().arg("run").arg(&path).output().unwrap();
+    let shown = text(&replayed);
+    assert_eq!(replayed.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("answer: Hello from aimock."), "{shown}");
+}
+
+#[test]
 fn an_agent_program_on_the_virtual_clock_reads_the_runs_time() {
     // Goal: with `clock = "virtual"` (libfaketime) the agent's own wall clock reads the run's
     // virtual time: the scenario's start, moved on by the model call's simulated 800 ms, not
