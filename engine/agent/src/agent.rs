@@ -31,15 +31,30 @@ use crate::transcript::{EndReason, TranscriptCall, TranscriptTurn};
 
 /// Runs the agent to its end; the error is what stops the run.
 pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
-    let agent = ctx
-        .shared
+    let agent = spec(&ctx);
+    session(&ctx, &agent.task, agent.max_turns).await.map(drop)
+}
+
+/// The built-in agent's settings.
+fn spec(ctx: &Ctx) -> &crate::spec::AgentSpec {
+    ctx.shared
         .eval
         .agent
         .as_ref()
-        .expect("the agent runs only when the scenario has one");
+        .expect("the agent runs only when the scenario has one")
+}
+
+/// Runs one session of the agent on `task`: a fresh conversation of at most `max_turns`
+/// model turns. Returns why it ended; the error is what stops the run.
+pub(crate) async fn session(
+    ctx: &Rc<Ctx>,
+    task: &str,
+    max_turns: u32,
+) -> Result<EndReason, AgentError> {
+    let agent = spec(ctx);
     let present = ctx.host.capabilities().llm().is_some();
     ctx.require(present, "the agent's model calls", "[llm]")?;
-    let toolbox = Rc::new(Toolbox::open(&ctx, &agent.tools).await?);
+    let toolbox = Rc::new(Toolbox::open(ctx, &agent.tools).await?);
     let start = AgentEvent::Start {
         model: agent.model.clone(),
         tools: toolbox.names(),
@@ -49,29 +64,29 @@ pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
     if !agent.system.is_empty() {
         messages.push(Message::system(agent.system.clone()));
     }
-    messages.push(Message::user(agent.task.clone()));
+    messages.push(Message::user(task.to_owned()));
     let mut request = ChatRequest::new(agent.model.clone(), messages)
         .with_tools(Arc::clone(toolbox.definitions()));
     let mut turns = 0;
     let end = loop {
-        if turns == agent.max_turns {
+        if turns == max_turns {
             break EndReason::MaxTurns;
         }
         turns += 1;
         ctx.record(AgentEvent::Turn { turn: turns }).await;
-        let Some(response) = ask(&ctx, turns, &mut request).await? else {
+        let Some(response) = ask(ctx, turns, &mut request).await? else {
             break EndReason::RetryBudgetSpent;
         };
         let ChatResponse {
             text, tool_calls, ..
         } = response;
-        begin_turn(&ctx, turns, &text, &tool_calls);
+        begin_turn(ctx, turns, &text, &tool_calls);
         if tool_calls.is_empty() {
             ctx.state.transcript.borrow_mut().answer = Some(text);
             break EndReason::FinalAnswer;
         }
         let calls = Rc::new(tool_calls);
-        let results = run_calls(&ctx, &toolbox, &calls).await?;
+        let results = run_calls(ctx, &toolbox, &calls).await?;
         let calls = Rc::try_unwrap(calls).unwrap_or_else(|shared| shared.as_ref().clone());
         let results: Vec<Message> = calls
             .iter()
@@ -88,7 +103,7 @@ pub(crate) async fn run(ctx: Rc<Ctx>) -> Result<(), AgentError> {
     };
     ctx.state.transcript.borrow_mut().end = Some(end);
     ctx.record(AgentEvent::End { reason: end, turns }).await;
-    Ok(())
+    Ok(end)
 }
 
 /// Calls the model with `request` (handed back each time), retrying what a client would

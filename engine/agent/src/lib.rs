@@ -55,6 +55,7 @@
 
 mod agent;
 mod command;
+pub mod harness;
 pub mod log;
 mod pipeline;
 mod report;

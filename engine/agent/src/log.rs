@@ -10,6 +10,9 @@
 //! | `result`   | it ends                                    | id, ok, size and SHA-256 of text  |
 //! | `end`      | the agent stops                            | reason, turns                     |
 //! | `verifier` | a verifier has run                         | name, held, saw                   |
+//! | `session`  | a `[harness]` session starts               | session, phase, features          |
+//! | `crash`    | the seeded fault kills a session           | session, where                    |
+//! | `checkpoint` | a harness session ends cleanly           | session, status, note             |
 //!
 //! Each is a `request`/`reply` pair of the `agent` actor (the reply is empty).
 
@@ -85,6 +88,31 @@ pub enum AgentEvent {
         /// What it saw.
         saw: String,
     },
+    /// A `[harness]` session starts: the initializer (session 0) or a task iteration.
+    Session {
+        /// The session (0 is the initializer).
+        session: u32,
+        /// `initializer` or `task`.
+        phase: String,
+        /// The features it takes on.
+        features: Vec<String>,
+    },
+    /// The seeded crash fault killed a harness session; it leaves no checkpoint.
+    Crash {
+        /// The session.
+        session: u32,
+        /// Where: `turn N`, or `before validation`.
+        at: String,
+    },
+    /// A harness session ended cleanly and wrote its checkpoint.
+    Checkpoint {
+        /// The session.
+        session: u32,
+        /// `succeeded` or `failed`.
+        status: String,
+        /// What happened.
+        note: String,
+    },
 }
 
 /// The actor behind the `agent` records: it answers at once, with nothing.
@@ -104,6 +132,9 @@ impl Actor for AgentLog {
             AgentEvent::Result { .. } => "result",
             AgentEvent::End { .. } => "end",
             AgentEvent::Verifier { .. } => "verifier",
+            AgentEvent::Session { .. } => "session",
+            AgentEvent::Crash { .. } => "crash",
+            AgentEvent::Checkpoint { .. } => "checkpoint",
         }
     }
 

@@ -34,6 +34,8 @@ pub(crate) struct RunState {
     pub(crate) capabilities: RefCell<Option<Capabilities>>,
     /// The recorded gate runs of an agent program (`[agent] kind = "command"`), in order.
     pub(crate) gates: RefCell<Vec<GateRun>>,
+    /// A `[harness]` run's own verifier results and outcome, once it has ended.
+    pub(crate) harness: RefCell<Option<(Vec<VerifierResult>, crate::harness::HarnessOutcome)>>,
 }
 
 /// Everything the agent, its tools and the verifiers reach during one run.
@@ -107,23 +109,34 @@ pub(crate) async fn run(host: Host, shared: Arc<Shared>, state: Rc<RunState>) ->
         state,
     });
     let tasks = ctx.shared.scenario.tasks(ctx.host.clone());
-    let agent = ctx
-        .shared
-        .eval
-        .agent
-        .as_ref()
-        .map(|_| crate::agent::run(Rc::clone(&ctx)));
+    let agent = ctx.shared.eval.agent.as_ref().map(|_| {
+        let ctx = Rc::clone(&ctx);
+        async move {
+            let Some(spec) = &ctx.shared.eval.harness else {
+                return crate::agent::run(ctx).await;
+            };
+            let ended = crate::harness::run(&ctx, spec).await?;
+            *ctx.state.harness.borrow_mut() = Some(ended);
+            Ok(())
+        }
+    });
     let outcomes = match join(tasks, agent).await {
         Ok(outcomes) => outcomes,
         Err(failure) => return RunOutput::stopped(failure, Vec::new()),
     };
     match crate::verify::run_all(&ctx, &outcomes).await {
-        Ok(verifiers) => RunOutput {
-            verdict: Verdict::of(&verifiers),
-            outcomes,
-            verifiers,
-            failure: None,
-        },
+        Ok(mut verifiers) => {
+            // The harness's gate and invariants come first, then the scenario's own.
+            if let Some((harness, _)) = ctx.state.harness.borrow().as_ref() {
+                verifiers.splice(0..0, harness.iter().cloned());
+            }
+            RunOutput {
+                verdict: Verdict::of(&verifiers),
+                outcomes,
+                verifiers,
+                failure: None,
+            }
+        }
         Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
     }
 }

@@ -47,6 +47,8 @@ pub struct EvalSpec {
     pub mcp_faults: Vec<McpFault>,
     /// The verifiers, in file order.
     pub verify: Vec<VerifySpec>,
+    /// The multi-session run policy and features (`[harness]`), when the scenario has one.
+    pub harness: Option<crate::harness::policy::HarnessSpec>,
 }
 
 /// Returns the actor name of the `[[mcp]]` server `name` in the tape's actor table.

@@ -42,7 +42,16 @@ pub(crate) async fn run_all(
     ctx: &Ctx,
     outcomes: &[(String, Value)],
 ) -> Result<Vec<VerifierResult>, AgentError> {
-    let verifiers = &ctx.shared.eval.verify;
+    run_list(ctx, &ctx.shared.eval.verify, outcomes).await
+}
+
+/// Runs `verifiers` in order against the run as it stands (a harness validates features and
+/// checks health with them between sessions).
+pub(crate) async fn run_list(
+    ctx: &Ctx,
+    verifiers: &[VerifySpec],
+    outcomes: &[(String, Value)],
+) -> Result<Vec<VerifierResult>, AgentError> {
     let mut diff = None;
     let mut results = Vec::with_capacity(verifiers.len());
     let mut gates_run = 0;

@@ -7,10 +7,12 @@
 //! - `agent` — the agent's prompts, bounds, retry policy and tools.
 //! - `faults` — the MCP fault rules.
 //! - `normalize` — the scenario's rules for volatile fields of an agent program's requests.
+//! - `harness` — a multi-session run's policy and features.
 //! - `verify` — the verifiers, their text expectations and compiled patterns.
 
 mod agent;
 mod faults;
+mod harness;
 mod mcp;
 mod normalize;
 mod verify;
@@ -25,10 +27,11 @@ use crate::scenario::{open_server, EvalSpec};
 use crate::spec::McpSource;
 
 /// The tables this crate decodes, each listed after the core table it follows in the format.
-const TABLES: [Listed; 4] = [
+const TABLES: [Listed; 5] = [
     ("mcp", "process"),
     ("agent", "mcp"),
     ("normalize", "agent"),
+    ("harness", "normalize"),
     ("verify", "faults"),
 ];
 /// The `[faults]` rule arrays this crate decodes.
@@ -81,8 +84,29 @@ impl Extension for EvalTables {
             Some(field) => verify::verify(decoded, field, &servers, tables, command_agent),
             None => Some(Vec::new()),
         };
-        let (Some(agent), Some(mcp), Some(mcp_faults), Some(normalize), Some(verify)) =
-            (agent, mcp, mcp_faults, normalize, verify)
+        let harness = match (tables.get("harness"), &agent) {
+            (None, _) => Some(None),
+            (Some(field), Some(Some(agent::AgentTable::Builtin(builtin)))) => {
+                let starter = (builtin.task.as_str(), verify.as_deref().unwrap_or_default());
+                let line = tables.line(field);
+                harness::harness(decoded, field, line, &servers, tables, starter).map(Some)
+            }
+            (Some(field), Some(_)) => {
+                let message =
+                    "[harness] runs the built-in agent: it needs an [agent] table without kind = \"command\"";
+                decoded.problem(field.span.clone(), field.path.clone(), message.into());
+                None
+            }
+            (Some(_), None) => None,
+        };
+        let (
+            Some(agent),
+            Some(mcp),
+            Some(mcp_faults),
+            Some(normalize),
+            Some(verify),
+            Some(harness),
+        ) = (agent, mcp, mcp_faults, normalize, verify, harness)
         else {
             return;
         };
@@ -99,6 +123,7 @@ impl Extension for EvalTables {
             mcp,
             mcp_faults,
             verify,
+            harness,
         };
         self.files = files;
     }

@@ -1,0 +1,295 @@
+//! Decoding of `[harness]` and its `[[harness.feature]]` list: the run policy of a
+//! multi-session run and the features it builds, each validated by verifiers of the
+//! `[[verify]]` shape.
+
+use simtape::scenario::decoder::{one_of, ratio, Decoder, Field, Fields};
+use simtape::scenario::Tables;
+
+use super::mcp::Servers;
+use crate::harness::policy::{
+    check_features, starter_features, FailFast, Feature, HarnessMode, HarnessPolicy, HarnessSpec,
+    MarkOrder, SelectorKind, ValidatorKind,
+};
+use crate::spec::VerifySpec;
+
+/// The keys of `[harness]`.
+const HARNESS_KEYS: [&str; 12] = [
+    "mode",
+    "max_runs",
+    "max_turns_per_run",
+    "max_features_per_run",
+    "retry_budget",
+    "fail_fast",
+    "validator",
+    "selector",
+    "mark",
+    "crash",
+    "health_check",
+    "feature",
+];
+/// The keys of one `[[harness.feature]]`.
+const FEATURE_KEYS: [&str; 5] = ["id", "description", "priority", "required", "verify"];
+const MODES: [(&str, HarnessMode); 3] = [
+    ("strict_incremental", HarnessMode::StrictIncremental),
+    ("bounded_batch", HarnessMode::BoundedBatch),
+    ("unlimited_batch", HarnessMode::UnlimitedBatch),
+];
+const VALIDATORS: [(&str, ValidatorKind); 2] = [
+    ("verifiers", ValidatorKind::Verifiers),
+    ("accept_all", ValidatorKind::AcceptAll),
+];
+const SELECTORS: [(&str, SelectorKind); 2] = [
+    ("first_pending", SelectorKind::FirstPending),
+    ("seeded_random", SelectorKind::SeededRandom),
+];
+const MARKS: [(&str, MarkOrder); 2] = [
+    ("after_validation", MarkOrder::AfterValidation),
+    ("before_validation", MarkOrder::BeforeValidation),
+];
+const FAIL_FAST: [&str; 3] = ["health_check", "chat", "validation"];
+/// `(low, high, default)` of the integer keys.
+const MAX_RUNS: (i64, i64, u32) = (1, 1000, 10);
+const MAX_TURNS_PER_RUN: (i64, i64, u32) = (1, 1000, 20);
+const MAX_FEATURES_PER_RUN: (i64, i64, u32) = (1, 1000, 1);
+const RETRY_BUDGET: (i64, i64, u32) = (0, 1000, 3);
+const PRIORITY: (i64, i64, u32) = (0, 1_000_000, 1);
+
+/// Decodes `[harness]` at `line`. `objective` is the agent's task (a starter feature's
+/// description); `verify` the scenario's verifiers (the starter feature's validation).
+pub(crate) fn harness(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+    line: u64,
+    servers: &Servers,
+    tables: &Tables<'_>,
+    starter: (&str, &[VerifySpec]),
+) -> Option<HarnessSpec> {
+    let what = "a [harness] table like { mode = \"strict_incremental\", max_runs = 8 }";
+    let mut fields = decoded.table(field, what)?;
+    let mode = pick(
+        decoded,
+        &mut fields,
+        "mode",
+        &MODES,
+        HarnessMode::StrictIncremental,
+    );
+    let max_runs = bounded(decoded, &mut fields, "max_runs", MAX_RUNS);
+    let max_turns_per_run = bounded(decoded, &mut fields, "max_turns_per_run", MAX_TURNS_PER_RUN);
+    let features_field = fields.take("max_features_per_run");
+    let max_features_per_run = match &features_field {
+        Some(field) => integer(decoded, field, MAX_FEATURES_PER_RUN),
+        None => Some(MAX_FEATURES_PER_RUN.2),
+    };
+    let retry_budget = bounded(decoded, &mut fields, "retry_budget", RETRY_BUDGET);
+    let fail_fast = match fields.take("fail_fast") {
+        Some(field) => fail_fast(decoded, &field),
+        None => Some(FailFast::default()),
+    };
+    let validator = pick(
+        decoded,
+        &mut fields,
+        "validator",
+        &VALIDATORS,
+        ValidatorKind::Verifiers,
+    );
+    let selector = pick(
+        decoded,
+        &mut fields,
+        "selector",
+        &SELECTORS,
+        SelectorKind::FirstPending,
+    );
+    let mark = pick(
+        decoded,
+        &mut fields,
+        "mark",
+        &MARKS,
+        MarkOrder::AfterValidation,
+    );
+    let crash = match fields.take("crash") {
+        Some(field) => ratio(decoded, &field).map(Some),
+        None => Some(None),
+    };
+    let health_check = match fields.take("health_check") {
+        Some(field) => super::verify::verify(decoded, &field, servers, tables, false),
+        None => Some(Vec::new()),
+    };
+    let features = match fields.take("feature") {
+        Some(field) => features(decoded, &field, servers, tables),
+        None => Some(starter_features(starter.0, starter.1)),
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&HARNESS_KEYS)),
+    );
+    let (mode, max_features_per_run) = (mode?, max_features_per_run?);
+    // Strict mode takes exactly one feature per session: a larger batch is a contradiction.
+    if mode == HarnessMode::StrictIncremental && max_features_per_run != 1 {
+        let at = features_field.expect("only a given value can differ from 1");
+        let message = format!(
+            "expected max_features_per_run = 1 with mode = \"strict_incremental\", found {}",
+            at.found()
+        );
+        decoded.problem(at.span.clone(), at.path.clone(), message);
+        return None;
+    }
+    let features = features?;
+    if let Err(error) = check_features(&features) {
+        decoded.problem(field.span.clone(), field.path.clone(), error.to_string());
+        return None;
+    }
+    Some(HarnessSpec {
+        policy: HarnessPolicy {
+            mode,
+            max_runs: max_runs?,
+            max_turns_per_run: max_turns_per_run?,
+            max_features_per_run,
+            retry_budget: retry_budget?,
+            fail_fast: fail_fast?,
+            validator: validator?,
+            selector: selector?,
+            mark: mark?,
+            crash: crash?,
+            health_check: health_check?,
+            line,
+        },
+        features,
+    })
+}
+
+fn features(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+    servers: &Servers,
+    tables: &Tables<'_>,
+) -> Option<Vec<Feature>> {
+    let items = decoded.array(field, "an array of [[harness.feature]] tables")?;
+    let features: Vec<Option<Feature>> = items
+        .iter()
+        .map(|item| feature(decoded, item, servers, tables))
+        .collect();
+    features.into_iter().collect()
+}
+
+fn feature(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+    servers: &Servers,
+    tables: &Tables<'_>,
+) -> Option<Feature> {
+    let what = "a feature like { id = \"add\", description = \"…\", verify = [ … ] }";
+    let mut fields = decoded.table(field, what)?;
+    let id = text(decoded, &mut fields, "id", "a feature id like \"add\"");
+    let description = text(decoded, &mut fields, "description", "what the feature is");
+    let priority = bounded(decoded, &mut fields, "priority", PRIORITY);
+    let required = match fields.take("required") {
+        Some(field) => match field.boolean() {
+            Some(value) => Some(value),
+            None => {
+                decoded.expected(&field, "true or false");
+                None
+            }
+        },
+        None => Some(true),
+    };
+    let verify = match fields.take("verify") {
+        Some(field) => super::verify::verify(decoded, &field, servers, tables, false),
+        None => {
+            decoded.missing(&fields, "verify", "the verifiers that validate the feature");
+            None
+        }
+    };
+    fields.finish(
+        decoded,
+        &format!("unknown key, expected one of {}", one_of(&FEATURE_KEYS)),
+    );
+    Some(Feature {
+        id: id?,
+        description: description?,
+        priority: priority?,
+        required: required?,
+        verify: verify?,
+    })
+}
+
+/// A required non-empty string key.
+fn text(decoded: &mut Decoder, fields: &mut Fields<'_>, key: &str, what: &str) -> Option<String> {
+    let Some(field) = fields.take(key) else {
+        decoded.missing(fields, key, what);
+        return None;
+    };
+    let text = decoded.string(&field, what)?;
+    if text.is_empty() {
+        decoded.expected(&field, &format!("{what} (not empty)"));
+        return None;
+    }
+    Some(text.to_owned())
+}
+
+/// One of `choices` by name under `key`, `default` when absent.
+fn pick<T: Copy>(
+    decoded: &mut Decoder,
+    fields: &mut Fields<'_>,
+    key: &str,
+    choices: &[(&str, T)],
+    default: T,
+) -> Option<T> {
+    let Some(field) = fields.take(key) else {
+        return Some(default);
+    };
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let what = format!("{key} {}", one_of(&names));
+    let name = decoded.string(&field, &what)?;
+    match choices.iter().find(|(known, _)| *known == name) {
+        Some((_, value)) => Some(*value),
+        None => {
+            decoded.expected(&field, &what);
+            None
+        }
+    }
+}
+
+/// An integer key in `low..=high`, `default` when absent.
+fn bounded(
+    decoded: &mut Decoder,
+    fields: &mut Fields<'_>,
+    key: &str,
+    bounds: (i64, i64, u32),
+) -> Option<u32> {
+    match fields.take(key) {
+        Some(field) => integer(decoded, &field, bounds),
+        None => Some(bounds.2),
+    }
+}
+
+fn integer(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+    (low, high, _): (i64, i64, u32),
+) -> Option<u32> {
+    let what = format!("an integer from {low} to {high}");
+    decoded
+        .integer(field, low, high, &what)
+        .map(|n| u32::try_from(n).expect("the bounds fit in u32"))
+}
+
+/// `fail_fast`: a list of `health_check`, `chat`, `validation`.
+fn fail_fast(decoded: &mut Decoder, field: &Field<'_>) -> Option<FailFast> {
+    let what = format!("an array of {}", one_of(&FAIL_FAST));
+    let items = decoded.array(field, &what)?;
+    let mut fail_fast = FailFast::default();
+    let mut complete = true;
+    for item in &items {
+        match decoded.string(item, &what) {
+            Some("health_check") => fail_fast.health_check = true,
+            Some("chat") => fail_fast.chat = true,
+            Some("validation") => fail_fast.validation = true,
+            Some(_) => {
+                decoded.expected(item, &what);
+                complete = false;
+            }
+            None => complete = false,
+        }
+    }
+    complete.then_some(fail_fast)
+}

@@ -1,0 +1,267 @@
+//! Multi-session harness runs (`[harness]`): the shipped feature-list scenarios, and one test
+//! per invariant that fails when the harness, or the agent, breaks it.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::common::{repo, scratch, simtape};
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs `scenario` at `seed` with a tape at `tape`; returns the exit code and the output.
+fn run(scenario: &Path, seed: u64, tape: &Path) -> (Option<i32>, String) {
+    let output = simtape()
+        .arg("run")
+        .arg(scenario)
+        .args(["--seed", &seed.to_string(), "--tape"])
+        .arg(tape)
+        .output()
+        .unwrap();
+    (output.status.code(), text(&output))
+}
+
+#[test]
+fn the_shipped_harness_passes_through_crashes_and_the_broken_one_is_caught() {
+    // Goal: the correct policy passes at its pinned seeds (one with no crash, one crashed
+    // mid-turn, one crashed before validation); the broken policy (marks passing before it
+    // validates) passes where no crash lands and FAILs, naming the invariant, where one lands
+    // between work and validation; that failing seed's tape is the same bytes run again.
+    let dir = scratch("harness", "shipped");
+    let good = repo().join("scenarios/feature-list.toml");
+    for seed in [1, 10, 7] {
+        let (code, shown) = run(&good, seed, &dir.join("good.tape"));
+        assert_eq!(code, Some(0), "seed {seed}: {shown}");
+        assert!(shown.contains("verify held   harness: done"), "{shown}");
+    }
+    let broken = repo().join("scenarios/feature-list-broken.toml");
+    let (code, shown) = run(&broken, 1, &dir.join("ok.tape"));
+    assert_eq!(code, Some(0), "{shown}");
+    let (code, shown) = run(&broken, 7, &dir.join("a.tape"));
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains(
+            "verify FAILED harness: no feature passes without validation (line 32): after session 3: mul passing with no held validation record"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("reproduce: simtape run"),
+        "a failing seed prints its replay command: {shown}"
+    );
+    run(&broken, 7, &dir.join("b.tape"));
+    let (a, b) = (
+        std::fs::read(dir.join("a.tape")).unwrap(),
+        std::fs::read(dir.join("b.tape")).unwrap(),
+    );
+    assert!(a == b, "the failing seed's runs give one tape");
+}
+
+/// Writes a harness scenario in `dir`: a `calc.py` root, a model that appends each feature's
+/// function (and, when `agent_extra` names a turn's tool call, does that too), and the given
+/// `[harness]` body and features.
+fn scenario(dir: &Path, harness: &str, extra_entries: &str, features: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("repo")).unwrap();
+    std::fs::write(dir.join("repo/calc.py"), "\"\"\"calc\"\"\"\n").unwrap();
+    let mut fixture = String::from("{\"simtape_llm\": 1}\n");
+    fixture.push_str(extra_entries);
+    for id in ["add", "sub"] {
+        fixture.push_str(&format!(
+            "{{\"mode\": \"sticky\", \"match\": {{\"text\": {{\"contains\": \"feature {id}:\"}}, \"last_tool_result\": {{\"glob\": \"*\"}}}}, \"response\": {{\"text\": \"{id} done.\"}}}}\n\
+             {{\"mode\": \"sticky\", \"match\": {{\"last_message\": {{\"contains\": \"feature {id}:\"}}}}, \"response\": {{\"text\": \"Adding {id}.\", \"tool_calls\": [{{\"name\": \"append_file\", \"arguments\": {{\"path\": \"calc.py\", \"content\": \"def {id}(a, b): pass\\n\"}}}}]}}}}\n"
+        ));
+    }
+    std::fs::write(dir.join("llm.jsonl"), fixture).unwrap();
+    let toml = format!(
+        r#"[scenario]
+name = "h"
+seeds = [0]
+
+[fs]
+root = "repo"
+
+[llm]
+fixture = "llm.jsonl"
+
+[agent]
+task = "Build calc.py."
+tools = ["fs"]
+
+[harness]
+{harness}
+{features}"#
+    );
+    let path = dir.join("h.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+const TWO_FEATURES: &str = r#"
+[[harness.feature]]
+id = "add"
+description = "add"
+verify = [{ kind = "fs", path = "calc.py", state = "modified", contains = "def add" }]
+
+[[harness.feature]]
+id = "sub"
+description = "sub"
+priority = 2
+verify = [{ kind = "fs", path = "calc.py", state = "modified", contains = "def sub" }]
+"#;
+
+#[test]
+fn every_session_is_checked_for_a_checkpoint_and_an_append_only_progress_log() {
+    // Goal: an agent that deletes the checkpoints breaks "every session ends with a checkpoint
+    // or a crash report"; one that rewrites progress.log breaks "append-only"; each is a named
+    // FAIL, while the features themselves pass.
+    let dir = scratch("harness", "handoff");
+    let vandal = |tool_args: &str| {
+        format!(
+            "{{\"match\": {{\"text\": {{\"contains\": \"feature sub:\"}}, \"last_message\": {{\"contains\": \"feature sub:\"}}}}, \"response\": {{\"text\": \"Tidying.\", \"tool_calls\": [{tool_args}, {{\"name\": \"append_file\", \"arguments\": {{\"path\": \"calc.py\", \"content\": \"def sub(a, b): pass\\n\"}}}}]}}}}\n"
+        )
+    };
+    let deleted =
+        vandal(r#"{"name": "delete_file", "arguments": {"path": ".harness/checkpoints.ndjson"}}"#);
+    let path = scenario(&dir.join("delete"), "max_runs = 4", &deleted, TWO_FEATURES);
+    let (code, shown) = run(&path, 0, &dir.join("d.tape"));
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains(
+            "verify FAILED harness: every session ends with a checkpoint or a crash report"
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("verify held   harness: done"), "{shown}");
+    let rewritten = vandal(
+        r#"{"name": "write_file", "arguments": {"path": "progress.log", "content": "all good\n"}}"#,
+    );
+    let path = scenario(
+        &dir.join("rewrite"),
+        "max_runs = 4",
+        &rewritten,
+        TWO_FEATURES,
+    );
+    let (code, shown) = run(&path, 0, &dir.join("r.tape"));
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains(
+            "verify FAILED harness: the progress log is append-only (line 15): after session 2"
+        ),
+        "{shown}"
+    );
+}
+
+#[test]
+fn the_harness_never_declares_done_before_the_gate_holds() {
+    // Goal: a feature whose validation never holds stays pending through every session; the
+    // gate FAILs naming it and the budget that stopped the run. With accept_all (chosen by
+    // name) the same run is done: the validator is what stands between work and "passing".
+    let dir = scratch("harness", "gate");
+    let never = TWO_FEATURES.replace("contains = \"def sub\"", "contains = \"def never\"");
+    let path = scenario(
+        &dir.join("verifiers"),
+        "max_runs = 5\nretry_budget = 1",
+        "",
+        &never,
+    );
+    let (code, shown) = run(&path, 0, &dir.join("v.tape"));
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains("verify FAILED harness: done (every required feature passing) (line 15): stopped: retry_budget = 1 spent after 3 session(s); pending: sub"),
+        "{shown}"
+    );
+    let path = scenario(
+        &dir.join("accept"),
+        "max_runs = 5\nvalidator = \"accept_all\"",
+        "",
+        &never,
+    );
+    let (code, shown) = run(&path, 0, &dir.join("a.tape"));
+    assert_eq!(code, Some(0), "{shown}");
+}
+
+#[test]
+fn initialization_is_idempotent_and_a_missing_feature_list_gets_a_starter() {
+    // Goal: a root that already holds the harness's manifest is not initialized again (the
+    // fs diff adds no manifest, no feature list); without [[harness.feature]] the objective
+    // is one required feature validated by the scenario's [[verify]].
+    let dir = scratch("harness", "init");
+    let starter = "[[verify]]\nkind = \"fs\"\npath = \"calc.py\"\nstate = \"modified\"\ncontains = \"def objective\"\n";
+    let objective = "{\"mode\": \"sticky\", \"match\": {\"last_tool_result\": {\"glob\": \"*\"}}, \"response\": {\"text\": \"Done.\"}}\n{\"mode\": \"sticky\", \"match\": {\"last_message\": {\"contains\": \"feature objective:\"}}, \"response\": {\"text\": \"Building.\", \"tool_calls\": [{\"name\": \"append_file\", \"arguments\": {\"path\": \"calc.py\", \"content\": \"def objective(): pass\\n\"}}]}}\n";
+    let path = scenario(&dir, "max_runs = 2", objective, starter);
+    let (code, shown) = run(&path, 0, &dir.join("s.tape"));
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("verify held   harness: done"), "{shown}");
+    // The same root, already initialized (as a first initializer leaves it): a second
+    // initializer changes none of the state, and the sessions go on from it.
+    let state = dir.join("repo/.harness");
+    std::fs::create_dir_all(&state).unwrap();
+    let manifest = "{\"version\": 1, \"objective\": \"Build calc.py.\", \"mode\": \"strict_incremental\", \"features\": [\"objective\"]}\n";
+    std::fs::write(state.join("manifest.json"), manifest).unwrap();
+    let checkpoint =
+        "{\"session\":0,\"features\":[],\"status\":\"succeeded\",\"note\":\"initialized\"}\n";
+    std::fs::write(state.join("checkpoints.ndjson"), checkpoint).unwrap();
+    let list = "{\"features\": [{\"id\": \"objective\", \"description\": \"Build calc.py.\", \"priority\": 1, \"required\": true, \"passes\": false}]}\n";
+    std::fs::write(dir.join("repo/feature_list.json"), list).unwrap();
+    std::fs::write(dir.join("repo/progress.log"), "session 0: initialized\n").unwrap();
+    let diff = dir.join("again.diff");
+    let output = simtape()
+        .arg("run")
+        .arg(&path)
+        .arg("--emit-diff")
+        .arg(&diff)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    let diff = std::fs::read_to_string(&diff).unwrap();
+    assert!(!diff.contains("manifest.json"), "{diff}");
+    for state in [
+        ".harness/checkpoints.ndjson",
+        "feature_list.json",
+        "progress.log",
+    ] {
+        let created = format!("--- /dev/null\n+++ b/{state}");
+        assert!(
+            !diff.contains(&created),
+            "{state} is not created again: {diff}"
+        );
+    }
+    assert!(diff.contains("+session 1: objective: validated"), "{diff}");
+}
+
+#[test]
+fn a_harness_policy_that_contradicts_itself_is_refused_by_check() {
+    // Goal: strict mode with a batch of two, duplicate feature ids, and a harness over an
+    // agent program are each a check error at the field, exit 2.
+    let dir = scratch("harness", "check");
+    let cases = [
+        (
+            "mode = \"strict_incremental\"\nmax_features_per_run = 2",
+            TWO_FEATURES.to_string(),
+            "expected max_features_per_run = 1 with mode = \"strict_incremental\", found 2",
+        ),
+        (
+            "max_runs = 2",
+            TWO_FEATURES.replace("id = \"sub\"", "id = \"add\""),
+            "feature id \"add\" is given twice",
+        ),
+        (
+            "max_runs = 0",
+            TWO_FEATURES.to_string(),
+            "expected an integer from 1 to 1000, found 0",
+        ),
+    ];
+    for (index, (harness, features, expected)) in cases.into_iter().enumerate() {
+        let path = scenario(&dir.join(index.to_string()), harness, "", &features);
+        let output = simtape().arg("check").arg(&path).output().unwrap();
+        let shown = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{shown}");
+        assert!(shown.contains(expected), "{expected} in {shown}");
+    }
+}

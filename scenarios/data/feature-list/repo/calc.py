@@ -1,0 +1,1 @@
+"""calc: a tiny arithmetic library, built feature by feature."""
