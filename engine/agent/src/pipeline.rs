@@ -35,7 +35,8 @@ pub(crate) struct RunState {
     /// The recorded gate runs of an agent program (`[agent] kind = "command"`), in order.
     pub(crate) gates: RefCell<Vec<GateRun>>,
     /// A `[harness]` run's own verifier results and outcome, once it has ended.
-    pub(crate) harness: RefCell<Option<(Vec<VerifierResult>, crate::harness::HarnessOutcome)>>,
+    pub(crate) harness:
+        RefCell<Option<(Vec<VerifierResult>, simtape_eval::harness::HarnessOutcome)>>,
 }
 
 /// Everything the agent, its tools and the verifiers reach during one run.
@@ -84,6 +85,7 @@ pub struct RunOutput {
     pub(crate) verifiers: Vec<VerifierResult>,
     pub(crate) verdict: Verdict,
     pub(crate) failure: Option<EvalFailure>,
+    pub(crate) harness: Option<simtape_eval::harness::HarnessOutcome>,
 }
 
 impl RunOutput {
@@ -95,6 +97,7 @@ impl RunOutput {
                 reason: failure.to_string(),
             },
             failure: Some(failure),
+            harness: None,
         }
     }
 }
@@ -127,14 +130,21 @@ pub(crate) async fn run(host: Host, shared: Arc<Shared>, state: Rc<RunState>) ->
     match crate::verify::run_all(&ctx, &outcomes).await {
         Ok(mut verifiers) => {
             // The harness's gate and invariants come first, then the scenario's own.
-            if let Some((harness, _)) = ctx.state.harness.borrow().as_ref() {
-                verifiers.splice(0..0, harness.iter().cloned());
-            }
+            let harness = ctx
+                .state
+                .harness
+                .borrow_mut()
+                .take()
+                .map(|(results, outcome)| {
+                    verifiers.splice(0..0, results);
+                    outcome
+                });
             RunOutput {
                 verdict: Verdict::of(&verifiers),
                 outcomes,
                 verifiers,
                 failure: None,
+                harness,
             }
         }
         Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
@@ -214,6 +224,7 @@ where
                 outcomes,
                 verifiers,
                 failure: None,
+                harness: None,
             }
         }
         Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),

@@ -159,6 +159,8 @@ pub struct EvalReport {
     /// Each world-backed `[[mcp]]` server's final state and report, in file order (what
     /// `simtape run --evidence` writes as `world-<server>.json`).
     pub worlds: Vec<WorldOutcome>,
+    /// How a `[harness]` run went (sessions, features, invariants), when it completed.
+    pub harness: Option<simtape_eval::harness::HarnessOutcome>,
 }
 
 /// A world server's end of a run: its final state, and its goal and collateral-damage report.

@@ -429,6 +429,7 @@ fn completed(
         transcript,
         failure: output.failure.map(Box::new),
         worlds,
+        harness: output.harness,
     }
 }
 
@@ -462,6 +463,7 @@ fn stopped(
         transcript,
         failure: Some(Box::new(failure)),
         worlds,
+        harness: None,
     }
 }
 
@@ -479,6 +481,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
         transcript: None,
         failure: Some(Box::new(failure)),
         worlds: Vec::new(),
+        harness: None,
     }
 }
 

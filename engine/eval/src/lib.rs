@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod estimate;
+pub mod harness;
 pub mod run_json;
 pub mod sweep;
 mod verdict;

@@ -28,6 +28,7 @@ use std::rc::Rc;
 
 use simtape::cap::fs::FsHandle;
 use simtape::rng::RngStream;
+use simtape_eval::harness::HarnessOutcome;
 use simtape_eval::VerifierResult;
 
 use crate::log::AgentEvent;
@@ -38,23 +39,6 @@ use files::{
     MANIFEST_VERSION, PROGRESS, VALIDATIONS,
 };
 use policy::{Feature, HarnessMode, HarnessSpec, MarkOrder, SelectorKind, ValidatorKind};
-
-/// What a harness run leaves for the report: how it went, beside its verifier results.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
-pub struct HarnessOutcome {
-    /// Task sessions started (the initializer not counted).
-    pub sessions: u32,
-    /// Sessions the crash fault killed.
-    pub crashed: u32,
-    /// Sessions that ended without validating every feature they took on (crashes included).
-    pub wasted: u32,
-    /// Whether the completion gate held.
-    pub done: bool,
-    /// Each feature and whether it ended passing.
-    pub features: BTreeMap<String, bool>,
-    /// The first invariant broken, if any.
-    pub broken: Option<String>,
-}
 
 /// The invariants' names, as their verifier results read.
 const INVARIANT_VALIDATED: &str = "harness: no feature passes without validation";
@@ -303,9 +287,17 @@ pub(crate) async fn run(
         .iter()
         .map(|e| (e.id.clone(), e.passes))
         .collect();
-    outcome.done = matches!(stop, Stop::Done) && list.complete();
+    // Done is the gate as it truly stands: every required feature passing, each with a held
+    // validation (a feature marked passing without one does not count).
+    let unvalidated: Vec<String> = list
+        .features
+        .iter()
+        .filter(|e| e.required && e.passes && !book.validated.contains(&e.id))
+        .map(|e| e.id.clone())
+        .collect();
+    outcome.done = matches!(stop, Stop::Done) && list.complete() && unvalidated.is_empty();
     outcome.broken = book.broken.keys().next().map(|name| name.to_string());
-    let results = results(&stop, &outcome, &book, spec, ctx).await;
+    let results = results(&stop, &outcome, &unvalidated, &book, spec, ctx).await;
     Ok((results, outcome))
 }
 
@@ -527,16 +519,22 @@ async fn check_invariants(fs: &FsHandle, session: u32, book: &mut Book) -> Resul
     Ok(())
 }
 
-/// The harness's verifier results: the gate, then each invariant.
+/// The harness's verifier results: each invariant, then the gate.
 async fn results(
     stop: &Stop,
     outcome: &HarnessOutcome,
+    unvalidated: &[String],
     book: &Book,
     spec: &HarnessSpec,
     ctx: &Ctx,
 ) -> Vec<VerifierResult> {
     let line = spec.policy.line;
     let gate_saw = match stop {
+        Stop::Done if !unvalidated.is_empty() => format!(
+            "declared done after {} session(s) with {} passing unvalidated",
+            outcome.sessions,
+            unvalidated.join(", ")
+        ),
         Stop::Done => format!(
             "every required feature passing after {} session(s)",
             outcome.sessions
@@ -562,12 +560,8 @@ async fn results(
     } else {
         format!("{gate_saw}; pending: {}", pending.join(", "))
     };
-    let mut results = vec![VerifierResult {
-        name: GATE.into(),
-        line,
-        held: outcome.done,
-        saw: gate_saw,
-    }];
+    // The invariants first: when one broke, it is what the verdict names.
+    let mut results = Vec::new();
     for name in [INVARIANT_VALIDATED, INVARIANT_HANDOFF, INVARIANT_PROGRESS] {
         let (held, saw) = match book.broken.get(name) {
             Some(saw) => (false, saw.clone()),
@@ -580,6 +574,12 @@ async fn results(
             saw,
         });
     }
+    results.push(VerifierResult {
+        name: GATE.into(),
+        line,
+        held: outcome.done,
+        saw: gate_saw,
+    });
     for result in &results {
         ctx.record(AgentEvent::Verifier {
             name: result.name.clone(),

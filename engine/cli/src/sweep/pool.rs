@@ -153,6 +153,7 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     let report = eval.run_summary(&mut eval.builder(seed));
     let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
+    result.harness = report.harness;
     if result.verdict == VerdictKind::Pass {
         return result;
     }

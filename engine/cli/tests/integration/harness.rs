@@ -62,6 +62,46 @@ fn the_shipped_harness_passes_through_crashes_and_the_broken_one_is_caught() {
     assert!(a == b, "the failing seed's runs give one tape");
 }
 
+#[test]
+fn a_sweep_reports_sessions_to_done_feature_pass_rates_and_broken_invariants() {
+    // Goal: over seeds 0..40 the broken policy's sweep counts, beside pass@k, runs done,
+    // sessions to done, each feature's pass rate, wasted sessions and the seeds on which an
+    // invariant broke; the JSON report holds the same per seed and per scenario.
+    let dir = scratch("harness", "sweep");
+    let report = dir.join("r.json");
+    let output = simtape()
+        .arg("sweep")
+        .arg(repo().join("scenarios/feature-list-broken.toml"))
+        .args(["--seeds", "0..40", "--report", "json", "--report-out"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    for wanted in [
+        "  harness: done in ",
+        "    sessions to done: 3: ",
+        "    features passing: add ",
+        "    wasted sessions: ",
+        " seed(s): harness: no feature passes without validation",
+    ] {
+        assert!(shown.contains(wanted), "{wanted} in {shown}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let scenario = &json["scenarios"][0];
+    let broken =
+        &scenario["summary"]["harness"]["broken"]["harness: no feature passes without validation"];
+    assert!(broken.as_array().unwrap().contains(&7.into()), "{broken}");
+    let seed_7 = &scenario["results"][7];
+    assert_eq!(seed_7["seed"], 7);
+    assert_eq!(seed_7["harness"]["features"]["mul"], true, "{seed_7}");
+    assert_eq!(
+        seed_7["harness"]["done"], false,
+        "marked, not validated: {seed_7}"
+    );
+}
+
 /// Writes a harness scenario in `dir`: a `calc.py` root, a model that appends each feature's
 /// function (and, when `agent_extra` names a turn's tool call, does that too), and the given
 /// `[harness]` body and features.

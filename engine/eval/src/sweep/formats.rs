@@ -312,6 +312,9 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
             let _ = writeln!(out, "  {:>6}  {at:<28}  {hat}", row.k);
         }
     }
+    if let Some(harness) = &summary.harness {
+        harness_text(out, harness, summary.runs);
+    }
     if summary.failures.is_empty() {
         return;
     }
@@ -344,6 +347,34 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
             "    … and {} more (the report lists them all)",
             failing.len() - FAILING_SEEDS_SHOWN_MAX
         );
+    }
+}
+
+/// The harness numbers of a scenario's runs: done, sessions to done, per feature, waste,
+/// broken invariants.
+fn harness_text(out: &mut String, harness: &crate::harness::HarnessSummary, runs: u64) {
+    let _ = writeln!(out, "  harness: done in {}/{runs} run(s)", harness.done);
+    if !harness.sessions_to_done.is_empty() {
+        let counts: Vec<String> = harness
+            .sessions_to_done
+            .iter()
+            .map(|(sessions, count)| format!("{sessions}: {count}"))
+            .collect();
+        let _ = writeln!(out, "    sessions to done: {}", counts.join(", "));
+    }
+    let features: Vec<String> = harness
+        .feature_pass_rates
+        .iter()
+        .map(|(feature, rate)| format!("{feature} {rate}"))
+        .collect();
+    let _ = writeln!(out, "    features passing: {}", features.join(", "));
+    let _ = writeln!(
+        out,
+        "    wasted sessions: {} ({} crashed)",
+        harness.wasted_sessions, harness.crashed_sessions
+    );
+    for (invariant, seeds) in &harness.broken {
+        let _ = writeln!(out, "    broken on {} seed(s): {invariant}", seeds.len());
     }
 }
 

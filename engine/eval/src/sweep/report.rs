@@ -79,6 +79,9 @@ pub struct SeedResult {
     pub tape: Option<String>,
     /// The command that reproduces a failing seed.
     pub replay: Option<String>,
+    /// How a `[harness]` run went; left out of the report for other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<crate::harness::HarnessOutcome>,
 }
 
 impl SeedResult {
@@ -113,6 +116,7 @@ impl SeedResult {
             events: summary.events,
             tape: None,
             replay: None,
+            harness: None,
         }
     }
 }
@@ -133,6 +137,10 @@ pub struct ScenarioSummary {
     pub k: Vec<KRow>,
     /// Failing seeds grouped by (kind, first line of the message), most frequent first.
     pub failures: Vec<FailureGroup>,
+    /// Sessions to done, per-feature pass rates, wasted sessions and broken invariants, for a
+    /// `[harness]` scenario; left out of the report for others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<crate::harness::HarnessSummary>,
 }
 
 /// The failing seeds that share a reason.
@@ -164,6 +172,11 @@ impl ScenarioSummary {
             pass_rate_value: rate.map(Fraction::to_f64),
             k: k_rows(runs, passed),
             failures: failure_groups(results),
+            harness: crate::harness::HarnessSummary::of(
+                results
+                    .iter()
+                    .filter_map(|r| r.harness.as_ref().map(|h| (r.seed, h))),
+            ),
         }
     }
 }
@@ -398,6 +411,7 @@ mod tests {
             events: 1,
             tape: None,
             replay: None,
+            harness: None,
         }
     }
 
