@@ -181,10 +181,18 @@ pub(crate) enum TapeCommand {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// Checks framing, the hash chain, checkpoints, blobs and the footer.
+    /// Checks framing, the hash chain, checkpoints, blobs, the footer and the inputs.
     Verify {
         /// The tape.
         tape: PathBuf,
+    },
+    /// Writes the tape's scenario and every file its run read into DIR (empty or new): a
+    /// reproduction that `simtape run DIR/<name>.toml --seed N` runs to the same tape.
+    Unpack {
+        /// The tape.
+        tape: PathBuf,
+        /// Where to write (created; must be empty if it exists).
+        dir: PathBuf,
     },
 }
 

@@ -12,7 +12,7 @@ use crate::args::RunArgs;
 use crate::common::files::{create_parent, read, scratch_dir};
 use crate::common::render::print_diff;
 use crate::common::shell::command_line;
-use crate::common::{load_scenario, reproduce_command, run_eval, verdict_outcome};
+use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
@@ -45,7 +45,11 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     });
     if let Some(tape) = &tape {
         create_parent(tape)?;
-        builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
+        // The tape carries every file the run reads, so it replays anywhere on its own.
+        builder
+            .tape(tape)
+            .sidecar_blobs(args.sidecar_blobs)
+            .inputs(inputs::capture(&eval)?);
     }
     let report = run_eval(
         &eval,
@@ -155,15 +159,8 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         );
         println!(
             "replay: {}",
-            // With --scenario the replay resolves the scenario's files (fs root, fixtures) the
-            // way this run did, wherever the tape is kept.
-            command_line(&[
-                "simtape",
-                "replay",
-                &path.display().to_string(),
-                "--scenario",
-                &args.scenario.display().to_string(),
-            ])
+            // The tape carries the scenario and its files: it replays on its own, anywhere.
+            command_line(&["simtape", "replay", &path.display().to_string()])
         );
     }
     if report.verdict != Verdict::Pass {

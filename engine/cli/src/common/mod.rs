@@ -4,9 +4,11 @@
 //!
 //! - [`shell`] — quoting command lines for a POSIX shell.
 //! - [`files`] — scratch directories, output parents, reading a file.
+//! - [`inputs`] — the files a tape carries: capturing a scenario's, unpacking a tape's.
 //! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
 
 pub(crate) mod files;
+pub(crate) mod inputs;
 pub(crate) mod render;
 pub(crate) mod shell;
 

@@ -52,6 +52,7 @@ mod extension;
 mod failure;
 mod faults_table;
 mod fields;
+mod inputs;
 mod interpret;
 mod node;
 mod resources;
@@ -71,6 +72,7 @@ pub use crate::cap::fault_rules::{
 pub use error::ScenarioError;
 pub use extension::{CoreOnly, Extension, Listed, Tables};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
+pub use inputs::{unpack, Captured, InputsError, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX};
 
 use crate::cap::fs::FsDiff;
 use crate::cap::llm::LlmActor;
@@ -99,6 +101,8 @@ pub struct Scenario {
     source: String,
     spec: Arc<Spec>,
     resources: Arc<Resources>,
+    /// The files the extension's tables opened, as the scenario names them.
+    extension_inputs: Vec<String>,
 }
 
 // A sweep shares one scenario between the threads of its pool.
@@ -196,6 +200,7 @@ impl Scenario {
                         source: source.to_string(),
                         spec: Arc::new(spec),
                         resources: Arc::new(resources),
+                        extension_inputs: std::mem::take(&mut decoded.inputs),
                     })
                 }
                 Ok(_) => {}
