@@ -108,6 +108,10 @@ pub(crate) struct RunArgs {
     /// default) as the WASI module `DIR/<program>.wasm`, in the sandbox.
     #[arg(long, value_name = "DIR")]
     pub(crate) process_wasi: Option<PathBuf>,
+    /// Where programs in `[process]` record mode write their process tape,
+    /// `DIR/<scenario>.process.jsonl` (default: the scenario file's directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) record_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

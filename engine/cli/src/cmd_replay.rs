@@ -9,7 +9,7 @@ use simtape_agent::EvalScenario;
 use crate::args::ReplayArgs;
 use crate::common::files::{read, scratch_dir};
 use crate::common::render::print_diff;
-use crate::common::{inputs, load_scenario};
+use crate::common::{inputs, load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &ReplayArgs) -> CliResult {
@@ -39,6 +39,11 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         }
         (None, None) => embedded_only(&args.tape, header)?,
     };
+    // A recording run called real programs: its replay is the process tape it wrote.
+    if let Err(error) = refuse_recording(&scenario, "replay", &args.tape) {
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err(error);
+    }
     let name = args
         .tape
         .file_name()

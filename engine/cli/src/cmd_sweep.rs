@@ -8,7 +8,7 @@ use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
 use crate::args::SweepArgs;
 use crate::common::render::deliver;
-use crate::common::{inputs, load_scenario, require_agent_program};
+use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult};
 use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
@@ -17,6 +17,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let scenarios = load(&args.scenarios, args.out.is_some())?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
+        refuse_recording(&loaded.scenario, "sweep", &loaded.path)?;
     }
     let shard = args.shard.unwrap_or(Shard::ALL);
     let plan = Plan {

@@ -45,3 +45,11 @@ pub(crate) fn run_ok(command: &mut Command) -> Output {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     output
 }
+
+/// Runs `command`, asserting its exit code and that its output contains `needle`.
+pub(crate) fn expect(command: &mut Command, code: i32, needle: &str) {
+    let output = command.output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(code), "{shown}");
+    assert!(shown.contains(needle), "{needle:?} in {shown}");
+}

@@ -10,6 +10,7 @@ mod cli;
 mod mcp;
 mod mcp_signals;
 mod mcp_world;
+mod record;
 mod serve_mcp;
 mod sweep;
 mod tapes;

@@ -3,17 +3,8 @@
 //! as a reproduction that runs to the same tape; a sweep's kept tapes share one store.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::common::{repo, run_ok, scratch, simtape, text};
-
-/// Runs `command`, asserting its exit code and that its output contains `needle`.
-fn expect(command: &mut Command, code: i32, needle: &str) {
-    let output = command.output().unwrap();
-    let shown = text(&output);
-    assert_eq!(output.status.code(), Some(code), "{shown}");
-    assert!(shown.contains(needle), "{needle:?} in {shown}");
-}
+use crate::common::{expect, repo, run_ok, scratch, simtape, text};
 
 /// Replays `tape` from `cwd`, asserting it is byte-identical.
 fn replays(cwd: &Path, tape: &Path) {

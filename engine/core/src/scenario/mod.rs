@@ -269,6 +269,16 @@ impl Scenario {
         &self.spec.faults
     }
 
+    /// Returns whether `[process]` puts some program (or its default) in `record` mode: its
+    /// runs call real programs and need a process tape to write to
+    /// ([`Builder::process_record_to`]).
+    pub fn records_processes(&self) -> bool {
+        self.resources
+            .process
+            .as_ref()
+            .is_some_and(crate::cap::process::ProcessActor::records)
+    }
+
     /// Returns the `[fs]` root directory, resolved against the scenario file's directory (an
     /// agent program outside the simulation works in a scratch copy of it).
     pub fn fs_root(&self) -> Option<std::path::PathBuf> {
