@@ -64,6 +64,9 @@ pub(crate) enum Command {
     /// Works with sweep reports: merges the reports of a sweep's shards.
     #[command(after_help = SWEEP_EXIT_CODES)]
     Report(ReportArgs),
+    /// Makes replayable inputs from a run: the LLM fixture of a tape's model calls.
+    #[command(after_help = EXIT_CODES)]
+    Fixtures(FixturesArgs),
     /// MCP tool servers: record, replay and verify cassettes; serve and score simulated worlds.
     Mcp(crate::cmd_mcp::McpArgs),
     /// Serves a scenario's model on loopback HTTP (Anthropic Messages, OpenAI Chat
@@ -196,6 +199,24 @@ pub(crate) enum TapeCommand {
         /// The tape.
         tape: PathBuf,
         /// Where to write (created; must be empty if it exists).
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FixturesArgs {
+    #[command(subcommand)]
+    pub(crate) command: FixturesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FixturesCommand {
+    /// Writes DIR/llm.jsonl: a fixture entry for each model call the tape's run answered
+    /// from its fixture, so the conversations replay with the same answers.
+    FromTape {
+        /// The tape.
+        tape: PathBuf,
+        /// Where to write (created if absent).
         dir: PathBuf,
     },
 }

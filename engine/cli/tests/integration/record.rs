@@ -1,6 +1,7 @@
-//! Recording from scenario files: a `[process]` program in `record` mode runs for real and is
-//! written to a process tape; the same scenario in `replay` mode then runs from that file
-//! with the same records. Commands that run a scenario many times or compare it refuse it.
+//! Turning real runs into replayable inputs: a `[process]` program in `record` mode runs for
+//! real and is written to a process tape, which the same scenario in `replay` mode then runs
+//! from with the same records (commands that run a scenario many times or compare it refuse
+//! a recording one); `fixtures from-tape` makes an LLM fixture of any run's model calls.
 
 use std::path::Path;
 
@@ -108,4 +109,61 @@ fn commands_that_repeat_or_compare_a_run_refuse_a_recording_scenario() {
         2,
         "puts no program in record mode",
     );
+}
+
+/// Returns the lines of a run's output that say what its agent did and answered.
+fn agent_lines(output: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| {
+            l.starts_with("result: PASS") || l.starts_with("agent:") || l.starts_with("answer:")
+        })
+        .map(|l| l.split(" at t=").next().unwrap_or(l).to_string())
+        .collect()
+}
+
+#[test]
+fn a_fixture_from_a_tape_answers_the_same_conversation() {
+    // Goal: `fixtures from-tape` writes one entry per model call of the run; the scenario
+    // with that fixture in place of its own makes the same calls and gets the same answers.
+    let dir = scratch("record", "from-tape");
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let repo_scenarios = crate::common::repo().join("scenarios");
+    for file in ["refactor-agent.toml", "data/refactor-agent/llm.jsonl"] {
+        let target = project.join(file);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(repo_scenarios.join(file), target).unwrap();
+    }
+    let worktree = repo_scenarios.join("data/refactor/worktree");
+    let copied = project.join("data/refactor/worktree");
+    for file in ["src/helpers.rs", "src/lib.rs", "NOTES.txt", "README.md"] {
+        std::fs::create_dir_all(copied.join(file).parent().unwrap()).unwrap();
+        std::fs::copy(worktree.join(file), copied.join(file)).unwrap();
+    }
+    let scenario = project.join("refactor-agent.toml");
+    let run = |tape: &str| {
+        run_ok(
+            simtape()
+                .current_dir(&dir)
+                .arg("run")
+                .arg(&scenario)
+                .args(["--seed", "1", "--tape", tape]),
+        )
+    };
+    let first = agent_lines(&run("a.tape"));
+    assert_eq!(first.len(), 3, "{first:?}");
+    expect(
+        simtape()
+            .current_dir(&dir)
+            .args(["fixtures", "from-tape", "a.tape", "fixtures"]),
+        0,
+        "(5 entr(ies); 0 call(s)",
+    );
+    std::fs::copy(
+        dir.join("fixtures/llm.jsonl"),
+        project.join("data/refactor-agent/llm.jsonl"),
+    )
+    .unwrap();
+    assert_eq!(agent_lines(&run("b.tape")), first);
 }
