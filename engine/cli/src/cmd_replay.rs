@@ -35,7 +35,8 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         // The tape carries the scenario's files: they are unpacked, and the scenario runs
         // from them, wherever the tape is and whatever is around it.
         (None, Some(_)) => {
-            load_scenario(&inputs::unpack_into(&tape, &scratch.join("inputs"))?, None)?
+            let unpacked = inputs::unpack_into(&tape, &scratch.join("inputs"))?;
+            load_scenario(&unpacked.scenario, unpacked.process_wasi.as_deref())?
         }
         (None, None) => embedded_only(&args.tape, header)?,
     };

@@ -50,7 +50,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         builder
             .tape(tape)
             .sidecar_blobs(args.sidecar_blobs)
-            .inputs(inputs::capture(&eval)?);
+            .inputs(inputs::capture(&eval, args.process_wasi.as_deref())?);
     }
     let report = run_eval(
         &eval,

@@ -100,7 +100,7 @@ fn load(paths: &[PathBuf], keep_tapes: bool) -> Result<Vec<Loaded>, CliError> {
     for path in paths {
         let scenario = load_scenario(path, None)?;
         let inputs = match keep_tapes {
-            true => Some(inputs::capture(&scenario)?),
+            true => Some(inputs::capture(&scenario, None)?),
             false => None,
         };
         scenarios.push(Loaded {

@@ -157,7 +157,8 @@ fn verify(path: &Path) -> CliResult {
 
 fn unpack(path: &Path, dir: &Path) -> CliResult {
     let tape = inputs::read(path)?;
-    let scenario = inputs::unpack_into(&tape, dir)?;
+    let unpacked = inputs::unpack_into(&tape, dir)?;
+    let scenario = &unpacked.scenario;
     match &tape.section {
         Some(section) => {
             let (files, bytes) = section.inputs.stored();
@@ -174,15 +175,17 @@ fn unpack(path: &Path, dir: &Path) -> CliResult {
             scenario.display()
         ),
     }
-    println!(
-        "run: {}",
-        command_line(&[
-            "simtape",
-            "run",
-            &scenario.display().to_string(),
-            "--seed",
-            &tape.header.seed.to_string(),
-        ])
-    );
+    let mut command = vec![
+        "simtape".to_string(),
+        "run".to_string(),
+        scenario.display().to_string(),
+        "--seed".to_string(),
+        tape.header.seed.to_string(),
+    ];
+    if let Some(wasi) = &unpacked.process_wasi {
+        command.push("--process-wasi".into());
+        command.push(wasi.display().to_string());
+    }
+    println!("run: {}", command_line(&command));
     Ok(Outcome::Success)
 }

@@ -10,11 +10,15 @@ use simtape_agent::EvalScenario;
 
 use crate::exit::CliError;
 
-/// Reads every file `eval` reads into the inputs its tapes carry; a path the tape cannot
-/// carry (an absolute one) is named on stderr, since the tape then replays only where it is.
-pub(crate) fn capture(eval: &EvalScenario) -> Result<Arc<simtape::tape::Inputs>, CliError> {
+/// Reads every file `eval` reads (and the `--process-wasi` modules) into the inputs its
+/// tapes carry; a path the tape cannot carry (an absolute one) is named on stderr, since the
+/// tape then replays only where it is.
+pub(crate) fn capture(
+    eval: &EvalScenario,
+    process_wasi: Option<&Path>,
+) -> Result<Arc<simtape::tape::Inputs>, CliError> {
     let scenario = eval.scenario();
-    let captured = scenario.capture_inputs().map_err(|error| {
+    let captured = scenario.capture_inputs(process_wasi).map_err(|error| {
         CliError::Input(format!(
             "{}: capturing the scenario's inputs: {error}",
             scenario.path().display()
@@ -46,9 +50,16 @@ pub(crate) fn read(path: &Path) -> Result<TapeInputs, CliError> {
     Ok(TapeInputs { header, section })
 }
 
-/// Writes the tape's scenario and inputs under `dir` (empty or absent); returns the scenario
-/// file. A tape without an inputs section gives the scenario file alone.
-pub(crate) fn unpack_into(tape: &TapeInputs, dir: &Path) -> Result<PathBuf, CliError> {
+/// A tape's inputs written out: the scenario file, and the `--process-wasi` directory its
+/// run had.
+pub(crate) struct Unpacked {
+    pub(crate) scenario: PathBuf,
+    pub(crate) process_wasi: Option<PathBuf>,
+}
+
+/// Writes the tape's scenario and inputs under `dir` (empty or absent). A tape without an
+/// inputs section gives the scenario file alone.
+pub(crate) fn unpack_into(tape: &TapeInputs, dir: &Path) -> Result<Unpacked, CliError> {
     let stamp = &tape.header.scenario;
     if simtape::tape::sha256_hex(stamp.source.as_bytes()) != stamp.digest {
         return Err(CliError::Input(
@@ -57,6 +68,10 @@ pub(crate) fn unpack_into(tape: &TapeInputs, dir: &Path) -> Result<PathBuf, CliE
     }
     let alone = simtape::tape::Inputs::new(&format!("{}.toml", stamp.name));
     let inputs = tape.section.as_ref().map_or(&alone, |s| &s.inputs);
-    unpack(inputs, &stamp.source, dir)
-        .map_err(|error| CliError::Input(format!("{}: {error}", dir.display())))
+    let scenario = unpack(inputs, &stamp.source, dir)
+        .map_err(|error| CliError::Input(format!("{}: {error}", dir.display())))?;
+    Ok(Unpacked {
+        scenario,
+        process_wasi: inputs.process_wasi().map(|path| dir.join(path)),
+    })
 }

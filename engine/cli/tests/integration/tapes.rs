@@ -215,3 +215,43 @@ fn a_sweeps_kept_tapes_share_one_store_and_replay_from_it() {
         replays(&dir, tape);
     }
 }
+
+#[test]
+fn the_process_wasi_modules_of_a_run_travel_with_its_tape() {
+    // Goal: `run --process-wasi DIR` carries DIR's modules; the tape replays alone after the
+    // scenario and the modules are gone, and unpack gives the flag back.
+    let dir = scratch("tapes", "process-wasi");
+    let project = dir.join("project");
+    copy_tree(&repo().join("scenarios/data/wasi"), &project.join("guests"));
+    let scenario = project.join("flag.toml");
+    std::fs::write(
+        &scenario,
+        "[scenario]\nname = \"flag\"\n\n[process]\ndefault = \"hermetic\"\n\n[[task]]\nname = \"t\"\nsteps = [{ run = \"sleeper\", args = [\"60\"] }, { outcome = \"ran\", value = true }]\n\n[[verify]]\nkind = \"outcome\"\nname = \"ran\"\nvalue = true\n",
+    )
+    .unwrap();
+    let tape = dir.join("made/flag.tape");
+    run_ok(
+        simtape()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--process-wasi")
+            .arg(project.join("guests"))
+            .arg("--tape")
+            .arg(&tape),
+    );
+    std::fs::remove_dir_all(&project).unwrap();
+    let alone = dir.join("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::copy(&tape, alone.join("flag.tape")).unwrap();
+    replays(&alone, Path::new("flag.tape"));
+    expect(
+        simtape()
+            .arg("tape")
+            .arg("unpack")
+            .arg(&tape)
+            .arg(dir.join("repro")),
+        0,
+        "--process-wasi",
+    );
+    assert!(dir.join("repro/process-wasi/sleeper.wasm").is_file());
+}

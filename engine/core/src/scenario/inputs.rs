@@ -12,6 +12,8 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::tape::{InputEntry, Inputs, INPUT_FILE_BYTES_MAX};
 
+/// Where a run's `--process-wasi` directory goes in the unpack directory.
+pub const PROCESS_WASI_ENTRY: &str = "process-wasi";
 /// The most bytes of files one scenario's inputs may hold.
 pub const INPUTS_BYTES_MAX: u64 = 512 << 20;
 /// The most entries (files, directories, symlinks) one scenario's inputs may hold.
@@ -46,6 +48,12 @@ pub enum InputsError {
     #[error("the tape's input {path:?} is not a plain relative path inside the directory")]
     UnsafePath {
         /// The entry's path.
+        path: String,
+    },
+    /// The scenario's own files take the place reserved for the `--process-wasi` modules.
+    #[error("the scenario's inputs hold {path:?}, the place of the --process-wasi modules")]
+    Taken {
+        /// The reserved path.
         path: String,
     },
     /// Unpacking would overwrite a file that is there.
@@ -102,8 +110,9 @@ impl super::Scenario {
     }
 
     /// Reads every input of the scenario into [`Inputs`] (directories whole, symlinks in
-    /// them as links), laid out as [`unpack`] writes them back.
-    pub fn capture_inputs(&self) -> Result<Captured, InputsError> {
+    /// them as links), laid out as [`unpack`] writes them back; `process_wasi` is the
+    /// directory of `simtape run --process-wasi`, carried as [`PROCESS_WASI_ENTRY`].
+    pub fn capture_inputs(&self, process_wasi: Option<&Path>) -> Result<Captured, InputsError> {
         let base = self.path.parent().unwrap_or(Path::new(""));
         let written = self.input_paths();
         let (relative, skipped): (Vec<String>, Vec<String>) = written
@@ -125,6 +134,18 @@ impl super::Scenario {
                 });
             };
             capture.named(&base.join(path), &unpacked)?;
+        }
+        if let Some(dir) = process_wasi {
+            if capture.inputs.entries().any(|e| {
+                e.path() == PROCESS_WASI_ENTRY
+                    || e.path().starts_with(&format!("{PROCESS_WASI_ENTRY}/"))
+            }) {
+                return Err(InputsError::Taken {
+                    path: PROCESS_WASI_ENTRY.into(),
+                });
+            }
+            capture.dir(dir, &[PROCESS_WASI_ENTRY.to_string()])?;
+            capture.inputs.set_process_wasi(PROCESS_WASI_ENTRY);
         }
         Ok(Captured {
             inputs: capture.inputs,

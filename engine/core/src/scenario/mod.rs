@@ -72,7 +72,9 @@ pub use crate::cap::fault_rules::{
 pub use error::ScenarioError;
 pub use extension::{CoreOnly, Extension, Listed, Tables};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
-pub use inputs::{unpack, Captured, InputsError, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX};
+pub use inputs::{
+    unpack, Captured, InputsError, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX, PROCESS_WASI_ENTRY,
+};
 
 use crate::cap::fs::FsDiff;
 use crate::cap::llm::LlmActor;

@@ -70,6 +70,7 @@ impl InputEntry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inputs {
     scenario_file: String,
+    process_wasi: Option<String>,
     entries: BTreeMap<String, InputEntry>,
     blobs: BTreeMap<String, Arc<[u8]>>,
 }
@@ -87,6 +88,17 @@ impl Inputs {
     /// Returns where the scenario file goes, relative to the unpack directory.
     pub fn scenario_file(&self) -> &str {
         &self.scenario_file
+    }
+
+    /// Returns the directory (an entry's path) whose WASI modules the run ran programs from
+    /// (`simtape run --process-wasi`), if it did.
+    pub fn process_wasi(&self) -> Option<&str> {
+        self.process_wasi.as_deref()
+    }
+
+    /// Names the directory entry that holds the run's `--process-wasi` modules.
+    pub fn set_process_wasi(&mut self, path: &str) {
+        self.process_wasi = Some(path.to_string());
     }
 
     /// Returns the entries, sorted by path.
@@ -165,13 +177,15 @@ pub enum InputStore {
     },
 }
 
-/// The manifest as encoded: `[scenario_file, store, cas, entries]`.
+/// The manifest as encoded: `[scenario_file, store, cas, entries, process_wasi]`.
 #[derive(Serialize, Deserialize)]
 struct Manifest {
     scenario_file: String,
     store: String,
     cas: String,
     entries: Vec<InputEntry>,
+    /// Empty when the run had no `--process-wasi` directory.
+    process_wasi: String,
 }
 
 /// Encodes the inputs section (magic through check), storing sidecar files as it goes.
@@ -185,6 +199,7 @@ pub(crate) fn encode(inputs: &Inputs, store: &InputStore) -> Result<Vec<u8>, Tap
         store: store_name.into(),
         cas,
         entries: inputs.entries.values().cloned().collect(),
+        process_wasi: inputs.process_wasi.clone().unwrap_or_default(),
     };
     let manifest = rmp_serde::to_vec(&manifest).map_err(|e| TapeError::BadPayload {
         detail: format!("the inputs manifest: {e}"),
@@ -306,6 +321,9 @@ pub(crate) fn decode<R: Read>(reader: &mut R, offset: u64) -> Result<InputsSecti
     let manifest: Manifest = rmp_serde::from_slice(&manifest_bytes)
         .map_err(|e| corrupt(format!("the manifest does not decode: {e}")))?;
     let mut inputs = Inputs::new(&manifest.scenario_file);
+    if !manifest.process_wasi.is_empty() {
+        inputs.process_wasi = Some(manifest.process_wasi);
+    }
     for entry in manifest.entries {
         inputs.entries.insert(entry.path().to_string(), entry);
     }
@@ -387,6 +405,7 @@ mod tests {
         inputs.add_file("data/b.txt", b"same".to_vec(), true);
         inputs.add_file("data/c.txt", b"other".to_vec(), false);
         inputs.add_symlink("data/link", "a.txt");
+        inputs.set_process_wasi("data");
         inputs
     }
 
