@@ -14,11 +14,19 @@ use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &ReplayArgs) -> CliResult {
     let tape = inputs::read(&args.tape)?;
-    let header = &tape.header;
-    println!("seed={}", header.seed);
+    println!("seed={}", tape.header.seed);
     // The replayed tape, and the inputs the scenario runs from, go to a scratch directory,
-    // removed when the replay matches.
+    // kept only when the replay differs (its tape is named then).
     let scratch = scratch_dir("replay")?;
+    let result = replay(args, &tape, &scratch);
+    if !matches!(result, Ok(Outcome::Finding)) {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    result
+}
+
+fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliResult {
+    let header = &tape.header;
     let scenario = match (&args.scenario, &tape.section) {
         (Some(path), _) => {
             let scenario = load_scenario(path, None)?;
@@ -35,16 +43,13 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
         // The tape carries the scenario's files: they are unpacked, and the scenario runs
         // from them, wherever the tape is and whatever is around it.
         (None, Some(_)) => {
-            let unpacked = inputs::unpack_into(&tape, &scratch.join("inputs"))?;
+            let unpacked = inputs::unpack_into(tape, &scratch.join("inputs"))?;
             load_scenario(&unpacked.scenario, unpacked.process_wasi.as_deref())?
         }
         (None, None) => embedded_only(&args.tape, header)?,
     };
     // A recording run called real programs: its replay is the process tape it wrote.
-    if let Err(error) = refuse_recording(&scenario, "replay", &args.tape) {
-        let _ = std::fs::remove_dir_all(&scratch);
-        return Err(error);
-    }
+    refuse_recording(&scenario, "replay", &args.tape)?;
     let name = args
         .tape
         .file_name()
@@ -94,14 +99,16 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
             scenario.scenario().name(),
             header.seed
         );
-        let _ = std::fs::remove_dir_all(&scratch);
         return Ok(Outcome::Success);
     }
     println!(
         "replay: the replayed tape differs from {}",
         args.tape.display()
     );
-    print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)?;
+    if print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)? == Outcome::Success {
+        // Equal records, other bytes: what follows the footer differs.
+        println!("replay: the records are the same; the inputs sections differ");
+    }
     println!("replayed tape: {}", out.display());
     Ok(Outcome::Finding)
 }
