@@ -118,8 +118,8 @@ impl super::Scenario {
         let (relative, skipped): (Vec<String>, Vec<String>) = written
             .into_iter()
             .partition(|p| Path::new(p).is_relative());
-        let climb = relative.iter().map(|p| climb(p)).max().unwrap_or(0);
-        let prefix = prefix(base, climb, relative.first())?;
+        let highest = relative.iter().max_by_key(|p| climb(p));
+        let prefix = prefix(base, highest.map_or(0, |p| climb(p)), highest)?;
         let mut scenario_file = prefix.clone();
         scenario_file.push(format!("{}.toml", self.name()));
         let mut capture = Capture {

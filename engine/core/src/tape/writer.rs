@@ -354,11 +354,14 @@ impl TapeWriter {
         let payload = rmp_serde::to_vec(&footer).expect("the footer always encodes");
         // The footer bypasses the checkpoint rule: it is the last record.
         self.frame_unchecked(t_ns, 0, 0, RecordKind::Footer as u8, &payload)?;
-        if let Some((inputs, store)) = self.inputs.take() {
-            let section = encode_inputs(&inputs, &store)?;
-            self.write_bytes(&section)?;
-        }
         self.flush()?;
+        if let Some((inputs, store)) = self.inputs.take() {
+            // After the size check: `tape_bytes_max` bounds the run's records; the inputs
+            // have their own bounds (`scenario::INPUTS_BYTES_MAX`).
+            let section = encode_inputs(&inputs, &store)?;
+            self.sink.write_all(&section)?;
+            self.bytes_written += section.len() as u64;
+        }
         if let TapeSink::File(file, path) = &mut self.sink {
             file.flush().map_err(|source| TapeError::Io {
                 path: path.display().to_string(),
