@@ -255,3 +255,57 @@ fn the_process_wasi_modules_of_a_run_travel_with_its_tape() {
     );
     assert!(dir.join("repro/process-wasi/sleeper.wasm").is_file());
 }
+
+#[test]
+fn an_agent_program_named_by_a_path_travels_executable_and_runs_again_unpacked() {
+    // Goal: `[agent] command = "./agent.sh"` is carried with its executable bit; the unpacked
+    // reproduction runs the program again and writes the same tape.
+    let dir = scratch("tapes", "agent-program");
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("repo")).unwrap();
+    std::fs::write(project.join("repo/a.txt"), "x\n").unwrap();
+    std::fs::write(project.join("llm.jsonl"), "{\"simtape_llm\": 1}\n").unwrap();
+    let program = project.join("agent.sh");
+    std::fs::write(&program, "#!/bin/sh\necho done\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        project.join("prog.toml"),
+        "[scenario]\nname = \"prog\"\n\n[fs]\nroot = \"repo\"\n\n[llm]\nfixture = \"llm.jsonl\"\n\n[agent]\nkind = \"command\"\nadapter = \"generic\"\ncommand = \"./agent.sh\"\ntask = \"t\"\n\n[[verify]]\nkind = \"answer\"\ncontains = \"done\"\n",
+    )
+    .unwrap();
+    let tape = dir.join("first.tape");
+    run_ok(
+        simtape()
+            .arg("run")
+            .arg(project.join("prog.toml"))
+            .arg("--tape")
+            .arg(&tape),
+    );
+    std::fs::remove_dir_all(&project).unwrap();
+    let unpacked = dir.join("repro");
+    run_ok(
+        simtape()
+            .arg("tape")
+            .arg("unpack")
+            .arg(&tape)
+            .arg(&unpacked),
+    );
+    let mode = std::fs::metadata(unpacked.join("agent.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "mode {mode:o}");
+    let again = dir.join("again.tape");
+    run_ok(
+        simtape()
+            .arg("run")
+            .arg(unpacked.join("prog.toml"))
+            .args(["--seed", "0", "--tape"])
+            .arg(&again),
+    );
+    assert!(
+        std::fs::read(&tape).unwrap() == std::fs::read(&again).unwrap(),
+        "the unpacked program wrote another tape"
+    );
+}
