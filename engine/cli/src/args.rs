@@ -64,6 +64,9 @@ pub(crate) enum Command {
     /// Works with sweep reports: merges the reports of a sweep's shards.
     #[command(after_help = SWEEP_EXIT_CODES)]
     Report(ReportArgs),
+    /// Makes replayable inputs from a run: the LLM fixture of a tape's model calls.
+    #[command(after_help = EXIT_CODES)]
+    Fixtures(FixturesArgs),
     /// MCP tool servers: record, replay and verify cassettes; serve and score simulated worlds.
     Mcp(crate::cmd_mcp::McpArgs),
     /// Serves a scenario's model on loopback HTTP (Anthropic Messages, OpenAI Chat
@@ -110,6 +113,10 @@ pub(crate) struct RunArgs {
     /// default) as the WASI module `DIR/<program>.wasm`, in the sandbox.
     #[arg(long, value_name = "DIR")]
     pub(crate) process_wasi: Option<PathBuf>,
+    /// Where programs in `[process]` record mode write their process tape,
+    /// `DIR/<scenario>.process.jsonl` (default: the scenario file's directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) record_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -183,10 +190,36 @@ pub(crate) enum TapeCommand {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// Checks framing, the hash chain, checkpoints, blobs and the footer.
+    /// Checks framing, the hash chain, checkpoints, blobs, the footer and the inputs.
     Verify {
         /// The tape.
         tape: PathBuf,
+    },
+    /// Writes the tape's scenario and every file its run read into DIR (empty or new): a
+    /// reproduction that `simtape run DIR/<name>.toml --seed N` runs to the same tape.
+    Unpack {
+        /// The tape.
+        tape: PathBuf,
+        /// Where to write (created; must be empty if it exists).
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FixturesArgs {
+    #[command(subcommand)]
+    pub(crate) command: FixturesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FixturesCommand {
+    /// Writes DIR/llm.jsonl: a fixture entry for each model call the tape's run answered
+    /// from its fixture, so the conversations replay with the same answers.
+    FromTape {
+        /// The tape.
+        tape: PathBuf,
+        /// Where to write (created if absent).
+        dir: PathBuf,
     },
 }
 

@@ -7,7 +7,7 @@ use simtape::oracle::{diff_bytes, Mode};
 use simtape_agent::EvalScenario;
 
 use crate::args::CiArgs;
-use crate::common::load_scenario;
+use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 
 /// What happened to one (scenario, seed).
@@ -24,6 +24,7 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
     let (mut matched, mut failed) = (0, 0);
     for path in &scenarios {
         let eval = load_scenario(path, None)?;
+        refuse_recording(&eval, "ci", path)?;
         let scenario = eval.scenario();
         for &seed in scenario.seeds() {
             let golden = golden_path(&tapes_dir, scenario.name(), seed);

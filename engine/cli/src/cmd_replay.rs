@@ -1,22 +1,34 @@
 //! `simtape replay`: re-run a tape's scenario and seed; the new tape must be byte-identical.
 
-use simtape::tape::{sha256_hex, TapeReader};
+use std::path::Path;
+use std::sync::Arc;
+
+use simtape::tape::{sha256_hex, TapeHeader};
 use simtape_agent::EvalScenario;
 
 use crate::args::ReplayArgs;
 use crate::common::files::{read, scratch_dir};
-use crate::common::load_scenario;
 use crate::common::render::print_diff;
+use crate::common::{inputs, load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &ReplayArgs) -> CliResult {
-    let header = TapeReader::open(&args.tape)
-        .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?
-        .header()
-        .clone();
-    println!("seed={}", header.seed);
-    let scenario = match &args.scenario {
-        Some(path) => {
+    let tape = inputs::read(&args.tape)?;
+    println!("seed={}", tape.header.seed);
+    // The replayed tape, and the inputs the scenario runs from, go to a scratch directory,
+    // kept only when the replay differs (its tape is named then).
+    let scratch = scratch_dir("replay")?;
+    let result = replay(args, &tape, &scratch);
+    if !matches!(result, Ok(Outcome::Finding)) {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    result
+}
+
+fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliResult {
+    let header = &tape.header;
+    let scenario = match (&args.scenario, &tape.section) {
+        (Some(path), _) => {
             let scenario = load_scenario(path, None)?;
             if scenario.scenario().digest() != header.scenario.digest {
                 return Err(CliError::Input(format!(
@@ -28,42 +40,32 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
             }
             scenario
         }
-        None => {
-            if sha256_hex(header.scenario.source.as_bytes()) != header.scenario.digest {
-                return Err(CliError::Input(
-                    "the scenario source embedded in the tape does not match its digest".into(),
-                ));
-            }
-            let origin = args.tape.with_extension("embedded-scenario.toml");
-            EvalScenario::parse(&header.scenario.source, &origin).map_err(|error| {
-                // The embedded source resolves its files against the tape's directory; a tape
-                // kept away from its scenario needs the original file.
-                let references_files = ["fs.", "llm.", "process.", "mcp"]
-                    .iter()
-                    .any(|t| error.field.starts_with(t));
-                let hint = if references_files {
-                    "\nhint: the scenario's files resolve against the tape's directory; pass \
-                     --scenario with the original scenario file"
-                } else {
-                    ""
-                };
-                CliError::Input(format!("{error}{hint}"))
-            })?
+        // The tape carries the scenario's files: they are unpacked, and the scenario runs
+        // from them, wherever the tape is and whatever is around it.
+        (None, Some(_)) => {
+            let unpacked = inputs::unpack_into(tape, &scratch.join("inputs"))?;
+            load_scenario(&unpacked.scenario, unpacked.process_wasi.as_deref())?
         }
+        (None, None) => embedded_only(&args.tape, header)?,
     };
-    // Without --out the replayed tape goes to a scratch directory, removed when it matches.
-    let (out, scratch) = match &args.out {
-        Some(path) => (path.clone(), None),
-        None => {
-            let dir = scratch_dir("replay")?;
-            (dir.join("replay.tape"), Some(dir))
-        }
-    };
+    // A recording run called real programs: its replay is the process tape it wrote.
+    refuse_recording(&scenario, "replay", &args.tape)?;
+    let name = args
+        .tape
+        .file_name()
+        .map_or_else(|| "replay.tape".into(), |n| n.to_os_string());
+    let out = args.out.clone().unwrap_or_else(|| scratch.join(name));
     let mut builder = scenario.builder(header.seed);
     builder
         .tape(&out)
         .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
+    if let Some(section) = &tape.section {
+        // The same inputs section, its files where the tape keeps them: the same bytes.
+        builder
+            .inputs(Arc::new(section.inputs.clone()))
+            .inputs_store(section.store());
+    }
     if args.rerun_agent {
         if scenario.eval().command.is_none() {
             return Err(CliError::Usage(
@@ -97,16 +99,39 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
             scenario.scenario().name(),
             header.seed
         );
-        if let Some(dir) = &scratch {
-            let _ = std::fs::remove_dir_all(dir);
-        }
         return Ok(Outcome::Success);
     }
     println!(
         "replay: the replayed tape differs from {}",
         args.tape.display()
     );
-    print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)?;
+    if print_diff(&args.tape, &out, simtape::oracle::Mode::Exact, false)? == Outcome::Success {
+        // Equal records, other bytes: what follows the footer differs.
+        println!("replay: the records are the same; the inputs sections differ");
+    }
     println!("replayed tape: {}", out.display());
     Ok(Outcome::Finding)
+}
+
+/// Parses the scenario embedded in a tape without an inputs section (a golden tape, or one
+/// written by an older engine): its files resolve against the tape's directory.
+fn embedded_only(tape: &Path, header: &TapeHeader) -> Result<EvalScenario, CliError> {
+    if sha256_hex(header.scenario.source.as_bytes()) != header.scenario.digest {
+        return Err(CliError::Input(
+            "the scenario source embedded in the tape does not match its digest".into(),
+        ));
+    }
+    let origin = tape.with_extension("embedded-scenario.toml");
+    EvalScenario::parse(&header.scenario.source, &origin).map_err(|error| {
+        let references_files = ["fs.", "llm.", "process.", "mcp"]
+            .iter()
+            .any(|t| error.field.starts_with(t));
+        let hint = if references_files {
+            "\nhint: this tape carries no inputs, so the scenario's files resolve against the \
+             tape's directory; pass --scenario with the original scenario file"
+        } else {
+            ""
+        };
+        CliError::Input(format!("{error}{hint}"))
+    })
 }

@@ -12,7 +12,7 @@ use crate::args::RunArgs;
 use crate::common::files::{create_parent, read, scratch_dir};
 use crate::common::render::print_diff;
 use crate::common::shell::command_line;
-use crate::common::{load_scenario, reproduce_command, run_eval, verdict_outcome};
+use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
@@ -47,6 +47,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         Some(llm) => eval.builder_with_llm(seed, llm),
         None => eval.builder(seed),
     };
+    let recording = record_to(args, &eval, &mut builder)?;
     // Evidence needs a tape: the one asked for, or one inside the evidence directory.
     let tape = args.tape.clone().or_else(|| {
         args.evidence
@@ -55,7 +56,11 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     });
     if let Some(tape) = &tape {
         create_parent(tape)?;
-        builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
+        // The tape carries every file the run reads, so it replays anywhere on its own.
+        builder
+            .tape(tape)
+            .sidecar_blobs(args.sidecar_blobs)
+            .inputs(inputs::capture(&eval, args.process_wasi.as_deref())?);
     }
     let report = run_eval(
         &eval,
@@ -80,6 +85,10 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         diff.write_to(path).map_err(CliError::io(path))?;
     }
     print_report(args, &eval, &report, &reproduce);
+    if let Some(path) = &recording {
+        // On stderr, so `--json` output stays one JSON document.
+        eprintln!("recorded: {} (the programs in record mode)", path.display());
+    }
     let outcome = verdict_outcome(&report.verdict);
     if args.check_determinism {
         let determinism = check_determinism(&eval, seed, args.agent_bin.as_deref())?;
@@ -165,15 +174,8 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         );
         println!(
             "replay: {}",
-            // With --scenario the replay resolves the scenario's files (fs root, fixtures) the
-            // way this run did, wherever the tape is kept.
-            command_line(&[
-                "simtape",
-                "replay",
-                &path.display().to_string(),
-                "--scenario",
-                &args.scenario.display().to_string(),
-            ])
+            // The tape carries the scenario and its files: it replays on its own, anywhere.
+            command_line(&["simtape", "replay", &path.display().to_string()])
         );
     }
     if report.verdict != Verdict::Pass {
@@ -215,4 +217,42 @@ fn check_determinism(eval: &EvalScenario, seed: u64, agent_bin: Option<&Path>) -
     print_diff(&tapes[0], &tapes[1], simtape::oracle::Mode::Exact, false)?;
     println!("tapes kept: {} {}", tapes[0].display(), tapes[1].display());
     Ok(Outcome::Finding)
+}
+
+/// Creates the process tape that programs in `[process]` record mode write to:
+/// `<record dir>/<scenario>.process.jsonl`, the record dir being `--record-dir` or the
+/// scenario file's directory. Returns its path, or `None` when nothing records.
+fn record_to(
+    args: &RunArgs,
+    eval: &EvalScenario,
+    builder: &mut simtape::Builder,
+) -> Result<Option<std::path::PathBuf>, CliError> {
+    let scenario = eval.scenario();
+    if !scenario.records_processes() {
+        if let Some(dir) = &args.record_dir {
+            return Err(CliError::Usage(format!(
+                "--record-dir {}: {} puts no program in record mode",
+                dir.display(),
+                args.scenario.display()
+            )));
+        }
+        return Ok(None);
+    }
+    if args.check_determinism {
+        return Err(CliError::Usage(
+            "--check-determinism: programs in record mode run for real; record first, then \
+             check the replay"
+                .into(),
+        ));
+    }
+    let dir = args.record_dir.clone().unwrap_or_else(|| {
+        let parent = args.scenario.parent().unwrap_or(Path::new(""));
+        parent.to_path_buf()
+    });
+    std::fs::create_dir_all(&dir).map_err(CliError::io(&dir))?;
+    let path = dir.join(format!("{}.process.jsonl", scenario.name()));
+    builder
+        .process_record_to(&path)
+        .map_err(|error| CliError::Input(format!("{}: {error}", path.display())))?;
+    Ok(Some(path))
 }

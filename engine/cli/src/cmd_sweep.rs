@@ -8,15 +8,16 @@ use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
 use crate::args::SweepArgs;
 use crate::common::render::deliver;
-use crate::common::{load_scenario, require_agent_program};
+use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult};
 use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
 
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
-    let scenarios = load(&args.scenarios)?;
+    let scenarios = load(&args.scenarios, args.out.is_some())?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
+        refuse_recording(&loaded.scenario, "sweep", &loaded.path)?;
     }
     let shard = args.shard.unwrap_or(Shard::ALL);
     let plan = Plan {
@@ -92,15 +93,20 @@ fn stop_on_ctrl_c() -> &'static AtomicBool {
     &STOP
 }
 
-/// Loads every scenario once, sorted by name; two scenarios may not share a name (their
-/// tapes and records would mix).
-fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, CliError> {
+/// Loads every scenario once, sorted by name, with the files its runs read when tapes are
+/// kept; two scenarios may not share a name (their tapes and records would mix).
+fn load(paths: &[PathBuf], keep_tapes: bool) -> Result<Vec<Loaded>, CliError> {
     let mut scenarios = Vec::with_capacity(paths.len());
     for path in paths {
         let scenario = load_scenario(path, None)?;
+        let inputs = match keep_tapes {
+            true => Some(inputs::capture(&scenario, None)?),
+            false => None,
+        };
         scenarios.push(Loaded {
             scenario,
             path: path.clone(),
+            inputs,
         });
     }
     scenarios.sort_by(|a, b| {

@@ -1,4 +1,4 @@
-//! `simtape tape show | export | verify`.
+//! `simtape tape show | export | verify | unpack`.
 
 use std::io::Write;
 use std::path::Path;
@@ -7,6 +7,8 @@ use simtape::tape::{payload_to_json, verify_path, RawRecord, TapeError, TapeRead
 use simtape::time::{format_instant, format_ns};
 
 use crate::args::{TapeArgs, TapeCommand};
+use crate::common::inputs;
+use crate::common::shell::command_line;
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &TapeArgs) -> CliResult {
@@ -14,6 +16,7 @@ pub(crate) fn run(args: &TapeArgs) -> CliResult {
         TapeCommand::Show { tape, limit } => show(tape, *limit),
         TapeCommand::Export { tape, output, .. } => export(tape, output.as_deref()),
         TapeCommand::Verify { tape } => verify(tape),
+        TapeCommand::Unpack { tape, dir } => unpack(tape, dir),
     }
 }
 
@@ -128,6 +131,17 @@ fn verify(path: &Path) -> CliResult {
                 "ok: {} records, {} bytes, final hash {:016x}, verdict: {}",
                 report.records, report.bytes, report.footer.final_hash, report.footer.verdict
             );
+            if let Some(section) = &report.inputs {
+                let (files, bytes) = section.inputs.stored();
+                let store = section
+                    .cas
+                    .as_ref()
+                    .map_or_else(|| "embedded".to_string(), |dir| format!("in {dir}/"));
+                println!(
+                    "inputs: {} entr(ies), {files} distinct file(s), {bytes} bytes, {store}",
+                    section.inputs.entries().count()
+                );
+            }
             Ok(Outcome::Success)
         }
         Err(error @ TapeError::Truncated { .. }) => {
@@ -139,4 +153,39 @@ fn verify(path: &Path) -> CliResult {
             error,
         }),
     }
+}
+
+fn unpack(path: &Path, dir: &Path) -> CliResult {
+    let tape = inputs::read(path)?;
+    let unpacked = inputs::unpack_into(&tape, dir)?;
+    let scenario = &unpacked.scenario;
+    match &tape.section {
+        Some(section) => {
+            let (files, bytes) = section.inputs.stored();
+            println!(
+                "unpacked {} and {} input entr(ies) ({files} distinct file(s), {bytes} bytes) into {}",
+                scenario.display(),
+                section.inputs.entries().count(),
+                dir.display()
+            );
+        }
+        None => println!(
+            "unpacked {} (the tape carries no inputs: a scenario that names files needs them \
+             beside it)",
+            scenario.display()
+        ),
+    }
+    let mut command = vec![
+        "simtape".to_string(),
+        "run".to_string(),
+        scenario.display().to_string(),
+        "--seed".to_string(),
+        tape.header.seed.to_string(),
+    ];
+    if let Some(wasi) = &unpacked.process_wasi {
+        command.push("--process-wasi".into());
+        command.push(wasi.display().to_string());
+    }
+    println!("run: {}", command_line(&command));
+    Ok(Outcome::Success)
 }

@@ -10,6 +10,7 @@ mod args;
 mod cmd_check;
 mod cmd_ci;
 mod cmd_diff;
+mod cmd_fixtures;
 mod cmd_mcp;
 mod cmd_new;
 mod cmd_replay;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         args::Command::Replay(a) => cmd_replay::run(&a),
         args::Command::Diff(a) => cmd_diff::run(&a),
         args::Command::Tape(a) => cmd_tape::run(&a),
+        args::Command::Fixtures(a) => cmd_fixtures::run(&a),
         args::Command::Check(a) => cmd_check::run(&a),
         args::Command::Ci(a) => cmd_ci::run(&a),
         args::Command::Mcp(a) => cmd_mcp::run(&a),

@@ -212,6 +212,22 @@ impl Builder {
         self
     }
 
+    /// Gives the programs in record mode their process tape at `path`, created (or truncated)
+    /// now: each real run of one appends an entry (`simtape run` of a scenario whose
+    /// `[process]` puts a program in `record` mode). Without a process actor, nothing to do.
+    pub fn process_record_to(
+        &mut self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<&mut Self, crate::cap::process::ProcessTapeError> {
+        let Some(process) = self.capabilities.process() else {
+            return Ok(self);
+        };
+        // The tape is created once, here; every run built from this builder appends to it.
+        let recording = ProcessActor::hermetic().recording_to(path)?;
+        self.update_actor(process, |actor| actor.recording_like(&recording));
+        Ok(self)
+    }
+
     /// Gives the run subprocesses (see [`crate::cap::process`]); without it, a pipeline has
     /// no process actor at all.
     ///

@@ -5,6 +5,7 @@ use std::any::Any;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::actor::{
     Actor, ActorRef, ActorSlot, Clock, ClockRequest, Events, UserEvent, BUILTIN_ACTORS,
@@ -20,7 +21,7 @@ use crate::rng::RngStream;
 use crate::run::Run;
 use crate::summary::RunSummary;
 use crate::tape::{
-    sidecar_dir, BlobMode, ScenarioStamp, TapeHeader, TapeSink, TapeWriter,
+    sidecar_dir, BlobMode, InputStore, Inputs, ScenarioStamp, TapeHeader, TapeSink, TapeWriter,
     BLOB_THRESHOLD_DEFAULT_BYTES, CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION,
 };
 use crate::time::START_DEFAULT_UNIX_NS;
@@ -54,6 +55,8 @@ pub struct Builder {
     sidecar_blobs: bool,
     blob_threshold_bytes: usize,
     scenario: ScenarioStamp,
+    inputs: Option<Arc<Inputs>>,
+    inputs_store: Option<InputStore>,
     actors: Vec<(String, ActorFactory)>,
     /// The actor ids of the registered inboxes.
     inboxes: Vec<u16>,
@@ -80,6 +83,8 @@ impl Default for Builder {
             sidecar_blobs: false,
             blob_threshold_bytes: BLOB_THRESHOLD_DEFAULT_BYTES,
             scenario: ScenarioStamp::default(),
+            inputs: None,
+            inputs_store: None,
             actors: Vec::new(),
             inboxes: Vec::new(),
             capabilities: Capabilities::default(),
@@ -146,6 +151,22 @@ impl Builder {
     /// Stamps the tape header with the scenario the run comes from.
     pub fn scenario(&mut self, stamp: ScenarioStamp) -> &mut Self {
         self.scenario = stamp;
+        self
+    }
+
+    /// Writes `inputs` (the files the run reads) after the tape's footer, so the tape replays
+    /// on its own. Their files go where the payload blobs go (inside the tape, or
+    /// `<tape>.cas/` with [`Builder::sidecar_blobs`]) unless [`Builder::inputs_store`] says
+    /// otherwise. The records are the same bytes with or without them.
+    pub fn inputs(&mut self, inputs: Arc<Inputs>) -> &mut Self {
+        self.inputs = Some(inputs);
+        self
+    }
+
+    /// Keeps the files of [`Builder::inputs`] as `store` says (a sweep's kept tapes share one
+    /// content directory).
+    pub fn inputs_store(&mut self, store: InputStore) -> &mut Self {
+        self.inputs_store = Some(store);
         self
     }
 
@@ -270,7 +291,24 @@ impl Builder {
             }
         };
         let writer = TapeWriter::new(sink, &self.header(), blob_mode, self.limits.tape_bytes_max)?;
-        Ok(Some(writer))
+        let Some(inputs) = &self.inputs else {
+            return Ok(Some(writer));
+        };
+        let store = match (&self.inputs_store, &self.tape) {
+            (Some(store), _) => store.clone(),
+            (None, TapeTarget::File(path)) if self.sidecar_blobs => {
+                let dir = sidecar_dir(path);
+                let relative = dir
+                    .file_name()
+                    .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+                InputStore::Sidecar {
+                    relative,
+                    dir: Some(dir),
+                }
+            }
+            (None, _) => InputStore::Embedded,
+        };
+        Ok(Some(writer.with_inputs(Arc::clone(inputs), store)))
     }
 
     /// Builds one run. The tape file, if any, is created now.

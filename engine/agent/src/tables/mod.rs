@@ -130,6 +130,14 @@ impl Extension for EvalTables {
 
     fn open(&mut self, decoded: &mut Decoder, base: &Path) {
         let spec = &mut self.spec;
+        // An agent program named by a path starts from the scenario's directory: a tape
+        // carries it, so an unpacked tape runs it again (`--rerun-agent`).
+        let program = spec.command.as_ref().and_then(|c| c.command.as_deref());
+        if let Some(program) = program.filter(|p| p.contains('/')) {
+            if base.join(program).is_file() {
+                decoded.note_input(program);
+            }
+        }
         for (server, file) in spec.mcp.iter_mut().zip(&self.files) {
             let (what, key) = match server.source {
                 McpSource::World(_) => ("world spec", "world"),

@@ -4,10 +4,12 @@
 //!
 //! - [`shell`] — quoting command lines for a POSIX shell.
 //! - [`files`] — scratch directories, output parents, reading a file.
+//! - [`inputs`] — the files a tape carries: capturing a scenario's, unpacking a tape's.
 //! - [`record`] — `--record-llm`: a run's model calls recorded from a real provider.
 //! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
 
 pub(crate) mod files;
+pub(crate) mod inputs;
 pub(crate) mod record;
 pub(crate) mod render;
 pub(crate) mod shell;
@@ -60,6 +62,25 @@ pub(crate) fn require_agent_program(
     simtape_serve::command::resolve_program(spec, agent_bin, dir)
         .map(drop)
         .map_err(|error| CliError::Input(format!("{}: {error}", eval.scenario().path().display())))
+}
+
+/// Refuses a scenario whose `[process]` records real programs for `command`, which runs it
+/// more than once or compares it (a sweep, ci, a replay): record with `simtape run`.
+/// `shown` names the scenario (or the tape it came from) in the error.
+pub(crate) fn refuse_recording(
+    eval: &EvalScenario,
+    command: &str,
+    shown: &Path,
+) -> Result<(), CliError> {
+    if !eval.scenario().records_processes() {
+        return Ok(());
+    }
+    Err(CliError::Input(format!(
+        "{}: [process] puts a program in record mode (it runs for real and writes a process \
+         tape): `simtape {command}` does not record; record once with `simtape run`, then \
+         replay the process tape (mode \"replay\", tape = the file it wrote)",
+        shown.display()
+    )))
 }
 
 /// Returns how a run with `verdict` ends the command: pass is success, fail a finding, error

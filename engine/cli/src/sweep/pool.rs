@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
+use simtape::tape::{InputStore, Inputs};
 use simtape::RunSummary;
 use simtape_agent::EvalScenario;
 use simtape_eval::sweep::{SeedRange, SeedResult, Shard};
@@ -21,6 +22,26 @@ pub(crate) struct Loaded {
     pub(crate) scenario: EvalScenario,
     /// The file, as given on the command line (replay commands name it).
     pub(crate) path: PathBuf,
+    /// The files its runs read, captured once for the kept tapes (with `--out`).
+    pub(crate) inputs: Option<Arc<Inputs>>,
+}
+
+/// The content directory under `--out` that every kept tape's inputs share, so a thousand
+/// failing seeds of one scenario store its files once. Scenario names have no `.`, so no
+/// scenario's tape directory can take this name.
+pub(crate) const SHARED_CAS: &str = "inputs.cas";
+
+/// Points `builder` at the tape kept at `path` under `out`, its inputs in the shared store.
+fn keep_tape(builder: &mut simtape::Builder, loaded: &Loaded, out: &Path, path: &Path) {
+    builder.tape(path);
+    if let Some(inputs) = &loaded.inputs {
+        builder
+            .inputs(Arc::clone(inputs))
+            .inputs_store(InputStore::Sidecar {
+                relative: format!("../{SHARED_CAS}"),
+                dir: Some(out.join(SHARED_CAS)),
+            });
+    }
 }
 
 /// What the pool runs: every scenario at every seed of the shard.
@@ -57,13 +78,14 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     let mut builder = eval.builder(seed);
     let path = plan
         .out
-        .map(|out| tape_path(out, eval.scenario().name(), seed));
-    if let Some(path) = &path {
+        .map(|out| (out, tape_path(out, eval.scenario().name(), seed)));
+    if let Some((out, path)) = &path {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        builder.tape(path);
+        keep_tape(&mut builder, loaded, out, path);
     }
+    let path = path.map(|(_, path)| path);
     let report = match crate::common::run_eval(eval, &mut builder, plan.agent_bin, None) {
         Ok(report) => report,
         Err(error) => {
@@ -161,7 +183,7 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     result.tape = out.and_then(|out| {
         let path = tape_path(out, eval.scenario().name(), seed);
         let mut builder = eval.builder(seed);
-        builder.tape(&path);
+        keep_tape(&mut builder, loaded, out, &path);
         eval.run(&mut builder)
             .summary
             .tape_path

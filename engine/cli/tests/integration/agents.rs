@@ -195,6 +195,30 @@ fn an_agent_program_is_judged_by_the_verifiers_and_its_tape_replays() {
         "{}",
         text(&replay)
     );
+    // The tape carries the [fs] root and the fixture: alone in an empty directory, with the
+    // scenario, its files and the program gone, it replays the same.
+    let alone = dir.join("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::copy(&tapes[0], alone.join("run.tape")).unwrap();
+    for gone in ["repo", "llm.jsonl", "notes.toml", "agent.py"] {
+        let path = dir.join(gone);
+        match path.is_dir() {
+            true => std::fs::remove_dir_all(&path).unwrap(),
+            false => std::fs::remove_file(&path).unwrap(),
+        }
+    }
+    let replay = simtape()
+        .current_dir(&alone)
+        .args(["replay", "run.tape"])
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
+    assert!(
+        text(&replay).contains("byte-identical"),
+        "{}",
+        text(&replay)
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Helpers shared by the CLI's end-to-end test modules.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// Returns a command running the `simtape` binary under test.
 pub(crate) fn simtape() -> Command {
@@ -28,4 +28,28 @@ pub(crate) fn scratch(area: &str, name: &str) -> PathBuf {
 /// Reads a JSON file.
 pub(crate) fn load_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Returns a command's stdout and stderr, for assertion messages.
+pub(crate) fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs `command` and asserts it exits 0.
+pub(crate) fn run_ok(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    output
+}
+
+/// Runs `command`, asserting its exit code and that its output contains `needle`.
+pub(crate) fn expect(command: &mut Command, code: i32, needle: &str) {
+    let output = command.output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(code), "{shown}");
+    assert!(shown.contains(needle), "{needle:?} in {shown}");
 }

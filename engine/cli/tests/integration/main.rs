@@ -11,8 +11,10 @@ mod harness;
 mod mcp;
 mod mcp_signals;
 mod mcp_world;
+mod record;
 mod serve_mcp;
 mod sweep;
+mod tapes;
 mod wasi;
 
 /// Guards against a test file that exists but is not declared above.

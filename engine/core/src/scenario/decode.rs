@@ -40,9 +40,18 @@ pub struct Decoder {
     pub(crate) tables: Vec<Capability>,
     /// The steps that use a capability, named by their kind.
     pub(crate) capability_uses: Vec<(Capability, Use)>,
+    /// The files an extension opened, as the scenario names them (its inputs).
+    pub(crate) inputs: Vec<String>,
 }
 
 impl Decoder {
+    /// Notes that runs read the file or directory at `written` (as the scenario names it,
+    /// relative to its file), so a tape carries it ([`super::Scenario::input_paths`]).
+    /// [`Decoder::existing_file`] notes the files it finds itself.
+    pub fn note_input(&mut self, written: &str) {
+        self.inputs.push(written.to_string());
+    }
+
     /// Returns whether the file has the capability's table (even when its contents are bad).
     pub fn has_table(&self, capability: Capability) -> bool {
         self.tables.contains(&capability)

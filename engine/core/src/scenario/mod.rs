@@ -52,6 +52,7 @@ mod extension;
 mod failure;
 mod faults_table;
 mod fields;
+mod inputs;
 mod interpret;
 mod node;
 mod resources;
@@ -71,6 +72,9 @@ pub use crate::cap::fault_rules::{
 pub use error::ScenarioError;
 pub use extension::{CoreOnly, Extension, Listed, Tables};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
+pub use inputs::{
+    unpack, Captured, InputsError, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX, PROCESS_WASI_ENTRY,
+};
 
 use crate::cap::fs::FsDiff;
 use crate::cap::llm::LlmActor;
@@ -99,6 +103,8 @@ pub struct Scenario {
     source: String,
     spec: Arc<Spec>,
     resources: Arc<Resources>,
+    /// The files the extension's tables opened, as the scenario names them.
+    extension_inputs: Vec<String>,
 }
 
 // A sweep shares one scenario between the threads of its pool.
@@ -196,6 +202,7 @@ impl Scenario {
                         source: source.to_string(),
                         spec: Arc::new(spec),
                         resources: Arc::new(resources),
+                        extension_inputs: std::mem::take(&mut decoded.inputs),
                     })
                 }
                 Ok(_) => {}
@@ -262,6 +269,16 @@ impl Scenario {
     /// Returns the fault plan of the llm, fs and process actors (`[faults]`).
     pub fn faults(&self) -> &FaultsSpec {
         &self.spec.faults
+    }
+
+    /// Returns whether `[process]` puts some program (or its default) in `record` mode: its
+    /// runs call real programs and need a process tape to write to
+    /// ([`Builder::process_record_to`]).
+    pub fn records_processes(&self) -> bool {
+        self.resources
+            .process
+            .as_ref()
+            .is_some_and(crate::cap::process::ProcessActor::records)
     }
 
     /// Returns the `[fs]` root directory, resolved against the scenario file's directory (an

@@ -160,9 +160,13 @@ impl super::decode::Decoder {
     /// Returns the file `file` names, resolved against `base`, when it is a file; reports
     /// that it is not otherwise (`what` names its kind: "world spec").
     pub fn existing_file(&mut self, file: &PathField, base: &Path, what: &str) -> Option<PathBuf> {
-        existing_file(file, base, what)
+        let found = existing_file(file, base, what)
             .map_err(|problem| self.problems.push(problem))
-            .ok()
+            .ok();
+        if found.is_some() {
+            self.note_input(&file.path);
+        }
+        found
     }
 }
 

@@ -5,12 +5,16 @@
 //! checking the hash chain, and names the first bad record and its byte offset.
 
 pub(crate) mod encode;
+mod inputs;
 mod json;
 mod reader;
 mod writer;
 
+pub use inputs::{
+    InputEntry, InputStore, Inputs, InputsSection, INPUTS_MAGIC, INPUT_FILE_BYTES_MAX,
+};
 pub use json::{payload_to_json, to_json, PayloadError};
-pub use reader::{verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
+pub use reader::{read_inputs, verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
 pub use writer::{BlobMode, TapeSink, TapeSummary, TapeWriter};
 
 use serde::{Deserialize, Serialize};

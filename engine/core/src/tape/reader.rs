@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use super::inputs::{self, InputsSection, INPUTS_MAGIC};
 use super::{
     chain_step, hex_encode, sidecar_dir, RecordKind, TapeFooter, TapeHeader, FORMAT_VERSION,
     KIND_BLOB_REF_BIT, MAGIC,
@@ -103,6 +104,22 @@ pub enum TapeError {
         /// The blob's hex SHA-256.
         hash: String,
     },
+    /// A file of the inputs section is not in its content directory, or has other bytes.
+    #[error("the tape's input file {hash} is missing: {detail}")]
+    MissingInput {
+        /// The file's hex SHA-256.
+        hash: String,
+        /// Where it was looked for.
+        detail: String,
+    },
+    /// The inputs section after the footer does not decode or breaks its check.
+    #[error("corrupt tape: the inputs section at byte offset {offset}: {detail}")]
+    CorruptInputs {
+        /// Where the section starts.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
     /// The tape grew past `tape_bytes_max`.
     #[error("limit tape_bytes_max = {bytes_max} reached")]
     TooLarge {
@@ -157,6 +174,7 @@ pub struct TapeReader<R: Read> {
     chain_before: u64,
     index: u64,
     footer: Option<TapeFooter>,
+    inputs: Option<InputsSection>,
     sidecar: Option<PathBuf>,
     keep_blobs: bool,
     embedded_blobs: BTreeMap<[u8; 32], Vec<u8>>,
@@ -223,6 +241,7 @@ impl<R: Read> TapeReader<R> {
             chain_before: chain,
             index: 0,
             footer: None,
+            inputs: None,
             sidecar: None,
             keep_blobs: false,
             embedded_blobs: BTreeMap::new(),
@@ -243,6 +262,12 @@ impl<R: Read> TapeReader<R> {
     /// Returns the footer, once the reader has reached it.
     pub fn footer(&self) -> Option<&TapeFooter> {
         self.footer.as_ref()
+    }
+
+    /// Returns the inputs section after the footer, once the reader has reached it (tapes
+    /// written without inputs, golden tapes among them, have none).
+    pub fn inputs(&self) -> Option<&InputsSection> {
+        self.inputs.as_ref()
     }
 
     /// Returns the byte offset of the next record.
@@ -383,14 +408,7 @@ impl<R: Read> TapeReader<R> {
                         footer.final_hash, self.chain_before
                     )));
                 }
-                let mut trailing = [0u8; 1];
-                if read_up_to(&mut self.reader, &mut trailing)? > 0 {
-                    return Err(TapeError::Corrupt {
-                        index: record.index + 1,
-                        offset: self.reader.offset - 1,
-                        detail: "bytes after the footer".into(),
-                    });
-                }
+                self.read_inputs(record.index)?;
                 self.footer = Some(footer);
             }
             RecordKind::Blob if self.keep_blobs => {
@@ -400,6 +418,25 @@ impl<R: Read> TapeReader<R> {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// Reads what follows the footer: nothing, or an inputs section.
+    fn read_inputs(&mut self, footer_index: u64) -> Result<(), TapeError> {
+        let offset = self.reader.offset;
+        let mut magic = [0u8; 8];
+        let got = read_up_to(&mut self.reader, &mut magic)?;
+        if got == 0 {
+            return Ok(());
+        }
+        if got < magic.len() || &magic != INPUTS_MAGIC {
+            return Err(TapeError::Corrupt {
+                index: footer_index + 1,
+                offset,
+                detail: "bytes after the footer".into(),
+            });
+        }
+        self.inputs = Some(inputs::decode(&mut self.reader, offset)?);
         Ok(())
     }
 
@@ -583,6 +620,8 @@ pub struct VerifyReport {
     pub records: u64,
     /// Total bytes.
     pub bytes: u64,
+    /// The inputs section, every file of it found and checked.
+    pub inputs: Option<InputsSection>,
 }
 
 /// Reads the whole tape at `path`, checking everything, including that every blob reference
@@ -602,10 +641,28 @@ pub fn verify_path(path: &Path) -> Result<VerifyReport, TapeError> {
         .footer()
         .cloned()
         .expect("next_record returns None only after a footer");
+    let mut inputs = reader.inputs.take();
+    if let Some(section) = &mut inputs {
+        section.load_files(path.parent().unwrap_or(Path::new("")))?;
+    }
     Ok(VerifyReport {
         header: reader.header.clone(),
         footer,
         records,
         bytes: reader.offset(),
+        inputs,
     })
+}
+
+/// Reads the tape at `path` through, checking it, and returns its inputs section with every
+/// file loaded (from the section, or from its content directory beside the tape), or `None`
+/// for a tape without one.
+pub fn read_inputs(path: &Path) -> Result<Option<InputsSection>, TapeError> {
+    let mut reader = TapeReader::open(path)?;
+    while reader.next_record()?.is_some() {}
+    let Some(mut section) = reader.inputs.take() else {
+        return Ok(None);
+    };
+    section.load_files(path.parent().unwrap_or(Path::new("")))?;
+    Ok(Some(section))
 }

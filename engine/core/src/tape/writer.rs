@@ -3,10 +3,12 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::encode::{encode_bin_len, encode_uint, FRAME_STAGING_BYTES};
+use super::inputs::{encode as encode_inputs, store_file, InputStore, Inputs};
 use super::{
     chain_step, hex_encode, RecordKind, TapeError, TapeFooter, TapeHeader, BUFFER_BYTES,
     CHECKPOINT_INTERVAL_RECORDS, KIND_BLOB_REF_BIT, MAGIC,
@@ -82,6 +84,7 @@ pub struct TapeWriter {
     blob_mode: BlobMode,
     blob_threshold_bytes: usize,
     blobs_written: BTreeSet<[u8; 32]>,
+    inputs: Option<(Arc<Inputs>, InputStore)>,
 }
 
 /// Returned by [`TapeWriter::finish`].
@@ -131,9 +134,17 @@ impl TapeWriter {
             blob_mode,
             blob_threshold_bytes: header.blob_threshold_bytes as usize,
             blobs_written: BTreeSet::new(),
+            inputs: None,
         };
         writer.write_bytes(&start)?;
         Ok(writer)
+    }
+
+    /// Writes `inputs` after the footer, their files kept as `store` says (see
+    /// `docs/tape-format.md`, "Inputs"); the records are the same bytes either way.
+    pub fn with_inputs(mut self, inputs: Arc<Inputs>, store: InputStore) -> TapeWriter {
+        self.inputs = Some((inputs, store));
+        self
     }
 
     /// Returns the records written so far (the next record's `seq`).
@@ -213,19 +224,7 @@ impl TapeWriter {
         }
         match &self.blob_mode {
             BlobMode::Embedded => self.frame(t_ns, 0, task, RecordKind::Blob as u8, payload),
-            BlobMode::Sidecar(dir) => {
-                let path = dir.join(hex_encode(hash));
-                if path.exists() {
-                    return Ok(());
-                }
-                let temp = dir.join(format!("{}.tmp", hex_encode(hash)));
-                std::fs::write(&temp, payload)
-                    .and_then(|()| std::fs::rename(&temp, &path))
-                    .map_err(|source| TapeError::Io {
-                        path: path.display().to_string(),
-                        source,
-                    })
-            }
+            BlobMode::Sidecar(dir) => store_file(dir, &hex_encode(hash), payload),
         }
     }
 
@@ -356,6 +355,13 @@ impl TapeWriter {
         // The footer bypasses the checkpoint rule: it is the last record.
         self.frame_unchecked(t_ns, 0, 0, RecordKind::Footer as u8, &payload)?;
         self.flush()?;
+        if let Some((inputs, store)) = self.inputs.take() {
+            // After the size check: `tape_bytes_max` bounds the run's records; the inputs
+            // have their own bounds (`scenario::INPUTS_BYTES_MAX`).
+            let section = encode_inputs(&inputs, &store)?;
+            self.sink.write_all(&section)?;
+            self.bytes_written += section.len() as u64;
+        }
         if let TapeSink::File(file, path) = &mut self.sink {
             file.flush().map_err(|source| TapeError::Io {
                 path: path.display().to_string(),

@@ -954,8 +954,8 @@ fn process_table(programs: &str) -> String {
 
 #[test]
 fn process_table_and_run_step_decode_with_exact_errors() {
-    // Goal: a bad mode, `record`, a replay without a tape, an unknown key and bad `run` keys
-    // are each reported at their own place with the exact message.
+    // Goal: a bad mode, a replay without a tape, an unknown key and bad `run` keys are each
+    // reported at their own place with the exact message (`record` is a mode like the others).
     let source = with_task(
         "[process]\ndefault = \"sometimes\"\nprograms = { git = \"replay\", make = \"record\", ls = 3 }\ncolour = 1",
         "{ run = \"\" }, { run = \"git\", args = \"status\" }, { run = \"git\", args = [1], cwd = 2, logs = \"x\" }",
@@ -964,9 +964,8 @@ fn process_table_and_run_step_decode_with_exact_errors() {
         problems(&source),
         [
             "s.toml:3:1: field `process.tape`: expected a process tape path relative to the scenario file (a program is in replay mode), found nothing",
-            "s.toml:4:11: field `process.default`: expected a process mode `hermetic`, `replay`, `real` or `wasi`, found \"sometimes\"",
-            "s.toml:5:37: field `process.programs.make`: expected a process mode `hermetic`, `replay`, `real` or `wasi`, found \"record\": record mode belongs to the Rust API (`ProcessActor::record`) and, later, the CLI; a scenario only replays or runs",
-            "s.toml:5:52: field `process.programs.ls`: expected a process mode `hermetic`, `replay`, `real` or `wasi`, found 3",
+            "s.toml:4:11: field `process.default`: expected a process mode `hermetic`, `replay`, `record`, `real` or `wasi`, found \"sometimes\"",
+            "s.toml:5:52: field `process.programs.ls`: expected a process mode `hermetic`, `replay`, `record`, `real` or `wasi`, found 3",
             "s.toml:6:1: field `process.colour`: unknown key, expected one of `tape`, `default`, `programs`, `wasi_dir`",
             "s.toml:9:18: field `task[0].steps[0].run`: expected a program name like \"git\", found \"\"",
             "s.toml:9:46: field `task[0].steps[1].args`: expected an array of arguments like [\"status\", \"--short\"], found \"status\"",

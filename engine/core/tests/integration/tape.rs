@@ -217,21 +217,11 @@ fn fuzzed_tapes_never_panic_and_are_never_accepted() {
 fn a_tape_of_another_format_version_is_refused_by_name() {
     // Goal: a tape written under format version 1 (before the LLM request records changed
     // shape) is refused before any record is read, naming both versions.
-    use simtape::tape::{BlobMode, TapeHeader, TapeSink, TapeWriter, FORMAT_VERSION};
+    use simtape::tape::{BlobMode, TapeSink, TapeWriter, FORMAT_VERSION};
     let dir = std::env::temp_dir().join(format!("simtape-tape-version-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("v1.tape");
-    let header = TapeHeader {
-        format_version: 1,
-        engine_version: "old".into(),
-        seed: 1,
-        start_unix_ns: 0,
-        scenario: Default::default(),
-        actors: vec!["engine".into(), "clock".into(), "events".into()],
-        blob_mode: "embedded".into(),
-        blob_threshold_bytes: 4096,
-        checkpoint_interval_records: simtape::tape::CHECKPOINT_INTERVAL_RECORDS,
-    };
+    let header = header_of_version(1);
     let writer = TapeWriter::new(
         TapeSink::create(&path).unwrap(),
         &header,
@@ -253,4 +243,57 @@ fn a_tape_of_another_format_version_is_refused_by_name() {
     );
     assert!(verify_path(&path).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Returns the header of an empty run in format `format_version`.
+fn header_of_version(format_version: u32) -> simtape::tape::TapeHeader {
+    simtape::tape::TapeHeader {
+        format_version,
+        engine_version: "test".into(),
+        seed: 1,
+        start_unix_ns: 0,
+        scenario: Default::default(),
+        actors: vec!["engine".into(), "clock".into(), "events".into()],
+        blob_mode: "embedded".into(),
+        blob_threshold_bytes: 4096,
+        checkpoint_interval_records: simtape::tape::CHECKPOINT_INTERVAL_RECORDS,
+    }
+}
+
+#[test]
+fn a_tape_reader_returns_the_inputs_section_after_the_footer_outside_the_size_bound() {
+    // Goal: the inputs section follows the footer of a real tape, is read back by the
+    // reader, does not count against `tape_bytes_max` (which bounds the records), and a cut
+    // one is an error naming the section.
+    use simtape::tape::{
+        BlobMode, InputStore, Inputs, TapeReader, TapeSink, TapeWriter, FORMAT_VERSION,
+    };
+    let mut inputs = Inputs::new("x.toml");
+    inputs.add_file("data/big", vec![7; 10_000], false);
+    inputs.add_file("data/small", b"small".to_vec(), true);
+    let writer = TapeWriter::new(
+        TapeSink::Memory(Vec::new()),
+        &header_of_version(FORMAT_VERSION),
+        BlobMode::Embedded,
+        1_000,
+    )
+    .unwrap()
+    .with_inputs(std::sync::Arc::new(inputs.clone()), InputStore::Embedded);
+    let summary = writer.finish(0, "ok").unwrap();
+    let bytes = summary.memory.unwrap();
+    assert!(bytes.len() > 10_000);
+    assert_eq!(summary.bytes, bytes.len() as u64);
+    let mut reader = TapeReader::new(&bytes[..]).unwrap();
+    while reader.next_record().unwrap().is_some() {}
+    assert_eq!(reader.inputs().map(|s| &s.inputs), Some(&inputs));
+    let cut = &bytes[..bytes.len() - 3];
+    let mut reader = TapeReader::new(cut).unwrap();
+    let error = loop {
+        match reader.next_record() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("a cut section reads"),
+            Err(error) => break error.to_string(),
+        }
+    };
+    assert!(error.contains("the inputs section"), "{error}");
 }

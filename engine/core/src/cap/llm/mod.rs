@@ -28,6 +28,7 @@ pub mod actor;
 mod digest;
 pub mod faults;
 pub mod fixture;
+pub mod from_tape;
 pub mod harn;
 pub mod latency;
 pub mod matcher;
@@ -37,6 +38,7 @@ pub mod wire;
 
 pub use actor::{Backend, Llm, LlmActor, LlmError, LlmHandle, LlmReply, RequestRecord};
 pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
+pub use from_tape::{fixture_from_tape, FromTapeError, TapeFixture};
 pub use latency::{LatencyModel, UsageRule};
 pub use matcher::{EntryMatch, GlobError, TextPattern};
 pub use record::{LlmRecorder, RecordConfig, RecordError};

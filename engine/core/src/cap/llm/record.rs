@@ -470,23 +470,47 @@ fn entry(
     request_digest: &str,
     outcome: &Result<ChatResponse, HttpFailure>,
 ) -> Value {
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    let call = CallMatch {
+        match_text: &request.match_text(),
+        tools: &tools,
+        scope: request.scope.as_deref(),
+    };
+    fixture_entry(&call, request_digest, outcome)
+}
+
+/// What a fixture entry written for one call matches: the conversation's match text
+/// ([`ChatRequest::match_text`]), the tool names offered, the scope.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CallMatch<'a> {
+    pub(super) match_text: &'a str,
+    pub(super) tools: &'a [&'a str],
+    pub(super) scope: Option<&'a str>,
+}
+
+/// Returns the fixture entry that answers `call` with `outcome`: record mode writes one per
+/// real call, `fixtures from-tape` one per answered call of a tape.
+pub(super) fn fixture_entry(
+    call: &CallMatch<'_>,
+    request_digest: &str,
+    outcome: &Result<ChatResponse, HttpFailure>,
+) -> Value {
     // The match holds the whole conversation text (exactly, as an escaped glob) and the tool
     // names offered: content alone, never the call's position, so replay survives reordering.
     // Repeated identical requests become several `once` entries, used in recording order.
     let mut matcher = Map::new();
     matcher.insert(
         "text".into(),
-        json!({"glob": glob::Pattern::escape(&request.match_text())}),
+        json!({"glob": glob::Pattern::escape(call.match_text)}),
     );
-    if !request.tools.is_empty() {
-        let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-        matcher.insert("tools".into(), names.into());
+    if !call.tools.is_empty() {
+        matcher.insert("tools".into(), call.tools.into());
     }
     let mut entry = Map::new();
     entry.insert("_request_digest".into(), request_digest.into());
     entry.insert("match".into(), Value::Object(matcher));
-    if let Some(scope) = &request.scope {
-        entry.insert("scope".into(), scope.as_str().into());
+    if let Some(scope) = call.scope {
+        entry.insert("scope".into(), scope.into());
     }
     match outcome {
         Ok(response) => {

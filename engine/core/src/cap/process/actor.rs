@@ -347,6 +347,18 @@ impl ProcessActor {
         Ok(self)
     }
 
+    /// Shares `other`'s process tape writer: record mode appends to the same file.
+    pub(crate) fn recording_like(mut self, other: &ProcessActor) -> ProcessActor {
+        self.writer.clone_from(&other.writer);
+        self
+    }
+
+    /// Returns whether some program, or the default, is in record mode.
+    pub fn records(&self) -> bool {
+        self.fallback == Some(ProcessMode::Record)
+            || self.modes.values().any(|m| *m == Some(ProcessMode::Record))
+    }
+
     /// Gives replay mode its process tape.
     pub fn replaying(mut self, tape: ProcessTape) -> ProcessActor {
         self.replayer = Some(Replayer::new(tape));

@@ -1,0 +1,77 @@
+//! A tape's inputs for the commands: capturing a loaded scenario's files for the tapes a
+//! command writes, and unpacking a tape's inputs into a directory that runs the same.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use simtape::scenario::unpack;
+use simtape::tape::{read_inputs, InputsSection, TapeHeader, TapeReader};
+use simtape_agent::EvalScenario;
+
+use crate::exit::CliError;
+
+/// Reads every file `eval` reads (and the `--process-wasi` modules) into the inputs its
+/// tapes carry; a path the tape cannot carry (an absolute one) is named on stderr, since the
+/// tape then replays only where it is.
+pub(crate) fn capture(
+    eval: &EvalScenario,
+    process_wasi: Option<&Path>,
+) -> Result<Arc<simtape::tape::Inputs>, CliError> {
+    let scenario = eval.scenario();
+    let captured = scenario.capture_inputs(process_wasi).map_err(|error| {
+        CliError::Input(format!(
+            "{}: capturing the scenario's inputs: {error}",
+            scenario.path().display()
+        ))
+    })?;
+    for path in &captured.skipped {
+        eprintln!(
+            "note: {path} is an absolute path; the tape does not carry it, so its replay \
+             needs that path"
+        );
+    }
+    Ok(Arc::new(captured.inputs))
+}
+
+/// A tape's header and its inputs section (every file loaded), if it has one.
+pub(crate) struct TapeInputs {
+    pub(crate) header: TapeHeader,
+    pub(crate) section: Option<InputsSection>,
+}
+
+/// Reads the header and the inputs of the tape at `path`.
+pub(crate) fn read(path: &Path) -> Result<TapeInputs, CliError> {
+    let tape_error = |error| CliError::Tape {
+        path: Some(path.to_path_buf()),
+        error,
+    };
+    let header = TapeReader::open(path).map_err(tape_error)?.header().clone();
+    let section = read_inputs(path).map_err(tape_error)?;
+    Ok(TapeInputs { header, section })
+}
+
+/// A tape's inputs written out: the scenario file, and the `--process-wasi` directory its
+/// run had.
+pub(crate) struct Unpacked {
+    pub(crate) scenario: PathBuf,
+    pub(crate) process_wasi: Option<PathBuf>,
+}
+
+/// Writes the tape's scenario and inputs under `dir` (empty or absent). A tape without an
+/// inputs section gives the scenario file alone.
+pub(crate) fn unpack_into(tape: &TapeInputs, dir: &Path) -> Result<Unpacked, CliError> {
+    let stamp = &tape.header.scenario;
+    if simtape::tape::sha256_hex(stamp.source.as_bytes()) != stamp.digest {
+        return Err(CliError::Input(
+            "the scenario source embedded in the tape does not match its digest".into(),
+        ));
+    }
+    let alone = simtape::tape::Inputs::new(&format!("{}.toml", stamp.name));
+    let inputs = tape.section.as_ref().map_or(&alone, |s| &s.inputs);
+    let scenario = unpack(inputs, &stamp.source, dir)
+        .map_err(|error| CliError::Input(format!("{}: {error}", dir.display())))?;
+    Ok(Unpacked {
+        scenario,
+        process_wasi: inputs.process_wasi().map(|path| dir.join(path)),
+    })
+}

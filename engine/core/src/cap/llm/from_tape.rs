@@ -1,0 +1,195 @@
+//! A fixture from a tape: the model calls of any run, as entries that answer the same
+//! conversations the same way (`simtape fixtures from-tape`), so a run becomes a regression
+//! test in one command.
+//!
+//! The request records carry each call's conversation as it changed since the previous call
+//! (`docs/llm-fixtures.md`, "What the tape shows"), so the conversation is rebuilt call by
+//! call; the reply records carry the answer whole. Each answered call becomes an entry in the
+//! shape record mode writes (its match text as an escaped glob, the tools offered, the scope),
+//! with its observed virtual latency. A call no fixture entry answered (an error a
+//! `[[faults.llm]]` rule injected, an unmatched call) is left out: the scenario's own fault
+//! rules inject it again.
+
+use std::io::Read;
+
+use serde_json::{json, Value};
+
+use super::fixture::HttpFailure;
+use super::record::{fixture_entry, CallMatch};
+use super::request::ChatResponse;
+use crate::tape::{payload_to_json, RecordKind, TapeError, TapeReader};
+
+/// Why a tape's model calls could not be turned into a fixture.
+#[derive(Debug, thiserror::Error)]
+pub enum FromTapeError {
+    /// The tape does not read.
+    #[error(transparent)]
+    Tape(#[from] TapeError),
+    /// A model call's record is not in the shape this engine writes.
+    #[error("record {index}: {detail}")]
+    Record {
+        /// The record's index.
+        index: u64,
+        /// What was unexpected.
+        detail: String,
+    },
+}
+
+/// The fixture made from a tape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapeFixture {
+    /// The fixture file's text (JSONL, `docs/llm-fixtures.md`).
+    pub text: String,
+    /// The entries written: one per answered call.
+    pub entries: usize,
+    /// The calls left out: injected faults and unmatched calls.
+    pub skipped: usize,
+}
+
+/// A call whose request was read, waiting for its reply.
+struct Pending {
+    match_text: String,
+    tools: Vec<String>,
+    scope: Option<String>,
+    t_ns: u64,
+}
+
+/// The conversation and tool list as the records so far leave them.
+#[derive(Default)]
+struct Conversation {
+    /// Each message as (role, content).
+    messages: Vec<(String, String)>,
+    tools: Vec<String>,
+}
+
+/// Reads the model calls of the tape `reader` reads (the actor named `llm`) into a fixture;
+/// `origin` names the tape in the fixture's first comment line.
+pub fn fixture_from_tape<R: Read>(
+    mut reader: TapeReader<R>,
+    origin: &str,
+) -> Result<TapeFixture, FromTapeError> {
+    let llm = reader
+        .header()
+        .actors
+        .iter()
+        .position(|name| name == crate::capabilities::LLM_ACTOR);
+    let seed = reader.header().seed;
+    let mut lines = vec![
+        format!("# Made by `simtape fixtures from-tape` from {origin} (seed {seed})."),
+        json!({"simtape_llm": 1}).to_string(),
+    ];
+    let (mut conversation, mut pending) = (Conversation::default(), None);
+    let (mut entries, mut skipped) = (0, 0);
+    while let Some(record) = reader.next_record()? {
+        if llm != Some(usize::from(record.actor)) {
+            continue;
+        }
+        let bad = |detail: String| FromTapeError::Record {
+            index: record.index,
+            detail,
+        };
+        let payload = payload_to_json(&reader.resolve(&record)?).map_err(|e| bad(e.to_string()))?;
+        let body = payload.get(1).ok_or_else(|| bad("no body".into()))?;
+        match record.kind {
+            RecordKind::Request => {
+                pending = Some(conversation.advance(body, record.t_ns).map_err(bad)?);
+            }
+            RecordKind::Reply => {
+                let call = pending
+                    .take()
+                    .ok_or_else(|| bad("a reply without its request".into()))?;
+                match entry(&call, body, record.t_ns).map_err(bad)? {
+                    Some(entry) => {
+                        lines.push(entry.to_string());
+                        entries += 1;
+                    }
+                    None => skipped += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    Ok(TapeFixture {
+        text,
+        entries,
+        skipped,
+    })
+}
+
+impl Conversation {
+    /// Applies a request record `[model, scope, messages, kept, new, tools_digest, tools]`.
+    fn advance(&mut self, body: &Value, t_ns: u64) -> Result<Pending, String> {
+        let field = |index: usize| body.get(index).ok_or(format!("request field {index}"));
+        let kept = field(3)?.as_u64().ok_or("`kept` is not a count")? as usize;
+        if kept > self.messages.len() {
+            return Err(format!("keeps {kept} of {} messages", self.messages.len()));
+        }
+        self.messages.truncate(kept);
+        for message in field(4)?.as_array().ok_or("`new` is not a list")? {
+            let part = |i: usize| message.get(i).and_then(Value::as_str).map(str::to_string);
+            let role = part(0).ok_or("a message without a role")?;
+            let content = part(1).ok_or("a message without content")?;
+            self.messages.push((role, content));
+        }
+        if let Some(tools) = field(6)?.as_array() {
+            self.tools = tools
+                .iter()
+                .filter_map(|tool| tool.get(0).and_then(Value::as_str).map(str::to_string))
+                .collect();
+        }
+        // As `ChatRequest::match_text`: every message but the system prompts, one per line.
+        let texts: Vec<&str> = self
+            .messages
+            .iter()
+            .filter(|(role, _)| role != "system")
+            .map(|(_, content)| content.as_str())
+            .collect();
+        Ok(Pending {
+            match_text: texts.join("\n"),
+            tools: self.tools.clone(),
+            scope: field(1)?.as_str().map(str::to_string),
+            t_ns,
+        })
+    }
+}
+
+/// Returns the fixture entry of a reply `[digest, entry_line, alternative, usage, result]`,
+/// or `None` when no fixture entry answered it.
+fn entry(call: &Pending, body: &Value, t_ns: u64) -> Result<Option<Value>, String> {
+    let field = |index: usize| body.get(index).ok_or(format!("reply field {index}"));
+    if field(1)?.is_null() {
+        return Ok(None);
+    }
+    let digest = field(0)?.as_str().ok_or("the request digest is not text")?;
+    let result = field(4)?;
+    let outcome = if let Some(answer) = result.get("Ok") {
+        let response: ChatResponse =
+            serde_json::from_value(answer.clone()).map_err(|e| format!("the answer: {e}"))?;
+        Ok(response)
+    } else if let Some(http) = result.get("Err").and_then(|e| e.get("Http")) {
+        let part = |i: usize| http.get(i).cloned().unwrap_or(Value::Null);
+        Err(HttpFailure {
+            status: part(0)
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok())
+                .ok_or("a status")?,
+            message: part(1).as_str().unwrap_or_default().to_string(),
+            retry_after_ms: part(2).as_u64(),
+        })
+    } else {
+        return Ok(None);
+    };
+    let tools: Vec<&str> = call.tools.iter().map(String::as_str).collect();
+    let matched = CallMatch {
+        match_text: &call.match_text,
+        tools: &tools,
+        scope: call.scope.as_deref(),
+    };
+    let mut entry = fixture_entry(&matched, digest, &outcome);
+    // The call's virtual latency, to the millisecond: a fixed cost, no per-token part.
+    let latency_ms = (t_ns.saturating_sub(call.t_ns) + 500_000) / 1_000_000;
+    entry["latency"] = json!({"base_ms": latency_ms, "per_output_token_us": 0});
+    Ok(Some(entry))
+}
