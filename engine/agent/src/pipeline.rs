@@ -34,6 +34,9 @@ pub(crate) struct RunState {
     pub(crate) capabilities: RefCell<Option<Capabilities>>,
     /// The recorded gate runs of an agent program (`[agent] kind = "command"`), in order.
     pub(crate) gates: RefCell<Vec<GateRun>>,
+    /// The tool names the built-in agent was offered, once its toolbox is open (an agent
+    /// program's tools are its own: unknown).
+    pub(crate) offered_tools: RefCell<Option<Vec<String>>>,
 }
 
 /// Everything the agent, its tools and the verifiers reach during one run.

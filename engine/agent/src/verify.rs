@@ -189,16 +189,20 @@ fn fs(
     let found = change.unwrap_or(if exists { "unchanged" } else { "absent" });
     let holds = match state {
         FsState::Added | FsState::Modified | FsState::Deleted => change == Some(state_name(state)),
-        FsState::Unchanged => change.is_none(),
+        // A path that exists on neither side is not "unchanged": a misspelt path would
+        // make the check hold whatever the run did (`absent` says that one on purpose).
+        FsState::Unchanged => change.is_none() && exists,
         FsState::Exists => exists,
         FsState::Absent => !exists,
     };
     if !holds {
         let expected = state_name(state);
-        let found = if state == FsState::Exists && !exists {
-            "absent"
-        } else {
-            found
+        let found = match state {
+            FsState::Exists if !exists => "absent",
+            FsState::Unchanged if change.is_none() => {
+                "absent (the path exists neither before nor after the run)"
+            }
+            _ => found,
         };
         return Err(Mismatch(format!("expected {expected}, found {found}")));
     }
@@ -267,6 +271,21 @@ fn subset(expected: &Value, actual: &Value) -> bool {
 }
 
 fn tool_called(ctx: &Ctx, tool: &str, args: Option<&Value>, called: bool) -> Seen {
+    // Without an agent, or for a tool the agent was never offered, `called = false` would
+    // hold whatever the run did.
+    if ctx.shared.eval.agent.is_none() && ctx.shared.eval.command.is_none() {
+        return Err(Mismatch(
+            "no tool calls: the scenario has no [agent]".to_string(),
+        ));
+    }
+    if let Some(offered) = ctx.state.offered_tools.borrow().as_ref() {
+        if !offered.iter().any(|name| name == tool) {
+            return Err(Mismatch(format!(
+                "no tool named {tool:?} is offered to the agent (tools: {})",
+                offered.join(", ")
+            )));
+        }
+    }
     let transcript = ctx.state.transcript.borrow();
     let calls: Vec<&Value> = transcript
         .calls()
