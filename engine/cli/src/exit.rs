@@ -76,9 +76,15 @@ pub(crate) enum CliError {
     /// World states that cannot be scored.
     #[error(transparent)]
     WorldEval(#[from] EvalError),
-    /// Shard reports that do not merge.
-    #[error(transparent)]
-    Merge(#[from] MergeError),
+    /// Shard reports that do not merge, with the file of the report at fault when there is
+    /// one.
+    #[error("{}{error}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    Merge {
+        /// The report file the error is about.
+        path: Option<PathBuf>,
+        /// Why the reports do not merge.
+        error: MergeError,
+    },
     /// A sweep report that cannot be written.
     #[error(transparent)]
     ReportWrite(#[from] ReportWriteError),
@@ -128,7 +134,7 @@ pub(crate) fn exit_code(result: &CliResult) -> u8 {
             | CliError::Mcp(_)
             | CliError::World(_)
             | CliError::WorldEval(_)
-            | CliError::Merge(_)
+            | CliError::Merge { .. }
             | CliError::ReportWrite(_),
         ) => USAGE,
     }

@@ -225,7 +225,8 @@ fn jobs_do_not_change_the_report_or_the_tapes() {
 
 #[test]
 fn merged_shards_equal_the_unsharded_report() {
-    // Goal: the reports of shards 0/2 and 1/2, merged, are the unsharded report byte for byte.
+    // Goal: the reports of shards 0/2 and 1/2, merged, are the unsharded report byte for byte;
+    // a doctored shard or a missing one is refused.
     let dir = scratch("sweep", "shards");
     let scenarios = ["random-delays.toml", "deadlock.toml"];
     let whole = output(sweep(&dir, &scenarios, "3..20").args(["--report-out", "whole.json"]));
@@ -254,6 +255,30 @@ fn merged_shards_equal_the_unsharded_report() {
     assert!(
         whole == merged,
         "the merged report differs from the unsharded one"
+    );
+    // A shard whose failing verdict was edited to pass (summary and all) is refused, named.
+    let mut doctored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("shard-1.json")).unwrap()).unwrap();
+    let failing = doctored["scenarios"][0]["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["verdict"] != "pass")
+        .expect("shard 1/2 has a failing seed");
+    failing["verdict"] = "pass".into();
+    failing["reason"] = serde_json::Value::Null;
+    std::fs::write(dir.join("doctored.json"), doctored.to_string()).unwrap();
+    let refused = output(simtape().current_dir(&dir).args([
+        "report",
+        "merge",
+        "shard-0.json",
+        "doctored.json",
+    ]));
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("doctored.json: report 2: its results do not match its digest"),
+        "{}",
+        text(&refused)
     );
     let missing = output(
         simtape()
