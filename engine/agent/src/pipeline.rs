@@ -92,9 +92,7 @@ impl RunOutput {
         RunOutput {
             outcomes,
             verifiers: Vec::new(),
-            verdict: Verdict::Error {
-                reason: failure.to_string(),
-            },
+            verdict: failure.verdict(),
             failure: Some(failure),
         }
     }

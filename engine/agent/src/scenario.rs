@@ -18,7 +18,6 @@ use simtape_mcp::world::World;
 use crate::command::CommandEnd;
 use crate::log::{AgentLog, AGENT_ACTOR};
 use crate::pipeline::{self, RunOutput, RunState};
-use simtape_eval::Verdict;
 
 use crate::report::{EvalFailure, EvalReport, WorldOutcome};
 use crate::spec::{
@@ -451,9 +450,7 @@ fn stopped(
             fingerprint: 0,
             ..*error.summary
         },
-        verdict: Verdict::Error {
-            reason: failure.to_string(),
-        },
+        verdict: failure.verdict(),
         verifiers: Vec::new(),
         outcomes: Vec::new(),
         fs_diff,
@@ -468,9 +465,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
     let failure = EvalFailure::Sim(error);
     EvalReport {
         summary: RunSummary::unstarted(seed),
-        verdict: Verdict::Error {
-            reason: failure.to_string(),
-        },
+        verdict: failure.verdict(),
         verifiers: Vec::new(),
         outcomes: Vec::new(),
         fs_diff: None,

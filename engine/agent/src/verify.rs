@@ -15,8 +15,9 @@
 
 use crate::spec::{Check, FsState, TextMatch, VerifySpec};
 use serde_json::Value;
-use simtape::cap::fs::{FsDiff, FsError};
-use simtape::cap::process::{Command, ProcessHandle};
+use simtape::actor::ActorRef;
+use simtape::cap::fs::{FsActor, FsDiff, FsError};
+use simtape::cap::process::{Command, ProcessError, ProcessHandle};
 
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
@@ -52,7 +53,12 @@ pub(crate) async fn run_all(
                 path,
                 state,
                 content,
-            } => fs(ctx, &mut diff, path, *state, content),
+            } => fs(ctx, &mut diff, path, *state, content).map_err(|error| {
+                AgentError::VerifierEscape {
+                    verifier: spec.name.clone(),
+                    error,
+                }
+            })?,
             Check::Answer(expected) => answer(ctx, expected),
             Check::ToolCalled { tool, args, called } => {
                 tool_called(ctx, tool, args.as_ref(), *called)
@@ -157,17 +163,37 @@ fn state_name(state: FsState) -> &'static str {
     }
 }
 
+/// The error is an escape out of the root: the verifier cannot look, and the run is blocked.
 fn fs(
     ctx: &Ctx,
     diff: &mut Option<Result<FsDiff, FsError>>,
     path: &str,
     state: FsState,
     content: &TextMatch,
-) -> Seen {
+) -> Result<Seen, FsError> {
     let Some(actor) = ctx.host.capabilities().fs() else {
-        return Err(Mismatch("the scenario has no [fs] overlay".to_string()));
+        return Ok(Err(Mismatch(
+            "the scenario has no [fs] overlay".to_string(),
+        )));
     };
     let key = diff_key(path);
+    let exists = match actor.with_state(|fs| fs.overlay().stat(&key)) {
+        Ok(_) => true,
+        Err(FsError::NotFound { .. } | FsError::NotADirectory { .. }) => false,
+        Err(error @ FsError::Escape { .. }) => return Err(error),
+        Err(error) => return Ok(Err(Mismatch(format!("cannot look at the path: {error}")))),
+    };
+    Ok(fs_state(&actor, diff, &key, exists, state, content))
+}
+
+fn fs_state(
+    actor: &ActorRef<FsActor>,
+    diff: &mut Option<Result<FsDiff, FsError>>,
+    key: &str,
+    exists: bool,
+    state: FsState,
+    content: &TextMatch,
+) -> Seen {
     let diff = diff.get_or_insert_with(|| actor.with_state(|fs| fs.diff()));
     let diff = diff
         .as_ref()
@@ -180,11 +206,6 @@ fn fs(
         Some("deleted")
     } else {
         None
-    };
-    let exists = match actor.with_state(|fs| fs.overlay().stat(&key)) {
-        Ok(_) => true,
-        Err(FsError::NotFound { .. } | FsError::NotADirectory { .. }) => false,
-        Err(error) => return Err(Mismatch(format!("cannot look at the path: {error}"))),
     };
     let found = change.unwrap_or(if exists { "unchanged" } else { "absent" });
     let holds = match state {
@@ -210,7 +231,7 @@ fn fs(
         return Ok(format!("found {found}"));
     }
     let bytes = actor
-        .with_state(|fs| fs.overlay().read(&key))
+        .with_state(|fs| fs.overlay().read(key))
         .map_err(|error| {
             Mismatch(format!(
                 "expected content, found an unreadable file: {error}"
@@ -382,7 +403,9 @@ async fn gate(
     let command = Command::new(program).args(args.iter().cloned());
     let output = match ProcessHandle::new(actor).run(command).await {
         Ok(output) => output,
-        Err(error) if stops_the_run(&error) => {
+        // A program the process policy leaves out is a disabled tool: the gate cannot say
+        // anything, so the run is blocked rather than failed.
+        Err(error) if stops_the_run(&error) || matches!(error, ProcessError::NotCovered { .. }) => {
             return Err(AgentError::Gate {
                 verifier: spec.name.clone(),
                 error: Box::new(error),

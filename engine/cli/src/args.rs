@@ -11,12 +11,13 @@ Exit codes:
   0  success: the run completed, the tapes are equal, the tape is sound
   1  a finding: tapes diverge, a run is not deterministic, a replay differs, a tape is damaged
   2  bad usage or bad input: arguments, scenario files, unreadable tapes
-  3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step";
+  3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step
+  4  a policy blocked the run: the agent's egress denied, an fs escape, a disabled tool a gate needs";
 
 const SWEEP_EXIT_CODES: &str = "\
 Exit codes:
   0  every seed ran and passed
-  1  some seed failed or ended in error, or the sweep was stopped before every seed ran
+  1  some seed failed, was blocked or ended in error, or the sweep was stopped before every seed ran
   2  bad usage or bad input: arguments, scenario files, unreadable reports";
 
 /// simtape: deterministic simulation for LLM-agent pipelines.

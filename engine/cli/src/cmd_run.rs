@@ -116,6 +116,9 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         Verdict::Fail { verifier, saw } => {
             println!("result: FAIL {at}\nverifier {verifier:?} failed: {saw}")
         }
+        Verdict::Blocked { policy, reason } => {
+            println!("result: BLOCKED ({policy}) {reason}\n{at}");
+        }
         Verdict::Error { reason } => {
             let kind = report.failure.as_ref().map_or("error", |f| f.kind());
             println!("result: ERROR ({kind}) {reason}\n{at}");

@@ -20,7 +20,7 @@ pub struct RunJson {
     pub scenario: String,
     /// The seed.
     pub seed: u64,
-    /// `pass`, `fail` or `error`.
+    /// `pass`, `fail`, `blocked` or `error`.
     pub verdict: VerdictKind,
     /// What a fail or error verdict says after its label ([`Verdict::reason`]).
     pub reason: Option<String>,

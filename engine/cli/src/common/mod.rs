@@ -61,12 +61,13 @@ pub(crate) fn require_agent_program(
 }
 
 /// Returns how a run with `verdict` ends the command: pass is success, fail a finding, error
-/// a run error.
+/// a run error, blocked its own ending.
 pub(crate) fn verdict_outcome(verdict: &Verdict) -> Outcome {
     match verdict {
         Verdict::Pass => Outcome::Success,
         Verdict::Fail { .. } => Outcome::Finding,
         Verdict::Error { .. } => Outcome::RunError,
+        Verdict::Blocked { .. } => Outcome::Blocked,
     }
 }
 

@@ -344,6 +344,7 @@ fn help_documents_exit_codes() {
         "1  a finding",
         "2  bad usage",
         "3  the simulated run ended in error",
+        "4  a policy blocked the run",
     ] {
         assert!(help.contains(code), "missing {code:?} in:\n{help}");
     }
@@ -683,4 +684,38 @@ fn output_into_a_closed_pipe_ends_quietly() {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(output.status.signal(), Some(13), "{:?}", output.status);
     }
+}
+
+#[test]
+fn a_run_a_policy_stopped_is_blocked_with_its_own_exit_code() {
+    // Goal: a gate whose program `[process]` leaves hermetic cannot run: the run is BLOCKED
+    // (exit 4, `tool_disabled`), in the text and the JSON, not FAIL or ERROR.
+    let dir = scratch("blocked");
+    let path = dir.join("blocked.toml");
+    std::fs::write(
+        &path,
+        "[scenario]\nname = \"blocked\"\n\n[process]\ndefault = \"hermetic\"\n\n\
+         [[task]]\nname = \"t\"\nsteps = [{ sleep = \"1ms\" }]\n\n\
+         [[verify]]\nkind = \"gate\"\nprogram = \"cargo\"\nargs = [\"test\"]\n",
+    )
+    .unwrap();
+    let output = simtape().arg("run").arg(&path).output().unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output));
+    assert!(
+        text(&output).contains("result: BLOCKED (tool_disabled) verifier \"gate cargo test\": "),
+        "{}",
+        text(&output)
+    );
+    let output = simtape()
+        .arg("run")
+        .arg(&path)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = &stdout[stdout.find('{').unwrap()..];
+    let json: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(json["verdict"], "blocked");
+    assert_eq!(json["error"]["kind"], "tool_disabled");
 }

@@ -187,7 +187,8 @@ fn junit(report: &SweepReport) -> String {
         report.seeds,
         report.runs(),
         count(VerdictKind::Fail),
-        count(VerdictKind::Error)
+        // JUnit knows no blocked: a run a policy stopped is an <error> of its policy's type.
+        count(VerdictKind::Error) + count(VerdictKind::Blocked)
     );
     for scenario in &report.scenarios {
         junit_suite(&mut out, scenario);
@@ -210,7 +211,8 @@ fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
         xml_escape(&scenario.name),
         scenario.results.len(),
         count(VerdictKind::Fail),
-        count(VerdictKind::Error)
+        // JUnit knows no blocked: a run a policy stopped is an <error> of its policy's type.
+        count(VerdictKind::Error) + count(VerdictKind::Blocked)
     );
     for result in &scenario.results {
         let _ = write!(

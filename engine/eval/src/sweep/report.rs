@@ -131,6 +131,7 @@ impl SeedResult {
         let kind = match verdict {
             Verdict::Pass => None,
             Verdict::Fail { .. } => Some("verifier"),
+            Verdict::Blocked { policy, .. } => Some(policy.as_str()),
             Verdict::Error { .. } => Some(failure_kind.unwrap_or("error")),
         };
         let reason = kind.zip(verdict.reason()).map(|(kind, message)| Reason {
