@@ -14,6 +14,7 @@ use simtape_eval::{Verdict, VerifierResult};
 use simtape_mcp::actor::McpCallError;
 use simtape_mcp::world::server::WorldReport;
 
+use crate::command::GateRun;
 use crate::transcript::Transcript;
 
 /// Why the agent stopped the run. These are never handed to the model: a replay that cannot
@@ -199,6 +200,9 @@ pub struct EvalReport {
     /// Each world-backed `[[mcp]]` server's final state and report, in file order (what
     /// `simtape run --evidence` writes as `world-<server>.json`).
     pub worlds: Vec<WorldOutcome>,
+    /// Each `gate` verifier's run that happened, in file order of the gates: its exit code,
+    /// or why it did not run (the evidence's `tests.json`).
+    pub gates: Vec<GateRun>,
 }
 
 /// A world server's end of a run: its final state, and its goal and collateral-damage report.

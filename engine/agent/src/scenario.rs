@@ -350,7 +350,7 @@ impl EvalScenario {
                 Vec::new()
             }
         };
-        match outcome {
+        let mut report = match outcome {
             Ok(report) => {
                 let fs_diff = artifacts
                     .then(|| report.fs_diff())
@@ -372,7 +372,9 @@ impl EvalScenario {
                 let worlds = worlds(&error.actors);
                 stopped(error, transcript, worlds, fs_diff)
             }
-        }
+        };
+        report.gates = state.gates.take();
+        report
     }
 }
 
@@ -426,6 +428,7 @@ fn completed(
         transcript,
         failure: output.failure.map(Box::new),
         worlds,
+        gates: Vec::new(),
     }
 }
 
@@ -457,6 +460,7 @@ fn stopped(
         transcript,
         failure: Some(Box::new(failure)),
         worlds,
+        gates: Vec::new(),
     }
 }
 
@@ -472,6 +476,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
         transcript: None,
         failure: Some(Box::new(failure)),
         worlds: Vec::new(),
+        gates: Vec::new(),
     }
 }
 

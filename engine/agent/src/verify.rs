@@ -19,6 +19,7 @@ use simtape::actor::ActorRef;
 use simtape::cap::fs::{FsActor, FsDiff, FsError};
 use simtape::cap::process::{Command, ProcessError, ProcessHandle};
 
+use crate::command::GateRun;
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
 use simtape_eval::VerifierResult;
@@ -401,7 +402,12 @@ async fn gate(
         )));
     };
     let command = Command::new(program).args(args.iter().cloned());
-    let output = match ProcessHandle::new(actor).run(command).await {
+    let ran = ProcessHandle::new(actor).run(command).await;
+    ctx.state.gates.borrow_mut().push(GateRun {
+        exit_code: ran.as_ref().ok().map(|output| exit_code(output.status)),
+        error: ran.as_ref().err().map(ToString::to_string),
+    });
+    let output = match ran {
         Ok(output) => output,
         // A program the process policy leaves out is a disabled tool: the gate cannot say
         // anything, so the run is blocked rather than failed.

@@ -54,6 +54,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         args.evidence.as_deref(),
     )?;
     if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
+        let before = crate::evidence::base_tree_gates(&eval, seed);
         let run = crate::evidence::RunEvidence {
             scenario: &eval,
             scenario_path: &args.scenario,
@@ -61,6 +62,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
             report: &report,
             tape,
             reproduce: &reproduce,
+            before: &before,
         };
         let manifest = crate::evidence::write(dir, &run)?;
         println!("evidence: {}", manifest.display());

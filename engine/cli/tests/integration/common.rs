@@ -29,3 +29,12 @@ pub(crate) fn scratch(area: &str, name: &str) -> PathBuf {
 pub(crate) fn load_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// Returns a finished command's stdout and stderr, as text.
+pub(crate) fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}

@@ -7,6 +7,7 @@ mod common;
 
 mod agents;
 mod cli;
+mod evidence;
 mod mcp;
 mod mcp_signals;
 mod mcp_world;
