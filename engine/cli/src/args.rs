@@ -93,7 +93,8 @@ pub(crate) struct RunArgs {
     /// Run twice and compare the two tapes byte for byte.
     #[arg(long)]
     pub(crate) check_determinism: bool,
-    /// Print the run summary as JSON.
+    /// Print the run summary as JSON: stdout is that one document (the seed line goes to
+    /// stderr).
     #[arg(long)]
     pub(crate) json: bool,
     /// Write the run's filesystem diff (unified format) to this file; the scenario must have
@@ -193,6 +194,9 @@ pub(crate) enum TapeCommand {
 pub(crate) struct CheckArgs {
     /// The scenario file.
     pub(crate) scenario: PathBuf,
+    /// Print the result as JSON on stdout: `ok`, the name and seeds, every problem.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -28,8 +28,9 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     let seed = args
         .seed
         .unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
-    // The seed comes first, before anything can fail, so every log names it.
-    println!("seed={seed}");
+    // The seed comes first, before anything can fail, so every log names it; with --json it
+    // goes to stderr, so stdout is one JSON document (which names the seed too).
+    note(args, &format!("seed={seed}"));
     let reproduce = reproduce_command(
         &args.scenario,
         seed,
@@ -65,7 +66,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
             before: &before,
         };
         let manifest = crate::evidence::write(dir, &run)?;
-        println!("evidence: {}", manifest.display());
+        note(args, &format!("evidence: {}", manifest.display()));
     }
     if let (Some(path), Some(diff)) = (&args.emit_diff, &report.fs_diff) {
         create_parent(path)?;
@@ -74,7 +75,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     print_report(args, &eval, &report, &reproduce);
     let outcome = verdict_outcome(&report.verdict);
     if args.check_determinism {
-        let determinism = check_determinism(&eval, seed, args.agent_bin.as_deref())?;
+        let determinism = check_determinism(args, &eval, seed)?;
         if determinism != Outcome::Success {
             return Ok(determinism);
         }
@@ -191,8 +192,18 @@ fn diff_line(diff: &FsDiff, written: Option<&Path>) -> String {
     line
 }
 
+/// Prints a line that is not the run's summary: to stdout, or to stderr under `--json`.
+fn note(args: &RunArgs, line: &str) {
+    if args.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
 /// Runs the scenario twice more into temporary tapes and compares them byte for byte.
-fn check_determinism(eval: &EvalScenario, seed: u64, agent_bin: Option<&Path>) -> CliResult {
+fn check_determinism(args: &RunArgs, eval: &EvalScenario, seed: u64) -> CliResult {
+    let agent_bin = args.agent_bin.as_deref();
     let dir = scratch_dir("check")?;
     let tapes = [dir.join("first.tape"), dir.join("second.tape")];
     for tape in &tapes {
@@ -202,12 +213,21 @@ fn check_determinism(eval: &EvalScenario, seed: u64, agent_bin: Option<&Path>) -
         run_eval(eval, &mut builder, agent_bin, None)?;
     }
     if read(&tapes[0])? == read(&tapes[1])? {
-        println!("determinism: two runs of seed {seed} wrote byte-identical tapes");
+        note(
+            args,
+            &format!("determinism: two runs of seed {seed} wrote byte-identical tapes"),
+        );
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(Outcome::Success);
     }
-    println!("determinism: two runs of seed {seed} differ");
+    note(
+        args,
+        &format!("determinism: two runs of seed {seed} differ"),
+    );
     print_diff(&tapes[0], &tapes[1], simtape::oracle::Mode::Exact, false)?;
-    println!("tapes kept: {} {}", tapes[0].display(), tapes[1].display());
+    note(
+        args,
+        &format!("tapes kept: {} {}", tapes[0].display(), tapes[1].display()),
+    );
     Ok(Outcome::Finding)
 }

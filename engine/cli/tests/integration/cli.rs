@@ -713,9 +713,74 @@ fn a_run_a_policy_stopped_is_blocked_with_its_own_exit_code() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(4));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let json = &stdout[stdout.find('{').unwrap()..];
-    let json: serde_json::Value = serde_json::from_str(json).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["verdict"], "blocked");
     assert_eq!(json["error"]["kind"], "tool_disabled");
+}
+
+#[test]
+fn json_output_is_one_document_on_stdout() {
+    // Goal: `run --json` and `check --json` print pure JSON on stdout (a reader like jq takes
+    // it whole); the seed line goes to stderr; a bad scenario's problems are JSON too, exit 2.
+    let output = simtape()
+        .arg("run")
+        .arg(scenario("hello.toml"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let seed = run["seed"].as_u64().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with(&format!("seed={seed}\n")), "{stderr}");
+    let output = run_ok(
+        simtape()
+            .arg("check")
+            .arg(scenario("hello.toml"))
+            .arg("--json"),
+    );
+    let check: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (&check["ok"], &check["scenario"]),
+        (&true.into(), &"hello".into())
+    );
+    let dir = scratch("check-json");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[scenario]\nname = \"bad\"\nseeds = \"x\"\n").unwrap();
+    let output = simtape()
+        .arg("check")
+        .arg(&bad)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let check: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(check["ok"], false);
+    let seeds = &check["problems"][1];
+    assert_eq!(
+        (&seeds["line"], &seeds["column"]),
+        (&3.into(), &9.into()),
+        "{check}"
+    );
+    assert_eq!(seeds["field"], "scenario.seeds");
+}
+
+#[test]
+fn the_run_example_in_docs_cli_md_is_what_run_prints() {
+    // Goal: docs/cli.md shows exactly what `simtape run` prints for overnight-backup (the
+    // tape's directory aside), fingerprint, bytes and hash included.
+    let dir = scratch("doc-run");
+    let tape = dir.join("run.tape");
+    let output = run_ok(
+        simtape()
+            .current_dir(repo())
+            .args(["run", "scenarios/overnight-backup.toml", "--tape"])
+            .arg(&tape),
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let shown = stdout.replace(&format!("{}/", dir.display()), "");
+    common::check_doc_block(
+        "docs/cli.md",
+        "the_run_example_in_docs_cli_md_is_what_run_prints",
+        &shown,
+    );
 }
