@@ -9,6 +9,7 @@ use std::sync::Arc;
 use simtape::actor::ActorRef;
 use simtape::cap::fs::FsDiff;
 use simtape::run::Run;
+use simtape::scenario::decoder::Capability;
 use simtape::scenario::{Scenario, ScenarioError};
 use simtape::{ActorStates, Builder, Host, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
@@ -157,6 +158,10 @@ impl EvalScenario {
         process_wasi: Option<&Path>,
     ) -> Result<EvalScenario, Vec<ScenarioError>> {
         let mut tables = EvalTables::default();
+        if process_wasi.is_some() {
+            // The flag gives the scenario a process capability even without `[process]`.
+            tables.supplied.push(Capability::Process);
+        }
         let mut scenario = Scenario::check_all_with(path, &mut tables)?;
         if let Some(dir) = process_wasi {
             scenario.process_wasi(dir);

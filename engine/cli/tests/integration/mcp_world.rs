@@ -56,6 +56,9 @@ fn world_with_input(spec: &Path, seed: u64, dir: &Path, requests: &[Value]) -> (
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // docs/mcp-world.md: stderr gets `seed=N` first.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with(&format!("seed={seed}\n")), "{stderr}");
     let answers = String::from_utf8(output.stdout).unwrap();
     assert_eq!(
         answers.lines().count(),
@@ -235,6 +238,7 @@ fn meddling_with_an_asserted_ticket_is_collateral_damage() {
     let spec = world_spec("ticket-tracker.json");
     let (state, report) = world_with_input(&spec, 7, &dir, &requests);
     assert_eq!(state["tickets"]["T-2"]["resolution"], "wontfix");
+    assert_eq!(report["seed"], 7);
     assert_eq!(report["goal_met"], true, "{report}");
     assert_eq!(report["passed"], false, "{report}");
     let damaged: Vec<&str> = report["collateral_damage"]

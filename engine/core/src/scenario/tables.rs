@@ -248,22 +248,25 @@ fn program_modes(
 /// A scenario's process mode: `hermetic` (`None`), `replay`, `real` or `wasi`. Record mode
 /// writes a process tape, which a scenario run (repeated across seeds and sweeps) must not do.
 fn process_mode(decoded: &mut Decoder, field: &Field<'_>) -> Option<Option<ProcessMode>> {
-    const WHAT: &str = "a process mode `hermetic`, `replay`, `real` or `wasi`";
-    match decoded.string(field, WHAT)? {
+    let what = format!(
+        "a process mode `hermetic`, {}",
+        crate::cap::process::scenario_modes()
+    );
+    match decoded.string(field, &what)? {
         "hermetic" => Some(None),
         "replay" => Some(Some(ProcessMode::Replay)),
         "real" => Some(Some(ProcessMode::Real)),
         "wasi" => Some(Some(ProcessMode::Wasi)),
         "record" => {
             let message = format!(
-                "expected {WHAT}, found \"record\": record mode belongs to the Rust API \
+                "expected {what}, found \"record\": record mode belongs to the Rust API \
                  (`ProcessActor::record`) and, later, the CLI; a scenario only replays or runs"
             );
             decoded.problem(field.span.clone(), field.path.clone(), message);
             None
         }
         _ => {
-            decoded.expected(field, WHAT);
+            decoded.expected(field, &what);
             None
         }
     }

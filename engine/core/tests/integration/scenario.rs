@@ -1078,6 +1078,6 @@ fn a_process_divergence_or_an_uncovered_program_ends_the_run() {
     let error = run(&parse_at(&uncovered, &path).unwrap(), 0).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "task \"a\" failed at step task[0].steps[0] (`run`): program \"echo\" is not covered: hermetic mode runs nothing; give it a mode (real, record or replay)"
+        "task \"a\" failed at step task[0].steps[0] (`run`): program \"echo\" is not covered: hermetic mode runs nothing; give it a mode in [process] programs (`replay`, `real` or `wasi`), or run it as a WASI module with --process-wasi DIR"
     );
 }
