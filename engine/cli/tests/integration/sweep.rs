@@ -382,3 +382,33 @@ fn ctrl_c_writes_a_partial_report() {
     let runs = report["scenarios"][0]["summary"]["runs"].as_u64().unwrap();
     assert!(runs < 5_000_000, "{runs}");
 }
+
+#[test]
+fn a_sweep_leaves_no_empty_directory_and_promises_no_report_it_did_not_write() {
+    // Goal: a scenario with no failing seed leaves nothing under --out; one with more failing
+    // seeds than the summary shows points to --report-out when no report was asked for, and
+    // to the report when one was.
+    let dir = scratch("sweep", "tidy");
+    let run = output(
+        sweep(&dir, &["random-delays.toml", "deadlock.toml"], "0..25").args(["--out", "out"]),
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    assert!(
+        !dir.join("out/random-delays").exists(),
+        "an empty directory was left"
+    );
+    assert!(dir.join("out/deadlock/seed-0.tape").is_file());
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("… and 5 more (--report-out FILE writes a report that lists them all)"),
+        "{stdout}"
+    );
+    let reported =
+        output(sweep(&dir, &["deadlock.toml"], "0..25").args(["--report-out", "r.json"]));
+    assert!(
+        String::from_utf8_lossy(&reported.stdout)
+            .contains("… and 5 more (the report lists them all)"),
+        "{}",
+        text(&reported)
+    );
+}
