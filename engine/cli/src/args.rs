@@ -214,8 +214,10 @@ pub(crate) struct NewArgs {
     /// The scenario's name (lower-case letters, digits, '-').
     pub(crate) name: String,
     /// Where to write it (default: `scenarios/` when it exists, else the current directory).
-    #[arg(long, default_value_os_t = crate::cmd_new::default_dir())]
-    pub(crate) dir: PathBuf,
+    /// Beside a `tapes/` directory (the layout `simtape ci` checks), its golden tapes are
+    /// written too.
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@
 //! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
 
 pub(crate) mod files;
+pub(crate) mod golden;
 pub(crate) mod render;
 pub(crate) mod shell;
 

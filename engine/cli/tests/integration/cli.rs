@@ -874,3 +874,28 @@ fn the_readme_set_up_is_true() {
         "{recorded:?}"
     );
 }
+
+#[test]
+fn a_new_scenario_starts_blessed_and_its_help_names_one_default() {
+    // Goal: in the layout `simtape ci` checks, `simtape new` writes the new scenario's golden
+    // tapes, so the next `simtape ci` passes (it reported MISSING and exited 1); `new --help`
+    // states its default directory once.
+    let dir = scratch("new-blessed");
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::create_dir_all(dir.join("tapes")).unwrap();
+    let created = run_ok(simtape().current_dir(&dir).args(["new", "my-agent"]));
+    assert!(
+        text(&created).contains("wrote golden tape tapes/my-agent/seed-1.tape"),
+        "{}",
+        text(&created)
+    );
+    let ci = run_ok(simtape().current_dir(&dir).arg("ci"));
+    assert!(
+        text(&ci).contains("3 tape(s) match, 0 failed"),
+        "{}",
+        text(&ci)
+    );
+    let help = text(&run_ok(simtape().args(["new", "--help"])));
+    assert!(!help.contains("[default:"), "{help}");
+    assert_eq!(help.matches("default").count(), 1, "{help}");
+}
