@@ -412,3 +412,35 @@ fn a_sweep_leaves_no_empty_directory_and_promises_no_report_it_did_not_write() {
         text(&reported)
     );
 }
+
+#[test]
+fn the_readme_main_job_shows_retries_and_a_failing_seed() {
+    // Goal: the sweep the README's set-up runs shows what simtape is for: the agent's retries
+    // (the 429s it survived) on ticket-retry, and failing race-edit seeds with the command
+    // that reproduces each; the report keeps each seed's retries.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(readme.contains(
+        "sweep scenarios/ticket-retry.toml scenarios/race-edit.toml --seeds 0..1000 --out out/sweep"
+    ));
+    let dir = scratch("sweep", "main-job");
+    let scenarios = ["ticket-retry.toml", "race-edit.toml"];
+    let run =
+        output(sweep(&dir, &scenarios, "0..8").args(["--out", "out", "--report-out", "r.json"]));
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let retries = stdout
+        .lines()
+        .filter(|l| l.contains("agent retries (faults met and survived):"))
+        .nth(1)
+        .expect("a retries line for ticket-retry");
+    assert!(!retries.contains(": 0 in"), "{stdout}");
+    assert!(stdout.contains("(verifier): simtape run "), "{stdout}");
+    let report = load_json(&dir.join("r.json"));
+    let ticket = &report["scenarios"][1];
+    assert_eq!(ticket["name"], "ticket-retry");
+    assert!(
+        ticket["results"][0]["retries"].as_u64().unwrap() >= 1,
+        "{ticket}"
+    );
+    assert!(ticket["summary"]["retries"]["total"].as_u64().unwrap() >= 8);
+}

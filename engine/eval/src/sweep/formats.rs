@@ -315,6 +315,13 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults, reported: bool) {
             let _ = writeln!(out, "  {:>6}  {at:<28}  {hat}", row.k);
         }
     }
+    if let Some(retries) = summary.retries {
+        let _ = writeln!(
+            out,
+            "  agent retries (faults met and survived): {} in {} of {} run(s), at most {} in one",
+            retries.total, retries.runs, summary.runs, retries.max
+        );
+    }
     if summary.failures.is_empty() {
         return;
     }

@@ -111,6 +111,10 @@ pub struct SeedResult {
     pub tape: Option<String>,
     /// The command that reproduces a failing seed.
     pub replay: Option<String>,
+    /// How many calls the agent retried after an error (a model's 429 or 5xx, an MCP error
+    /// it may retry): the faults it met and survived; `None` without an agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
 }
 
 impl SeedResult {
@@ -146,6 +150,7 @@ impl SeedResult {
             events: summary.events,
             tape: None,
             replay: None,
+            retries: None,
         }
     }
 }
@@ -166,6 +171,32 @@ pub struct ScenarioSummary {
     pub k: Vec<KRow>,
     /// Failing seeds grouped by (kind, first line of the message), most frequent first.
     pub failures: Vec<FailureGroup>,
+    /// The agent's retries over the runs, when the scenario has an agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<RetryTotals>,
+}
+
+/// The agent's retries over the runs of a scenario: the faults it met and retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryTotals {
+    /// Retries over every run.
+    pub total: u64,
+    /// The runs with at least one retry.
+    pub runs: u64,
+    /// The most retries of one run.
+    pub max: u32,
+}
+
+impl RetryTotals {
+    /// Sums the retries of `results`; `None` when no result counts them (no agent).
+    fn of(results: &[SeedResult]) -> Option<RetryTotals> {
+        let counted: Vec<u32> = results.iter().filter_map(|r| r.retries).collect();
+        (!counted.is_empty()).then(|| RetryTotals {
+            total: counted.iter().map(|&n| u64::from(n)).sum(),
+            runs: counted.iter().filter(|&&n| n > 0).count() as u64,
+            max: counted.iter().copied().max().unwrap_or(0),
+        })
+    }
 }
 
 /// The failing seeds that share a reason.
@@ -197,6 +228,7 @@ impl ScenarioSummary {
             pass_rate_value: rate.map(Fraction::to_f64),
             k: k_rows(runs, passed),
             failures: failure_groups(results),
+            retries: RetryTotals::of(results),
         }
     }
 }
@@ -518,6 +550,7 @@ mod tests {
             events: 1,
             tape: None,
             replay: None,
+            retries: Some(seed as u32 % 3),
         }
     }
 
@@ -533,6 +566,8 @@ mod tests {
         assert_eq!(summary.failures.len(), 1);
         assert_eq!(summary.failures[0].message, "deadlock at t=1ms");
         assert_eq!(summary.failures[0].seeds, [1, 3]);
+        let retries = summary.retries.unwrap();
+        assert_eq!((retries.total, retries.runs, retries.max), (3, 2, 2));
         assert_eq!(ScenarioSummary::of(&[]).pass_rate, None);
     }
 
