@@ -261,7 +261,8 @@ impl EvalScenario {
 
     /// Builds a run from `builder` (from [`EvalScenario::builder`]) and runs it: the
     /// scripted tasks and the agent, then the verifiers. The tape's footer verdict is the
-    /// [`Verdict`](simtape_eval::Verdict)'s text. Never panics on user input; every way a run can end is a verdict.
+    /// [`Verdict`](simtape_eval::Verdict)'s text. Never panics on user input; every way a run
+    /// can end is a verdict.
     pub fn run(&self, builder: &mut Builder) -> EvalReport {
         self.run_keeping(builder, Keep::Artifacts)
     }
