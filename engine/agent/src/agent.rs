@@ -55,6 +55,7 @@ pub(crate) async fn session(
     let present = ctx.host.capabilities().llm().is_some();
     ctx.require(present, "the agent's model calls", "[llm]")?;
     let toolbox = Rc::new(Toolbox::open(ctx, &agent.tools).await?);
+    *ctx.state.offered_tools.borrow_mut() = Some(toolbox.names());
     let start = AgentEvent::Start {
         model: agent.model.clone(),
         tools: toolbox.names(),

@@ -37,6 +37,9 @@ pub(crate) struct RunState {
     /// A `[harness]` run's own verifier results and outcome, once it has ended.
     pub(crate) harness:
         RefCell<Option<(Vec<VerifierResult>, simtape_eval::harness::HarnessOutcome)>>,
+    /// The tool names the built-in agent was offered, once its toolbox is open (an agent
+    /// program's tools are its own: unknown).
+    pub(crate) offered_tools: RefCell<Option<Vec<String>>>,
 }
 
 /// Everything the agent, its tools and the verifiers reach during one run.
@@ -93,9 +96,7 @@ impl RunOutput {
         RunOutput {
             outcomes,
             verifiers: Vec::new(),
-            verdict: Verdict::Error {
-                reason: failure.to_string(),
-            },
+            verdict: failure.verdict(),
             failure: Some(failure),
             harness: None,
         }

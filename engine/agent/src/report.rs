@@ -14,6 +14,7 @@ use simtape_eval::{Verdict, VerifierResult};
 use simtape_mcp::actor::McpCallError;
 use simtape_mcp::world::server::WorldReport;
 
+use crate::command::GateRun;
 use crate::transcript::Transcript;
 
 /// Why the agent stopped the run. These are never handed to the model: a replay that cannot
@@ -65,7 +66,16 @@ pub enum AgentError {
         /// Which request: the model request's digest, or the MCP server and why.
         request: String,
     },
-    /// A gate verifier's program run hit an unmatched replay.
+    /// An `fs` verifier's path escaped the overlay root (through a symlink).
+    #[error("verifier {verifier:?}: {error}")]
+    VerifierEscape {
+        /// The verifier's name.
+        verifier: String,
+        /// The escape.
+        error: FsError,
+    },
+    /// A gate verifier's program run hit an unmatched replay, or a program the process
+    /// policy does not cover (hermetic).
     #[error("verifier {verifier:?}: {error}")]
     Gate {
         /// The verifier's name.
@@ -103,7 +113,11 @@ impl AgentError {
                 ToolFailure::Process(_) => "process_replay",
                 ToolFailure::Mcp(_) => "mcp_replay",
             },
-            AgentError::Gate { .. } => "process_replay",
+            AgentError::VerifierEscape { .. } => "fs_escape",
+            AgentError::Gate { error, .. } => match **error {
+                ProcessError::NotCovered { .. } => "tool_disabled",
+                _ => "process_replay",
+            },
             AgentError::McpList { .. } => "mcp_replay",
             AgentError::Setup(_) => "config",
             AgentError::Timeout { .. } => "agent_timeout",
@@ -112,7 +126,8 @@ impl AgentError {
     }
 }
 
-/// What stopped a run. Every variant is fatal to the run; its verdict is `error`.
+/// What stopped a run. Every variant is fatal to the run; its verdict is `blocked` when a
+/// policy stopped it ([`EvalFailure::policy`]), else `error`.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalFailure {
     /// The engine stopped the run (deadlock, limit, task panic, tape, configuration).
@@ -134,6 +149,32 @@ impl EvalFailure {
             EvalFailure::Sim(error) => error.kind(),
             EvalFailure::Step(_) => "step_failed",
             EvalFailure::Agent(error) => error.kind(),
+        }
+    }
+
+    /// Returns the policy that stopped the run, when one did: the agent's egress denied
+    /// (`net_denied`), a path out of the io boundary (`fs_escape`), a program a gate needs
+    /// that the process policy leaves out (`tool_disabled`). A scripted step that a policy
+    /// stops is the scenario's own failure (`step_failed`), not a verdict on the agent.
+    pub fn policy(&self) -> Option<&'static str> {
+        match self {
+            EvalFailure::Agent(error) => match error.kind() {
+                kind @ ("net_denied" | "fs_escape" | "tool_disabled") => Some(kind),
+                _ => None,
+            },
+            EvalFailure::Sim(_) | EvalFailure::Step(_) => None,
+        }
+    }
+
+    /// Returns the verdict of a run this stopped: blocked when a policy did, else error.
+    pub fn verdict(&self) -> Verdict {
+        let reason = self.to_string();
+        match self.policy() {
+            Some(policy) => Verdict::Blocked {
+                policy: policy.to_string(),
+                reason,
+            },
+            None => Verdict::Error { reason },
         }
     }
 }
@@ -161,6 +202,9 @@ pub struct EvalReport {
     pub worlds: Vec<WorldOutcome>,
     /// How a `[harness]` run went (sessions, features, invariants), when it completed.
     pub harness: Option<simtape_eval::harness::HarnessOutcome>,
+    /// Each `gate` verifier's run that happened, in file order of the gates: its exit code,
+    /// or why it did not run (the evidence's `tests.json`).
+    pub gates: Vec<GateRun>,
 }
 
 /// A world server's end of a run: its final state, and its goal and collateral-damage report.
@@ -200,5 +244,32 @@ impl EvalReport {
             answer: t.answer.clone(),
         });
         json
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use simtape::cap::net::Network;
+
+    #[test]
+    fn a_policy_stop_is_blocked_and_anything_else_an_error() {
+        // Goal: the agent's egress denied is blocked (`net_denied`); an unmatched replay and
+        // a scripted step's failure stay errors.
+        let denied = Network::deny().check("api.openai.com", 443).unwrap_err();
+        let failure = EvalFailure::Agent(AgentError::Model {
+            turn: 1,
+            error: LlmError::Denied(denied),
+        });
+        assert_eq!(failure.policy(), Some("net_denied"));
+        assert!(failure
+            .verdict()
+            .to_string()
+            .starts_with("blocked: model call of turn 1: "));
+        let unmatched = EvalFailure::Agent(AgentError::Unmatched {
+            request: "sha256:00".into(),
+        });
+        assert_eq!(unmatched.policy(), None);
+        assert_eq!(unmatched.verdict().label(), "error");
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use simtape::actor::ActorRef;
 use simtape::cap::fs::FsDiff;
 use simtape::run::Run;
+use simtape::scenario::decoder::Capability;
 use simtape::scenario::{Scenario, ScenarioError};
 use simtape::{ActorStates, Builder, Host, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
@@ -18,7 +19,6 @@ use simtape_mcp::world::World;
 use crate::command::CommandEnd;
 use crate::log::{AgentLog, AGENT_ACTOR};
 use crate::pipeline::{self, RunOutput, RunState};
-use simtape_eval::Verdict;
 
 use crate::report::{EvalFailure, EvalReport, WorldOutcome};
 use crate::spec::{
@@ -160,6 +160,10 @@ impl EvalScenario {
         process_wasi: Option<&Path>,
     ) -> Result<EvalScenario, Vec<ScenarioError>> {
         let mut tables = EvalTables::default();
+        if process_wasi.is_some() {
+            // The flag gives the scenario a process capability even without `[process]`.
+            tables.supplied.push(Capability::Process);
+        }
         let mut scenario = Scenario::check_all_with(path, &mut tables)?;
         if let Some(dir) = process_wasi {
             scenario.process_wasi(dir);
@@ -259,7 +263,8 @@ impl EvalScenario {
 
     /// Builds a run from `builder` (from [`EvalScenario::builder`]) and runs it: the
     /// scripted tasks and the agent, then the verifiers. The tape's footer verdict is the
-    /// [`Verdict`]'s text. Never panics on user input; every way a run can end is a verdict.
+    /// [`Verdict`](simtape_eval::Verdict)'s text. Never panics on user input; every way a run
+    /// can end is a verdict.
     pub fn run(&self, builder: &mut Builder) -> EvalReport {
         self.run_keeping(builder, Keep::Artifacts)
     }
@@ -353,7 +358,7 @@ impl EvalScenario {
                 Vec::new()
             }
         };
-        match outcome {
+        let mut report = match outcome {
             Ok(report) => {
                 let fs_diff = artifacts
                     .then(|| report.fs_diff())
@@ -375,7 +380,9 @@ impl EvalScenario {
                 let worlds = worlds(&error.actors);
                 stopped(error, transcript, worlds, fs_diff)
             }
-        }
+        };
+        report.gates = state.gates.take();
+        report
     }
 }
 
@@ -430,6 +437,7 @@ fn completed(
         failure: output.failure.map(Box::new),
         worlds,
         harness: output.harness,
+        gates: Vec::new(),
     }
 }
 
@@ -454,9 +462,7 @@ fn stopped(
             fingerprint: 0,
             ..*error.summary
         },
-        verdict: Verdict::Error {
-            reason: failure.to_string(),
-        },
+        verdict: failure.verdict(),
         verifiers: Vec::new(),
         outcomes: Vec::new(),
         fs_diff,
@@ -464,6 +470,7 @@ fn stopped(
         failure: Some(Box::new(failure)),
         worlds,
         harness: None,
+        gates: Vec::new(),
     }
 }
 
@@ -472,9 +479,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
     let failure = EvalFailure::Sim(error);
     EvalReport {
         summary: RunSummary::unstarted(seed),
-        verdict: Verdict::Error {
-            reason: failure.to_string(),
-        },
+        verdict: failure.verdict(),
         verifiers: Vec::new(),
         outcomes: Vec::new(),
         fs_diff: None,
@@ -482,6 +487,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
         failure: Some(Box::new(failure)),
         worlds: Vec::new(),
         harness: None,
+        gates: Vec::new(),
     }
 }
 

@@ -263,7 +263,7 @@ pub enum FsState {
     Modified,
     /// Deleted by the run.
     Deleted,
-    /// Not changed by the run (and may or may not exist).
+    /// Not changed by the run, and there (a path on neither side fails: see `Absent`).
     Unchanged,
     /// Exists at the end, changed or not.
     Exists,

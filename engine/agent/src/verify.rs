@@ -15,9 +15,11 @@
 
 use crate::spec::{Check, FsState, TextMatch, VerifySpec};
 use serde_json::Value;
-use simtape::cap::fs::{FsDiff, FsError};
-use simtape::cap::process::{Command, ProcessHandle};
+use simtape::actor::ActorRef;
+use simtape::cap::fs::{FsActor, FsDiff, FsError};
+use simtape::cap::process::{Command, ProcessError, ProcessHandle};
 
+use crate::command::GateRun;
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
 use simtape_eval::VerifierResult;
@@ -61,7 +63,12 @@ pub(crate) async fn run_list(
                 path,
                 state,
                 content,
-            } => fs(ctx, &mut diff, path, *state, content),
+            } => fs(ctx, &mut diff, path, *state, content).map_err(|error| {
+                AgentError::VerifierEscape {
+                    verifier: spec.name.clone(),
+                    error,
+                }
+            })?,
             Check::Answer(expected) => answer(ctx, expected),
             Check::ToolCalled { tool, args, called } => {
                 tool_called(ctx, tool, args.as_ref(), *called)
@@ -166,17 +173,37 @@ fn state_name(state: FsState) -> &'static str {
     }
 }
 
+/// The error is an escape out of the root: the verifier cannot look, and the run is blocked.
 fn fs(
     ctx: &Ctx,
     diff: &mut Option<Result<FsDiff, FsError>>,
     path: &str,
     state: FsState,
     content: &TextMatch,
-) -> Seen {
+) -> Result<Seen, FsError> {
     let Some(actor) = ctx.host.capabilities().fs() else {
-        return Err(Mismatch("the scenario has no [fs] overlay".to_string()));
+        return Ok(Err(Mismatch(
+            "the scenario has no [fs] overlay".to_string(),
+        )));
     };
     let key = diff_key(path);
+    let exists = match actor.with_state(|fs| fs.overlay().stat(&key)) {
+        Ok(_) => true,
+        Err(FsError::NotFound { .. } | FsError::NotADirectory { .. }) => false,
+        Err(error @ FsError::Escape { .. }) => return Err(error),
+        Err(error) => return Ok(Err(Mismatch(format!("cannot look at the path: {error}")))),
+    };
+    Ok(fs_state(&actor, diff, &key, exists, state, content))
+}
+
+fn fs_state(
+    actor: &ActorRef<FsActor>,
+    diff: &mut Option<Result<FsDiff, FsError>>,
+    key: &str,
+    exists: bool,
+    state: FsState,
+    content: &TextMatch,
+) -> Seen {
     let diff = diff.get_or_insert_with(|| actor.with_state(|fs| fs.diff()));
     let diff = diff
         .as_ref()
@@ -190,24 +217,23 @@ fn fs(
     } else {
         None
     };
-    let exists = match actor.with_state(|fs| fs.overlay().stat(&key)) {
-        Ok(_) => true,
-        Err(FsError::NotFound { .. } | FsError::NotADirectory { .. }) => false,
-        Err(error) => return Err(Mismatch(format!("cannot look at the path: {error}"))),
-    };
     let found = change.unwrap_or(if exists { "unchanged" } else { "absent" });
     let holds = match state {
         FsState::Added | FsState::Modified | FsState::Deleted => change == Some(state_name(state)),
-        FsState::Unchanged => change.is_none(),
+        // A path that exists on neither side is not "unchanged": a misspelt path would
+        // make the check hold whatever the run did (`absent` says that one on purpose).
+        FsState::Unchanged => change.is_none() && exists,
         FsState::Exists => exists,
         FsState::Absent => !exists,
     };
     if !holds {
         let expected = state_name(state);
-        let found = if state == FsState::Exists && !exists {
-            "absent"
-        } else {
-            found
+        let found = match state {
+            FsState::Exists if !exists => "absent",
+            FsState::Unchanged if change.is_none() => {
+                "absent (the path exists neither before nor after the run)"
+            }
+            _ => found,
         };
         return Err(Mismatch(format!("expected {expected}, found {found}")));
     }
@@ -215,7 +241,7 @@ fn fs(
         return Ok(format!("found {found}"));
     }
     let bytes = actor
-        .with_state(|fs| fs.overlay().read(&key))
+        .with_state(|fs| fs.overlay().read(key))
         .map_err(|error| {
             Mismatch(format!(
                 "expected content, found an unreadable file: {error}"
@@ -276,6 +302,21 @@ fn subset(expected: &Value, actual: &Value) -> bool {
 }
 
 fn tool_called(ctx: &Ctx, tool: &str, args: Option<&Value>, called: bool) -> Seen {
+    // Without an agent, or for a tool the agent was never offered, `called = false` would
+    // hold whatever the run did.
+    if ctx.shared.eval.agent.is_none() && ctx.shared.eval.command.is_none() {
+        return Err(Mismatch(
+            "no tool calls: the scenario has no [agent]".to_string(),
+        ));
+    }
+    if let Some(offered) = ctx.state.offered_tools.borrow().as_ref() {
+        if !offered.iter().any(|name| name == tool) {
+            return Err(Mismatch(format!(
+                "no tool named {tool:?} is offered to the agent (tools: {})",
+                offered.join(", ")
+            )));
+        }
+    }
     let transcript = ctx.state.transcript.borrow();
     let calls: Vec<&Value> = transcript
         .calls()
@@ -370,9 +411,16 @@ async fn gate(
         )));
     };
     let command = Command::new(program).args(args.iter().cloned());
-    let output = match ProcessHandle::new(actor).run(command).await {
+    let ran = ProcessHandle::new(actor).run(command).await;
+    ctx.state.gates.borrow_mut().push(GateRun {
+        exit_code: ran.as_ref().ok().map(|output| exit_code(output.status)),
+        error: ran.as_ref().err().map(ToString::to_string),
+    });
+    let output = match ran {
         Ok(output) => output,
-        Err(error) if stops_the_run(&error) => {
+        // A program the process policy leaves out is a disabled tool: the gate cannot say
+        // anything, so the run is blocked rather than failed.
+        Err(error) if stops_the_run(&error) || matches!(error, ProcessError::NotCovered { .. }) => {
             return Err(AgentError::Gate {
                 verifier: spec.name.clone(),
                 error: Box::new(error),

@@ -11,12 +11,13 @@ Exit codes:
   0  success: the run completed, the tapes are equal, the tape is sound
   1  a finding: tapes diverge, a run is not deterministic, a replay differs, a tape is damaged
   2  bad usage or bad input: arguments, scenario files, unreadable tapes
-  3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step";
+  3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step
+  4  a policy blocked the run: the agent's egress denied, an fs escape, a disabled tool a gate needs";
 
 const SWEEP_EXIT_CODES: &str = "\
 Exit codes:
   0  every seed ran and passed
-  1  some seed failed or ended in error, or the sweep was stopped before every seed ran
+  1  some seed failed, was blocked or ended in error, or the sweep was stopped before every seed ran
   2  bad usage or bad input: arguments, scenario files, unreadable reports";
 
 /// simtape: deterministic simulation for LLM-agent pipelines.
@@ -97,7 +98,8 @@ pub(crate) struct RunArgs {
     /// Run twice and compare the two tapes byte for byte.
     #[arg(long)]
     pub(crate) check_determinism: bool,
-    /// Print the run summary as JSON.
+    /// Print the run summary as JSON: stdout is that one document (the seed line goes to
+    /// stderr).
     #[arg(long)]
     pub(crate) json: bool,
     /// Write the run's filesystem diff (unified format) to this file; the scenario must have
@@ -227,6 +229,9 @@ pub(crate) enum FixturesCommand {
 pub(crate) struct CheckArgs {
     /// The scenario file.
     pub(crate) scenario: PathBuf,
+    /// Print the result as JSON on stdout: `ok`, the name and seeds, every problem.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -244,8 +249,10 @@ pub(crate) struct NewArgs {
     /// The scenario's name (lower-case letters, digits, '-').
     pub(crate) name: String,
     /// Where to write it (default: `scenarios/` when it exists, else the current directory).
-    #[arg(long, default_value_os_t = crate::cmd_new::default_dir())]
-    pub(crate) dir: PathBuf,
+    /// Beside a `tapes/` directory (the layout `simtape ci` checks), its golden tapes are
+    /// written too.
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

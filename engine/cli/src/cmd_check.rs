@@ -1,12 +1,34 @@
-//! `simtape check`: validate a scenario and report every problem.
+//! `simtape check`: validate a scenario and report every problem (as text, or `--json`).
 
 use simtape_agent::EvalScenario;
+use simtape_eval::run_json::{to_json_pretty, CheckJson, ProblemJson};
 
 use crate::args::CheckArgs;
 use crate::exit::{CliResult, Outcome};
 
 pub(crate) fn run(args: &CheckArgs) -> CliResult {
-    match EvalScenario::check_all(&args.scenario) {
+    let checked = EvalScenario::check_all(&args.scenario);
+    if args.json {
+        let json = match &checked {
+            Ok(eval) => CheckJson::valid(eval.scenario().name(), eval.scenario().seeds()),
+            Err(errors) => CheckJson::invalid(
+                errors
+                    .iter()
+                    .map(|e| ProblemJson {
+                        file: e.file.display().to_string(),
+                        line: e.line,
+                        column: e.column,
+                        field: e.field.clone(),
+                        message: e.message.clone(),
+                    })
+                    .collect(),
+            ),
+        };
+        println!("{}", to_json_pretty(&json));
+        return Ok(outcome(checked.is_ok()));
+    }
+    let valid = checked.is_ok();
+    match checked {
         Ok(eval) => {
             let scenario = eval.scenario();
             println!(
@@ -15,14 +37,21 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
                 args.scenario.display(),
                 scenario.seeds()
             );
-            Ok(Outcome::Success)
         }
         Err(errors) => {
             for error in &errors {
                 eprintln!("{error}");
             }
             eprintln!("{} problem(s) in {}", errors.len(), args.scenario.display());
-            Ok(Outcome::Invalid)
         }
+    }
+    Ok(outcome(valid))
+}
+
+fn outcome(valid: bool) -> Outcome {
+    if valid {
+        Outcome::Success
+    } else {
+        Outcome::Invalid
     }
 }

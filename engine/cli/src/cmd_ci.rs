@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use simtape::oracle::{diff_bytes, Mode};
-use simtape_agent::EvalScenario;
 
 use crate::args::CiArgs;
+use crate::common::golden::{golden_path, tape_bytes};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 
@@ -74,24 +74,6 @@ fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
         .collect();
     files.sort();
     Ok(files)
-}
-
-/// Returns where the golden tape of `(scenario, seed)` lives.
-pub(crate) fn golden_path(tapes_dir: &Path, scenario: &str, seed: u64) -> PathBuf {
-    tapes_dir.join(scenario).join(format!("seed-{seed}.tape"))
-}
-
-fn tape_bytes(eval: &EvalScenario, seed: u64) -> Result<Vec<u8>, CliError> {
-    let mut builder = eval.builder(seed);
-    builder.tape_in_memory();
-    // Every verdict is behaviour the golden tape pins, an expected FAIL or ERROR included.
-    let report = crate::common::run_eval(eval, &mut builder, None, None)?;
-    report.summary.tape.and_then(|t| t.memory).ok_or_else(|| {
-        CliError::Input(format!(
-            "{} seed {seed}: the run produced no tape",
-            eval.scenario().name()
-        ))
-    })
 }
 
 fn check(golden: &Path, tape: &[u8], bless: bool) -> Result<Check, CliError> {

@@ -361,7 +361,7 @@ fn world(args: &WorldArgs) -> CliResult {
     let world = World::parse(&text, spec).map_err(|e| CliError::Input(e.to_string()))?;
     let seed = args.seed.unwrap_or(world.spec.seed);
     // Stdout carries only MCP messages; the seed goes to stderr, first, for reproduction.
-    eprintln!("simtape mcp world: seed={seed}");
+    eprintln!("seed={seed}");
     if let Some(left) = outputs::recover_left(&targets).map_err(failed)? {
         eprintln!("simtape mcp world: a killed session left a journal");
         print_recovered(&left);

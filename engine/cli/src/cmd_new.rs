@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::args::NewArgs;
+use crate::common::golden::{golden_path, tape_bytes};
+use crate::common::load_scenario;
 use crate::exit::{CliError, CliResult, Outcome};
 
 /// The scenario template; `{name}` is replaced by the scenario's name.
@@ -74,8 +76,9 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
             "scenario name {name:?}: expected lower-case letters, digits and '-'"
         )));
     }
-    let scenario = args.dir.join(format!("{name}.toml"));
-    let data = args.dir.join("data").join(name);
+    let dir = args.dir.clone().unwrap_or_else(default_dir);
+    let scenario = dir.join(format!("{name}.toml"));
+    let data = dir.join("data").join(name);
     let notes = data.join("worktree").join("notes.md");
     let fixture = data.join("llm.jsonl");
     for path in [&scenario, &notes, &fixture] {
@@ -95,6 +98,16 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
         fixture.display(),
         notes.display()
     );
+    if let Some(tapes) = golden_dir(&dir) {
+        // In the layout `simtape ci` checks, a scenario without golden tapes fails it: a new
+        // one starts blessed, its tapes ready to commit beside it.
+        let eval = load_scenario(&scenario, None)?;
+        for &seed in eval.scenario().seeds() {
+            let golden = golden_path(&tapes, name, seed);
+            write_bytes(&golden, &tape_bytes(&eval, seed)?)?;
+            println!("wrote golden tape {}", golden.display());
+        }
+    }
     println!(
         "next: simtape check {0}; simtape run {0} --tape out/{1}.tape",
         scenario.display(),
@@ -103,16 +116,27 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
     Ok(Outcome::Success)
 }
 
+/// Returns the `tapes/` beside `dir` when `dir` is a `scenarios/` directory that has one.
+fn golden_dir(dir: &Path) -> Option<PathBuf> {
+    let parent = dir.parent()?;
+    let tapes = parent.join("tapes");
+    (dir.file_name()? == "scenarios" && tapes.is_dir()).then_some(tapes)
+}
+
 fn write(path: &Path, text: &str) -> Result<(), CliError> {
+    write_bytes(path, text.as_bytes())
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     // Either failure names the file the command was writing.
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(CliError::io(path))?;
     }
-    std::fs::write(path, text).map_err(CliError::io(path))
+    std::fs::write(path, bytes).map_err(CliError::io(path))
 }
 
 /// Returns the default directory for new scenarios: `scenarios/` when it exists, else `.`.
-pub(crate) fn default_dir() -> PathBuf {
+fn default_dir() -> PathBuf {
     let scenarios = PathBuf::from("scenarios");
     if scenarios.is_dir() {
         scenarios

@@ -22,7 +22,10 @@ pub(crate) fn run(args: &ReportArgs) -> CliResult {
                 })?;
                 parsed.push(one);
             }
-            let merged = merge(parsed)?;
+            let merged = merge(parsed).map_err(|error| CliError::Merge {
+                path: error.report().map(|number| reports[number - 1].clone()),
+                error,
+            })?;
             let format = report.or(Some(ReportFormat::Json));
             deliver(&merged, format, report_out.as_deref())
         }

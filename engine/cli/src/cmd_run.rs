@@ -28,8 +28,9 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     let seed = args
         .seed
         .unwrap_or_else(|| scenario.seeds().first().copied().unwrap_or(0));
-    // The seed comes first, before anything can fail, so every log names it.
-    println!("seed={seed}");
+    // The seed comes first, before anything can fail, so every log names it; with --json it
+    // goes to stderr, so stdout is one JSON document (which names the seed too).
+    note(args, &format!("seed={seed}"));
     let reproduce = reproduce_command(
         &args.scenario,
         seed,
@@ -69,6 +70,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         args.evidence.as_deref(),
     )?;
     if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
+        let before = crate::evidence::base_tree_gates(&eval, seed);
         let run = crate::evidence::RunEvidence {
             scenario: &eval,
             scenario_path: &args.scenario,
@@ -76,9 +78,10 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
             report: &report,
             tape,
             reproduce: &reproduce,
+            before: &before,
         };
         let manifest = crate::evidence::write(dir, &run)?;
-        println!("evidence: {}", manifest.display());
+        note(args, &format!("evidence: {}", manifest.display()));
     }
     if let (Some(path), Some(diff)) = (&args.emit_diff, &report.fs_diff) {
         create_parent(path)?;
@@ -91,7 +94,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     }
     let outcome = verdict_outcome(&report.verdict);
     if args.check_determinism {
-        let determinism = check_determinism(&eval, seed, args.agent_bin.as_deref())?;
+        let determinism = check_determinism(args, &eval, seed)?;
         if determinism != Outcome::Success {
             return Ok(determinism);
         }
@@ -134,6 +137,9 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         Verdict::Pass => println!("result: PASS {at}"),
         Verdict::Fail { verifier, saw } => {
             println!("result: FAIL {at}\nverifier {verifier:?} failed: {saw}")
+        }
+        Verdict::Blocked { policy, reason } => {
+            println!("result: BLOCKED ({policy}) {reason}\n{at}");
         }
         Verdict::Error { reason } => {
             let kind = report.failure.as_ref().map_or("error", |f| f.kind());
@@ -198,8 +204,18 @@ fn diff_line(diff: &FsDiff, written: Option<&Path>) -> String {
     line
 }
 
+/// Prints a line that is not the run's summary: to stdout, or to stderr under `--json`.
+fn note(args: &RunArgs, line: &str) {
+    if args.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
 /// Runs the scenario twice more into temporary tapes and compares them byte for byte.
-fn check_determinism(eval: &EvalScenario, seed: u64, agent_bin: Option<&Path>) -> CliResult {
+fn check_determinism(args: &RunArgs, eval: &EvalScenario, seed: u64) -> CliResult {
+    let agent_bin = args.agent_bin.as_deref();
     let dir = scratch_dir("check")?;
     let tapes = [dir.join("first.tape"), dir.join("second.tape")];
     for tape in &tapes {
@@ -209,13 +225,22 @@ fn check_determinism(eval: &EvalScenario, seed: u64, agent_bin: Option<&Path>) -
         run_eval(eval, &mut builder, agent_bin, None)?;
     }
     if read(&tapes[0])? == read(&tapes[1])? {
-        println!("determinism: two runs of seed {seed} wrote byte-identical tapes");
+        note(
+            args,
+            &format!("determinism: two runs of seed {seed} wrote byte-identical tapes"),
+        );
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(Outcome::Success);
     }
-    println!("determinism: two runs of seed {seed} differ");
+    note(
+        args,
+        &format!("determinism: two runs of seed {seed} differ"),
+    );
     print_diff(&tapes[0], &tapes[1], simtape::oracle::Mode::Exact, false)?;
-    println!("tapes kept: {} {}", tapes[0].display(), tapes[1].display());
+    note(
+        args,
+        &format!("tapes kept: {} {}", tapes[0].display(), tapes[1].display()),
+    );
     Ok(Outcome::Finding)
 }
 

@@ -51,6 +51,13 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     );
     let mut progress = Progress::new(runs);
     let results = pool::run(plan, jobs.min(runs.max(1) as usize), stop, &mut progress);
+    if let Some(out) = &args.out {
+        // A scenario with no failing seed keeps no tape: leave no empty directory for it
+        // (`remove_dir` removes only empty ones, and every worker is done).
+        for loaded in &scenarios {
+            let _ = std::fs::remove_dir(out.join(loaded.scenario.scenario().name()));
+        }
+    }
     let done = results.iter().map(Vec::len).sum::<usize>() as u64;
     if done != runs {
         eprintln!("interrupted: {done} of {runs} run(s) done; the report is partial");

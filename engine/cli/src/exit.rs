@@ -24,6 +24,9 @@ pub(crate) enum Outcome {
     Invalid,
     /// The simulated run ended in error: deadlock, task panic, limit reached (exit 3).
     RunError,
+    /// A policy stopped the run: denied egress, an fs escape, a disabled tool a gate needs
+    /// (exit 4).
+    Blocked,
 }
 
 /// What stopped a command. Every variant is fatal to the command; `main` prints it after
@@ -76,9 +79,15 @@ pub(crate) enum CliError {
     /// World states that cannot be scored.
     #[error(transparent)]
     WorldEval(#[from] EvalError),
-    /// Shard reports that do not merge.
-    #[error(transparent)]
-    Merge(#[from] MergeError),
+    /// Shard reports that do not merge, with the file of the report at fault when there is
+    /// one.
+    #[error("{}{error}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    Merge {
+        /// The report file the error is about.
+        path: Option<PathBuf>,
+        /// Why the reports do not merge.
+        error: MergeError,
+    },
     /// A sweep report that cannot be written.
     #[error(transparent)]
     ReportWrite(#[from] ReportWriteError),
@@ -101,17 +110,19 @@ impl CliError {
 pub(crate) type CliResult = Result<Outcome, CliError>;
 
 /// Returns the process's exit code for how a command ended: 0 success, 1 a finding, 2 bad
-/// usage or bad input, 3 a run that ended in error.
+/// usage or bad input, 3 a run that ended in error, 4 a run a policy blocked.
 pub(crate) fn exit_code(result: &CliResult) -> u8 {
     const SUCCESS: u8 = 0;
     const FINDING: u8 = 1;
     const USAGE: u8 = 2;
     const RUN_ERROR: u8 = 3;
+    const BLOCKED: u8 = 4;
     match result {
         Ok(Outcome::Success) => SUCCESS,
         Ok(Outcome::Finding) => FINDING,
         Ok(Outcome::Invalid) => USAGE,
         Ok(Outcome::RunError) => RUN_ERROR,
+        Ok(Outcome::Blocked) => BLOCKED,
         // A tape that does not open is bad input; damage found in a tape is a finding.
         Err(CliError::Tape {
             error: TapeError::Io { .. },
@@ -128,7 +139,7 @@ pub(crate) fn exit_code(result: &CliResult) -> u8 {
             | CliError::Mcp(_)
             | CliError::World(_)
             | CliError::WorldEval(_)
-            | CliError::Merge(_)
+            | CliError::Merge { .. }
             | CliError::ReportWrite(_),
         ) => USAGE,
     }
@@ -141,11 +152,12 @@ mod tests {
     #[test]
     fn each_ending_has_its_exit_code() {
         // Goal: the table of docs/cli.md: 0 success, 1 a finding (a damaged tape too), 2 bad
-        // usage or input (a tape that does not open too), 3 a run error.
+        // usage or input (a tape that does not open too), 3 a run error, 4 blocked.
         assert_eq!(exit_code(&Ok(Outcome::Success)), 0);
         assert_eq!(exit_code(&Ok(Outcome::Finding)), 1);
         assert_eq!(exit_code(&Ok(Outcome::Invalid)), 2);
         assert_eq!(exit_code(&Ok(Outcome::RunError)), 3);
+        assert_eq!(exit_code(&Ok(Outcome::Blocked)), 4);
         assert_eq!(exit_code(&Err(CliError::Usage("x".into()))), 2);
         let unreadable = TapeError::Io {
             path: "t.tape".into(),

@@ -25,12 +25,15 @@
 //! - [`sweep`] — the `simtape-sweep/1` report: seed ranges and shards, records, summaries,
 //!   the merge, the renderings.
 //! - [`run_json`] — the JSON of one run (`simtape run --json`, `verdict.json`).
+//! - [`evidence`] — the run-and-test evidence contract: `GATES.json`, plan, tests,
+//!   artifacts, and the normalizer of the run log.
 //!
 //! Every rendering is a pure function of its data, so equal reports give equal bytes.
 
 #![warn(missing_docs)]
 
 pub mod estimate;
+pub mod evidence;
 pub mod harness;
 pub mod run_json;
 pub mod sweep;

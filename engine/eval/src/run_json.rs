@@ -20,7 +20,7 @@ pub struct RunJson {
     pub scenario: String,
     /// The seed.
     pub seed: u64,
-    /// `pass`, `fail` or `error`.
+    /// `pass`, `fail`, `blocked` or `error`.
     pub verdict: VerdictKind,
     /// What a fail or error verdict says after its label ([`Verdict::reason`]).
     pub reason: Option<String>,
@@ -200,6 +200,57 @@ pub struct ArtifactJson {
     pub bytes: usize,
     /// The SHA-256 of its bytes, hex.
     pub sha256: String,
+}
+
+/// What `simtape check --json` prints: whether the scenario is valid, its name and pinned
+/// seeds, or every problem found, in source order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckJson {
+    /// No problem found.
+    pub ok: bool,
+    /// The scenario's name, when it is valid.
+    pub scenario: Option<String>,
+    /// Its pinned seeds, when it is valid.
+    pub seeds: Vec<u64>,
+    /// The problems.
+    pub problems: Vec<ProblemJson>,
+}
+
+impl CheckJson {
+    /// Returns the result of a valid scenario.
+    pub fn valid(scenario: &str, seeds: &[u64]) -> CheckJson {
+        CheckJson {
+            ok: true,
+            scenario: Some(scenario.to_string()),
+            seeds: seeds.to_vec(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Returns the result of a scenario with `problems`.
+    pub fn invalid(problems: Vec<ProblemJson>) -> CheckJson {
+        CheckJson {
+            ok: false,
+            scenario: None,
+            seeds: Vec::new(),
+            problems,
+        }
+    }
+}
+
+/// One problem of a scenario file, where it is and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProblemJson {
+    /// The file, as named.
+    pub file: String,
+    /// The line, from 1 (0: the whole file).
+    pub line: usize,
+    /// The column, from 1 (0: the whole file).
+    pub column: usize,
+    /// The field path (`task[1].steps[0].sleep`), empty for syntax errors.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
 }
 
 #[cfg(test)]

@@ -8,8 +8,11 @@ use serde::{Deserialize, Serialize};
 ///
 /// * **pass**: at least one verifier ran and every verifier held ("no tests, no pass");
 /// * **fail**: the run completed, but a verifier did not hold, or none ran;
+/// * **blocked**: a policy stopped the run ("no pretending"): the agent's egress was denied
+///   by the network policy, a path escaped the io boundary (the `[fs]` root), or a tool a
+///   gate needs is disabled; what the verifiers would say is unknown;
 /// * **error**: the run could not complete (deadlock, limit, panic, a failed scripted step,
-///   an unmatched replay, a denied network call, an fs escape); no verifier ran.
+///   an unmatched replay); no verifier ran.
 ///
 /// It displays as the tape footer writes it:
 ///
@@ -20,6 +23,8 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(fail.label(), "fail");
 /// assert_eq!(fail.reason().as_deref(), Some("answer: expected to contain \"done\", found \"\""));
 /// assert_eq!(Verdict::Pass.to_string(), "pass");
+/// let blocked = Verdict::Blocked { policy: "fs_escape".into(), reason: "`../x` escapes the root".into() };
+/// assert_eq!(blocked.to_string(), "blocked: `../x` escapes the root");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
@@ -33,6 +38,13 @@ pub enum Verdict {
         /// What it saw.
         saw: String,
     },
+    /// A policy stopped the run.
+    Blocked {
+        /// Which policy: `net_denied`, `fs_escape` or `tool_disabled`.
+        policy: String,
+        /// What it stopped.
+        reason: String,
+    },
     /// The run could not complete.
     Error {
         /// What stopped it.
@@ -41,7 +53,7 @@ pub enum Verdict {
 }
 
 /// What kind of verdict a run had, without its reason: what a sweep's per-seed record keeps
-/// (serialized `"pass"`, `"fail"` or `"error"`).
+/// (serialized `"pass"`, `"fail"`, `"blocked"` or `"error"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VerdictKind {
@@ -49,17 +61,20 @@ pub enum VerdictKind {
     Pass,
     /// The run completed but a verifier did not hold, or none ran.
     Fail,
+    /// A policy stopped the run: denied egress, an fs escape, a disabled tool a gate needs.
+    Blocked,
     /// The run could not complete: deadlock, limit, task panic, failed step, unmatched
-    /// replay, denied egress, fs escape.
+    /// replay.
     Error,
 }
 
 impl VerdictKind {
-    /// Returns `"pass"`, `"fail"` or `"error"`.
+    /// Returns `"pass"`, `"fail"`, `"blocked"` or `"error"`.
     pub fn label(self) -> &'static str {
         match self {
             VerdictKind::Pass => "pass",
             VerdictKind::Fail => "fail",
+            VerdictKind::Blocked => "blocked",
             VerdictKind::Error => "error",
         }
     }
@@ -76,22 +91,23 @@ impl Verdict {
         match self {
             Verdict::Pass => VerdictKind::Pass,
             Verdict::Fail { .. } => VerdictKind::Fail,
+            Verdict::Blocked { .. } => VerdictKind::Blocked,
             Verdict::Error { .. } => VerdictKind::Error,
         }
     }
 
-    /// Returns `"pass"`, `"fail"` or `"error"`.
+    /// Returns `"pass"`, `"fail"`, `"blocked"` or `"error"`.
     pub fn label(&self) -> &'static str {
         self.kind().label()
     }
 
-    /// Returns what a fail or error verdict says after its label (`<verifier>: <saw>`, or
-    /// the error), `None` for a pass.
+    /// Returns what a fail, blocked or error verdict says after its label (`<verifier>:
+    /// <saw>`, or what stopped the run), `None` for a pass.
     pub fn reason(&self) -> Option<String> {
         match self {
             Verdict::Pass => None,
             Verdict::Fail { verifier, saw } => Some(format!("{verifier}: {saw}")),
-            Verdict::Error { reason } => Some(reason.clone()),
+            Verdict::Blocked { reason, .. } | Verdict::Error { reason } => Some(reason.clone()),
         }
     }
 
@@ -126,6 +142,7 @@ impl fmt::Display for Verdict {
         match self {
             Verdict::Pass => f.write_str("pass"),
             Verdict::Fail { verifier, saw } => write!(f, "fail: {verifier}: {saw}"),
+            Verdict::Blocked { reason, .. } => write!(f, "blocked: {reason}"),
             Verdict::Error { reason } => write!(f, "error: {reason}"),
         }
     }

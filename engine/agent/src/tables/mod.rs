@@ -19,7 +19,7 @@ mod verify;
 
 use std::path::Path;
 
-use simtape::scenario::decoder::{Decoder, PathField};
+use simtape::scenario::decoder::{Capability, Decoder, PathField};
 use simtape::scenario::{Extension, Listed, Tables};
 use simtape_mcp::actor::McpActor;
 
@@ -46,6 +46,8 @@ pub(crate) struct EvalTables {
     files: Vec<PathField>,
     /// The MCP actors the runs start from, in the order of `spec.mcp`, once opened.
     pub(crate) servers: Vec<McpActor>,
+    /// The capabilities the caller supplies without a table (`--process-wasi`: `[process]`).
+    pub(crate) supplied: Vec<Capability>,
 }
 
 impl Extension for EvalTables {
@@ -55,6 +57,10 @@ impl Extension for EvalTables {
 
     fn fault_tables(&self) -> &[Listed] {
         &FAULT_TABLES
+    }
+
+    fn supplied(&self) -> &[Capability] {
+        &self.supplied
     }
 
     fn runs_without_tasks(&self, tables: &Tables<'_>) -> bool {

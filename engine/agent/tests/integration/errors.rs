@@ -1,6 +1,7 @@
-//! What stops a run: ERROR verdicts name it, and no verifier runs.
+//! What stops a run: ERROR verdicts name it (BLOCKED ones when a policy stopped it), and no
+//! verifier's word counts.
 
-use simtape_agent::{Check, TextMatch, ToolSource};
+use simtape_agent::{Check, FsState, TextMatch, ToolSource};
 use simtape_agent::{EvalFailure, Verdict};
 
 use crate::common::{agent, eval, footer_verdict, run, scenario, verify};
@@ -32,8 +33,9 @@ fn an_unmatched_model_call_is_an_error() {
 }
 
 #[test]
-fn an_fs_escape_is_an_error() {
-    // Goal: a tool call that leaves the overlay root stops the run, naming the call.
+fn an_fs_escape_is_blocked() {
+    // Goal: a tool call that leaves the overlay root stops the run, naming the call; a policy
+    // stopped it, so the verdict is blocked (on the tape's footer too), not error.
     let scenario = eval(
         scenario("escape.jsonl", ""),
         Some(agent(vec![ToolSource::Fs])),
@@ -47,8 +49,10 @@ fn an_fs_escape_is_an_error() {
     assert_eq!(report.failure.as_ref().unwrap().kind(), "fs_escape");
     assert_eq!(
         report.verdict.to_string(),
-        "error: tool call call_1_0 (read_file): path \"../outside.txt\" escapes the overlay root"
+        "blocked: tool call call_1_0 (read_file): path \"../outside.txt\" escapes the overlay root"
     );
+    assert!(matches!(&report.verdict, Verdict::Blocked { policy, .. } if policy == "fs_escape"));
+    assert_eq!(footer_verdict(&report), report.verdict.to_string());
     let transcript = report.transcript.unwrap();
     assert_eq!(transcript.end, None, "the agent never ended");
     assert_eq!(transcript.turns[0].tool_calls[0].name, "read_file");
@@ -87,4 +91,50 @@ fn a_limit_is_an_error_with_the_transcript_so_far() {
     assert_eq!(report.verdict.label(), "error");
     assert_eq!(report.transcript.as_ref().unwrap().turns.len(), 1);
     assert_eq!(footer_verdict(&report), report.verdict.to_string());
+}
+
+#[test]
+fn an_fs_verifier_that_meets_an_escape_is_blocked() {
+    // Goal: a verifier cannot look outside the io boundary either: the run is blocked, where
+    // it used to FAIL as if the path were merely wrong.
+    let check = Check::Fs {
+        path: "../outside.txt".into(),
+        state: FsState::Absent,
+        content: TextMatch::default(),
+    };
+    let scenario = eval(
+        scenario("answer.jsonl", ""),
+        Some(agent(vec![])),
+        vec![verify("outside", 1, check)],
+    );
+    let report = run(&scenario, 0);
+    assert_eq!(report.failure.as_ref().unwrap().kind(), "fs_escape");
+    assert_eq!(
+        report.verdict.to_string(),
+        "blocked: verifier \"outside\": path \"../outside.txt\" escapes the overlay root"
+    );
+}
+
+#[test]
+fn a_gate_whose_program_is_hermetic_is_blocked() {
+    // Goal: a gate needs a program that `[process]` leaves out: the tool is disabled, the gate
+    // cannot say pass or fail, and the run is blocked (`tool_disabled`), not failed.
+    let gate = Check::Gate {
+        program: "cargo".into(),
+        args: vec!["test".into()],
+        exit_code: 0,
+    };
+    let scenario = eval(
+        scenario("answer.jsonl", "[process]\ndefault = \"hermetic\"\n"),
+        Some(agent(vec![])),
+        vec![verify("tests pass", 1, gate)],
+    );
+    let report = run(&scenario, 0);
+    assert_eq!(report.verdict.label(), "blocked");
+    let Verdict::Blocked { policy, reason } = &report.verdict else {
+        panic!("expected blocked, got {}", report.verdict);
+    };
+    assert_eq!(policy, "tool_disabled");
+    assert!(reason.starts_with("verifier \"tests pass\": "), "{reason}");
+    assert!(report.verifiers.is_empty(), "no verifier's word counts");
 }

@@ -108,6 +108,10 @@ fn checks() -> Vec<VerifySpec> {
             "unchanged",
             fs("./src/lib.rs", FsState::Unchanged, none.clone()),
         ),
+        (
+            "unchanged, misspelt",
+            fs("src/lib.rs~", FsState::Unchanged, none.clone()),
+        ),
         ("answer", Check::Answer(text(None, Some("done"), None))),
         (
             "answer fails",
@@ -124,6 +128,7 @@ fn checks() -> Vec<VerifySpec> {
             tool_called("list_dir", Some(json!({"path": "src"})), true),
         ),
         ("never listed", tool_called("list_dir", None, false)),
+        ("never ran", tool_called("run", None, false)),
         ("tests pass", gate(&["test"], 0)),
         ("lint clean", gate(&["lint"], 0)),
         (
@@ -183,6 +188,11 @@ fn every_verifier_kind_holds_or_fails_with_what_it_saw() {
         ("absent", true, "found absent"),
         ("exists", false, "expected exists, found absent"),
         ("unchanged", true, "found unchanged"),
+        (
+            "unchanged, misspelt",
+            false,
+            "expected unchanged, found absent (the path exists neither before nor after the run)",
+        ),
         ("answer", false, "no final answer (ended: max_turns)"),
         ("answer fails", false, "no final answer (ended: max_turns)"),
         ("never read", true, "found no call"),
@@ -194,6 +204,11 @@ fn every_verifier_kind_holds_or_fails_with_what_it_saw() {
             "expected a call with arguments {\"path\":\"src\"}, found 1 call(s), none matching (first arguments {\"path\":\".\"})",
         ),
         ("never listed", false, "expected no call, found 1 (first arguments {\"path\":\".\"})"),
+        (
+            "never ran",
+            false,
+            "no tool named \"run\" is offered to the agent (tools: read_file, write_file, append_file, edit_file, list_dir, delete_file, rename, make_dir)",
+        ),
         ("tests pass", true, "exit code 0"),
         ("lint clean", false, "expected exit code 0, found 2 (stderr \"lint: 3 warnings\")"),
         ("count", true, "found 3"),

@@ -9,6 +9,7 @@
 //! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
 
 pub(crate) mod files;
+pub(crate) mod golden;
 pub(crate) mod inputs;
 pub(crate) mod record;
 pub(crate) mod render;
@@ -84,12 +85,13 @@ pub(crate) fn refuse_recording(
 }
 
 /// Returns how a run with `verdict` ends the command: pass is success, fail a finding, error
-/// a run error.
+/// a run error, blocked its own ending.
 pub(crate) fn verdict_outcome(verdict: &Verdict) -> Outcome {
     match verdict {
         Verdict::Pass => Outcome::Success,
         Verdict::Fail { .. } => Outcome::Finding,
         Verdict::Error { .. } => Outcome::RunError,
+        Verdict::Blocked { .. } => Outcome::Blocked,
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) fn deliver(
     format: Option<ReportFormat>,
     report_out: Option<&Path>,
 ) -> CliResult {
-    let summary = summary_text(report);
+    let summary = summary_text(report, format.is_some() || report_out.is_some());
     match (format, report_out) {
         (None, None) => print!("{summary}"),
         (Some(format), None) => {

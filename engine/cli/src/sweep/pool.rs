@@ -97,6 +97,7 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     };
     let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
+    result.retries = report.transcript.as_ref().map(|t| t.retries);
     if result.verdict == VerdictKind::Pass {
         if let Some(path) = &path {
             let _ = std::fs::remove_file(path);
@@ -176,6 +177,7 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
     result.harness = report.harness;
+    result.retries = report.transcript.as_ref().map(|t| t.retries);
     if result.verdict == VerdictKind::Pass {
         return result;
     }

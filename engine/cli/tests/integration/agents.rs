@@ -6,11 +6,11 @@
 //! the standard library alone; Claude Code runs `scenarios/claude-code-fix-test.toml`.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+
 use std::time::{Duration, Instant};
 
 use crate::clients::{claude, codex, opencode};
-use crate::common::{repo, scratch, simtape};
+use crate::common::{repo, scratch, simtape, text};
 
 /// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
 /// it asks the model once (its process id in the request: per-process noise that the
@@ -98,14 +98,6 @@ exit_code = 0
     let path = dir.join("notes.toml");
     std::fs::write(&path, toml).unwrap();
     path
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]

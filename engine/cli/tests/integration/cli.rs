@@ -1,6 +1,7 @@
 //! The `simtape` command line, end to end: real processes, real files, exit codes.
 
 use crate::common;
+use crate::common::text;
 
 use common::{load_json, repo, simtape};
 
@@ -9,14 +10,6 @@ use std::process::{Command, Output};
 
 fn scenario(name: &str) -> PathBuf {
     repo().join("scenarios").join(name)
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn run_ok(command: &mut Command) -> Output {
@@ -344,6 +337,7 @@ fn help_documents_exit_codes() {
         "1  a finding",
         "2  bad usage",
         "3  the simulated run ended in error",
+        "4  a policy blocked the run",
     ] {
         assert!(help.contains(code), "missing {code:?} in:\n{help}");
     }
@@ -683,4 +677,218 @@ fn output_into_a_closed_pipe_ends_quietly() {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(output.status.signal(), Some(13), "{:?}", output.status);
     }
+}
+
+#[test]
+fn a_run_a_policy_stopped_is_blocked_with_its_own_exit_code() {
+    // Goal: a gate whose program `[process]` leaves hermetic cannot run: the run is BLOCKED
+    // (exit 4, `tool_disabled`), in the text and the JSON, not FAIL or ERROR.
+    let dir = scratch("blocked");
+    let path = dir.join("blocked.toml");
+    std::fs::write(
+        &path,
+        "[scenario]\nname = \"blocked\"\n\n[process]\ndefault = \"hermetic\"\n\n\
+         [[task]]\nname = \"t\"\nsteps = [{ sleep = \"1ms\" }]\n\n\
+         [[verify]]\nkind = \"gate\"\nprogram = \"cargo\"\nargs = [\"test\"]\n",
+    )
+    .unwrap();
+    let output = simtape().arg("run").arg(&path).output().unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output));
+    assert!(
+        text(&output).contains("result: BLOCKED (tool_disabled) verifier \"gate cargo test\": "),
+        "{}",
+        text(&output)
+    );
+    let output = simtape()
+        .arg("run")
+        .arg(&path)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["verdict"], "blocked");
+    assert_eq!(json["error"]["kind"], "tool_disabled");
+}
+
+#[test]
+fn json_output_is_one_document_on_stdout() {
+    // Goal: `run --json` and `check --json` print pure JSON on stdout (a reader like jq takes
+    // it whole); the seed line goes to stderr; a bad scenario's problems are JSON too, exit 2.
+    let output = simtape()
+        .arg("run")
+        .arg(scenario("hello.toml"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let seed = run["seed"].as_u64().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with(&format!("seed={seed}\n")), "{stderr}");
+    let output = run_ok(
+        simtape()
+            .arg("check")
+            .arg(scenario("hello.toml"))
+            .arg("--json"),
+    );
+    let check: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (&check["ok"], &check["scenario"]),
+        (&true.into(), &"hello".into())
+    );
+    let dir = scratch("check-json");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[scenario]\nname = \"bad\"\nseeds = \"x\"\n").unwrap();
+    let output = simtape()
+        .arg("check")
+        .arg(&bad)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let check: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(check["ok"], false);
+    let seeds = &check["problems"][1];
+    assert_eq!(
+        (&seeds["line"], &seeds["column"]),
+        (&3.into(), &9.into()),
+        "{check}"
+    );
+    assert_eq!(seeds["field"], "scenario.seeds");
+}
+
+#[test]
+fn the_run_example_in_docs_cli_md_is_what_run_prints() {
+    // Goal: docs/cli.md shows exactly what `simtape run` prints for overnight-backup (the
+    // tape's directory aside), fingerprint, bytes and hash included.
+    let dir = scratch("doc-run");
+    let tape = dir.join("run.tape");
+    let output = run_ok(
+        simtape()
+            .current_dir(repo())
+            .args(["run", "scenarios/overnight-backup.toml", "--tape"])
+            .arg(&tape),
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let shown = stdout.replace(&format!("{}/", dir.display()), "");
+    common::check_doc_block(
+        "docs/cli.md",
+        "the_run_example_in_docs_cli_md_is_what_run_prints",
+        &shown,
+    );
+}
+
+/// Returns the files under `dir` (recursively) whose name ends with `suffix`, skipping
+/// dependency and build directories.
+fn files_ending(dir: &Path, suffix: &str, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() && !["node_modules", "target", ".git"].contains(&name.as_str()) {
+            files_ending(&path, suffix, found);
+        } else if name.ends_with(suffix) {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn docs_cite_nothing_outside_the_repository_and_ci_means_true() {
+    // Goal: no doc sends a reader to a notes file or an issue number the repository does not
+    // hold; no test treats `CI=false` as CI (only `true` or `1` count).
+    let root = repo();
+    let mut docs = vec![root.join("README.md"), root.join("bench/README.md")];
+    files_ending(&root.join("docs"), ".md", &mut docs);
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        assert!(
+            !text.contains("shared/notes"),
+            "{} cites shared/notes",
+            doc.display()
+        );
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for pair in words.windows(2) {
+            let number = pair[1].trim_matches(|c: char| !c.is_ascii_digit());
+            let cites = pair[0].eq_ignore_ascii_case("issue") && !number.is_empty();
+            assert!(!cites, "{} cites `{} {}`", doc.display(), pair[0], pair[1]);
+        }
+    }
+    let mut sources = Vec::new();
+    files_ending(&root.join("engine"), ".rs", &mut sources);
+    files_ending(&root.join("bench"), ".rs", &mut sources);
+    let wanted = ["var_os(\"CI\")", ".is_some()"].concat();
+    for source in sources {
+        let text = std::fs::read_to_string(&source).unwrap();
+        assert!(
+            !text.contains(&wanted),
+            "{} treats any CI value as CI",
+            source.display()
+        );
+    }
+}
+
+#[test]
+fn the_complete_example_passes_as_its_header_says() {
+    // Goal: docs/scenario-format.md's complete example, run as a user would, PASSes at both
+    // seeds its header names (it used to FAIL with "no verifier ran").
+    let doc = std::fs::read_to_string(repo().join("docs/scenario-format.md")).unwrap();
+    let marker = "<!-- complete example -->\n```toml\n";
+    let start = doc.find(marker).unwrap() + marker.len();
+    let example = &doc[start..start + doc[start..].find("```").unwrap()];
+    assert!(
+        example.contains("Expected outcome: PASS at both seeds"),
+        "{example}"
+    );
+    let dir = scratch("complete-example");
+    let path = dir.join("review.toml");
+    std::fs::write(&path, example).unwrap();
+    for seed in ["1", "2"] {
+        let output = run_ok(simtape().arg("run").arg(&path).args(["--seed", seed]));
+        assert!(text(&output).contains("result: PASS"), "{}", text(&output));
+    }
+}
+
+#[test]
+fn the_readme_set_up_is_true() {
+    // Goal: the README says how to get `simtape` on PATH, builds the binary without wasmtime
+    // with the package and flag that do it, and records MCP servers without npx (which
+    // docs/mcp.md warns against).
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(readme.contains("cargo install --path engine/cli"));
+    assert!(readme.contains("-p simtape-cli --no-default-features"));
+    let cli = std::fs::read_to_string(repo().join("engine/cli/Cargo.toml")).unwrap();
+    assert!(cli.contains("name = \"simtape-cli\"") && cli.contains("default = [\"wasi\"]"));
+    let recorded: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("simtape mcp record"))
+        .collect();
+    assert!(
+        !recorded.is_empty() && recorded.iter().all(|l| !l.contains("npx")),
+        "{recorded:?}"
+    );
+}
+
+#[test]
+fn a_new_scenario_starts_blessed_and_its_help_names_one_default() {
+    // Goal: in the layout `simtape ci` checks, `simtape new` writes the new scenario's golden
+    // tapes, so the next `simtape ci` passes (it reported MISSING and exited 1); `new --help`
+    // states its default directory once.
+    let dir = scratch("new-blessed");
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::create_dir_all(dir.join("tapes")).unwrap();
+    let created = run_ok(simtape().current_dir(&dir).args(["new", "my-agent"]));
+    assert!(
+        text(&created).contains("wrote golden tape tapes/my-agent/seed-1.tape"),
+        "{}",
+        text(&created)
+    );
+    let ci = run_ok(simtape().current_dir(&dir).arg("ci"));
+    assert!(
+        text(&ci).contains("3 tape(s) match, 0 failed"),
+        "{}",
+        text(&ci)
+    );
+    let help = text(&run_ok(simtape().args(["new", "--help"])));
+    assert!(!help.contains("[default:"), "{help}");
+    assert_eq!(help.matches("default").count(), 1, "{help}");
 }

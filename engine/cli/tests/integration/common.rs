@@ -53,3 +53,31 @@ pub(crate) fn expect(command: &mut Command, code: i32, needle: &str) {
     assert_eq!(output.status.code(), Some(code), "{shown}");
     assert!(shown.contains(needle), "{needle:?} in {shown}");
 }
+
+/// Checks that the first fenced block after the line holding `anchor` in the doc `doc`
+/// (relative to the repository) is `actual`, so a doc's example output cannot go stale. With
+/// `SIMTAPE_BLESS_DOCS=1` it rewrites the block instead.
+pub(crate) fn check_doc_block(doc: &str, anchor: &str, actual: &str) {
+    let path = repo().join(doc);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text
+        .find(anchor)
+        .unwrap_or_else(|| panic!("{doc} has no {anchor:?}"));
+    let open = at
+        + text[at..]
+            .find("```")
+            .expect("a fenced block after the anchor");
+    let start = open + text[open..].find('\n').unwrap() + 1;
+    let end = start + text[start..].find("```").expect("the block ends");
+    if text[start..end] == *actual {
+        return;
+    }
+    if std::env::var("SIMTAPE_BLESS_DOCS").as_deref() == Ok("1") {
+        let updated = format!("{}{actual}{}", &text[..start], &text[end..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    panic!(
+        "{doc}: the example after {anchor:?} is stale (SIMTAPE_BLESS_DOCS=1 rewrites it); now:\n{actual}"
+    );
+}

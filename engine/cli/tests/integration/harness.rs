@@ -2,17 +2,8 @@
 //! per invariant that fails when the harness, or the agent, breaks it.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use crate::common::{repo, scratch, simtape};
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use crate::common::{repo, scratch, simtape, text};
 
 /// Runs `scenario` at `seed` with a tape at `tape`; returns the exit code and the output.
 fn run(scenario: &Path, seed: u64, tape: &Path) -> (Option<i32>, String) {

@@ -7,6 +7,7 @@ mod common;
 
 mod agents;
 mod cli;
+mod evidence;
 mod harness;
 mod mcp;
 mod mcp_signals;

@@ -56,6 +56,9 @@ fn world_with_input(spec: &Path, seed: u64, dir: &Path, requests: &[Value]) -> (
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // docs/mcp-world.md: stderr gets `seed=N` first.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with(&format!("seed={seed}\n")), "{stderr}");
     let answers = String::from_utf8(output.stdout).unwrap();
     assert_eq!(
         answers.lines().count(),
@@ -63,6 +66,13 @@ fn world_with_input(spec: &Path, seed: u64, dir: &Path, requests: &[Value]) -> (
         "one answer per request"
     );
     (load(&state), load(&report))
+}
+
+/// A legacy-era `initialize` request.
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+           "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "t", "version": "1"}}})
 }
 
 fn tools_call(id: u64, name: &str, arguments: Value) -> Value {
@@ -176,8 +186,7 @@ fn collateral_damage_shows_in_the_report() {
     let dir = scratch("bank-damage");
     // Seed 3 draws no 503 for this transfer (pinned by the `goal_met` assertion below).
     let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        initialize(1),
         tools_call(2, "freeze_account", json!({"account": "acc-carol"})),
         tools_call(
             3,
@@ -192,6 +201,59 @@ fn collateral_damage_shows_in_the_report() {
     assert_eq!(
         report["collateral_damage"][0]["path"],
         "/accounts/acc-carol/frozen"
+    );
+}
+
+#[test]
+fn meddling_with_an_asserted_ticket_is_collateral_damage() {
+    // Goal: on the shipped ticket tracker, a session that does the task and then also assigns
+    // T-2 and closes it as wontfix FAILs: the goal's `exists` check on T-2 does not exempt
+    // the changes inside T-2.
+    let dir = scratch("ticket-meddling");
+    let requests = [
+        initialize(1),
+        tools_call(2, "assign_ticket", json!({"id": "T-1", "assignee": "ann"})),
+        tools_call(
+            3,
+            "comment_ticket",
+            json!({"id": "T-1", "text": "Fixed the 500."}),
+        ),
+        tools_call(
+            4,
+            "close_ticket",
+            json!({"id": "T-1", "resolution": "fixed"}),
+        ),
+        tools_call(
+            5,
+            "close_ticket",
+            json!({"id": "T-1", "resolution": "fixed"}),
+        ),
+        tools_call(6, "assign_ticket", json!({"id": "T-2", "assignee": "ann"})),
+        tools_call(
+            7,
+            "close_ticket",
+            json!({"id": "T-2", "resolution": "wontfix"}),
+        ),
+    ];
+    let spec = world_spec("ticket-tracker.json");
+    let (state, report) = world_with_input(&spec, 7, &dir, &requests);
+    assert_eq!(state["tickets"]["T-2"]["resolution"], "wontfix");
+    assert_eq!(report["seed"], 7);
+    assert_eq!(report["goal_met"], true, "{report}");
+    assert_eq!(report["passed"], false, "{report}");
+    let damaged: Vec<&str> = report["collateral_damage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|change| change["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        damaged,
+        [
+            "/tickets/T-2/assignee",
+            "/tickets/T-2/resolution",
+            "/tickets/T-2/status"
+        ]
     );
 }
 

@@ -3,6 +3,7 @@
 //! the unsharded report).
 
 use crate::common;
+use crate::common::text;
 
 use common::{load_json, repo, scratch, simtape};
 
@@ -15,14 +16,6 @@ fn scenario(name: &str) -> PathBuf {
 
 fn output(command: &mut Command) -> Output {
     command.output().unwrap()
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// Returns a `simtape sweep` command over `scenarios` and `seeds`, run in `cwd`.
@@ -225,7 +218,8 @@ fn jobs_do_not_change_the_report_or_the_tapes() {
 
 #[test]
 fn merged_shards_equal_the_unsharded_report() {
-    // Goal: the reports of shards 0/2 and 1/2, merged, are the unsharded report byte for byte.
+    // Goal: the reports of shards 0/2 and 1/2, merged, are the unsharded report byte for byte;
+    // a doctored shard or a missing one is refused.
     let dir = scratch("sweep", "shards");
     let scenarios = ["random-delays.toml", "deadlock.toml"];
     let whole = output(sweep(&dir, &scenarios, "3..20").args(["--report-out", "whole.json"]));
@@ -254,6 +248,30 @@ fn merged_shards_equal_the_unsharded_report() {
     assert!(
         whole == merged,
         "the merged report differs from the unsharded one"
+    );
+    // A shard whose failing verdict was edited to pass (summary and all) is refused, named.
+    let mut doctored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("shard-1.json")).unwrap()).unwrap();
+    let failing = doctored["scenarios"][0]["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["verdict"] != "pass")
+        .expect("shard 1/2 has a failing seed");
+    failing["verdict"] = "pass".into();
+    failing["reason"] = serde_json::Value::Null;
+    std::fs::write(dir.join("doctored.json"), doctored.to_string()).unwrap();
+    let refused = output(simtape().current_dir(&dir).args([
+        "report",
+        "merge",
+        "shard-0.json",
+        "doctored.json",
+    ]));
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("doctored.json: report 2: its results do not match its digest"),
+        "{}",
+        text(&refused)
     );
     let missing = output(
         simtape()
@@ -356,4 +374,66 @@ fn ctrl_c_writes_a_partial_report() {
     assert_eq!(report["partial"], true);
     let runs = report["scenarios"][0]["summary"]["runs"].as_u64().unwrap();
     assert!(runs < 5_000_000, "{runs}");
+}
+
+#[test]
+fn a_sweep_leaves_no_empty_directory_and_promises_no_report_it_did_not_write() {
+    // Goal: a scenario with no failing seed leaves nothing under --out; one with more failing
+    // seeds than the summary shows points to --report-out when no report was asked for, and
+    // to the report when one was.
+    let dir = scratch("sweep", "tidy");
+    let run = output(
+        sweep(&dir, &["random-delays.toml", "deadlock.toml"], "0..25").args(["--out", "out"]),
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    assert!(
+        !dir.join("out/random-delays").exists(),
+        "an empty directory was left"
+    );
+    assert!(dir.join("out/deadlock/seed-0.tape").is_file());
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("… and 5 more (--report-out FILE writes a report that lists them all)"),
+        "{stdout}"
+    );
+    let reported =
+        output(sweep(&dir, &["deadlock.toml"], "0..25").args(["--report-out", "r.json"]));
+    assert!(
+        String::from_utf8_lossy(&reported.stdout)
+            .contains("… and 5 more (the report lists them all)"),
+        "{}",
+        text(&reported)
+    );
+}
+
+#[test]
+fn the_readme_main_job_shows_retries_and_a_failing_seed() {
+    // Goal: the sweep the README's set-up runs shows what simtape is for: the agent's retries
+    // (the 429s it survived) on ticket-retry, and failing race-edit seeds with the command
+    // that reproduces each; the report keeps each seed's retries.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(readme.contains(
+        "sweep scenarios/ticket-retry.toml scenarios/race-edit.toml --seeds 0..1000 --out out/sweep"
+    ));
+    let dir = scratch("sweep", "main-job");
+    let scenarios = ["ticket-retry.toml", "race-edit.toml"];
+    let run =
+        output(sweep(&dir, &scenarios, "0..8").args(["--out", "out", "--report-out", "r.json"]));
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let retries = stdout
+        .lines()
+        .filter(|l| l.contains("agent retries (faults met and survived):"))
+        .nth(1)
+        .expect("a retries line for ticket-retry");
+    assert!(!retries.contains(": 0 in"), "{stdout}");
+    assert!(stdout.contains("(verifier): simtape run "), "{stdout}");
+    let report = load_json(&dir.join("r.json"));
+    let ticket = &report["scenarios"][1];
+    assert_eq!(ticket["name"], "ticket-retry");
+    assert!(
+        ticket["results"][0]["retries"].as_u64().unwrap() >= 1,
+        "{ticket}"
+    );
+    assert!(ticket["summary"]["retries"]["total"].as_u64().unwrap() >= 8);
 }

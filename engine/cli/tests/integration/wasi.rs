@@ -2,19 +2,11 @@
 //! module at its field, and `run --process-wasi DIR`.
 
 use crate::common;
+use crate::common::text;
 
 use common::{repo, scratch, simtape};
 
 use std::path::PathBuf;
-use std::process::Output;
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 fn guests() -> PathBuf {
     repo().join("scenarios/data/wasi")
@@ -96,4 +88,36 @@ fn process_wasi_runs_uncovered_programs_as_guests() {
         serde_json::from_str(stdout.trim_start_matches(|c| c != '{')).unwrap();
     let reproduce = summary["reproduce"].as_str().unwrap();
     assert!(reproduce.contains(" --process-wasi "), "{reproduce}");
+}
+
+#[test]
+fn process_wasi_needs_no_process_table() {
+    // Goal: as docs/cli.md says, `--process-wasi DIR` gives a scenario without `[process]` its
+    // programs as WASI guests (a `run` step and a gate); without the flag the same file is
+    // refused at the step, naming the table.
+    let dir = scratch("cli-wasi", "no-process-table");
+    let path = dir.join("guest.toml");
+    std::fs::write(
+        &path,
+        "[scenario]\nname = \"guest\"\n\n[[task]]\nname = \"t\"\n\
+         steps = [{ run = \"sleeper\", log = \"slept\" }]\n\n\
+         [[verify]]\nkind = \"gate\"\nprogram = \"sleeper\"\n",
+    )
+    .unwrap();
+    let output = simtape()
+        .arg("run")
+        .arg(&path)
+        .arg("--process-wasi")
+        .arg(guests())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("result: PASS"), "{}", text(&output));
+    let refused = simtape().arg("run").arg(&path).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused).contains("step `run` needs a [process] table"),
+        "{}",
+        text(&refused)
+    );
 }

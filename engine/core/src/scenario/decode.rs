@@ -38,6 +38,8 @@ pub struct Decoder {
     pub(crate) channels: Vec<(Role, Use)>,
     /// The capability tables the file has (even when their contents are bad).
     pub(crate) tables: Vec<Capability>,
+    /// The capabilities the caller supplies without a table ([`Extension::supplied`]).
+    pub(crate) supplied: Vec<Capability>,
     /// The steps that use a capability, named by their kind.
     pub(crate) capability_uses: Vec<(Capability, Use)>,
     /// The files an extension opened, as the scenario names them (its inputs).
@@ -52,16 +54,20 @@ impl Decoder {
         self.inputs.push(written.to_string());
     }
 
-    /// Returns whether the file has the capability's table (even when its contents are bad).
+    /// Returns whether the file has the capability's table (even when its contents are bad),
+    /// or the caller supplies the capability without one.
     pub fn has_table(&self, capability: Capability) -> bool {
-        self.tables.contains(&capability)
+        self.tables.contains(&capability) || self.supplied.contains(&capability)
     }
 }
 
 /// Decodes a document tree; `source` is its text, `extension` decodes the tables the core
 /// does not own.
 pub(crate) fn decode(root: &Node, source: &str, extension: &mut dyn Extension) -> Decoder {
-    let mut decoded = Decoder::default();
+    let mut decoded = Decoder {
+        supplied: extension.supplied().to_vec(),
+        ..Decoder::default()
+    };
     decoded.spec = document(&mut decoded, root, source, extension);
     decoded
 }

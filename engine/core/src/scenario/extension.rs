@@ -13,6 +13,7 @@ use std::path::Path;
 
 use super::decode::Decoder;
 use super::fields::Field;
+use super::schema::Capability;
 
 /// A table an extension adds to the format, and the table it is listed after in messages
 /// (`unknown key, expected one of the tables …`), so the list reads in the format's order.
@@ -27,6 +28,13 @@ pub trait Extension {
     /// The `[faults]` rule arrays the extension decodes (`mcp` for `[[faults.mcp]]`), each
     /// with the array it is listed after.
     fn fault_tables(&self) -> &[Listed] {
+        &[]
+    }
+
+    /// The capabilities the caller supplies without their table in the file (`simtape run
+    /// --process-wasi DIR` supplies `[process]`): what needs one is not refused for the
+    /// table's absence.
+    fn supplied(&self) -> &[Capability] {
         &[]
     }
 

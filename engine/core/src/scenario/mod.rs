@@ -289,6 +289,12 @@ impl Scenario {
         Some(base.join(&fs.root.path))
     }
 
+    /// Returns the network policy (`[network]`), `None` when the scenario has none (then no
+    /// connection can be made at all).
+    pub fn network(&self) -> Option<&crate::cap::net::Network> {
+        self.spec.network.as_ref()
+    }
+
     /// Returns whether the scenario has a filesystem overlay (`[fs]`), so has an fs diff.
     pub fn has_fs(&self) -> bool {
         self.spec.fs.is_some()

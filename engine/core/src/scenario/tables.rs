@@ -247,8 +247,11 @@ fn program_modes(
 
 /// A scenario's process mode: `hermetic` (`None`), `replay`, `record`, `real` or `wasi`.
 fn process_mode(decoded: &mut Decoder, field: &Field<'_>) -> Option<Option<ProcessMode>> {
-    const WHAT: &str = "a process mode `hermetic`, `replay`, `record`, `real` or `wasi`";
-    match decoded.string(field, WHAT)? {
+    let what = format!(
+        "a process mode `hermetic`, {}",
+        crate::cap::process::scenario_modes()
+    );
+    match decoded.string(field, &what)? {
         "hermetic" => Some(None),
         "replay" => Some(Some(ProcessMode::Replay)),
         // The program runs for real and is written to a process tape that `simtape run`
@@ -257,7 +260,7 @@ fn process_mode(decoded: &mut Decoder, field: &Field<'_>) -> Option<Option<Proce
         "real" => Some(Some(ProcessMode::Real)),
         "wasi" => Some(Some(ProcessMode::Wasi)),
         _ => {
-            decoded.expected(field, WHAT);
+            decoded.expected(field, &what);
             None
         }
     }

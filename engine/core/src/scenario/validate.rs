@@ -24,7 +24,7 @@ fn unconfigured_capabilities(decoded: &Decoder) -> Vec<Problem> {
     decoded
         .capability_uses
         .iter()
-        .filter(|(capability, _)| !decoded.tables.contains(capability))
+        .filter(|(capability, _)| !decoded.has_table(*capability))
         .map(|(capability, used)| Problem {
             span: used.span.clone(),
             field: used.field.clone(),

@@ -32,11 +32,12 @@ fn peers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
 }
 
-/// Returns whether `CI` is set, where a missing peer is a failure rather than a skip.
+/// Returns whether this is CI (`CI=true` or `CI=1`; `CI=false` is not), where a missing
+/// peer is a failure rather than a skip.
 #[allow(clippy::disallowed_methods)]
 fn running_under_ci() -> bool {
     // The test harness decides how to treat a missing peer; nothing reaches a simulation.
-    std::env::var_os("CI").is_some()
+    matches!(std::env::var("CI").as_deref(), Ok("true" | "1"))
 }
 
 /// Starts aimock on a free loopback port, or returns `None` (with a skip notice) when it is

@@ -360,7 +360,7 @@ fn hermetic_mode_refuses_uncovered_programs() {
     );
     assert_eq!(
         report.output.1.to_string(),
-        r#"program "ls" is not covered: hermetic mode runs nothing; give it a mode (real, record or replay)"#
+        r#"program "ls" is not covered: hermetic mode runs nothing; give it a mode in [process] programs (`replay`, `record`, `real` or `wasi`), or run it as a WASI module with --process-wasi DIR"#
     );
     let no_tape = run(
         ProcessActor::hermetic().mode("git", ProcessMode::Replay),

@@ -12,14 +12,19 @@ use simtape::scenario::{
 use simtape::tape::{RecordKind, TapeReader};
 use simtape::{RunSummary, SimError};
 
-/// The eval tables (`[agent]`, `[[mcp]]`, `[[faults.mcp]]`, `[[verify]]`), which the
+/// The eval tables (`[agent]`, `[[mcp]]`, `[harness]`, `[[faults.mcp]]`, `[[verify]]`), which the
 /// `simtape-agent` crate decodes through the extension hook, left undecoded: these tests are
 /// about the core's part of a scenario, and the shipped scenarios are eval scenarios.
 struct EvalSkipped;
 
 impl Extension for EvalSkipped {
     fn tables(&self) -> &[Listed] {
-        &[("mcp", "process"), ("agent", "mcp"), ("verify", "faults")]
+        &[
+            ("mcp", "process"),
+            ("agent", "mcp"),
+            ("harness", "agent"),
+            ("verify", "faults"),
+        ]
     }
 
     fn fault_tables(&self) -> &[Listed] {
@@ -453,7 +458,7 @@ fn errors_name_line_column_and_field() {
         ),
         (
             format!("{head}[agnet]\nmodel = \"m\"\n{task}steps = [{{ sleep = \"1s\" }}]\n"),
-            vec!["s.toml:3:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`"],
+            vec!["s.toml:3:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `task`"],
         ),
         (
             "# nothing here\n".to_string(),
@@ -569,8 +574,11 @@ fn unreadable_and_non_utf8_files_are_errors() {
 
 #[test]
 fn the_reference_example_parses() {
-    // Goal: the complete example in docs/scenario-format.md is a valid scenario that runs.
-    let scenario = parse(&doc_example("complete example"));
+    // Goal: the complete example in docs/scenario-format.md is a valid scenario that runs;
+    // its `[[verify]]` is the eval harness's table (the CLI's tests run the whole example).
+    let example = doc_example("complete example");
+    let core = example.split("\n[[verify]]").next().unwrap();
+    let scenario = parse(core);
     run(&scenario, scenario.seeds()[0]).unwrap();
 }
 
@@ -692,7 +700,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
             "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`",
-            "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `faults`, `verify`, `task`",
+            "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `task`",
         ]
     );
 }
@@ -1077,6 +1085,6 @@ fn a_process_divergence_or_an_uncovered_program_ends_the_run() {
     let error = run(&parse_at(&uncovered, &path).unwrap(), 0).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "task \"a\" failed at step task[0].steps[0] (`run`): program \"echo\" is not covered: hermetic mode runs nothing; give it a mode (real, record or replay)"
+        "task \"a\" failed at step task[0].steps[0] (`run`): program \"echo\" is not covered: hermetic mode runs nothing; give it a mode in [process] programs (`replay`, `record`, `real` or `wasi`), or run it as a WASI module with --process-wasi DIR"
     );
 }

@@ -187,7 +187,8 @@ fn junit(report: &SweepReport) -> String {
         report.seeds,
         report.runs(),
         count(VerdictKind::Fail),
-        count(VerdictKind::Error)
+        // JUnit knows no blocked: a run a policy stopped is an <error> of its policy's type.
+        count(VerdictKind::Error) + count(VerdictKind::Blocked)
     );
     for scenario in &report.scenarios {
         junit_suite(&mut out, scenario);
@@ -210,7 +211,8 @@ fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
         xml_escape(&scenario.name),
         scenario.results.len(),
         count(VerdictKind::Fail),
-        count(VerdictKind::Error)
+        // JUnit knows no blocked: a run a policy stopped is an <error> of its policy's type.
+        count(VerdictKind::Error) + count(VerdictKind::Blocked)
     );
     for result in &scenario.results {
         let _ = write!(
@@ -269,8 +271,9 @@ fn xml_escape(text: &str) -> String {
 }
 
 /// Renders the summary for people: per scenario the counts, pass@k and pass^k, failures by
-/// reason, and the failing seeds with their replay commands.
-pub fn summary_text(report: &SweepReport) -> String {
+/// reason, and the failing seeds with their replay commands; `reported` says whether a
+/// report goes out beside it (which lists every failing seed the summary leaves out).
+pub fn summary_text(report: &SweepReport, reported: bool) -> String {
     let mut out = String::new();
     let shard = report
         .shard
@@ -289,12 +292,12 @@ pub fn summary_text(report: &SweepReport) -> String {
         }
     );
     for scenario in &report.scenarios {
-        scenario_text(&mut out, scenario);
+        scenario_text(&mut out, scenario, reported);
     }
     out
 }
 
-fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
+fn scenario_text(out: &mut String, scenario: &ScenarioResults, reported: bool) {
     let summary = &scenario.summary;
     let rate = match (&summary.pass_rate, summary.pass_rate_value) {
         (Some(exact), Some(value)) => format!("pass rate {exact} = {value:.4}"),
@@ -311,6 +314,13 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
             let (at, hat) = row.cells();
             let _ = writeln!(out, "  {:>6}  {at:<28}  {hat}", row.k);
         }
+    }
+    if let Some(retries) = summary.retries {
+        let _ = writeln!(
+            out,
+            "  agent retries (faults met and survived): {} in {} of {} run(s), at most {} in one",
+            retries.total, retries.runs, summary.runs, retries.max
+        );
     }
     if let Some(harness) = &summary.harness {
         harness_text(out, harness, summary.runs);
@@ -342,9 +352,13 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults) {
         out.push('\n');
     }
     if failing.len() > FAILING_SEEDS_SHOWN_MAX {
+        let whole = match reported {
+            true => "the report lists them all",
+            false => "--report-out FILE writes a report that lists them all",
+        };
         let _ = writeln!(
             out,
-            "    … and {} more (the report lists them all)",
+            "    … and {} more ({whole})",
             failing.len() - FAILING_SEEDS_SHOWN_MAX
         );
     }

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 pub use formats::{render, summary_text, write_report, ReportFormat, ReportWriteError};
 pub use report::{
-    merge, FailureGroup, MergeError, Reason, ScenarioResults, ScenarioSummary, SeedResult,
-    SweepReport, FORMAT,
+    merge, FailureGroup, MergeError, Reason, RetryTotals, ScenarioResults, ScenarioSummary,
+    SeedResult, SweepReport, FORMAT,
 };
 
 /// At most this many runs (scenarios × seeds of the shard) in one sweep: every run keeps a

@@ -13,6 +13,10 @@ use crate::{Verdict, VerdictKind};
 /// The report's format tag; a reader refuses any other.
 pub const FORMAT: &str = "simtape-sweep/1";
 
+/// The version of the engine that ran the seeds (the workspace shares one version), so the
+/// shards of a sweep run by different engines never merge.
+pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The k the summary estimates pass@k and pass^k for (plus n itself), when k ≤ n.
 const K_VALUES: [u64; 4] = [1, 2, 5, 10];
 
@@ -21,6 +25,10 @@ const K_VALUES: [u64; 4] = [1, 2, 5, 10];
 pub struct SweepReport {
     /// Always [`FORMAT`].
     pub format: String,
+    /// The engine that ran the seeds ([`ENGINE_VERSION`]); empty in a report written before
+    /// reports carried it.
+    #[serde(default)]
+    pub engine: String,
     /// The seed range the sweep was asked for (all shards share it).
     pub seeds: SeedRange,
     /// The shard this report covers; `None` for the whole range.
@@ -29,6 +37,30 @@ pub struct SweepReport {
     pub partial: bool,
     /// One entry per scenario, sorted by name.
     pub scenarios: Vec<ScenarioResults>,
+    /// The hex SHA-256 over everything above but the summaries (which the results decide):
+    /// a report edited by hand no longer matches it, and `merge` refuses it. Empty in a
+    /// report written before reports carried it.
+    #[serde(default)]
+    pub digest: String,
+}
+
+/// What a report's digest covers, borrowed from it in one fixed field order.
+#[derive(Serialize)]
+struct Digested<'a> {
+    format: &'a str,
+    engine: &'a str,
+    seeds: SeedRange,
+    shard: Option<Shard>,
+    partial: bool,
+    scenarios: Vec<DigestedScenario<'a>>,
+}
+
+#[derive(Serialize)]
+struct DigestedScenario<'a> {
+    name: &'a str,
+    path: &'a str,
+    sha256: &'a str,
+    results: &'a [SeedResult],
 }
 
 /// Every seed of one scenario, and their summary.
@@ -82,6 +114,10 @@ pub struct SeedResult {
     /// How a `[harness]` run went; left out of the report for other runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<crate::harness::HarnessOutcome>,
+    /// How many calls the agent retried after an error (a model's 429 or 5xx, an MCP error
+    /// it may retry): the faults it met and survived; `None` without an agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
 }
 
 impl SeedResult {
@@ -102,6 +138,7 @@ impl SeedResult {
         let kind = match verdict {
             Verdict::Pass => None,
             Verdict::Fail { .. } => Some("verifier"),
+            Verdict::Blocked { policy, .. } => Some(policy.as_str()),
             Verdict::Error { .. } => Some(failure_kind.unwrap_or("error")),
         };
         let reason = kind.zip(verdict.reason()).map(|(kind, message)| Reason {
@@ -117,6 +154,7 @@ impl SeedResult {
             tape: None,
             replay: None,
             harness: None,
+            retries: None,
         }
     }
 }
@@ -141,6 +179,32 @@ pub struct ScenarioSummary {
     /// `[harness]` scenario; left out of the report for others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<crate::harness::HarnessSummary>,
+    /// The agent's retries over the runs, when the scenario has an agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<RetryTotals>,
+}
+
+/// The agent's retries over the runs of a scenario: the faults it met and retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryTotals {
+    /// Retries over every run.
+    pub total: u64,
+    /// The runs with at least one retry.
+    pub runs: u64,
+    /// The most retries of one run.
+    pub max: u32,
+}
+
+impl RetryTotals {
+    /// Sums the retries of `results`; `None` when no result counts them (no agent).
+    fn of(results: &[SeedResult]) -> Option<RetryTotals> {
+        let counted: Vec<u32> = results.iter().filter_map(|r| r.retries).collect();
+        (!counted.is_empty()).then(|| RetryTotals {
+            total: counted.iter().map(|&n| u64::from(n)).sum(),
+            runs: counted.iter().filter(|&&n| n > 0).count() as u64,
+            max: counted.iter().copied().max().unwrap_or(0),
+        })
+    }
 }
 
 /// The failing seeds that share a reason.
@@ -177,6 +241,7 @@ impl ScenarioSummary {
                     .iter()
                     .filter_map(|r| r.harness.as_ref().map(|h| (r.seed, h))),
             ),
+            retries: RetryTotals::of(results),
         }
     }
 }
@@ -242,11 +307,45 @@ impl SweepReport {
         );
         SweepReport {
             format: FORMAT.to_string(),
+            engine: ENGINE_VERSION.to_string(),
             seeds,
             shard,
             partial,
             scenarios,
+            digest: String::new(),
         }
+        .sealed()
+    }
+
+    /// Returns the report with its digest set.
+    fn sealed(mut self) -> SweepReport {
+        self.digest = self.content_digest();
+        self
+    }
+
+    /// Returns the digest of what the report holds now (see [`SweepReport::digest`]). The
+    /// summaries are left out: they are derived from the results, and their decimals need
+    /// not read back bit for bit.
+    pub fn content_digest(&self) -> String {
+        let digested = Digested {
+            format: &self.format,
+            engine: &self.engine,
+            seeds: self.seeds,
+            shard: self.shard,
+            partial: self.partial,
+            scenarios: self
+                .scenarios
+                .iter()
+                .map(|s| DigestedScenario {
+                    name: &s.name,
+                    path: &s.path,
+                    sha256: &s.sha256,
+                    results: &s.results,
+                })
+                .collect(),
+        };
+        let bytes = serde_json::to_vec(&digested).expect("a report serializes");
+        simtape::tape::sha256_hex(&bytes)
     }
 
     /// Returns whether every seed that ran passed.
@@ -302,6 +401,28 @@ pub enum MergeError {
         /// The shard.
         shard: Shard,
     },
+    /// A report of another engine version.
+    #[error("report {report}: run by engine {found:?}, report 1 by {expected:?}")]
+    OtherEngine {
+        /// Which report.
+        report: usize,
+        /// Its engine version.
+        found: String,
+        /// The first report's.
+        expected: String,
+    },
+    /// A report whose content does not match its digest: edited after it was written (a
+    /// verdict changed by hand, a seed removed), or written without one.
+    #[error("report {report}: {}", match digest.is_empty() {
+        true => "it carries no digest (written by an older simtape?); run its shard again".to_string(),
+        false => format!("its results do not match its digest {digest} (edited after it was written?); run its shard again"),
+    })]
+    Doctored {
+        /// Which report.
+        report: usize,
+        /// The digest it carries.
+        digest: String,
+    },
     /// A report of other scenarios (names, paths or digests).
     #[error("report {report}: its scenarios differ from report 1's")]
     OtherScenarios {
@@ -344,6 +465,19 @@ pub fn merge(reports: Vec<SweepReport>) -> Result<SweepReport, MergeError> {
                 found: report.format.clone(),
             });
         }
+        if report.digest.is_empty() || report.digest != report.content_digest() {
+            return Err(MergeError::Doctored {
+                report: number,
+                digest: report.digest.clone(),
+            });
+        }
+        if report.engine != first.engine {
+            return Err(MergeError::OtherEngine {
+                report: number,
+                found: report.engine.clone(),
+                expected: first.engine.clone(),
+            });
+        }
         if report.seeds != seeds || shard.count != count {
             return Err(MergeError::OtherSweep {
                 report: number,
@@ -377,11 +511,29 @@ pub fn merge(reports: Vec<SweepReport>) -> Result<SweepReport, MergeError> {
     }
     Ok(SweepReport {
         format: FORMAT.to_string(),
+        engine: first.engine.clone(),
         seeds,
         shard: None,
         partial,
         scenarios,
-    })
+        digest: String::new(),
+    }
+    .sealed())
+}
+
+impl MergeError {
+    /// Returns the 1-based position of the report the error is about, if it is about one.
+    pub fn report(&self) -> Option<usize> {
+        match self {
+            MergeError::Format { report, .. }
+            | MergeError::OtherSweep { report, .. }
+            | MergeError::Duplicate { report, .. }
+            | MergeError::OtherEngine { report, .. }
+            | MergeError::Doctored { report, .. }
+            | MergeError::OtherScenarios { report } => Some(*report),
+            MergeError::Empty | MergeError::TooManyShards | MergeError::Missing { .. } => None,
+        }
+    }
 }
 
 fn same_scenarios(a: &[ScenarioResults], b: &[ScenarioResults]) -> bool {
@@ -412,6 +564,7 @@ mod tests {
             tape: None,
             replay: None,
             harness: None,
+            retries: Some(seed as u32 % 3),
         }
     }
 
@@ -427,6 +580,54 @@ mod tests {
         assert_eq!(summary.failures.len(), 1);
         assert_eq!(summary.failures[0].message, "deadlock at t=1ms");
         assert_eq!(summary.failures[0].seeds, [1, 3]);
+        let retries = summary.retries.unwrap();
+        assert_eq!((retries.total, retries.runs, retries.max), (3, 2, 2));
         assert_eq!(ScenarioSummary::of(&[]).pass_rate, None);
+    }
+
+    fn shard(index: u64, seeds: &[u64]) -> SweepReport {
+        let results = seeds.iter().map(|&s| result(s, s % 2 == 0)).collect();
+        let scenario = ScenarioResults::new("a".into(), "a.toml".into(), "ab12".into(), results);
+        let seeds_range = SeedRange { start: 0, end: 4 };
+        SweepReport::new(
+            seeds_range,
+            Some(Shard { index, count: 2 }),
+            false,
+            vec![scenario],
+        )
+    }
+
+    #[test]
+    fn merge_refuses_a_report_edited_after_it_was_written() {
+        // Goal: a shard whose verdict was edited by hand (summary recomputed or not), or that
+        // carries no digest, is refused and named; untouched shards merge, and the merged
+        // report carries its own digest.
+        let (zero, one) = (shard(0, &[0, 2]), shard(1, &[1, 3]));
+        let merged = merge(vec![zero.clone(), one.clone()]).unwrap();
+        assert_eq!(merged.digest, merged.content_digest());
+        assert_eq!(merged.engine, ENGINE_VERSION);
+        let mut doctored = one.clone();
+        let seed = &mut doctored.scenarios[0].results[0];
+        (seed.verdict, seed.reason) = (VerdictKind::Pass, None);
+        doctored.scenarios[0].summary = ScenarioSummary::of(&doctored.scenarios[0].results);
+        let error = merge(vec![zero.clone(), doctored]).unwrap_err();
+        assert_eq!(error.report(), Some(2));
+        assert!(error
+            .to_string()
+            .starts_with("report 2: its results do not match its digest"));
+        let mut unsigned = one.clone();
+        unsigned.digest.clear();
+        let error = merge(vec![unsigned, zero.clone()]).unwrap_err();
+        assert!(
+            error.to_string().contains("report 1: it carries no digest"),
+            "{error}"
+        );
+        let mut newer = one;
+        newer.engine = "9.9.9".into();
+        let error = merge(vec![zero, newer.sealed()]).unwrap_err();
+        assert!(
+            matches!(error, MergeError::OtherEngine { report: 2, .. }),
+            "{error}"
+        );
     }
 }

@@ -2,10 +2,14 @@
 //!
 //! * Each goal assertion is checked at its JSON pointer (`equals`, `exists`, `absent`).
 //! * Collateral damage is every leaf path whose value differs between the initial and the
-//!   final state and that no goal assertion path and no `allow` pattern covers. Leaves are
-//!   scalars and empty containers; an added or removed subtree counts leaf by leaf, so
-//!   allowing `/tickets/T-9` allows creating that whole ticket. Paths are listed in document
-//!   order (object keys sorted), so reports compare byte for byte.
+//!   final state and that nothing the goal pins or allows covers. Leaves are scalars and
+//!   empty containers; an added or removed subtree counts leaf by leaf, so allowing
+//!   `/tickets/T-9` allows creating that whole ticket. Paths are listed in document order
+//!   (object keys sorted), so reports compare byte for byte.
+//! * An assertion exempts only what it asserts: `equals` its path's subtree (whose final value
+//!   it fixes), `absent` the removal of its subtree; `exists` exempts nothing, since it says
+//!   nothing about the value there. Assertion paths are exact pointers (a `*` token in one is
+//!   a key named `*`); only `allow` entries are patterns.
 //!
 //! A state passes when every assertion holds and there is no collateral damage.
 
@@ -80,19 +84,27 @@ pub fn score(goal: &GoalSpec, initial: &Value, final_state: &Value) -> Scored {
         .collect();
     let mut changed = Vec::new();
     diff("", Some(initial), Some(final_state), &mut changed);
-    // Assertion paths and allow patterns cover their subtrees; a pointer that does not split
-    // (the spec loader rejects those) covers nothing, as in `pattern_covers`.
-    let covering: Vec<Vec<String>> = goal
+    // A pointer that does not split (the spec loader rejects those) covers nothing, as in
+    // `pattern_covers`.
+    let pinned: Vec<(Vec<String>, Pin)> = goal
         .assertions
         .iter()
-        .map(|a| a.path.as_str())
-        .chain(goal.allow.iter().map(String::as_str))
+        .filter_map(|a| Some((tokens(&a.path).ok()?, Pin::of(a)?)))
+        .collect();
+    let allowed: Vec<Vec<String>> = goal
+        .allow
+        .iter()
         .filter_map(|pattern| tokens(pattern).ok())
         .collect();
     let collateral_damage: Vec<Change> = changed
         .into_iter()
         .filter(|change| match tokens(&change.path) {
-            Ok(path) => !covering.iter().any(|p| tokens_cover(p, &path)),
+            Ok(path) => {
+                let pins = pinned
+                    .iter()
+                    .any(|(at, pin)| path.starts_with(at) && pin.exempts(change));
+                !pins && !allowed.iter().any(|p| tokens_cover(p, &path))
+            }
             Err(_) => true,
         })
         .collect();
@@ -102,6 +114,36 @@ pub fn score(goal: &GoalSpec, initial: &Value, final_state: &Value) -> Scored {
         goal_met,
         assertions,
         collateral_damage,
+    }
+}
+
+/// What an assertion fixes below its path, and so may exempt from the damage check.
+#[derive(Debug, Clone, Copy)]
+enum Pin {
+    /// `equals`: every leaf below holds the asserted value.
+    Value,
+    /// `absent`: every leaf below is gone.
+    Removal,
+}
+
+impl Pin {
+    /// `None` for `exists`: it fixes no value, so it exempts nothing.
+    fn of(assertion: &Assertion) -> Option<Pin> {
+        match (&assertion.equals, assertion.absent) {
+            (Some(_), _) => Some(Pin::Value),
+            (None, Some(true)) => Some(Pin::Removal),
+            _ => None,
+        }
+    }
+
+    /// Whether this pin accounts for `change`, a leaf at or below the asserted path. A value
+    /// pin accounts for any change there (a wrong value fails the assertion itself); a
+    /// removal pin only for leaves that went away.
+    fn exempts(self, change: &Change) -> bool {
+        match self {
+            Pin::Value => true,
+            Pin::Removal => change.after.is_none(),
+        }
     }
 }
 
@@ -186,5 +228,32 @@ mod tests {
         assert!(!scored.passed && !scored.goal_met);
         assert_eq!(scored.failed_paths(), vec!["/t/a/s", "/t/gone", "/t/b/s"]);
         assert_eq!(scored.collateral_damage[0].after, None);
+    }
+
+    #[test]
+    fn an_assertion_exempts_only_what_it_asserts() {
+        // Goal: `exists` on a ticket does not hide changes inside it (the task done, then T-2
+        // assigned and closed as wontfix FAILs naming T-2's fields); `equals` and `absent`
+        // exempt what they fix; a `*` in an assertion path is a key, not a wildcard.
+        let goal: GoalSpec = serde_json::from_value(json!({
+            "assertions": [{"path": "/t/T-1/s", "equals": "closed"},
+                           {"path": "/t/T-2", "exists": true},
+                           {"path": "/t/T-3", "absent": true},
+                           {"path": "/t/*", "absent": true}]}))
+        .unwrap();
+        let initial = json!({"t": {"T-1": {"s": "open"}, "T-2": {"s": "open", "who": null},
+                                   "T-3": {"s": "open"}, "T-4": {"s": "open"}}});
+        let done = json!({"t": {"T-1": {"s": "closed"}, "T-2": {"s": "open", "who": null},
+                                "T-4": {"s": "open"}}});
+        assert!(score(&goal, &initial, &done).passed);
+        let mut meddled = done.clone();
+        meddled["t"]["T-2"] = json!({"s": "closed", "who": "ann", "resolution": "wontfix"});
+        meddled["t"]["T-4"]["s"] = json!("closed");
+        let scored = score(&goal, &initial, &meddled);
+        assert!(scored.goal_met && !scored.passed, "{scored:?}");
+        assert_eq!(
+            scored.failed_paths(),
+            ["/t/T-2/resolution", "/t/T-2/s", "/t/T-2/who", "/t/T-4/s"]
+        );
     }
 }

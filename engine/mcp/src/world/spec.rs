@@ -521,4 +521,28 @@ mod example_tests {
             "an assertion without a check is rejected"
         );
     }
+
+    #[test]
+    fn the_docs_example_world_loads_and_scores_meddling_as_damage() {
+        // Goal: the full example in docs/mcp-world.md is a valid spec, and its goal FAILs a
+        // state where T-1 is done and T-2 was also closed (its `exists` check exempts nothing).
+        let text = std::fs::read_to_string(repo("docs/mcp-world.md")).unwrap();
+        let example = text
+            .split("A full example")
+            .nth(1)
+            .and_then(|rest| rest.split("```json\n").nth(1))
+            .and_then(|block| block.split("\n```").next())
+            .expect("docs/mcp-world.md keeps its full example");
+        let world = World::parse(example, Path::new("docs/mcp-world.md")).unwrap();
+        let initial = &world.spec.initial_state;
+        let mut done = initial.clone();
+        done["tickets"]["T-1"]["status"] = "closed".into();
+        done["tickets"]["T-1"]["resolution"] = "fixed".into();
+        let goal = &world.spec.goal;
+        assert!(crate::world::score::score(goal, initial, &done).passed);
+        let mut meddled = done.clone();
+        meddled["tickets"]["T-2"]["status"] = "closed".into();
+        let scored = crate::world::score::score(goal, initial, &meddled);
+        assert_eq!(scored.failed_paths(), ["/tickets/T-2/status"]);
+    }
 }

@@ -4,13 +4,30 @@ use serde::Serialize;
 
 use super::tape::ProcessTapeError;
 
+/// The modes a scenario file's `[process]` can give a program besides `hermetic`: the
+/// scenario decoder accepts these, and the not-covered error suggests them.
+pub const SCENARIO_MODES: [&str; 4] = ["replay", "record", "real", "wasi"];
+
+/// Returns [`SCENARIO_MODES`] for a message: `` `replay`, `real` or `wasi` ``.
+pub fn scenario_modes() -> String {
+    let quoted: Vec<String> = SCENARIO_MODES.iter().map(|m| format!("`{m}`")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// Why a process call failed. Each variant says whether the run can go on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessError {
     /// The program has no mode and the actor is hermetic. Fatal for the call: give the
-    /// program a mode (real, record or replay).
-    #[error("program {program:?} is not covered: hermetic mode runs nothing; give it a mode (real, record or replay)")]
+    /// program a mode, or run its WASI module (`--process-wasi`).
+    #[error(
+        "program {program:?} is not covered: hermetic mode runs nothing; give it a mode in [process] programs ({}), or run it as a WASI module with --process-wasi DIR",
+        scenario_modes()
+    )]
     NotCovered {
         /// The program.
         program: String,

@@ -44,7 +44,7 @@ pub use actor::{
     Command, Output, ProcessActor, ProcessHandle, ProcessMode, ProcessReply, ProcessRequest,
     Truncation, PROCESS_TIMEOUT_DEFAULT_MS,
 };
-pub use error::ProcessError;
+pub use error::{scenario_modes, ProcessError, SCENARIO_MODES};
 pub use normalize::Normalizer;
 pub use replay::UnusedEntry;
 pub use tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry};

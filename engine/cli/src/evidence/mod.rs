@@ -1,12 +1,16 @@
 //! `simtape run --evidence DIR`: everything a reviewer needs to trust (or reproduce) one run,
-//! in one directory: the tape, the fs diff, the verdict, the replay command, and a manifest
-//! with the SHA-256 of every artifact.
+//! in one directory: the tape, the fs diff, the verdict, the replay script, a manifest with
+//! the SHA-256 of every artifact, and the run-and-test contract's files ([`contract`]).
 
-use std::path::{Path, PathBuf};
+mod contract;
+
+use std::path::{Component, Path, PathBuf};
 
 use simtape::tape::sha256_hex;
 use simtape_agent::{EvalReport, EvalScenario};
 use simtape_eval::run_json::{to_json_pretty, ArtifactJson, EvidenceManifest, EvidenceVerdict};
+
+pub(crate) use contract::Before;
 
 use crate::common::shell::command_line;
 use crate::exit::CliError;
@@ -27,6 +31,8 @@ pub(crate) struct RunEvidence<'a> {
     pub(crate) report: &'a EvalReport,
     pub(crate) tape: &'a Path,
     pub(crate) reproduce: &'a str,
+    /// The gates on the base tree ([`base_tree_gates`]).
+    pub(crate) before: &'a Before,
 }
 
 /// Writes the evidence directory and returns the manifest's path.
@@ -56,18 +62,70 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
         transcript: run.report.transcript.as_ref(),
     };
     artifacts.push(put(dir, VERDICT_FILE, to_json_pretty(&verdict).as_bytes())?);
+    // Paths from the evidence directory, which the script enters first: it replays from
+    // anywhere, and nothing in it is absolute.
     let replay = command_line(&[
         "simtape",
         "replay",
-        &run.tape.display().to_string(),
+        &relative_from(dir, run.tape).display().to_string(),
         "--scenario",
-        &run.scenario_path.display().to_string(),
+        &relative_from(dir, run.scenario_path).display().to_string(),
     ]);
-    let script =
-        format!("#!/bin/sh\n# Replays this run; the new tape must be byte-identical.\n{replay}\n");
+    let script = format!(
+        "#!/bin/sh\n# Replays this run; the new tape must be byte-identical. Runs from any directory.\n\
+         cd \"$(dirname \"$0\")\" || exit 2\n{replay}\n"
+    );
     artifacts.push(put(dir, REPLAY_FILE, script.as_bytes())?);
     let manifest = manifest_json(run, &artifacts)?;
-    put(dir, MANIFEST_FILE, manifest.as_bytes())
+    let manifest = put(dir, MANIFEST_FILE, manifest.as_bytes())?;
+    artifacts.push(manifest.clone());
+    contract::write(dir, run, &artifacts, &replay, run.before)?;
+    Ok(manifest)
+}
+
+/// Runs the gates of `eval` on its base tree, for the evidence's `failing_before`: when they
+/// run in an agent program's working directory, the scenario runs once more at `seed` with
+/// `true` standing in for the agent, so they run on an unchanged copy of the `[fs]` root.
+/// Gates inside the simulation (a process replay, a WASI guest) have only their final run.
+pub(crate) fn base_tree_gates(eval: &EvalScenario, seed: u64) -> Before {
+    if !contract::gates_run_outside(eval) {
+        return Err(
+            "not run: the gate runs inside the simulation, where only the final tree's run exists"
+                .to_string(),
+        );
+    }
+    let Some(noop) = on_path("true") else {
+        return Err("not run: no `true` program on PATH to stand in for the agent".to_string());
+    };
+    let mut builder = eval.builder(seed);
+    crate::common::run_eval(eval, &mut builder, Some(&noop), None)
+        .map(|report| report.gates)
+        .map_err(|error| format!("not run: {error}"))
+}
+
+/// Returns the first `name` on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Returns `target` as seen from the directory `dir` (`../scenarios/x.toml`); `target` as
+/// given when either cannot be resolved.
+fn relative_from(dir: &Path, target: &Path) -> PathBuf {
+    let (Ok(dir), Ok(full)) = (dir.canonicalize(), target.canonicalize()) else {
+        return target.to_path_buf();
+    };
+    let shared = dir
+        .components()
+        .zip(full.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let up = dir.components().skip(shared).map(|_| Component::ParentDir);
+    let mut relative: PathBuf = up.collect();
+    relative.extend(full.components().skip(shared));
+    relative
 }
 
 fn manifest_json(run: &RunEvidence<'_>, artifacts: &[PathBuf]) -> Result<String, CliError> {

@@ -1,0 +1,439 @@
+//! The run-and-test evidence contract of `simtape run --evidence DIR`, as data: the gate
+//! commands and how to replay them (`GATES.json`), the run's plan (`evidence/plan.json`),
+//! what the gates and verifiers gave (`evidence/tests.json`), the SHA-256 of every artifact
+//! (`evidence/artifacts.json`), and the normalizer of `evidence/run_log.txt`.
+//!
+//! Every path in these documents is relative (to the scenario file's directory, or to the
+//! evidence directory), every list is in a stable order, and the log carries no wall-clock
+//! time, duration, process id or absolute path, so two runs of one seed give the same bytes.
+//! Render them with [`crate::run_json::to_json_pretty`].
+
+use serde::Serialize;
+
+use crate::run_json::ArtifactJson;
+use crate::{Verdict, VerdictKind, VerifierResult};
+
+/// The format tag of `GATES.json`.
+pub const GATES_FORMAT: &str = "simtape-gates/1";
+/// The format tag of `evidence/plan.json`.
+pub const PLAN_FORMAT: &str = "simtape-plan/1";
+/// The format tag of `evidence/tests.json`.
+pub const TESTS_FORMAT: &str = "simtape-tests/1";
+/// The format tag of `evidence/artifacts.json`.
+pub const ARTIFACTS_FORMAT: &str = "simtape-artifacts/1";
+
+/// `GATES.json`: every gate command and how to replay the run that ran them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GatesJson {
+    /// Always [`GATES_FORMAT`].
+    pub format: &'static str,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// The `[fs]` root the run may touch, relative to the scenario file; `None` without one.
+    pub io_boundary: Option<String>,
+    /// Whether the network policy allows no connection at all.
+    pub offline: bool,
+    /// The gates, in file order.
+    pub commands: Vec<GateCommand>,
+    /// The command that replays the run (gates included), from the evidence directory.
+    pub replay: String,
+}
+
+/// One gate command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GateCommand {
+    /// The verifier's name.
+    pub name: String,
+    /// The exact argv: the program, then its arguments.
+    pub argv: Vec<String>,
+    /// Where it runs: the io boundary's directory (an agent program's gates run in a copy of
+    /// it), or `process` (inside the simulation, through `[process]`).
+    pub cwd: String,
+    /// The exit code the gate expects.
+    pub expect_exit: i32,
+}
+
+/// `evidence/plan.json`: the run's manifest, as planned before it ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanJson {
+    /// Always [`PLAN_FORMAT`].
+    pub format: &'static str,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// The gates' argvs, in file order.
+    pub gate_commands: Vec<Vec<String>>,
+    /// What the run may touch.
+    pub io_boundary: IoBoundary,
+    /// What it may dial.
+    pub network: NetworkPlan,
+    /// What environment it sees.
+    pub env_policy: EnvPolicy,
+    /// Its bounds.
+    pub timeout_caps: TimeoutCaps,
+    /// The evidence files, sorted.
+    pub artifact_paths: Vec<String>,
+}
+
+/// The io boundary of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IoBoundary {
+    /// The `[fs]` root, relative to the scenario file; `None`: no file access at all.
+    pub root: Option<String>,
+    /// How writes land: `overlay` (in memory, the root never written), `scratch copy` (an
+    /// agent program works in a copy of the root), or `none`.
+    pub writes: &'static str,
+}
+
+/// The network policy of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetworkPlan {
+    /// No rule allows anything: every connection is denied.
+    pub offline: bool,
+    /// The allow rules, in order (deny by default).
+    pub allow: Vec<String>,
+}
+
+/// What environment a run sees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EnvPolicy {
+    /// The simulation reads no environment variable: always `none`.
+    pub simulation: &'static str,
+    /// The variables an agent program gets on top of simtape's own (names only, sorted: the
+    /// values may be secrets); `None` without an agent program.
+    pub agent_program_sets: Option<Vec<String>>,
+}
+
+/// The bounds of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimeoutCaps {
+    /// Virtual time at most, in nanoseconds.
+    pub virtual_time_max_ns: u64,
+    /// Timer events at most.
+    pub events_max: u64,
+    /// Tape bytes at most.
+    pub tape_bytes_max: u64,
+    /// An agent program's wall-clock timeout, in milliseconds.
+    pub agent_timeout_ms: Option<u64>,
+    /// Each of an agent program's gates' wall-clock timeout, in milliseconds.
+    pub gate_timeout_ms: Option<u64>,
+}
+
+/// `evidence/tests.json`: what every gate and verifier gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TestsJson {
+    /// Always [`TESTS_FORMAT`].
+    pub format: &'static str,
+    /// The run's verdict.
+    pub verdict: VerdictKind,
+    /// What a verdict other than pass says.
+    pub reason: Option<String>,
+    /// How many verifiers ran: a pass needs at least one.
+    pub executed_verifiers: usize,
+    /// The gates, in file order.
+    pub gates: Vec<GateTest>,
+    /// Every verifier's result, in file order.
+    pub verifiers: Vec<VerifierResult>,
+}
+
+impl TestsJson {
+    /// Returns the tests document of a run with `verdict` and `verifiers`.
+    ///
+    /// Panics on a pass without an executed verifier: [`Verdict::of`] never gives one, and
+    /// evidence that claimed it would be a lie.
+    pub fn new(verdict: &Verdict, verifiers: &[VerifierResult], gates: Vec<GateTest>) -> Self {
+        assert!(
+            verdict.kind() != VerdictKind::Pass || !verifiers.is_empty(),
+            "no tests, no pass"
+        );
+        TestsJson {
+            format: TESTS_FORMAT,
+            verdict: verdict.kind(),
+            reason: verdict.reason(),
+            executed_verifiers: verifiers.len(),
+            gates,
+            verifiers: verifiers.to_vec(),
+        }
+    }
+}
+
+/// One gate: what it ran, and how it went on the base tree and on the final one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GateTest {
+    /// The verifier's name.
+    pub name: String,
+    /// The exact argv.
+    pub argv: Vec<String>,
+    /// The exit code it expects.
+    pub expect_exit: i32,
+    /// Its exit code on the final tree; `None` when it did not run or a signal ended it.
+    pub exit_code: Option<i32>,
+    /// Why it did not run on the final tree, when it did not.
+    pub error: Option<String>,
+    /// Whether it gave the expected exit code on the final tree.
+    pub passing_after: Option<bool>,
+    /// Its exit code on the base tree, run before the agent's changes.
+    pub before_exit_code: Option<i32>,
+    /// Whether it did not give the expected exit code on the base tree; `None` when it
+    /// was not run there (`before` says why).
+    pub failing_before: Option<bool>,
+    /// Why it was not run on the base tree, when it was not.
+    pub before: Option<String>,
+}
+
+/// One run of a gate: its exit code, or why it did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateExit {
+    /// The exit code, when it ended with one.
+    pub code: Option<i32>,
+    /// Why it did not run.
+    pub error: Option<String>,
+}
+
+impl GateTest {
+    /// Returns a gate's test: `after` on the final tree (`None`: it never ran), `before` on
+    /// the base tree or why it was not run there.
+    pub fn new(
+        command: &GateCommand,
+        after: Option<&GateExit>,
+        before: Result<&GateExit, String>,
+    ) -> GateTest {
+        let expect = command.expect_exit;
+        let (before_exit_code, failing_before, before) = match before {
+            Ok(run) if run.error.is_none() => (run.code, Some(run.code != Some(expect)), None),
+            Ok(run) => (None, None, run.error.clone()),
+            Err(why) => (None, None, Some(why)),
+        };
+        GateTest {
+            name: command.name.clone(),
+            argv: command.argv.clone(),
+            expect_exit: expect,
+            exit_code: after.and_then(|run| run.code),
+            error: after.map_or(
+                Some("it did not run: the run stopped first".into()),
+                |run| run.error.clone(),
+            ),
+            passing_after: after
+                .filter(|run| run.error.is_none())
+                .map(|run| run.code == Some(expect)),
+            before_exit_code,
+            failing_before,
+            before,
+        }
+    }
+}
+
+/// `evidence/artifacts.json`: every artifact with its size and SHA-256, sorted by path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArtifactsJson {
+    /// Always [`ARTIFACTS_FORMAT`].
+    pub format: &'static str,
+    /// The artifacts, sorted by their path inside the evidence directory.
+    pub artifacts: Vec<ArtifactJson>,
+}
+
+impl ArtifactsJson {
+    /// Returns the document of `artifacts`, sorted by path.
+    pub fn new(mut artifacts: Vec<ArtifactJson>) -> ArtifactsJson {
+        artifacts.sort_by(|a, b| a.file.cmp(&b.file));
+        ArtifactsJson {
+            format: ARTIFACTS_FORMAT,
+            artifacts,
+        }
+    }
+}
+
+/// What a normalized log shows instead of a field that changes from run to run.
+const TIME: &str = "<time>";
+const DURATION: &str = "<duration>";
+const PID: &str = "<pid>";
+const PATH: &str = "<path>";
+
+/// Returns `text` with what differs between runs taken out: the places in `places` (an
+/// absolute path and the name to show instead, longest first), then any other absolute path,
+/// wall-clock times and dates, durations and process ids, word by word.
+///
+/// ```
+/// use simtape_eval::evidence::normalize_log;
+/// let raw = "2026-11-25T08:30:24Z pid 4242 wrote /work/x/out.txt in 1.5s";
+/// let places = [("/work/x".to_string(), "<scenario>".to_string())];
+/// assert_eq!(normalize_log(raw, &places), "<time> pid <pid> wrote <scenario>/out.txt in <duration>\n");
+/// ```
+pub fn normalize_log(text: &str, places: &[(String, String)]) -> String {
+    // The root alone would turn every path into a place.
+    let mut places: Vec<&(String, String)> =
+        places.iter().filter(|(path, _)| path.len() > 1).collect();
+    places.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut line = line.to_string();
+        for (path, name) in &places {
+            line = line.replace(path.as_str(), name);
+        }
+        let mut previous = "";
+        let words: Vec<String> = line
+            .split(' ')
+            .map(|word| {
+                let scrubbed = scrub_word(word, previous);
+                previous = word;
+                scrubbed
+            })
+            .collect();
+        out.push_str(&words.join(" "));
+        out.push('\n');
+    }
+    out
+}
+
+/// Returns the words of `text` that [`normalize_log`] would change: empty for a log that
+/// is normalized ("no unscrubbed nondeterministic fields").
+pub fn unscrubbed(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let mut previous = "";
+        for word in line.split(' ') {
+            if scrub_word(word, previous) != word {
+                found.push(word.to_string());
+            }
+            previous = word;
+        }
+    }
+    found
+}
+
+/// One word, scrubbed; `previous` is the word before it (`pid 42`). Quotes and brackets
+/// around the word stay.
+fn scrub_word(word: &str, previous: &str) -> String {
+    let core = word.trim_matches(|c: char| "\"'()[]{},;".contains(c));
+    match scrub(core, previous) {
+        Some(replacement) => word.replacen(core, &replacement, 1),
+        None => word.to_string(),
+    }
+}
+
+/// What `core` becomes, when it is a field that differs between runs.
+fn scrub(core: &str, previous: &str) -> Option<String> {
+    if is_pid_label(previous) && is_number(core) {
+        return Some(PID.to_string());
+    }
+    if let Some((label, value)) = core.split_once(['=', ':']) {
+        if is_pid_label(label) && is_number(value) {
+            let separator = &core[label.len()..=label.len()];
+            return Some(format!("{label}{separator}{PID}"));
+        }
+    }
+    // A place already named (`<scenario>/out.txt`) does not start with `/`: it stays.
+    let kind = if core.starts_with('/') && core.len() > 1 {
+        PATH
+    } else if is_timestamp(core) {
+        TIME
+    } else if is_duration(core) {
+        DURATION
+    } else {
+        return None;
+    };
+    Some(kind.to_string())
+}
+
+fn is_pid_label(word: &str) -> bool {
+    word.eq_ignore_ascii_case("pid")
+}
+
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `2026-11-25`, `08:30:24`, `2026-11-25T08:30:24.5Z` and the like.
+fn is_timestamp(text: &str) -> bool {
+    let digits = text.bytes().filter(u8::is_ascii_digit).count();
+    let separators = text.bytes().filter(|b| matches!(b, b'-' | b':')).count();
+    let allowed = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"-:.TZ+".contains(&b));
+    allowed && digits >= 6 && separators >= 2 && text.as_bytes()[0].is_ascii_digit()
+}
+
+/// `15ms`, `1.5s`, `200µs`, `3m`, `2h`: a number and a time unit.
+fn is_duration(text: &str) -> bool {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number_ok = number.bytes().any(|b| b.is_ascii_digit()) && !number.starts_with('.');
+    number_ok && ["ns", "us", "µs", "ms", "s", "m", "h"].contains(&unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_log_has_unscrubbed_fields_and_its_normal_form_has_none() {
+        // Goal: times, durations, process ids and absolute paths are each found in a raw log
+        // and replaced; words that only look alike (a version, a count, a relative path)
+        // stay.
+        let raw = "[2026-11-25T08:30:24.120Z] started (pid=4242) in /tmp/simtape-agent-1/work\n\
+                   took 12ms, then 1.5s; PID 77 exited\n\
+                   v1.2.3 wrote 3 files to src/lib.rs at 08:30:25";
+        let found = unscrubbed(raw);
+        assert_eq!(
+            found,
+            [
+                "[2026-11-25T08:30:24.120Z]",
+                "(pid=4242)",
+                "/tmp/simtape-agent-1/work",
+                "12ms,",
+                "1.5s;",
+                "77",
+                "08:30:25"
+            ]
+        );
+        let places = [("/tmp/simtape-agent-1".to_string(), "<work>".to_string())];
+        let normal = normalize_log(raw, &places);
+        assert_eq!(
+            normal,
+            "[<time>] started (pid=<pid>) in <work>/work\n\
+             took <duration>, then <duration>; PID <pid> exited\n\
+             v1.2.3 wrote 3 files to src/lib.rs at <time>\n"
+        );
+        assert!(unscrubbed(&normal).is_empty(), "{:?}", unscrubbed(&normal));
+    }
+
+    #[test]
+    fn a_gate_is_failing_before_and_passing_after() {
+        // Goal: the before and after runs of a gate become failing_before / passing_after;
+        // a gate not run on the base tree says why, with no verdict of its own.
+        let command = GateCommand {
+            name: "tests".into(),
+            argv: vec!["python3".into(), "-m".into(), "unittest".into()],
+            cwd: "work".into(),
+            expect_exit: 0,
+        };
+        let (failed, passed) = (
+            GateExit {
+                code: Some(1),
+                error: None,
+            },
+            GateExit {
+                code: Some(0),
+                error: None,
+            },
+        );
+        let test = GateTest::new(&command, Some(&passed), Ok(&failed));
+        assert_eq!(
+            (
+                test.failing_before,
+                test.passing_after,
+                test.before_exit_code
+            ),
+            (Some(true), Some(true), Some(1))
+        );
+        let unrun = GateTest::new(&command, None, Err("replayed".into()));
+        assert_eq!((unrun.failing_before, unrun.passing_after), (None, None));
+        assert_eq!(unrun.before.as_deref(), Some("replayed"));
+        assert!(unrun.error.is_some());
+    }
+}
