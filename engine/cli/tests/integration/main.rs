@@ -11,6 +11,8 @@ mod mcp;
 mod mcp_signals;
 mod mcp_world;
 mod serve_mcp;
+#[cfg(unix)]
+mod slurm;
 mod sweep;
 mod wasi;
 

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{load_json, repo, scratch, simtape};
+use common::{files, load_json, repo, scratch, simtape};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -34,25 +34,6 @@ fn sweep(cwd: &Path, scenarios: &[&str], seeds: &str) -> Command {
     }
     command.args(["--seeds", seeds]);
     command
-}
-
-/// Returns every file under `dir` with its bytes, sorted by path.
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(next) = pending.pop() {
-        for entry in std::fs::read_dir(&next).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                found.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes));
-            }
-        }
-    }
-    found.sort();
-    found
 }
 
 #[test]
@@ -356,4 +337,89 @@ fn ctrl_c_writes_a_partial_report() {
     assert_eq!(report["partial"], true);
     let runs = report["scenarios"][0]["summary"]["runs"].as_u64().unwrap();
     assert!(runs < 5_000_000, "{runs}");
+}
+
+/// The variables `--shard auto` reads, removed so the test's own environment cannot leak in.
+const SHARD_VARS: [&str; 7] = [
+    "SLURM_ARRAY_TASK_ID",
+    "JOB_COMPLETION_INDEX",
+    "CI_NODE_INDEX",
+    "CIRCLE_NODE_INDEX",
+    "BUILDKITE_PARALLEL_JOB",
+    "SIMTAPE_SHARD_INDEX",
+    "SIMTAPE_SHARD_COUNT",
+];
+
+fn sweep_auto(dir: &Path, env: &[(&str, &str)], shard: &str) -> Output {
+    let mut command = sweep(dir, &["random-delays.toml"], "0..12");
+    for var in SHARD_VARS {
+        command.env_remove(var);
+    }
+    command
+        .envs(env.iter().copied())
+        .args(["--shard", shard, "--report-out", "auto.json"]);
+    output(&mut command)
+}
+
+#[test]
+fn shard_auto_reads_the_scheduler_and_names_what_it_read() {
+    // Goal: `--shard auto` takes the shard of a Slurm array task and of a Kubernetes index
+    // (count from auto/N), records it in the report like --shard I/N, and says where from.
+    let dir = scratch("sweep", "shard-auto");
+    let slurm = sweep_auto(
+        &dir,
+        &[
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ],
+        "auto",
+    );
+    assert_eq!(slurm.status.code(), Some(0), "{}", text(&slurm));
+    assert!(
+        text(&slurm).contains(
+            "sweep: shard 1/3 from Slurm job array (SLURM_ARRAY_TASK_ID=1, SLURM_ARRAY_TASK_COUNT=3)"
+        ),
+        "{}",
+        text(&slurm)
+    );
+    let report = load_json(&dir.join("auto.json"));
+    assert_eq!(report["shard"], serde_json::json!({"index": 1, "count": 3}));
+    let k8s = sweep_auto(&dir, &[("JOB_COMPLETION_INDEX", "3")], "auto/4");
+    assert_eq!(k8s.status.code(), Some(0), "{}", text(&k8s));
+    let report = load_json(&dir.join("auto.json"));
+    assert_eq!(report["shard"], serde_json::json!({"index": 3, "count": 4}));
+}
+
+#[test]
+fn shard_auto_refuses_a_missing_or_ambiguous_environment() {
+    // Goal: no scheduler, two schedulers, or an index without a count is exit 2 naming the
+    // variables, before any seed runs.
+    let dir = scratch("sweep", "shard-auto-bad");
+    let none = sweep_auto(&dir, &[], "auto");
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+    assert!(
+        text(&none).contains("no scheduler environment found"),
+        "{}",
+        text(&none)
+    );
+    let two = sweep_auto(
+        &dir,
+        &[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ("CI_NODE_INDEX", "1"),
+            ("CI_NODE_TOTAL", "2"),
+        ],
+        "auto",
+    );
+    assert_eq!(two.status.code(), Some(2), "{}", text(&two));
+    assert!(text(&two).contains("CI_NODE_INDEX"), "{}", text(&two));
+    let no_count = sweep_auto(&dir, &[("JOB_COMPLETION_INDEX", "0")], "auto");
+    assert_eq!(no_count.status.code(), Some(2), "{}", text(&no_count));
+    assert!(
+        text(&no_count).contains("SIMTAPE_SHARD_COUNT"),
+        "{}",
+        text(&no_count)
+    );
+    assert!(!dir.join("auto.json").exists(), "no run started");
 }
