@@ -423,3 +423,129 @@ fn shard_auto_refuses_a_missing_or_ambiguous_environment() {
     );
     assert!(!dir.join("auto.json").exists(), "no run started");
 }
+
+/// Converts a parsed YAML document to JSON, for the schema check.
+fn yaml_to_json(yaml: &yaml_rust2::Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    use yaml_rust2::Yaml;
+    match yaml {
+        Yaml::String(text) => Value::String(text.clone()),
+        Yaml::Integer(n) => Value::from(*n),
+        Yaml::Real(text) => Value::from(text.parse::<f64>().unwrap()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Null => Value::Null,
+        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().expect("string keys").to_string(),
+                        yaml_to_json(v),
+                    )
+                })
+                .collect(),
+        ),
+        other => panic!("unexpected YAML node {other:?}"),
+    }
+}
+
+#[test]
+fn k8s_plan_is_a_valid_indexed_job_and_merge_job() {
+    // Goal: `sweep plan --k8s` writes two Jobs that pass the Job schema (tests/k8s/): an
+    // Indexed Job of N completions running `--shard auto` with the count in the environment,
+    // and a merge Job; a manifest the schema should refuse is refused (the check can fail).
+    let dir = scratch("sweep", "plan-k8s");
+    let run = output(simtape().current_dir(&dir).args([
+        "sweep",
+        "plan",
+        "--k8s",
+        "--image",
+        "registry.example/simtape:1",
+        "scenarios/race-edit.toml",
+        "--seeds",
+        "0..100",
+        "--shards",
+        "4",
+        "--out",
+        "sweep.yaml",
+    ]));
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let yaml = std::fs::read_to_string(dir.join("sweep.yaml")).unwrap();
+    let docs: Vec<serde_json::Value> = yaml_rust2::YamlLoader::load_from_str(&yaml)
+        .unwrap()
+        .iter()
+        .map(yaml_to_json)
+        .collect();
+    assert_eq!(docs.len(), 2, "{yaml}");
+    let schema = load_json(&repo().join("engine/cli/tests/k8s/job-batch-v1.schema.json"));
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for doc in &docs {
+        let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}\n{yaml}");
+    }
+    let shards = &docs[0]["spec"];
+    assert_eq!(shards["completionMode"], "Indexed");
+    assert_eq!(shards["completions"], 4);
+    let container = &shards["template"]["spec"]["containers"][0];
+    assert_eq!(container["env"][0]["name"], "SIMTAPE_SHARD_COUNT");
+    assert_eq!(container["env"][0]["value"], "4");
+    assert!(
+        container["args"][0]
+            .as_str()
+            .unwrap()
+            .contains("sweep scenarios/race-edit.toml --seeds 0..100 --shard auto"),
+        "{yaml}"
+    );
+    assert_eq!(docs[1]["metadata"]["name"], "simtape-sweep-merge");
+    let mut wrong = docs[0].clone();
+    wrong["spec"]["template"]["spec"]["restartPolicy"] = "Always".into();
+    wrong["spec"]["completion"] = 4.into();
+    assert_eq!(validator.iter_errors(&wrong).count(), 2);
+}
+
+#[test]
+fn plan_refuses_bad_arguments() {
+    // Goal: a plan that could not run is refused before anything is written (exit 2).
+    let dir = scratch("sweep", "plan-bad");
+    std::fs::copy(scenario("hello.toml"), dir.join("x.toml")).unwrap();
+    let good = output(simtape().current_dir(&dir).args([
+        "sweep", "plan", "--slurm", "--seeds", "0..4", "--shards", "2", "x.toml",
+    ]));
+    assert_eq!(good.status.code(), Some(0), "{}", text(&good));
+    let cases: [&[&str]; 5] = [
+        &["--slurm", "--seeds", "0..4", "--shards", "5", "x.toml"],
+        &[
+            "--slurm",
+            "--seeds",
+            "0..4",
+            "--shards",
+            "2",
+            "no-such.toml",
+        ],
+        &["--k8s", "--seeds", "0..4", "--shards", "2", "x.toml"],
+        &[
+            "--k8s",
+            "--image",
+            "i",
+            "--results",
+            "rel",
+            "--seeds",
+            "0..4",
+            "--shards",
+            "2",
+            "x.toml",
+        ],
+        &[
+            "--slurm", "--name", "Bad_Name", "--seeds", "0..4", "--shards", "2", "x.toml",
+        ],
+    ];
+    for args in cases {
+        let run = output(
+            simtape()
+                .current_dir(&dir)
+                .args(["sweep", "plan"])
+                .args(args),
+        );
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {}", text(&run));
+    }
+}
