@@ -76,6 +76,9 @@ pub(crate) enum CliError {
     /// World states that cannot be scored.
     #[error(transparent)]
     WorldEval(#[from] EvalError),
+    /// An input file that cannot be read whole: missing, a device, past its size cap.
+    #[error(transparent)]
+    InputFile(#[from] simtape::input::InputError),
     /// Shard reports that do not merge.
     #[error(transparent)]
     Merge(#[from] MergeError),
@@ -124,6 +127,7 @@ pub(crate) fn exit_code(result: &CliResult) -> u8 {
             | CliError::Write { .. }
             | CliError::Scenario(_)
             | CliError::Input(_)
+            | CliError::InputFile(_)
             | CliError::Oracle(_)
             | CliError::Mcp(_)
             | CliError::World(_)

@@ -165,10 +165,11 @@ impl Cassette {
 
     /// Reads and checks a cassette file.
     pub fn load(path: &Path) -> Result<Cassette, McpError> {
-        let bytes = std::fs::read(path).map_err(|source| McpError::CassetteIo {
-            path: path.into(),
-            source,
-        })?;
+        let bytes = simtape::input::read_input(path, simtape::limits::InputKind::McpCassette)
+            .map_err(|error| McpError::CassetteIo {
+                path: path.into(),
+                source: error.into_io(),
+            })?;
         let invalid = |reason: String| McpError::CassetteInvalid {
             path: path.into(),
             reason,

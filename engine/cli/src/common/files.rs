@@ -21,6 +21,14 @@ pub(crate) fn create_parent(path: &Path) -> Result<(), CliError> {
     }
 }
 
+/// Reads a whole input file of `kind` as text, within its size cap.
+pub(crate) fn read_input_text(
+    path: &Path,
+    kind: simtape::limits::InputKind,
+) -> Result<String, CliError> {
+    Ok(simtape::input::read_input_text(path, kind)?)
+}
+
 /// Reads a whole file.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(CliError::io(path))

@@ -48,3 +48,12 @@ pub(crate) fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     found.sort();
     found
 }
+
+/// Returns a finished command's standard output then standard error, as text.
+pub(crate) fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}

@@ -6,6 +6,8 @@ mod clients;
 mod common;
 
 mod agents;
+#[cfg(unix)]
+mod bad_inputs;
 mod cli;
 mod mcp;
 mod mcp_signals;

@@ -60,7 +60,6 @@ mod steps;
 mod tables;
 mod validate;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -74,12 +73,13 @@ pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 
 use crate::cap::fs::FsDiff;
 use crate::cap::llm::LlmActor;
-use crate::limits::Limits;
+use crate::input::InputProblem;
+use crate::limits::{InputKind, Limits};
 use crate::sim::{Builder, Host, RunError, Sim};
 use crate::summary::RunSummary;
 use crate::tape::ScenarioStamp;
 use resources::Resources;
-use schema::{Spec, SOURCE_BYTES_MAX};
+use schema::Spec;
 
 /// What an [`Extension`] decodes with: the decoder and its value decoders, the field types,
 /// and the shared pieces of the core's tables.
@@ -413,22 +413,15 @@ fn first(mut errors: Vec<ScenarioError>) -> ScenarioError {
     errors.swap_remove(0)
 }
 
-/// Reads a scenario file as UTF-8 text of at most [`SOURCE_BYTES_MAX`] bytes.
+/// Reads a scenario file as UTF-8 text of at most its cap ([`InputKind::Scenario`]).
 fn read_source(path: &Path) -> Result<String, ScenarioError> {
-    let unreadable = |error: std::io::Error| {
-        ScenarioError::whole_file(path, format!("cannot read the scenario file: {error}"))
-    };
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let mut bytes = Vec::new();
-    file.take(SOURCE_BYTES_MAX + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > SOURCE_BYTES_MAX {
-        let message = format!(
-            "expected a scenario file of at most {SOURCE_BYTES_MAX} bytes, found a larger one"
-        );
-        return Err(ScenarioError::whole_file(path, message));
-    }
+    let bytes = crate::input::read_input(path, InputKind::Scenario).map_err(|error| {
+        let message = match error.problem {
+            InputProblem::Io(error) => format!("cannot read the scenario file: {error}"),
+            other => other.to_string(),
+        };
+        ScenarioError::whole_file(path, message)
+    })?;
     String::from_utf8(bytes).map_err(|error| {
         let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         let prefix = std::str::from_utf8(valid).expect("the prefix up to valid_up_to is UTF-8");

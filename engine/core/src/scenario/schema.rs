@@ -15,8 +15,6 @@ pub(crate) const LABEL_LEN_MAX: usize = 128;
 /// The most times a task may repeat its steps. A loop of zero-latency steps pops no timer, so
 /// `events_max` would not stop it; this bound does.
 pub(crate) const REPEAT_MAX: i64 = 1_000_000;
-/// The largest scenario file `Scenario::load` reads.
-pub(crate) const SOURCE_BYTES_MAX: u64 = 4 << 20;
 /// Task names the engine already uses in tapes and deadlock reports.
 pub(crate) const TASK_NAMES_RESERVED: [&str; 2] = ["main", "engine"];
 

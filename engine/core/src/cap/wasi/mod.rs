@@ -147,13 +147,15 @@ pub(crate) async fn run_guest(
     bounds: WasmBounds,
     rng: RngStream,
 ) -> GuestRun {
-    let prepared = setup.module_path(&command.program).and_then(|path| {
-        let bytes = std::fs::read(&path).map_err(|e| ProcessError::WasmModuleMissing {
-            program: command.program.clone(),
-            path: format!("{}: {e}", path.to_string_lossy()),
-        })?;
-        setup.runtime.prepare(&command.program, &bytes)
-    });
+    let prepared =
+        setup.module_path(&command.program).and_then(|path| {
+            let bytes = crate::input::read_input(&path, crate::limits::InputKind::WasmModule)
+                .map_err(|e| ProcessError::WasmModuleMissing {
+                    program: command.program.clone(),
+                    path: e.to_string(),
+                })?;
+            setup.runtime.prepare(&command.program, &bytes)
+        });
     match prepared {
         Ok(pre) => run::run(pre, command, overlay, bounds, setup.ns_per_fuel, rng).await,
         Err(error) => GuestRun {

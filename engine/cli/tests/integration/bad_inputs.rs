@@ -1,0 +1,101 @@
+//! Bad input, as a tour of the command line found it: each case is a clear error naming the
+//! file, the field or the argument, exit 2, and never a panic, a hang or an out-of-memory kill.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::common::{output_text as text, repo, scratch, simtape};
+
+/// Runs `command` with stdin closed and returns its output.
+fn run(command: &mut Command) -> Output {
+    command.stdin(Stdio::null()).output().unwrap()
+}
+
+/// Asserts exit 2 and that the output contains every piece of `expected`.
+fn assert_usage(output: &Output, expected: &[&str]) {
+    let all = text(output);
+    assert_eq!(output.status.code(), Some(2), "{all}");
+    for piece in expected {
+        assert!(all.contains(piece), "expected {piece:?} in:\n{all}");
+    }
+    assert!(!all.contains("panicked"), "{all}");
+}
+
+/// Copies the race-edit scenario and its data into `dir`, returning the copy's path.
+fn race_edit_copy(dir: &Path) -> PathBuf {
+    let scenario = dir.join("race-edit.toml");
+    std::fs::copy(repo().join("scenarios/race-edit.toml"), &scenario).unwrap();
+    let data = dir.join("data/race");
+    std::fs::create_dir_all(data.join("worktree")).unwrap();
+    std::fs::copy(
+        repo().join("scenarios/data/race/worktree/config.toml"),
+        data.join("worktree/config.toml"),
+    )
+    .unwrap();
+    scenario
+}
+
+#[test]
+fn devices_are_refused_as_inputs_naming_the_file() {
+    // Goal: /dev/zero as a world spec, a cassette, a world state, or behind a fixture's link
+    // is refused at once (exit 2) naming the path, never read until the OOM killer ends it.
+    let dir = scratch("bad-inputs", "devices");
+    let world = run(simtape().args(["mcp", "world", "--spec", "/dev/zero"]));
+    assert_usage(
+        &world,
+        &[
+            "/dev/zero",
+            "world spec must be a file, not a character device",
+        ],
+    );
+    let replay = run(simtape().args(["mcp", "replay", "--cassette", "/dev/zero"]));
+    assert_usage(&replay, &["/dev/zero", "MCP cassette must be a file"]);
+    let spec = repo().join("scenarios/worlds/ticket-tracker.json");
+    let eval = run(simtape()
+        .args(["mcp", "eval", "--state", "/dev/zero", "--spec"])
+        .arg(&spec));
+    assert_usage(&eval, &["/dev/zero", "world state must be a file"]);
+    let scenario = race_edit_copy(&dir);
+    std::os::unix::fs::symlink("/dev/zero", dir.join("data/race/llm.jsonl")).unwrap();
+    let check = run(simtape().arg("check").arg(&scenario));
+    assert_usage(
+        &check,
+        &[
+            "llm.jsonl",
+            "LLM fixture must be a file, not a character device",
+        ],
+    );
+}
+
+#[test]
+fn a_file_past_its_cap_names_the_cap_and_the_setting_that_raises_it() {
+    // Goal: a scenario one byte past 4 MiB is refused naming the cap and
+    // SIMTAPE_INPUT_BYTES_MAX; with the setting raised, the same file is read (and fails
+    // later, on its content).
+    let dir = scratch("bad-inputs", "cap");
+    let big = dir.join("big.toml");
+    std::fs::write(&big, vec![b'#'; (4 << 20) + 1]).unwrap();
+    let refused = run(simtape()
+        .arg("check")
+        .arg(&big)
+        .env_remove("SIMTAPE_INPUT_BYTES_MAX"));
+    assert_usage(
+        &refused,
+        &[
+            "big.toml",
+            "larger than 4194304 bytes",
+            "SIMTAPE_INPUT_BYTES_MAX",
+        ],
+    );
+    let raised = run(simtape()
+        .arg("check")
+        .arg(&big)
+        .env("SIMTAPE_INPUT_BYTES_MAX", "8388608"));
+    assert_eq!(raised.status.code(), Some(2), "{}", text(&raised));
+    assert!(!text(&raised).contains("larger than"), "{}", text(&raised));
+    let bad_setting = run(simtape()
+        .arg("check")
+        .arg(&big)
+        .env("SIMTAPE_INPUT_BYTES_MAX", "lots"));
+    assert_usage(&bad_setting, &["SIMTAPE_INPUT_BYTES_MAX=\"lots\""]);
+}
