@@ -99,3 +99,32 @@ fn a_file_past_its_cap_names_the_cap_and_the_setting_that_raises_it() {
         .env("SIMTAPE_INPUT_BYTES_MAX", "lots"));
     assert_usage(&bad_setting, &["SIMTAPE_INPUT_BYTES_MAX=\"lots\""]);
 }
+
+#[test]
+fn an_fs_root_outside_the_scenario_needs_an_explicit_opt_in() {
+    // Goal: `root = "../../../../etc"` is refused by check at the field, naming the resolved
+    // root and the opt-in; with `allow_outside = true` it checks, and check says so.
+    let dir = scratch("bad-inputs", "fs-root");
+    let scenario = dir.join("escape.toml");
+    let head = "[scenario]\nname = \"escape\"\n[fs]\nroot = \"../../../../../../../../etc\"\n";
+    let task = "[[task]]\nname = \"t\"\nsteps = [{ read = \"passwd\" }]\n";
+    std::fs::write(&scenario, format!("{head}{task}")).unwrap();
+    let refused = run(simtape().arg("check").arg(&scenario));
+    assert_usage(
+        &refused,
+        &[
+            "escape.toml:4",
+            "fs.root",
+            "/etc is outside the scenario's directory",
+            "allow_outside = true",
+        ],
+    );
+    std::fs::write(&scenario, format!("{head}allow_outside = true\n{task}")).unwrap();
+    let allowed = run(simtape().arg("check").arg(&scenario));
+    assert_eq!(allowed.status.code(), Some(0), "{}", text(&allowed));
+    assert!(
+        text(&allowed).contains("note: the [fs] root /etc is outside the scenario's directory"),
+        "{}",
+        text(&allowed)
+    );
+}

@@ -272,6 +272,14 @@ impl Scenario {
         Some(base.join(&fs.root.path))
     }
 
+    /// Returns the `[fs]` root when `allow_outside = true` lets it lie outside the scenario
+    /// file's directory tree and it does (`simtape check` says so).
+    pub fn fs_root_outside(&self) -> Option<std::path::PathBuf> {
+        let fs = self.spec.fs.as_ref().filter(|fs| fs.allow_outside)?;
+        let base = self.path().parent().unwrap_or(Path::new(""));
+        resources::root_outside(&fs.root.path, base)
+    }
+
     /// Returns whether the scenario has a filesystem overlay (`[fs]`), so has an fs diff.
     pub fn has_fs(&self) -> bool {
         self.spec.fs.is_some()

@@ -45,7 +45,14 @@ pub(crate) const STEP_KINDS: [&str; 15] = [
     "run",
 ];
 /// The keys of `[fs]`.
-pub(crate) const FS_KEYS: [&str; 5] = ["root", "enospc", "eio", "partial_write", "latency"];
+pub(crate) const FS_KEYS: [&str; 6] = [
+    "root",
+    "allow_outside",
+    "enospc",
+    "eio",
+    "partial_write",
+    "latency",
+];
 /// The keys of `[fs] latency`.
 pub(crate) const FS_LATENCY_KEYS: [&str; 3] = ["base", "per_kib", "jitter"];
 /// The keys of `[process]`.
@@ -87,6 +94,9 @@ pub struct PathField {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FsSpec {
     pub(crate) root: PathField,
+    /// `allow_outside = true`: the root may lie outside the scenario file's directory tree
+    /// (the agent can read everything under it).
+    pub(crate) allow_outside: bool,
     pub(crate) faults: FsFaults,
     pub(crate) latency: FsLatency,
 }
