@@ -128,3 +128,54 @@ fn an_fs_root_outside_the_scenario_needs_an_explicit_opt_in() {
         text(&allowed)
     );
 }
+
+/// Writes a scenario whose one `[[mcp]]` server replays `cassette`, and returns its path.
+fn scenario_with_cassette(dir: &Path, cassette: &serde_json::Value) -> PathBuf {
+    std::fs::write(dir.join("c.cassette.json"), cassette.to_string()).unwrap();
+    let scenario = dir.join("mcp.toml");
+    std::fs::write(
+        &scenario,
+        "[scenario]\nname = \"mcp\"\n\n[[mcp]]\nname = \"sums\"\ncassette = \"c.cassette.json\"\n\n\
+         [[task]]\nname = \"t\"\nsteps = [{ sleep = \"0s\" }]\n",
+    )
+    .unwrap();
+    scenario
+}
+
+#[test]
+fn check_refuses_cassettes_that_could_not_serve_a_run() {
+    // Goal: a cassette whose tools/list result is not a list of tools, and an empty cassette,
+    // are problems `check` reports at the [[mcp]] cassette field, naming the field inside.
+    let dir = scratch("bad-inputs", "cassettes");
+    let good: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("engine/agent/tests/data/sums.cassette.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let ok = run(simtape()
+        .arg("check")
+        .arg(scenario_with_cassette(&dir, &good)));
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    let mut malformed = good.clone();
+    malformed["messages"][1]["message"]["result"]["tools"] = "notalist".into();
+    let check = run(simtape()
+        .arg("check")
+        .arg(scenario_with_cassette(&dir, &malformed)));
+    assert_usage(
+        &check,
+        &[
+            "mcp.toml:6",
+            "mcp[0].cassette",
+            "`result.tools` is \"notalist\", expected an array of tools",
+        ],
+    );
+    let mut empty = good.clone();
+    empty["messages"] = serde_json::json!([]);
+    let check = run(simtape()
+        .arg("check")
+        .arg(scenario_with_cassette(&dir, &empty)));
+    assert_usage(
+        &check,
+        &["mcp[0].cassette", "records no request from the client"],
+    );
+}
