@@ -53,7 +53,10 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
     };
     // Without --out the replayed tape goes to a scratch directory, removed when it matches.
     let (out, scratch) = match &args.out {
-        Some(path) => (path.clone(), None),
+        Some(path) => {
+            crate::common::files::check_output(path, "--out")?;
+            (path.clone(), None)
+        }
         None => {
             let dir = scratch_dir("replay")?;
             (dir.join("replay.tape"), Some(dir))

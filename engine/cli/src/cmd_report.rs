@@ -7,7 +7,7 @@ use crate::args::{ReportArgs, ReportCommand};
 use crate::common::render::deliver;
 use simtape::limits::InputKind;
 
-use crate::common::files::read_input_text;
+use crate::common::files::{check_output, read_input_text};
 use crate::exit::{CliError, CliResult};
 
 pub(crate) fn run(args: &ReportArgs) -> CliResult {
@@ -17,6 +17,9 @@ pub(crate) fn run(args: &ReportArgs) -> CliResult {
             report,
             report_out,
         } => {
+            if let Some(path) = report_out {
+                check_output(path, "--report-out")?;
+            }
             let mut parsed = Vec::with_capacity(reports.len());
             for path in reports {
                 let text = read_input_text(path, InputKind::SweepReport)?;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
 use crate::args::{PlanArgs, SweepArgs, SweepCommand};
+use crate::common::files::check_output;
 use crate::common::render::deliver;
 use crate::common::{load_scenario, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
@@ -22,6 +23,13 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let seeds = args
         .seeds
         .expect("clap requires --seeds without a subcommand");
+    if let Some(jobs) = args.jobs.filter(|jobs| jobs.get() > pool::JOBS_MAX) {
+        return Err(CliError::Usage(format!(
+            "--jobs {jobs}: a sweep runs on at most {} threads (each seed is single-threaded; \
+             the default is this machine's parallelism)",
+            pool::JOBS_MAX
+        )));
+    }
     let shard = match args.shard {
         None => None,
         Some(ShardArg::Fixed(shard)) => Some(shard),
@@ -48,6 +56,9 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         return Err(CliError::Usage(format!(
             "{runs} runs (scenarios × seeds of the shard): a sweep takes at most {SWEEP_RUNS_MAX}; split it with --shard"
         )));
+    }
+    if let Some(path) = &args.report_out {
+        check_output(path, "--report-out")?;
     }
     if let Some(out) = &args.out {
         for loaded in &scenarios {

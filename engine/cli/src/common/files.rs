@@ -21,6 +21,43 @@ pub(crate) fn create_parent(path: &Path) -> Result<(), CliError> {
     }
 }
 
+/// Checks, before any run, that an output file can be written at `path`: its parent
+/// directories are made, and the file opened for writing (and removed again when it was not
+/// there), so a bad path is a usage error with its real reason, not work lost after a run.
+pub(crate) fn check_output(path: &Path, flag: &str) -> Result<(), CliError> {
+    let refuse = |why: String| CliError::Usage(format!("{flag} {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(refuse("is a directory; expected a file path".into()));
+    }
+    // A file where a parent directory should be: mkdir's "File exists" does not say that.
+    if let Some(file) = path
+        .ancestors()
+        .skip(1)
+        .find(|ancestor| ancestor.exists())
+        .filter(|ancestor| !ancestor.is_dir())
+    {
+        return Err(refuse(format!(
+            "cannot be created: {} is a file, not a directory",
+            file.display()
+        )));
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| refuse(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| refuse(format!("cannot be written: {e}")))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 /// Reads a whole input file of `kind` as text, within its size cap.
 pub(crate) fn read_input_text(
     path: &Path,

@@ -179,3 +179,75 @@ fn check_refuses_cassettes_that_could_not_serve_a_run() {
         &["mcp[0].cassette", "records no request from the client"],
     );
 }
+
+#[test]
+fn jobs_are_capped() {
+    // Goal: `--jobs 20000` is refused (exit 2) naming the cap, instead of starting 20,000
+    // threads.
+    let sweep = run(simtape()
+        .arg("sweep")
+        .arg(repo().join("scenarios/hello.toml"))
+        .args(["--seeds", "0..3", "--jobs", "20000"]));
+    assert_usage(&sweep, &["--jobs 20000", "at most 256 threads"]);
+}
+
+#[test]
+fn output_paths_are_checked_before_the_first_run() {
+    // Goal: an unwritable --report-out stops the sweep before any seed runs, and bad --tape
+    // paths are usage errors with the real reason: a file in the way, a directory, a place
+    // that cannot be created.
+    let dir = scratch("bad-inputs", "outputs");
+    let hello = repo().join("scenarios/hello.toml");
+    let sweep = run(simtape().arg("sweep").arg(&hello).args([
+        "--seeds",
+        "0..3",
+        "--report-out",
+        "/proc/report.json",
+    ]));
+    assert_usage(
+        &sweep,
+        &["--report-out /proc/report.json: cannot be written"],
+    );
+    assert!(
+        !text(&sweep).contains("run(s) on"),
+        "no run started: {}",
+        text(&sweep)
+    );
+    std::fs::write(dir.join("file"), "").unwrap();
+    let cases = [
+        ("/proc/x.tape", "cannot be written".to_string()),
+        (
+            "file/x.tape",
+            format!(
+                "cannot be created: {} is a file",
+                dir.join("file").display()
+            ),
+        ),
+        (".", "is a directory".to_string()),
+    ];
+    for (tape, why) in cases {
+        let tape_path = dir.join(tape);
+        let run_one = run(simtape()
+            .arg("run")
+            .arg(&hello)
+            .arg("--tape")
+            .arg(&tape_path));
+        assert_usage(&run_one, &["--tape", &why]);
+        assert!(!text(&run_one).contains("result:"), "{}", text(&run_one));
+    }
+}
+
+#[test]
+fn a_full_disk_while_writing_a_tape_is_not_the_scenarios_verdict() {
+    // Goal: `--tape /dev/full` reports the write failure as what it is (exit 2), not an
+    // ERROR verdict of the scenario (exit 3).
+    let full = run(simtape()
+        .arg("run")
+        .arg(repo().join("scenarios/hello.toml"))
+        .args(["--tape", "/dev/full"]));
+    assert_usage(
+        &full,
+        &["writing the tape /dev/full failed: No space left on device"],
+    );
+    assert!(!text(&full).contains("result: ERROR"), "{}", text(&full));
+}
