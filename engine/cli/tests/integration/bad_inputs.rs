@@ -251,3 +251,31 @@ fn a_full_disk_while_writing_a_tape_is_not_the_scenarios_verdict() {
     );
     assert!(!text(&full).contains("result: ERROR"), "{}", text(&full));
 }
+
+#[test]
+fn a_sleep_past_the_virtual_time_cap_is_reported_by_check_at_its_step() {
+    // Goal: `sleep = "18446744073709551615"` and `"600000y"` fail check at the step that
+    // passes the cap, naming the limit and the i64 bound, instead of a run that stops at t=0
+    // with a misleading limit; so does a repeat that adds up past it.
+    let dir = scratch("bad-inputs", "durations");
+    let scenario = dir.join("d.toml");
+    for (sleep, repeat) in [("18446744073709551615", 1), ("600000y", 1), ("200d", 3)] {
+        std::fs::write(
+            &scenario,
+            format!(
+                "[scenario]\nname = \"d\"\n\n[[task]]\nname = \"t\"\nrepeat = {repeat}\nsteps = [\n  {{ event = \"a\" }},\n  {{ sleep = \"{sleep}\" }},\n]\n"
+            ),
+        )
+        .unwrap();
+        let check = run(simtape().arg("check").arg(&scenario));
+        assert_usage(
+            &check,
+            &[
+                "d.toml:9:3",
+                "task[0].steps[1]",
+                "virtual_time_max_ns",
+                "9223372036854775807ns",
+            ],
+        );
+    }
+}
