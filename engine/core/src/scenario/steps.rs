@@ -178,7 +178,7 @@ fn outcome(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) ->
 
 /// Reports the first step at which a task's own sleeps (`start_after`, every `sleep`, the
 /// least of every `sleep_random`, over every repetition) pass the run's virtual time cap: the
-/// run would stop there, at its limit, whatever else happens. `items` are the step fields.
+/// run would stop there, at its limit, whatever else happens. `field` is the steps array.
 pub(crate) fn check_time(
     decoded: &mut Decoder,
     field: &Field<'_>,
@@ -201,7 +201,7 @@ pub(crate) fn check_time(
     }
     // The repetition in which the cap is passed, then the step within it.
     let before = u128::from(cap_ns).saturating_sub(u128::from(start_ns));
-    let rounds = if round_ns == 0 { 0 } else { before / round_ns };
+    let rounds = before.checked_div(round_ns).unwrap_or(0);
     let mut at_ns = u128::from(start_ns) + rounds * round_ns;
     let Some(items) = decoded.array(field, "an array of steps") else {
         return;
