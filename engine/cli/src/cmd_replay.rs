@@ -11,7 +11,10 @@ use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &ReplayArgs) -> CliResult {
     let header = TapeReader::open(&args.tape)
-        .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?
+        .map_err(|error| CliError::Tape {
+            path: Some(args.tape.clone()),
+            error,
+        })?
         .header()
         .clone();
     println!("seed={}", header.seed);

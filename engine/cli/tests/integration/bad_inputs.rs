@@ -279,3 +279,67 @@ fn a_sleep_past_the_virtual_time_cap_is_reported_by_check_at_its_step() {
         );
     }
 }
+
+#[test]
+fn an_empty_tape_is_bad_input_for_every_command_and_paths_are_printed_once() {
+    // Goal: one rule: an empty file given as a tape is exit 2 from replay, diff, tape show,
+    // export and verify alike; a missing tape names its path once.
+    let dir = scratch("bad-inputs", "empty-tape");
+    let empty = dir.join("empty.tape");
+    std::fs::write(&empty, b"").unwrap();
+    let commands: [&[&str]; 5] = [
+        &["replay"],
+        &["tape", "show"],
+        &["tape", "verify"],
+        &["tape", "export", "--jsonl"],
+        &["diff", "TAPE"],
+    ];
+    // Each command with `tape` as its tape (both of diff's).
+    let with = |args: &[&str], tape: &str| {
+        let mut command = simtape();
+        command.current_dir(&dir);
+        for arg in args {
+            command.arg(if *arg == "TAPE" { tape } else { arg });
+        }
+        run(command.arg(tape))
+    };
+    for args in commands {
+        let out = with(args, "empty.tape");
+        assert_usage(&out, &["empty.tape", "not a simtape tape"]);
+    }
+    for args in commands {
+        let out = with(args, "nope.tape");
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {all}");
+        assert_eq!(all.matches("nope.tape").count(), 1, "{args:?}: {all}");
+    }
+}
+
+#[test]
+fn seeds_too_large_say_overflow_and_name_the_field() {
+    // Goal: `--seeds 0..99999999999999999999` says the seed overflows (not "expected A < B"),
+    // and a seed past TOML's i64 names its field and the bound.
+    let dir = scratch("bad-inputs", "seeds");
+    let hello = repo().join("scenarios/hello.toml");
+    let sweep = run(simtape()
+        .arg("sweep")
+        .arg(&hello)
+        .args(["--seeds", "0..99999999999999999999"]));
+    assert_usage(&sweep, &["overflows"]);
+    assert!(!text(&sweep).contains("A < B"), "{}", text(&sweep));
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "[scenario]\nname = \"s\"\nseeds = [18446744073709551615]\n\n[[task]]\nname = \"t\"\nsteps = [{ sleep = \"1s\" }]\n",
+    )
+    .unwrap();
+    let check = run(simtape().arg("check").arg(&scenario));
+    assert_usage(
+        &check,
+        &[
+            "s.toml:3:10",
+            "field `scenario.seeds`",
+            "at most 9223372036854775807",
+        ],
+    );
+}

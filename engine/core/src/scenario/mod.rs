@@ -455,11 +455,41 @@ fn syntax_error(error: &toml_edit::TomlError, source: &str, path: &Path) -> Scen
         .map(str::trim)
         .collect::<Vec<_>>()
         .join("; ");
+    // TOML integers are i64: a larger one (a seed of u64::MAX) fails the parse itself.
+    let bound = if message.contains("too large") {
+        format!(" (TOML integers are at most {})", i64::MAX)
+    } else {
+        String::new()
+    };
     ScenarioError {
         file: path.to_path_buf(),
         line,
         column,
-        field: String::new(),
-        message: format!("invalid TOML: {message}"),
+        field: syntax_error_field(source, offset),
+        message: format!("invalid TOML: {message}{bound}"),
+    }
+}
+
+/// Names the key a syntax error sits in, as well as the text shows it without a parse: the
+/// last `[table]` header above and the last `key =` before the error on its line.
+fn syntax_error_field(source: &str, offset: usize) -> String {
+    let before = &source[..offset.min(source.len())];
+    let (above, line) = before.rsplit_once('\n').unwrap_or(("", before));
+    let Some((left, _)) = line.rsplit_once('=') else {
+        return String::new();
+    };
+    let key = left
+        .rsplit(|c: char| c == '{' || c == ',' || c.is_whitespace())
+        .find(|word| !word.is_empty())
+        .unwrap_or_default();
+    let table = above
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| line.starts_with('['))
+        .map(|header| header.trim_matches(|c| c == '[' || c == ']').trim());
+    match table {
+        Some(table) if !key.is_empty() => format!("{table}.{key}"),
+        _ => key.to_string(),
     }
 }
