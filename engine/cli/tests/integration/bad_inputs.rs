@@ -343,3 +343,67 @@ fn seeds_too_large_say_overflow_and_name_the_field() {
         ],
     );
 }
+
+#[test]
+fn ci_refuses_two_scenarios_of_one_name_with_both_paths() {
+    // Goal: two scenario files sharing a `name` would share golden tapes (bless says both
+    // match, ci says DIFFERS forever): ci refuses them at once, naming both files.
+    let dir = scratch("bad-inputs", "ci-names");
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    let hello = std::fs::read_to_string(repo().join("scenarios/hello.toml")).unwrap();
+    std::fs::write(dir.join("scenarios/a.toml"), &hello).unwrap();
+    std::fs::write(dir.join("scenarios/b.toml"), &hello).unwrap();
+    for bless in [false, true] {
+        let mut command = simtape();
+        command.arg("ci").arg(&dir);
+        if bless {
+            command.arg("--bless");
+        }
+        let ci = run(&mut command);
+        assert_usage(&ci, &["a.toml and ", "b.toml are both named \"hello\""]);
+    }
+    assert!(!dir.join("tapes").exists(), "nothing blessed");
+}
+
+#[test]
+fn new_refuses_a_name_its_scenario_could_not_carry() {
+    // Goal: `simtape new` with a 100-character name is refused up front (names are capped
+    // at 64), instead of writing a scenario that fails its own check.
+    let dir = scratch("bad-inputs", "new-name");
+    let long = "a".repeat(100);
+    let new = run(simtape().arg("new").arg(&long).arg("--dir").arg(&dir));
+    assert_usage(&new, &["at most 64 characters"]);
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    let ok = run(simtape()
+        .arg("new")
+        .arg("a".repeat(64))
+        .arg("--dir")
+        .arg(&dir));
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+}
+
+#[test]
+fn check_refuses_a_wasi_module_that_is_not_webassembly() {
+    // Goal: a garbage .wasm (no magic, or the magic then garbage) fails check at the program
+    // that names it, as docs/cli.md says check validates WASI modules.
+    let dir = scratch("bad-inputs", "wasm");
+    let scenario = dir.join("wasi-sleeper.toml");
+    std::fs::copy(repo().join("scenarios/wasi-sleeper.toml"), &scenario).unwrap();
+    std::fs::create_dir_all(dir.join("data/wasi")).unwrap();
+    let module = dir.join("data/wasi/sleeper.wasm");
+    std::fs::copy(repo().join("scenarios/data/wasi/sleeper.wasm"), &module).unwrap();
+    let ok = run(simtape().arg("check").arg(&scenario));
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    for garbage in [&b"garbage"[..], &b"\0asm\x01\0\0\0garbage"[..]] {
+        std::fs::write(&module, garbage).unwrap();
+        let check = run(simtape().arg("check").arg(&scenario));
+        assert_usage(
+            &check,
+            &["process.programs.sleeper", "sleeper.wasm is not valid"],
+        );
+    }
+}

@@ -70,6 +70,7 @@ pub use crate::cap::fault_rules::{
 pub use error::ScenarioError;
 pub use extension::{CoreOnly, Extension, Listed, Tables};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
+pub use schema::name_problem;
 
 use crate::cap::fs::FsDiff;
 use crate::cap::llm::LlmActor;

@@ -143,6 +143,14 @@ fn open_process(spec: &ProcessSpec, limits: &Limits, base: &Path) -> Result<Proc
                 );
                 return Err(problem(program, message));
             }
+            if let Err(why) = crate::cap::wasi::check_module(&module) {
+                let message = format!(
+                    "the WASI module of {:?} at {} is not valid: {why}",
+                    program.path,
+                    module.display()
+                );
+                return Err(problem(program, message));
+            }
         }
         actor = actor.wasi_dir(resolved);
     }

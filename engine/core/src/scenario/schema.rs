@@ -10,6 +10,24 @@ use crate::limits::Limits;
 
 /// Scenario, task and channel names: at most this many characters of `a-z`, `0-9` and `-`.
 pub(crate) const NAME_LEN_MAX: usize = 64;
+/// What a name is, for messages.
+pub(crate) const NAME_WHAT: &str = "a name of a-z, 0-9 and -";
+
+/// Returns what a scenario, task or channel name should be when `text` is not one
+/// (`[a-z0-9-]+`, at most 64 characters), so `simtape new` refuses the names
+/// `check` would.
+pub fn name_problem(text: &str) -> Option<String> {
+    let valid = text
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if text.is_empty() || !valid {
+        return Some(NAME_WHAT.to_string());
+    }
+    if text.len() > NAME_LEN_MAX {
+        return Some(format!("{NAME_WHAT} of at most {NAME_LEN_MAX} characters"));
+    }
+    None
+}
 /// Event and outcome names (labels): at most this many characters.
 pub(crate) const LABEL_LEN_MAX: usize = 128;
 /// The most times a task may repeat its steps. A loop of zero-latency steps pops no timer, so

@@ -182,3 +182,16 @@ pub(crate) async fn run_guest(
         changes: Vec::new(),
     }
 }
+
+/// Checks the WASI module at `path` before any run: within its size cap, and WebAssembly the
+/// sandbox accepts (with the `wasi` feature; without it, only the `\0asm` magic is checked).
+pub(crate) fn check_module(path: &std::path::Path) -> Result<(), String> {
+    let bytes = crate::input::read_input(path, crate::limits::InputKind::WasmModule)
+        .map_err(|error| error.problem.to_string())?;
+    if !bytes.starts_with(b"\0asm") {
+        return Err("not a WebAssembly module (no \\0asm magic)".into());
+    }
+    #[cfg(feature = "wasi")]
+    engine::validate(&bytes)?;
+    Ok(())
+}
