@@ -227,7 +227,8 @@ pub(crate) struct SweepArgs {
     /// The seeds: `A..B` (B excluded) or `A..=B`.
     #[arg(long, required = true, value_parser = simtape_eval::sweep::parse_seeds)]
     pub(crate) seeds: Option<simtape_eval::sweep::SeedRange>,
-    /// Worker threads (default: the available parallelism). Results do not depend on it.
+    /// Worker threads (default: the available parallelism; at most 256). Results do not
+    /// depend on it.
     #[arg(long)]
     pub(crate) jobs: Option<std::num::NonZeroUsize>,
     /// Run only shard I of N (0-based): the seeds s with s mod N = I. `auto` (or `auto/N`)

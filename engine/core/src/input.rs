@@ -66,13 +66,29 @@ pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>, InputError> {
     };
     let io = |source| fail(InputProblem::Io(source));
     let file = std::fs::File::open(path).map_err(io)?;
+    read_opened(&file, path, kind)
+}
+
+/// Reads the already opened `file` (at `path`) whole, as [`read_input`] does: for a file the
+/// caller must hold open first (a journal it locks).
+pub fn read_opened(
+    mut file: &std::fs::File,
+    path: &Path,
+    kind: InputKind,
+) -> Result<Vec<u8>, InputError> {
+    let fail = |problem| InputError {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let io = |source| fail(InputProblem::Io(source));
     let file_type = file.metadata().map_err(io)?.file_type();
     if let Some(what) = not_a_file(&file_type) {
         return Err(fail(InputProblem::NotAFile { kind, what }));
     }
     let cap = kind.bytes_max();
     let mut bytes = Vec::new();
-    file.take(cap.saturating_add(1))
+    Read::by_ref(&mut file)
+        .take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(io)?;
     if bytes.len() as u64 > cap {

@@ -85,11 +85,13 @@ pub enum InputKind {
     WorldState,
     /// A sweep report (`report merge`).
     SweepReport,
+    /// The journal an MCP session leaves (`mcp record|world --recover`).
+    McpJournal,
 }
 
 impl InputKind {
     /// Every kind, in the order of the table in docs/cli.md.
-    pub const ALL: [InputKind; 8] = [
+    pub const ALL: [InputKind; 9] = [
         InputKind::Scenario,
         InputKind::LlmFixture,
         InputKind::ProcessTape,
@@ -98,6 +100,7 @@ impl InputKind {
         InputKind::WorldSpec,
         InputKind::WorldState,
         InputKind::SweepReport,
+        InputKind::McpJournal,
     ];
 
     /// Returns what a file of this kind is called in messages.
@@ -111,6 +114,7 @@ impl InputKind {
             InputKind::WorldSpec => "world spec",
             InputKind::WorldState => "world state",
             InputKind::SweepReport => "sweep report",
+            InputKind::McpJournal => "MCP journal",
         }
     }
 
@@ -124,7 +128,8 @@ impl InputKind {
             InputKind::LlmFixture
             | InputKind::ProcessTape
             | InputKind::WasmModule
-            | InputKind::McpCassette => 256 << 20,
+            | InputKind::McpCassette
+            | InputKind::McpJournal => 256 << 20,
             InputKind::WorldState => 64 << 20,
             // A report of `SWEEP_RUNS_MAX` runs at a few hundred bytes each.
             InputKind::SweepReport => 4 << 30,
