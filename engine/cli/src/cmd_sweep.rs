@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
 use crate::args::{PlanArgs, SweepArgs, SweepCommand};
-use crate::common::files::check_output;
+use crate::common::files::{check_output, create_output_dir};
 use crate::common::render::deliver;
 use crate::common::{load_scenario, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
@@ -63,7 +63,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     if let Some(out) = &args.out {
         for loaded in &scenarios {
             let dir = out.join(loaded.scenario.scenario().name());
-            std::fs::create_dir_all(&dir).map_err(CliError::io(&dir))?;
+            create_output_dir(&dir, out, "--out")?;
         }
     }
     let jobs = args.jobs.map_or_else(

@@ -29,21 +29,8 @@ pub(crate) fn check_output(path: &Path, flag: &str) -> Result<(), CliError> {
     if path.is_dir() {
         return Err(refuse("is a directory; expected a file path".into()));
     }
-    // A file where a parent directory should be: mkdir's "File exists" does not say that.
-    if let Some(file) = path
-        .ancestors()
-        .skip(1)
-        .find(|ancestor| ancestor.exists())
-        .filter(|ancestor| !ancestor.is_dir())
-    {
-        return Err(refuse(format!(
-            "cannot be created: {} is a file, not a directory",
-            file.display()
-        )));
-    }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| refuse(format!("cannot create {}: {e}", parent.display())))?;
+        create_output_dir(parent, path, flag)?;
     }
     let existed = path.exists();
     std::fs::OpenOptions::new()
@@ -56,6 +43,25 @@ pub(crate) fn check_output(path: &Path, flag: &str) -> Result<(), CliError> {
         let _ = std::fs::remove_file(path);
     }
     Ok(())
+}
+
+/// Creates the directory `dir` of the output `path` given to `flag` (`--out DIR` itself, or
+/// a file's parent), saying when a file stands where a directory should be (mkdir's "File
+/// exists" does not).
+pub(crate) fn create_output_dir(dir: &Path, path: &Path, flag: &str) -> Result<(), CliError> {
+    let refuse = |why: String| CliError::Usage(format!("{flag} {}: {why}", path.display()));
+    if let Some(file) = dir
+        .ancestors()
+        .find(|ancestor| ancestor.exists())
+        .filter(|ancestor| !ancestor.is_dir())
+    {
+        return Err(refuse(format!(
+            "cannot be created: {} is a file, not a directory",
+            file.display()
+        )));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| refuse(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// Reads a whole input file of `kind` as text, within its size cap.

@@ -214,6 +214,12 @@ fn output_paths_are_checked_before_the_first_run() {
         text(&sweep)
     );
     std::fs::write(dir.join("file"), "").unwrap();
+    let out = run(simtape()
+        .arg("sweep")
+        .arg(&hello)
+        .args(["--seeds", "0..3", "--out"])
+        .arg(dir.join("file")));
+    assert_usage(&out, &["--out", "file is a file, not a directory"]);
     let cases = [
         ("/proc/x.tape", "cannot be written".to_string()),
         (
