@@ -15,6 +15,7 @@ use simtape::{ActorStates, Builder, Host, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
 use simtape_mcp::world::faults::FaultRule;
 use simtape_mcp::world::World;
+use simtape_mcp::Cassette;
 
 use crate::command::CommandEnd;
 use crate::log::{AgentLog, AGENT_ACTOR};
@@ -584,7 +585,16 @@ pub(crate) fn open_server(
     faults: &[McpFault],
 ) -> Result<McpActor, OpenError> {
     let path = match &server.source {
-        McpSource::Cassette(path) => return McpActor::load(path).map_err(OpenError::Cassette),
+        McpSource::Cassette(path) => {
+            let cassette = Cassette::load(path).map_err(OpenError::Cassette)?;
+            cassette.check_servable().map_err(|reason| {
+                OpenError::Cassette(simtape_mcp::McpError::CassetteInvalid {
+                    path: path.clone(),
+                    reason,
+                })
+            })?;
+            return Ok(McpActor::from_cassette(cassette));
+        }
         McpSource::World(path) => path,
     };
     let world = World::load(path).map_err(OpenError::World)?;

@@ -256,7 +256,10 @@ pub(crate) struct NewArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct SweepArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<SweepCommand>,
     /// The scenario files (TOML); each is loaded once and shared by every run.
     #[arg(required = true)]
     pub(crate) scenarios: Vec<PathBuf>,
@@ -264,14 +267,17 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
     /// The seeds: `A..B` (B excluded) or `A..=B`.
-    #[arg(long, value_parser = simtape_eval::sweep::parse_seeds)]
-    pub(crate) seeds: simtape_eval::sweep::SeedRange,
-    /// Worker threads (default: the available parallelism). Results do not depend on it.
+    #[arg(long, required = true, value_parser = simtape_eval::sweep::parse_seeds)]
+    pub(crate) seeds: Option<simtape_eval::sweep::SeedRange>,
+    /// Worker threads (default: the available parallelism; at most 256). Results do not
+    /// depend on it.
     #[arg(long)]
     pub(crate) jobs: Option<std::num::NonZeroUsize>,
-    /// Run only shard I of N (0-based): the seeds s with s mod N = I.
-    #[arg(long, value_name = "I/N", value_parser = simtape_eval::sweep::parse_shard)]
-    pub(crate) shard: Option<simtape_eval::sweep::Shard>,
+    /// Run only shard I of N (0-based): the seeds s with s mod N = I. `auto` (or `auto/N`)
+    /// reads I and N from a Slurm array, a Kubernetes Indexed Job or a CI matrix
+    /// (docs/sweeps.md).
+    #[arg(long, value_name = "I/N|auto", value_parser = crate::sweep::auto_shard::parse_shard_arg)]
+    pub(crate) shard: Option<crate::sweep::auto_shard::ShardArg>,
     /// Keep the tape of every failing seed as DIR/<scenario>/seed-<N>.tape.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
@@ -281,6 +287,53 @@ pub(crate) struct SweepArgs {
     /// Write the report to this file (default format: json).
     #[arg(long, value_name = "PATH")]
     pub(crate) report_out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SweepCommand {
+    /// Writes a ready job file that runs the sweep on a scheduler: a Slurm job array and a
+    /// merge job after it, or a Kubernetes Indexed Job and a merge Job (docs/sweeps.md).
+    Plan(PlanArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("scheduler").required(true).args(["slurm", "k8s"])))]
+pub(crate) struct PlanArgs {
+    /// Write a Slurm submit script (run it with `bash FILE`).
+    #[arg(long)]
+    pub(crate) slurm: bool,
+    /// Write a Kubernetes manifest (apply it with `kubectl apply -f FILE`).
+    #[arg(long, requires = "image")]
+    pub(crate) k8s: bool,
+    /// The scenario files, as the jobs will name them.
+    #[arg(required = true)]
+    pub(crate) scenarios: Vec<PathBuf>,
+    /// The seeds: `A..B` (B excluded) or `A..=B`.
+    #[arg(long, value_parser = simtape_eval::sweep::parse_seeds)]
+    pub(crate) seeds: simtape_eval::sweep::SeedRange,
+    /// How many shards (Slurm array tasks, Kubernetes completions).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) shards: u64,
+    /// Where the shard reports, the failing seeds' tapes and the merged report go (default:
+    /// `sweep-results` for Slurm, `/results` for Kubernetes, where the claim is mounted).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) results: Option<PathBuf>,
+    /// Write the job file here (default: standard output).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+    /// The simtape binary the jobs run (default: this binary's absolute path for Slurm,
+    /// `simtape` on the image's PATH for Kubernetes).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) simtape: Option<String>,
+    /// The jobs' name; the merge job is NAME-merge.
+    #[arg(long, default_value = "simtape-sweep")]
+    pub(crate) name: String,
+    /// The container image (Kubernetes): it holds simtape and the scenarios.
+    #[arg(long)]
+    pub(crate) image: Option<String>,
+    /// The PersistentVolumeClaim (ReadWriteMany) every pod mounts at the results directory.
+    #[arg(long, default_value = "simtape-results")]
+    pub(crate) claim: String,
 }
 
 #[derive(Debug, Args)]

@@ -37,6 +37,13 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
                 args.scenario.display(),
                 scenario.seeds()
             );
+            if let Some(root) = scenario.fs_root_outside() {
+                println!(
+                    "note: the [fs] root {} is outside the scenario's directory (allow_outside = true): \
+                     the agent can read everything under it",
+                    root.display()
+                );
+            }
         }
         Err(errors) => {
             for error in &errors {

@@ -1,6 +1,7 @@
 //! `simtape ci`: every scenario at its pinned seeds, compared byte for byte with its golden
 //! tape under `tapes/`; `--bless` rewrites the goldens.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use simtape::oracle::{diff_bytes, Mode};
@@ -22,13 +23,27 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
     let scenarios = scenario_files(&args.dir.join("scenarios"))?;
     let tapes_dir = args.dir.join("tapes");
     let (mut matched, mut failed) = (0, 0);
+    let mut loaded = Vec::with_capacity(scenarios.len());
+    // Golden tapes are kept by scenario name: two files of one name would share them.
+    let mut names: BTreeMap<String, &PathBuf> = BTreeMap::new();
     for path in &scenarios {
         let eval = load_scenario(path, None)?;
+        let name = eval.scenario().name().to_string();
+        if let Some(first) = names.insert(name.clone(), path) {
+            return Err(CliError::Usage(format!(
+                "{} and {} are both named {name:?}; their golden tapes would be one, so names must differ",
+                first.display(),
+                path.display()
+            )));
+        }
         refuse_recording(&eval, "ci", path)?;
+        loaded.push(eval);
+    }
+    for eval in &loaded {
         let scenario = eval.scenario();
         for &seed in scenario.seeds() {
             let golden = golden_path(&tapes_dir, scenario.name(), seed);
-            let tape = tape_bytes(&eval, seed)?;
+            let tape = tape_bytes(eval, seed)?;
             let label = format!("{} seed {seed}", scenario.name());
             match check(&golden, &tape, args.bless)? {
                 Check::Match => {

@@ -12,6 +12,9 @@ use simtape_mcp::world::outputs::{self, Outputs, Recovered};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
 
+use simtape::limits::InputKind;
+
+use crate::common::files::read_input_text;
 use crate::exit::{CliError, CliResult, Outcome};
 
 const MCP_EXIT_CODES: &str = "\
@@ -356,8 +359,7 @@ fn world(args: &WorldArgs) -> CliResult {
         .as_deref()
         .expect("clap requires --spec without --recover");
     // The spec text goes into the journal, so a rebuild does not depend on the file later.
-    let text = std::fs::read_to_string(spec)
-        .map_err(|e| CliError::Usage(format!("{}: {e}", spec.display())))?;
+    let text = read_input_text(spec, InputKind::WorldSpec)?;
     let world = World::parse(&text, spec).map_err(|e| CliError::Input(e.to_string()))?;
     let seed = args.seed.unwrap_or(world.spec.seed);
     // Stdout carries only MCP messages; the seed goes to stderr, first, for reproduction.
@@ -395,8 +397,7 @@ fn eval(args: &EvalArgs) -> CliResult {
     let world = load_world(&args.spec)?;
     let mut states = Vec::new();
     for path in &args.states {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+        let text = read_input_text(path, InputKind::WorldState)?;
         let state: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| CliError::Usage(format!("{}: not JSON: {e}", path.display())))?;
         states.push((path.clone(), state));

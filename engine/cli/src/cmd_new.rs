@@ -67,13 +67,9 @@ const NOTES: &str = "# Notes\n\n- written by hand\n";
 
 pub(crate) fn run(args: &NewArgs) -> CliResult {
     let name = &args.name;
-    let valid = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if !valid {
+    if let Some(what) = simtape::scenario::name_problem(name) {
         return Err(CliError::Usage(format!(
-            "scenario name {name:?}: expected lower-case letters, digits and '-'"
+            "scenario name {name:?}: expected {what}"
         )));
     }
     let dir = args.dir.clone().unwrap_or_else(default_dir);

@@ -15,6 +15,9 @@ use crate::exit::{CliError, CliResult, Outcome};
 pub(crate) fn run(args: &ReplayArgs) -> CliResult {
     let tape = inputs::read(&args.tape)?;
     println!("seed={}", tape.header.seed);
+    if let Some(path) = &args.out {
+        crate::common::files::check_output(path, "--out")?;
+    }
     // The replayed tape, and the inputs the scenario runs from, go to a scratch directory,
     // kept only when the replay differs (its tape is named then).
     let scratch = scratch_dir("replay")?;

@@ -5,6 +5,9 @@ use simtape_eval::sweep::{merge, ReportFormat, SweepReport};
 
 use crate::args::{ReportArgs, ReportCommand};
 use crate::common::render::deliver;
+use simtape::limits::InputKind;
+
+use crate::common::files::{check_output, read_input_text};
 use crate::exit::{CliError, CliResult};
 
 pub(crate) fn run(args: &ReportArgs) -> CliResult {
@@ -14,9 +17,12 @@ pub(crate) fn run(args: &ReportArgs) -> CliResult {
             report,
             report_out,
         } => {
+            if let Some(path) = report_out {
+                check_output(path, "--report-out")?;
+            }
             let mut parsed = Vec::with_capacity(reports.len());
             for path in reports {
-                let text = std::fs::read_to_string(path).map_err(CliError::io(path))?;
+                let text = read_input_text(path, InputKind::SweepReport)?;
                 let one: SweepReport = serde_json::from_str(&text).map_err(|e| {
                     CliError::Input(format!("{}: not a JSON sweep report: {e}", path.display()))
                 })?;

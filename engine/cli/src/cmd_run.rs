@@ -3,13 +3,15 @@
 use std::path::Path;
 
 use simtape::cap::fs::FsDiff;
+use simtape::tape::TapeError;
 use simtape::time::format_ns;
-use simtape_agent::{EvalReport, EvalScenario};
+use simtape::SimError;
+use simtape_agent::{EvalFailure, EvalReport, EvalScenario};
 use simtape_eval::run_json::{to_json_pretty, FsDiffJson, RunCommandJson};
 use simtape_eval::Verdict;
 
 use crate::args::RunArgs;
-use crate::common::files::{create_parent, read, scratch_dir};
+use crate::common::files::{check_output, create_parent, read, scratch_dir};
 use crate::common::render::print_diff;
 use crate::common::shell::command_line;
 use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
@@ -55,6 +57,12 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
             .as_ref()
             .map(|dir| dir.join(crate::evidence::TAPE_FILE))
     });
+    if let Some(path) = &args.tape {
+        check_output(path, "--tape")?;
+    }
+    if let Some(path) = &args.emit_diff {
+        check_output(path, "--emit-diff")?;
+    }
     if let Some(tape) = &tape {
         create_parent(tape)?;
         // The tape carries every file the run reads, so it replays anywhere on its own.
@@ -63,12 +71,23 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
             .sidecar_blobs(args.sidecar_blobs)
             .inputs(inputs::capture(&eval, args.process_wasi.as_deref())?);
     }
-    let report = run_eval(
+    let mut report = run_eval(
         &eval,
         &mut builder,
         args.agent_bin.as_deref(),
         args.evidence.as_deref(),
     )?;
+    // A tape that could not be written (a full disk) is not the scenario's verdict.
+    if let Some(EvalFailure::Sim(SimError::Tape(TapeError::Io { .. }))) = report.failure.as_deref()
+    {
+        if let Some(EvalFailure::Sim(SimError::Tape(TapeError::Io { path, source }))) =
+            report.failure.take().map(|failure| *failure)
+        {
+            return Err(CliError::Usage(format!(
+                "writing the tape {path} failed: {source}; the run has no verdict"
+            )));
+        }
+    }
     if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
         let before = crate::evidence::base_tree_gates(&eval, seed);
         let run = crate::evidence::RunEvidence {

@@ -6,24 +6,49 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
-use crate::args::SweepArgs;
+use crate::args::{PlanArgs, SweepArgs, SweepCommand};
+use crate::common::files::{check_output, create_output_dir};
 use crate::common::render::deliver;
 use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
-use crate::exit::{CliError, CliResult};
+use crate::exit::{CliError, CliResult, Outcome};
+use crate::sweep::auto_shard::{self, ShardArg};
+use crate::sweep::plan::{self as job_plan, K8s, Sweep};
 use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
 
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
+    if let Some(SweepCommand::Plan(plan)) = &args.command {
+        return write_plan(plan);
+    }
+    let seeds = args
+        .seeds
+        .expect("clap requires --seeds without a subcommand");
+    if let Some(jobs) = args.jobs.filter(|jobs| jobs.get() > pool::JOBS_MAX) {
+        return Err(CliError::Usage(format!(
+            "--jobs {jobs}: a sweep runs on at most {} threads (each seed is single-threaded; \
+             the default is this machine's parallelism)",
+            pool::JOBS_MAX
+        )));
+    }
+    let shard = match args.shard {
+        None => None,
+        Some(ShardArg::Fixed(shard)) => Some(shard),
+        Some(ShardArg::Auto { count }) => {
+            let found = auto_shard::resolve(count, |name| std::env::var(name).ok())
+                .map_err(|error| CliError::Usage(error.to_string()))?;
+            eprintln!("sweep: {found}");
+            Some(found.shard)
+        }
+    };
     let scenarios = load(&args.scenarios, args.out.is_some())?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
         refuse_recording(&loaded.scenario, "sweep", &loaded.path)?;
     }
-    let shard = args.shard.unwrap_or(Shard::ALL);
     let plan = Plan {
         scenarios: &scenarios,
-        seeds: args.seeds,
-        shard,
+        seeds,
+        shard: shard.unwrap_or(Shard::ALL),
         out: args.out.as_deref(),
         agent_bin: args.agent_bin.as_deref(),
     };
@@ -33,10 +58,13 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             "{runs} runs (scenarios × seeds of the shard): a sweep takes at most {SWEEP_RUNS_MAX}; split it with --shard"
         )));
     }
+    if let Some(path) = &args.report_out {
+        check_output(path, "--report-out")?;
+    }
     if let Some(out) = &args.out {
         for loaded in &scenarios {
             let dir = out.join(loaded.scenario.scenario().name());
-            std::fs::create_dir_all(&dir).map_err(CliError::io(&dir))?;
+            create_output_dir(&dir, out, "--out")?;
         }
     }
     let jobs = args.jobs.map_or_else(
@@ -63,8 +91,8 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         eprintln!("interrupted: {done} of {runs} run(s) done; the report is partial");
     }
     let report = SweepReport::new(
-        args.seeds,
-        args.shard,
+        seeds,
+        shard,
         done != runs,
         scenarios
             .iter()
@@ -81,6 +109,77 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             .collect(),
     );
     deliver(&report, args.report, args.report_out.as_deref())
+}
+
+/// Writes the job file of `simtape sweep plan` (to `--out`, or standard output).
+fn write_plan(args: &PlanArgs) -> CliResult {
+    job_plan::check_name(&args.name).map_err(CliError::Usage)?;
+    let seeds = args.seeds.end - args.seeds.start;
+    if args.shards > seeds {
+        return Err(CliError::Usage(format!(
+            "--shards {}: more shards than the {seeds} seed(s) of --seeds",
+            args.shards
+        )));
+    }
+    let cwd = std::env::current_dir().map_err(CliError::io("."))?;
+    let (text, submit) = if args.slurm {
+        // The jobs share this machine's files: catch a scenario that does not load now,
+        // not in every array task.
+        load(&args.scenarios, false)?;
+        let simtape = match &args.simtape {
+            Some(path) => path.clone(),
+            None => std::env::current_exe()
+                .map_err(CliError::io("the simtape binary"))?
+                .display()
+                .to_string(),
+        };
+        let sweep = sweep_of(args, simtape, "sweep-results".into());
+        (sweep.slurm(&cwd), "bash")
+    } else {
+        let results = args.results.clone().unwrap_or_else(|| "/results".into());
+        if !results.is_absolute() {
+            return Err(CliError::Usage(format!(
+                "--results {}: a Kubernetes results directory is a mount path, absolute",
+                results.display()
+            )));
+        }
+        let simtape = args.simtape.clone().unwrap_or_else(|| "simtape".into());
+        let k8s = K8s {
+            image: args
+                .image
+                .clone()
+                .expect("clap requires --image with --k8s"),
+            claim: args.claim.clone(),
+        };
+        (
+            sweep_of(args, simtape, results).k8s(&k8s),
+            "kubectl apply -f",
+        )
+    };
+    match &args.out {
+        Some(path) => {
+            crate::common::files::create_parent(path)?;
+            std::fs::write(path, text).map_err(CliError::io(path))?;
+            eprintln!(
+                "plan: wrote {}; submit it with `{submit} {}`",
+                path.display(),
+                path.display()
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(Outcome::Success)
+}
+
+fn sweep_of(args: &PlanArgs, simtape: String, default_results: PathBuf) -> Sweep {
+    Sweep {
+        simtape,
+        scenarios: args.scenarios.clone(),
+        seeds: args.seeds,
+        shards: args.shards,
+        results: args.results.clone().unwrap_or(default_results),
+        name: args.name.clone(),
+    }
 }
 
 /// Returns the flag Ctrl-C sets: workers stop taking seeds, the runs under way finish, and

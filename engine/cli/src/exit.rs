@@ -63,7 +63,7 @@ pub(crate) enum CliError {
     Oracle(#[from] OracleError),
     /// A tape that cannot be opened (input) or is damaged (a finding), with its file when
     /// the message does not name it.
-    #[error("{}{error}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    #[error("{}{error}", tape_prefix(path.as_deref(), error))]
     Tape {
         /// The tape file, to prefix the message with.
         path: Option<PathBuf>,
@@ -79,6 +79,9 @@ pub(crate) enum CliError {
     /// World states that cannot be scored.
     #[error(transparent)]
     WorldEval(#[from] EvalError),
+    /// An input file that cannot be read whole: missing, a device, past its size cap.
+    #[error(transparent)]
+    InputFile(#[from] simtape::input::InputError),
     /// Shard reports that do not merge, with the file of the report at fault when there is
     /// one.
     #[error("{}{error}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
@@ -106,6 +109,25 @@ impl CliError {
     }
 }
 
+/// Returns `PATH: ` to open a tape error's message with, unless the message already does, so
+/// a path is printed once.
+fn tape_prefix(path: Option<&std::path::Path>, error: &TapeError) -> String {
+    match path.map(|p| p.display().to_string()) {
+        Some(shown) if !error.to_string().starts_with(&shown) => format!("{shown}: "),
+        _ => String::new(),
+    }
+}
+
+/// Whether a tape error says the file is no tape at all: it does not open, is empty or of
+/// another format, or has a version this build does not read. Such a file is bad input
+/// (exit 2) for every command; damage found inside a tape is a finding (exit 1).
+fn is_not_a_tape(error: &TapeError) -> bool {
+    matches!(
+        error,
+        TapeError::Io { .. } | TapeError::NotATape { .. } | TapeError::UnsupportedVersion { .. }
+    )
+}
+
 /// What a command returns.
 pub(crate) type CliResult = Result<Outcome, CliError>;
 
@@ -123,18 +145,22 @@ pub(crate) fn exit_code(result: &CliResult) -> u8 {
         Ok(Outcome::Invalid) => USAGE,
         Ok(Outcome::RunError) => RUN_ERROR,
         Ok(Outcome::Blocked) => BLOCKED,
-        // A tape that does not open is bad input; damage found in a tape is a finding.
-        Err(CliError::Tape {
-            error: TapeError::Io { .. },
-            ..
-        }) => USAGE,
-        Err(CliError::Tape { .. }) => FINDING,
+        // One rule for every command that reads a tape (docs/cli.md).
+        Err(CliError::Tape { error, .. })
+        | Err(CliError::Oracle(OracleError::Tape { source: error, .. })) => {
+            if is_not_a_tape(error) {
+                USAGE
+            } else {
+                FINDING
+            }
+        }
         Err(
             CliError::Usage(_)
             | CliError::Io { .. }
             | CliError::Write { .. }
             | CliError::Scenario(_)
             | CliError::Input(_)
+            | CliError::InputFile(_)
             | CliError::Oracle(_)
             | CliError::Mcp(_)
             | CliError::World(_)
@@ -165,6 +191,11 @@ mod tests {
         };
         let tape = |error| CliError::Tape { path: None, error };
         assert_eq!(exit_code(&Err(tape(unreadable))), 2);
+        let empty = TapeError::NotATape {
+            expected: "SIMTAPE\0".into(),
+            found: String::new(),
+        };
+        assert_eq!(exit_code(&Err(tape(empty))), 2);
         let damaged = TapeError::BadHeader {
             detail: "cut short".into(),
         };

@@ -34,7 +34,32 @@ fn main() -> ExitCode {
     if !matches!(cli.command, args::Command::Mcp(_)) {
         die_quietly_on_closed_pipe();
     }
-    let result = match cli.command {
+    let result = raise_input_caps().and_then(|()| dispatch(cli.command));
+    if let Err(error) = &result {
+        eprintln!("error: {error}");
+    }
+    ExitCode::from(exit::exit_code(&result))
+}
+
+/// Raises every input file's size cap when `SIMTAPE_INPUT_BYTES_MAX` is set (the engine
+/// never reads the environment; the command line hands the value over).
+fn raise_input_caps() -> Result<(), exit::CliError> {
+    use simtape::limits::{raise_input_bytes_max, INPUT_BYTES_MAX_SETTING};
+    let Some(value) = std::env::var_os(INPUT_BYTES_MAX_SETTING) else {
+        return Ok(());
+    };
+    let value = value.to_string_lossy();
+    let bytes = value.trim().parse().map_err(|_| {
+        exit::CliError::Usage(format!(
+            "{INPUT_BYTES_MAX_SETTING}={value:?}: expected a whole number of bytes"
+        ))
+    })?;
+    raise_input_bytes_max(bytes);
+    Ok(())
+}
+
+fn dispatch(command: args::Command) -> exit::CliResult {
+    match command {
         args::Command::Run(a) => cmd_run::run(&a),
         args::Command::Replay(a) => cmd_replay::run(&a),
         args::Command::Diff(a) => cmd_diff::run(&a),
@@ -47,11 +72,7 @@ fn main() -> ExitCode {
         args::Command::Sweep(a) => cmd_sweep::run(&a),
         args::Command::Report(a) => cmd_report::run(&a),
         args::Command::Serve(a) => cmd_serve::run(&a),
-    };
-    if let Err(error) = &result {
-        eprintln!("error: {error}");
     }
-    ExitCode::from(exit::exit_code(&result))
 }
 
 /// Restores SIGPIPE's default action, so output piped into a reader that stops early

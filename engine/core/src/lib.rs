@@ -50,6 +50,7 @@ pub mod capabilities;
 pub mod error;
 mod executor;
 pub mod inbox;
+pub mod input;
 pub mod limits;
 pub mod oracle;
 mod recorder;

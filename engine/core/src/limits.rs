@@ -63,6 +63,101 @@ impl Default for Limits {
     }
 }
 
+/// A kind of file simtape reads whole, each with the most bytes it reads of one: past its
+/// cap a file is refused with its path, the cap and [`INPUT_BYTES_MAX_SETTING`] (read by the
+/// command line, never by this crate, and handed over with [`raise_input_bytes_max`]).
+/// Tapes are not here: they are streamed a record at a time (`crate::tape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// A scenario (TOML).
+    Scenario,
+    /// An LLM fixture (ours or Harn's JSONL).
+    LlmFixture,
+    /// A process tape.
+    ProcessTape,
+    /// A WASI module (`.wasm`).
+    WasmModule,
+    /// An MCP cassette.
+    McpCassette,
+    /// An MCP world spec.
+    WorldSpec,
+    /// An MCP world's final state (`mcp eval --state`).
+    WorldState,
+    /// A sweep report (`report merge`).
+    SweepReport,
+    /// The journal an MCP session leaves (`mcp record|world --recover`).
+    McpJournal,
+}
+
+impl InputKind {
+    /// Every kind, in the order of the table in docs/cli.md.
+    pub const ALL: [InputKind; 9] = [
+        InputKind::Scenario,
+        InputKind::LlmFixture,
+        InputKind::ProcessTape,
+        InputKind::WasmModule,
+        InputKind::McpCassette,
+        InputKind::WorldSpec,
+        InputKind::WorldState,
+        InputKind::SweepReport,
+        InputKind::McpJournal,
+    ];
+
+    /// Returns what a file of this kind is called in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputKind::Scenario => "scenario file",
+            InputKind::LlmFixture => "LLM fixture",
+            InputKind::ProcessTape => "process tape",
+            InputKind::WasmModule => "WASI module",
+            InputKind::McpCassette => "MCP cassette",
+            InputKind::WorldSpec => "world spec",
+            InputKind::WorldState => "world state",
+            InputKind::SweepReport => "sweep report",
+            InputKind::McpJournal => "MCP journal",
+        }
+    }
+
+    /// Returns the default cap on one file of this kind, in bytes.
+    pub const fn default_bytes_max(self) -> u64 {
+        match self {
+            // Hand-written text: far above any real one, far below a mistake.
+            InputKind::Scenario => 4 << 20,
+            InputKind::WorldSpec => 16 << 20,
+            // Recorded conversations, outputs and modules: big, but held in memory whole.
+            InputKind::LlmFixture
+            | InputKind::ProcessTape
+            | InputKind::WasmModule
+            | InputKind::McpCassette
+            | InputKind::McpJournal => 256 << 20,
+            InputKind::WorldState => 64 << 20,
+            // A report of `SWEEP_RUNS_MAX` runs at a few hundred bytes each.
+            InputKind::SweepReport => 4 << 30,
+        }
+    }
+
+    /// Returns the cap on one file of this kind, in bytes: the default, or the raised value
+    /// when that is larger.
+    pub fn bytes_max(self) -> u64 {
+        self.default_bytes_max()
+            .max(INPUT_BYTES_MAX_RAISED.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// The environment variable that raises every [`InputKind`] cap to at least its value, in
+/// bytes. The command line reads it; the engine never does.
+pub const INPUT_BYTES_MAX_SETTING: &str = "SIMTAPE_INPUT_BYTES_MAX";
+
+/// The value of [`INPUT_BYTES_MAX_SETTING`], once the command line has read it (0: unset).
+/// Process-wide because the files are read deep inside loaders; it can only refuse or admit a
+/// file, never change what a run does with one.
+static INPUT_BYTES_MAX_RAISED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Raises every input file cap to at least `bytes` for the rest of the process.
+pub fn raise_input_bytes_max(bytes: u64) {
+    INPUT_BYTES_MAX_RAISED.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
 // Relationships between limits, checked when the crate compiles.
 const _: () = assert!(crate::tape::BLOB_THRESHOLD_DEFAULT_BYTES < 64 << 20);
 const _: () = assert!(crate::tape::BUFFER_BYTES < (4u64 << 30) as usize);

@@ -165,10 +165,11 @@ impl Cassette {
 
     /// Reads and checks a cassette file.
     pub fn load(path: &Path) -> Result<Cassette, McpError> {
-        let bytes = std::fs::read(path).map_err(|source| McpError::CassetteIo {
-            path: path.into(),
-            source,
-        })?;
+        let bytes = simtape::input::read_input(path, simtape::limits::InputKind::McpCassette)
+            .map_err(|error| McpError::CassetteIo {
+                path: path.into(),
+                source: error.into_io(),
+            })?;
         let invalid = |reason: String| McpError::CassetteInvalid {
             path: path.into(),
             reason,
@@ -193,6 +194,50 @@ impl Cassette {
             )));
         }
         Ok(cassette)
+    }
+
+    /// Checks that the cassette can serve a simulated run: it holds at least one request
+    /// from the client, and every recorded `tools/list` result lists tools (an array of
+    /// objects with a string `name`). The error names the message and the field; a cassette
+    /// that fails here would give a run no tools, or fail it on its first call.
+    pub fn check_servable(&self) -> Result<(), String> {
+        if !self
+            .messages
+            .iter()
+            .any(|e| e.from == Direction::Client && is_request(&e.message))
+        {
+            return Err(
+                "the cassette records no request from the client (record one with `simtape mcp record`)"
+                    .into(),
+            );
+        }
+        let pairs = pair_requests(&self.messages);
+        for (request, response) in self.messages.iter().zip(&pairs) {
+            let (Some(response), Some("tools/list")) = (response, method_of(&request.message))
+            else {
+                continue;
+            };
+            let Some(result) = self.messages[*response].message.get("result") else {
+                continue;
+            };
+            let problem = match result.get("tools") {
+                Some(Value::Array(tools)) => tools
+                    .iter()
+                    .position(|tool| !tool.get("name").is_some_and(Value::is_string))
+                    .map(|at| format!("`result.tools[{at}]` has no string `name`")),
+                Some(other) => Some(format!(
+                    "`result.tools` is {other}, expected an array of tools"
+                )),
+                None => Some("`result.tools` is missing".to_string()),
+            };
+            if let Some(problem) = problem {
+                return Err(format!(
+                    "message {} (the response to tools/list): {problem}",
+                    self.messages[*response].seq
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Writes the cassette as pretty JSON with a trailing newline.

@@ -10,7 +10,7 @@
 //! it dies: an unlocked journal was left by a dead process, a locked one belongs to a live one.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -139,10 +139,10 @@ pub fn read(path: &Path, kind: &str) -> Result<Contents, McpError> {
         path: path.into(),
         source,
     };
-    let mut file = File::open(path).map_err(io)?;
+    let file = File::open(path).map_err(io)?;
     lock(&file, path)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io)?;
+    let bytes = simtape::input::read_opened(&file, path, simtape::limits::InputKind::McpJournal)
+        .map_err(|error| io(error.into_io()))?;
     let invalid = |reason: String| McpError::JournalInvalid {
         path: path.into(),
         reason,

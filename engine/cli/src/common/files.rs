@@ -21,6 +21,57 @@ pub(crate) fn create_parent(path: &Path) -> Result<(), CliError> {
     }
 }
 
+/// Checks, before any run, that an output file can be written at `path`: its parent
+/// directories are made, and the file opened for writing (and removed again when it was not
+/// there), so a bad path is a usage error with its real reason, not work lost after a run.
+pub(crate) fn check_output(path: &Path, flag: &str) -> Result<(), CliError> {
+    let refuse = |why: String| CliError::Usage(format!("{flag} {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(refuse("is a directory; expected a file path".into()));
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_output_dir(parent, path, flag)?;
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| refuse(format!("cannot be written: {e}")))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Creates the directory `dir` of the output `path` given to `flag` (`--out DIR` itself, or
+/// a file's parent), saying when a file stands where a directory should be (mkdir's "File
+/// exists" does not).
+pub(crate) fn create_output_dir(dir: &Path, path: &Path, flag: &str) -> Result<(), CliError> {
+    let refuse = |why: String| CliError::Usage(format!("{flag} {}: {why}", path.display()));
+    if let Some(file) = dir
+        .ancestors()
+        .find(|ancestor| ancestor.exists())
+        .filter(|ancestor| !ancestor.is_dir())
+    {
+        return Err(refuse(format!(
+            "cannot be created: {} is a file, not a directory",
+            file.display()
+        )));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| refuse(format!("cannot create {}: {e}", dir.display())))
+}
+
+/// Reads a whole input file of `kind` as text, within its size cap.
+pub(crate) fn read_input_text(
+    path: &Path,
+    kind: simtape::limits::InputKind,
+) -> Result<String, CliError> {
+    Ok(simtape::input::read_input_text(path, kind)?)
+}
+
 /// Reads a whole file.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(CliError::io(path))

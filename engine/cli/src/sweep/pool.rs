@@ -16,6 +16,11 @@ use simtape_eval::{Verdict, VerdictKind};
 use super::progress::Progress;
 use crate::common::reproduce_command;
 
+/// The most worker threads a sweep starts (`--jobs`): far above the cores of any one machine
+/// (a sweep wider than that is sharded across machines), far below what exhausts a
+/// process's threads.
+pub(crate) const JOBS_MAX: usize = 256;
+
 /// A scenario loaded once for the whole sweep.
 #[derive(Debug)]
 pub(crate) struct Loaded {

@@ -6,6 +6,8 @@ mod clients;
 mod common;
 
 mod agents;
+#[cfg(unix)]
+mod bad_inputs;
 mod cli;
 mod evidence;
 mod harness;
@@ -14,6 +16,8 @@ mod mcp_signals;
 mod mcp_world;
 mod record;
 mod serve_mcp;
+#[cfg(unix)]
+mod slurm;
 mod sweep;
 mod tapes;
 mod wasi;

@@ -5,7 +5,7 @@
 use crate::common;
 use crate::common::text;
 
-use common::{load_json, repo, scratch, simtape};
+use common::{files, load_json, repo, scratch, simtape};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,25 +27,6 @@ fn sweep(cwd: &Path, scenarios: &[&str], seeds: &str) -> Command {
     }
     command.args(["--seeds", seeds]);
     command
-}
-
-/// Returns every file under `dir` with its bytes, sorted by path.
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(next) = pending.pop() {
-        for entry in std::fs::read_dir(&next).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                found.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes));
-            }
-        }
-    }
-    found.sort();
-    found
 }
 
 #[test]
@@ -436,4 +417,215 @@ fn the_readme_main_job_shows_retries_and_a_failing_seed() {
         "{ticket}"
     );
     assert!(ticket["summary"]["retries"]["total"].as_u64().unwrap() >= 8);
+}
+
+/// The variables `--shard auto` reads, removed so the test's own environment cannot leak in.
+const SHARD_VARS: [&str; 7] = [
+    "SLURM_ARRAY_TASK_ID",
+    "JOB_COMPLETION_INDEX",
+    "CI_NODE_INDEX",
+    "CIRCLE_NODE_INDEX",
+    "BUILDKITE_PARALLEL_JOB",
+    "SIMTAPE_SHARD_INDEX",
+    "SIMTAPE_SHARD_COUNT",
+];
+
+fn sweep_auto(dir: &Path, env: &[(&str, &str)], shard: &str) -> Output {
+    let mut command = sweep(dir, &["random-delays.toml"], "0..12");
+    for var in SHARD_VARS {
+        command.env_remove(var);
+    }
+    command
+        .envs(env.iter().copied())
+        .args(["--shard", shard, "--report-out", "auto.json"]);
+    output(&mut command)
+}
+
+#[test]
+fn shard_auto_reads_the_scheduler_and_names_what_it_read() {
+    // Goal: `--shard auto` takes the shard of a Slurm array task and of a Kubernetes index
+    // (count from auto/N), records it in the report like --shard I/N, and says where from.
+    let dir = scratch("sweep", "shard-auto");
+    let slurm = sweep_auto(
+        &dir,
+        &[
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ],
+        "auto",
+    );
+    assert_eq!(slurm.status.code(), Some(0), "{}", text(&slurm));
+    assert!(
+        text(&slurm).contains(
+            "sweep: shard 1/3 from Slurm job array (SLURM_ARRAY_TASK_ID=1, SLURM_ARRAY_TASK_COUNT=3)"
+        ),
+        "{}",
+        text(&slurm)
+    );
+    let report = load_json(&dir.join("auto.json"));
+    assert_eq!(report["shard"], serde_json::json!({"index": 1, "count": 3}));
+    let k8s = sweep_auto(&dir, &[("JOB_COMPLETION_INDEX", "3")], "auto/4");
+    assert_eq!(k8s.status.code(), Some(0), "{}", text(&k8s));
+    let report = load_json(&dir.join("auto.json"));
+    assert_eq!(report["shard"], serde_json::json!({"index": 3, "count": 4}));
+}
+
+#[test]
+fn shard_auto_refuses_a_missing_or_ambiguous_environment() {
+    // Goal: no scheduler, two schedulers, or an index without a count is exit 2 naming the
+    // variables, before any seed runs.
+    let dir = scratch("sweep", "shard-auto-bad");
+    let none = sweep_auto(&dir, &[], "auto");
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+    assert!(
+        text(&none).contains("no scheduler environment found"),
+        "{}",
+        text(&none)
+    );
+    let two = sweep_auto(
+        &dir,
+        &[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ("CI_NODE_INDEX", "1"),
+            ("CI_NODE_TOTAL", "2"),
+        ],
+        "auto",
+    );
+    assert_eq!(two.status.code(), Some(2), "{}", text(&two));
+    assert!(text(&two).contains("CI_NODE_INDEX"), "{}", text(&two));
+    let no_count = sweep_auto(&dir, &[("JOB_COMPLETION_INDEX", "0")], "auto");
+    assert_eq!(no_count.status.code(), Some(2), "{}", text(&no_count));
+    assert!(
+        text(&no_count).contains("SIMTAPE_SHARD_COUNT"),
+        "{}",
+        text(&no_count)
+    );
+    assert!(!dir.join("auto.json").exists(), "no run started");
+}
+
+/// Converts a parsed YAML document to JSON, for the schema check.
+fn yaml_to_json(yaml: &yaml_rust2::Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    use yaml_rust2::Yaml;
+    match yaml {
+        Yaml::String(text) => Value::String(text.clone()),
+        Yaml::Integer(n) => Value::from(*n),
+        Yaml::Real(text) => Value::from(text.parse::<f64>().unwrap()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Null => Value::Null,
+        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().expect("string keys").to_string(),
+                        yaml_to_json(v),
+                    )
+                })
+                .collect(),
+        ),
+        other => panic!("unexpected YAML node {other:?}"),
+    }
+}
+
+#[test]
+fn k8s_plan_is_a_valid_indexed_job_and_merge_job() {
+    // Goal: `sweep plan --k8s` writes two Jobs that pass the Job schema (tests/k8s/): an
+    // Indexed Job of N completions running `--shard auto` with the count in the environment,
+    // and a merge Job; a manifest the schema should refuse is refused (the check can fail).
+    let dir = scratch("sweep", "plan-k8s");
+    let run = output(simtape().current_dir(&dir).args([
+        "sweep",
+        "plan",
+        "--k8s",
+        "--image",
+        "registry.example/simtape:1",
+        "scenarios/race-edit.toml",
+        "--seeds",
+        "0..100",
+        "--shards",
+        "4",
+        "--out",
+        "sweep.yaml",
+    ]));
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let yaml = std::fs::read_to_string(dir.join("sweep.yaml")).unwrap();
+    let docs: Vec<serde_json::Value> = yaml_rust2::YamlLoader::load_from_str(&yaml)
+        .unwrap()
+        .iter()
+        .map(yaml_to_json)
+        .collect();
+    assert_eq!(docs.len(), 2, "{yaml}");
+    let schema = load_json(&repo().join("engine/cli/tests/k8s/job-batch-v1.schema.json"));
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for doc in &docs {
+        let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}\n{yaml}");
+    }
+    let shards = &docs[0]["spec"];
+    assert_eq!(shards["completionMode"], "Indexed");
+    assert_eq!(shards["completions"], 4);
+    let container = &shards["template"]["spec"]["containers"][0];
+    assert_eq!(container["env"][0]["name"], "SIMTAPE_SHARD_COUNT");
+    assert_eq!(container["env"][0]["value"], "4");
+    assert!(
+        container["args"][0]
+            .as_str()
+            .unwrap()
+            .contains("sweep scenarios/race-edit.toml --seeds 0..100 --shard auto"),
+        "{yaml}"
+    );
+    assert_eq!(docs[1]["metadata"]["name"], "simtape-sweep-merge");
+    let mut wrong = docs[0].clone();
+    wrong["spec"]["template"]["spec"]["restartPolicy"] = "Always".into();
+    wrong["spec"]["completion"] = 4.into();
+    assert_eq!(validator.iter_errors(&wrong).count(), 2);
+}
+
+#[test]
+fn plan_refuses_bad_arguments() {
+    // Goal: a plan that could not run is refused before anything is written (exit 2).
+    let dir = scratch("sweep", "plan-bad");
+    std::fs::copy(scenario("hello.toml"), dir.join("x.toml")).unwrap();
+    let good = output(simtape().current_dir(&dir).args([
+        "sweep", "plan", "--slurm", "--seeds", "0..4", "--shards", "2", "x.toml",
+    ]));
+    assert_eq!(good.status.code(), Some(0), "{}", text(&good));
+    let cases: [&[&str]; 5] = [
+        &["--slurm", "--seeds", "0..4", "--shards", "5", "x.toml"],
+        &[
+            "--slurm",
+            "--seeds",
+            "0..4",
+            "--shards",
+            "2",
+            "no-such.toml",
+        ],
+        &["--k8s", "--seeds", "0..4", "--shards", "2", "x.toml"],
+        &[
+            "--k8s",
+            "--image",
+            "i",
+            "--results",
+            "rel",
+            "--seeds",
+            "0..4",
+            "--shards",
+            "2",
+            "x.toml",
+        ],
+        &[
+            "--slurm", "--name", "Bad_Name", "--seeds", "0..4", "--shards", "2", "x.toml",
+        ],
+    ];
+    for args in cases {
+        let run = output(
+            simtape()
+                .current_dir(&dir)
+                .args(["sweep", "plan"])
+                .args(args),
+        );
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {}", text(&run));
+    }
 }

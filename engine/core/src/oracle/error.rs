@@ -29,7 +29,7 @@ impl fmt::Display for Side {
 #[derive(Debug, thiserror::Error)]
 pub enum OracleError {
     /// The tape is missing, not a tape, truncated or corrupt.
-    #[error("tape {side} ({path}): {source}")]
+    #[error("tape {side}{}: {source}", unless_named(path, source))]
     Tape {
         /// Which tape.
         side: Side,
@@ -56,5 +56,15 @@ impl OracleError {
         match self {
             OracleError::Tape { side, .. } | OracleError::Changed { side, .. } => *side,
         }
+    }
+}
+
+/// Returns ` (PATH)` unless the reader's message already opens with the path, so a path is
+/// printed once.
+fn unless_named(path: &str, source: &TapeError) -> String {
+    if source.to_string().starts_with(path) {
+        String::new()
+    } else {
+        format!(" ({path})")
     }
 }

@@ -44,6 +44,9 @@ pub struct Decoder {
     pub(crate) capability_uses: Vec<(Capability, Use)>,
     /// The files an extension opened, as the scenario names them (its inputs).
     pub(crate) inputs: Vec<String>,
+    /// The run's virtual time cap (`[limits] virtual_time_max_ns`), once decoded: a task
+    /// whose own sleeps pass it is reported at the step.
+    pub(crate) virtual_time_max_ns: Option<u64>,
 }
 
 impl Decoder {
@@ -97,6 +100,7 @@ fn document(
         Some(field) => limits(decoded, &field),
         None => Some(Limits::default()),
     };
+    decoded.virtual_time_max_ns = limits.as_ref().map(|l| l.virtual_time_max_ns);
     let fs = match top.take("fs") {
         Some(field) => {
             decoded.tables.push(Capability::Fs);
@@ -359,7 +363,11 @@ fn task(decoded: &mut Decoder, field: &Field<'_>) -> Option<TaskSpec> {
         None => Some(0),
     };
     let steps = match fields.take("steps") {
-        Some(steps) => step_list(decoded, &steps).map(|steps| {
+        Some(steps) => step_list(decoded, &steps).map(|list| {
+            if let (Some(start_ns), Some(repeat)) = (start_after_ns, repeat) {
+                super::steps::check_time(decoded, &steps, &list, start_ns, repeat);
+            }
+            let steps = list;
             let step_fields = (0..steps.len())
                 .map(|index| format!("{}[{index}]", steps_path(&field.path)))
                 .collect();

@@ -11,7 +11,7 @@ use super::error::Problem;
 use std::ops::Range;
 
 use super::node::{Entry, Node, Span, Value};
-use super::schema::{LABEL_LEN_MAX, NAME_LEN_MAX};
+use super::schema::{name_problem, LABEL_LEN_MAX, NAME_WHAT};
 use crate::time::{parse_duration_ns, parse_instant};
 
 /// A field under decoding: its value, its path and the span errors point at.
@@ -179,20 +179,9 @@ impl Decoder {
 
     /// A scenario, task or channel name: `[a-z0-9-]+`, at most 64 characters.
     pub fn name(&mut self, field: &Field<'_>) -> Option<String> {
-        const WHAT: &str = "a name of a-z, 0-9 and -";
-        let text = self.string(field, WHAT)?;
-        let valid = text
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if text.is_empty() || !valid {
-            self.expected(field, WHAT);
-            return None;
-        }
-        if text.len() > NAME_LEN_MAX {
-            self.expected(
-                field,
-                &format!("{WHAT} of at most {NAME_LEN_MAX} characters"),
-            );
+        let text = self.string(field, NAME_WHAT)?;
+        if let Some(what) = name_problem(text) {
+            self.expected(field, &what);
             return None;
         }
         Some(text.to_string())

@@ -61,7 +61,6 @@ mod steps;
 mod tables;
 mod validate;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,15 +74,17 @@ pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 pub use inputs::{
     unpack, Captured, InputsError, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX, PROCESS_WASI_ENTRY,
 };
+pub use schema::name_problem;
 
 use crate::cap::fs::FsDiff;
 use crate::cap::llm::LlmActor;
-use crate::limits::Limits;
+use crate::input::InputProblem;
+use crate::limits::{InputKind, Limits};
 use crate::sim::{Builder, Host, RunError, Sim};
 use crate::summary::RunSummary;
 use crate::tape::ScenarioStamp;
 use resources::Resources;
-use schema::{Spec, SOURCE_BYTES_MAX};
+use schema::Spec;
 
 /// What an [`Extension`] decodes with: the decoder and its value decoders, the field types,
 /// and the shared pieces of the core's tables.
@@ -295,6 +296,14 @@ impl Scenario {
         self.spec.network.as_ref()
     }
 
+    /// Returns the `[fs]` root when `allow_outside = true` lets it lie outside the scenario
+    /// file's directory tree and it does (`simtape check` says so).
+    pub fn fs_root_outside(&self) -> Option<std::path::PathBuf> {
+        let fs = self.spec.fs.as_ref().filter(|fs| fs.allow_outside)?;
+        let base = self.path().parent().unwrap_or(Path::new(""));
+        resources::root_outside(&fs.root.path, base)
+    }
+
     /// Returns whether the scenario has a filesystem overlay (`[fs]`), so has an fs diff.
     pub fn has_fs(&self) -> bool {
         self.spec.fs.is_some()
@@ -436,22 +445,15 @@ fn first(mut errors: Vec<ScenarioError>) -> ScenarioError {
     errors.swap_remove(0)
 }
 
-/// Reads a scenario file as UTF-8 text of at most [`SOURCE_BYTES_MAX`] bytes.
+/// Reads a scenario file as UTF-8 text of at most its cap ([`InputKind::Scenario`]).
 fn read_source(path: &Path) -> Result<String, ScenarioError> {
-    let unreadable = |error: std::io::Error| {
-        ScenarioError::whole_file(path, format!("cannot read the scenario file: {error}"))
-    };
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let mut bytes = Vec::new();
-    file.take(SOURCE_BYTES_MAX + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > SOURCE_BYTES_MAX {
-        let message = format!(
-            "expected a scenario file of at most {SOURCE_BYTES_MAX} bytes, found a larger one"
-        );
-        return Err(ScenarioError::whole_file(path, message));
-    }
+    let bytes = crate::input::read_input(path, InputKind::Scenario).map_err(|error| {
+        let message = match error.problem {
+            InputProblem::Io(error) => format!("cannot read the scenario file: {error}"),
+            other => other.to_string(),
+        };
+        ScenarioError::whole_file(path, message)
+    })?;
     String::from_utf8(bytes).map_err(|error| {
         let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         let prefix = std::str::from_utf8(valid).expect("the prefix up to valid_up_to is UTF-8");
@@ -477,11 +479,41 @@ fn syntax_error(error: &toml_edit::TomlError, source: &str, path: &Path) -> Scen
         .map(str::trim)
         .collect::<Vec<_>>()
         .join("; ");
+    // TOML integers are i64: a larger one (a seed of u64::MAX) fails the parse itself.
+    let bound = if message.contains("too large") {
+        format!(" (TOML integers are at most {})", i64::MAX)
+    } else {
+        String::new()
+    };
     ScenarioError {
         file: path.to_path_buf(),
         line,
         column,
-        field: String::new(),
-        message: format!("invalid TOML: {message}"),
+        field: syntax_error_field(source, offset),
+        message: format!("invalid TOML: {message}{bound}"),
+    }
+}
+
+/// Names the key a syntax error sits in, as well as the text shows it without a parse: the
+/// last `[table]` header above and the last `key =` before the error on its line.
+fn syntax_error_field(source: &str, offset: usize) -> String {
+    let before = &source[..offset.min(source.len())];
+    let (above, line) = before.rsplit_once('\n').unwrap_or(("", before));
+    let Some((left, _)) = line.rsplit_once('=') else {
+        return String::new();
+    };
+    let key = left
+        .rsplit(|c: char| c == '{' || c == ',' || c.is_whitespace())
+        .find(|word| !word.is_empty())
+        .unwrap_or_default();
+    let table = above
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| line.starts_with('['))
+        .map(|header| header.trim_matches(|c| c == '[' || c == ']').trim());
+    match table {
+        Some(table) if !key.is_empty() => format!("{table}.{key}"),
+        _ => key.to_string(),
     }
 }

@@ -29,7 +29,7 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
     let mut problems = Vec::new();
     let mut resources = Resources::default();
     if let Some(fs) = &spec.fs {
-        match open_root(&fs.root, base) {
+        match open_root(&fs.root, fs.allow_outside, base) {
             Ok(actor) => {
                 let actor = actor
                     .with_faults(fs.faults)
@@ -62,8 +62,32 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
     }
 }
 
-fn open_root(root: &PathField, base: &Path) -> Result<FsActor, Problem> {
+/// Returns the root `root` resolves to from `base` when it lies outside `base`'s directory
+/// tree (both with symlinks resolved); `None` when inside, or when either does not resolve.
+pub(crate) fn root_outside(root: &str, base: &Path) -> Option<PathBuf> {
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    let resolved = std::fs::canonicalize(base.join(root)).ok()?;
+    let base = std::fs::canonicalize(base).ok()?;
+    (!resolved.starts_with(&base)).then_some(resolved)
+}
+
+fn open_root(root: &PathField, allow_outside: bool, base: &Path) -> Result<FsActor, Problem> {
     let resolved = base.join(&root.path);
+    let outside = (!allow_outside)
+        .then(|| root_outside(&root.path, base))
+        .flatten();
+    if let Some(outside) = outside {
+        let message = format!(
+            "the root {} is outside the scenario's directory, and the agent could read all of it; \
+             set `allow_outside = true` in [fs] if that is meant",
+            outside.display()
+        );
+        return Err(problem(root, message));
+    }
     FsActor::new(&resolved).map_err(|error| {
         let shown = resolved.display();
         let message = match error {
@@ -114,6 +138,14 @@ fn open_process(spec: &ProcessSpec, limits: &Limits, base: &Path) -> Result<Proc
             if !module.is_file() {
                 let message = format!(
                     "expected the WASI module of {:?} at {}, found nothing",
+                    program.path,
+                    module.display()
+                );
+                return Err(problem(program, message));
+            }
+            if let Err(why) = crate::cap::wasi::check_module(&module) {
+                let message = format!(
+                    "the WASI module of {:?} at {} is not valid: {why}",
                     program.path,
                     module.display()
                 );

@@ -10,13 +10,29 @@ use crate::limits::Limits;
 
 /// Scenario, task and channel names: at most this many characters of `a-z`, `0-9` and `-`.
 pub(crate) const NAME_LEN_MAX: usize = 64;
+/// What a name is, for messages.
+pub(crate) const NAME_WHAT: &str = "a name of a-z, 0-9 and -";
+
+/// Returns what a scenario, task or channel name should be when `text` is not one
+/// (`[a-z0-9-]+`, at most 64 characters), so `simtape new` refuses the names
+/// `check` would.
+pub fn name_problem(text: &str) -> Option<String> {
+    let valid = text
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if text.is_empty() || !valid {
+        return Some(NAME_WHAT.to_string());
+    }
+    if text.len() > NAME_LEN_MAX {
+        return Some(format!("{NAME_WHAT} of at most {NAME_LEN_MAX} characters"));
+    }
+    None
+}
 /// Event and outcome names (labels): at most this many characters.
 pub(crate) const LABEL_LEN_MAX: usize = 128;
 /// The most times a task may repeat its steps. A loop of zero-latency steps pops no timer, so
 /// `events_max` would not stop it; this bound does.
 pub(crate) const REPEAT_MAX: i64 = 1_000_000;
-/// The largest scenario file `Scenario::load` reads.
-pub(crate) const SOURCE_BYTES_MAX: u64 = 4 << 20;
 /// Task names the engine already uses in tapes and deadlock reports.
 pub(crate) const TASK_NAMES_RESERVED: [&str; 2] = ["main", "engine"];
 
@@ -47,7 +63,14 @@ pub(crate) const STEP_KINDS: [&str; 15] = [
     "run",
 ];
 /// The keys of `[fs]`.
-pub(crate) const FS_KEYS: [&str; 5] = ["root", "enospc", "eio", "partial_write", "latency"];
+pub(crate) const FS_KEYS: [&str; 6] = [
+    "root",
+    "allow_outside",
+    "enospc",
+    "eio",
+    "partial_write",
+    "latency",
+];
 /// The keys of `[fs] latency`.
 pub(crate) const FS_LATENCY_KEYS: [&str; 3] = ["base", "per_kib", "jitter"];
 /// The keys of `[process]`.
@@ -89,6 +112,9 @@ pub struct PathField {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FsSpec {
     pub(crate) root: PathField,
+    /// `allow_outside = true`: the root may lie outside the scenario file's directory tree
+    /// (the agent can read everything under it).
+    pub(crate) allow_outside: bool,
     pub(crate) faults: FsFaults,
     pub(crate) latency: FsLatency,
 }

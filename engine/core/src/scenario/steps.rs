@@ -175,3 +175,61 @@ fn outcome(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) ->
         value: value?,
     })
 }
+
+/// Reports the first step at which a task's own sleeps (`start_after`, every `sleep`, the
+/// least of every `sleep_random`, over every repetition) pass the run's virtual time cap: the
+/// run would stop there, at its limit, whatever else happens. `field` is the steps array.
+pub(crate) fn check_time(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+    steps: &[Step],
+    start_ns: u64,
+    repeat: u32,
+) {
+    let Some(cap_ns) = decoded.virtual_time_max_ns else {
+        return;
+    };
+    let least = |step: &Step| match step {
+        Step::Sleep { ns } => *ns,
+        Step::SleepRandom { min_ns, .. } => *min_ns,
+        _ => 0,
+    };
+    let round_ns: u128 = steps.iter().map(|s| u128::from(least(s))).sum();
+    let total_ns = u128::from(start_ns) + round_ns * u128::from(repeat);
+    if total_ns <= u128::from(cap_ns) {
+        return;
+    }
+    // The repetition in which the cap is passed, then the step within it.
+    let before = u128::from(cap_ns).saturating_sub(u128::from(start_ns));
+    let rounds = before.checked_div(round_ns).unwrap_or(0);
+    let mut at_ns = u128::from(start_ns) + rounds * round_ns;
+    let Some(items) = decoded.array(field, "an array of steps") else {
+        return;
+    };
+    for (index, step) in steps.iter().enumerate() {
+        at_ns += u128::from(least(step));
+        if at_ns > u128::from(cap_ns) {
+            let repetition = if repeat > 1 {
+                format!(" (repetition {})", rounds + 1)
+            } else {
+                String::new()
+            };
+            let shown = u64::try_from(at_ns)
+                .map(crate::time::format_ns)
+                .unwrap_or_else(|_| format!("{at_ns}ns"));
+            let message = format!(
+                "this step takes the task to t={shown}{repetition}, past [limits] \
+                 virtual_time_max_ns = {} ({cap_ns}ns): the run would stop at its limit \
+                 (virtual time is kept in i64 nanoseconds: at most {}ns, about 292 years)",
+                crate::time::format_ns(cap_ns),
+                i64::MAX
+            );
+            decoded.problem(
+                items[index].span.clone(),
+                items[index].path.clone(),
+                message,
+            );
+            return;
+        }
+    }
+}

@@ -35,6 +35,16 @@ pub(crate) fn fs(decoded: &mut Decoder, field: &Field<'_>) -> Option<FsSpec> {
             None
         }
     };
+    let allow_outside = match fields.take("allow_outside") {
+        Some(field) => {
+            let flag = field.boolean();
+            if flag.is_none() {
+                decoded.expected(&field, "true or false");
+            }
+            flag
+        }
+        None => Some(false),
+    };
     let mut ratio = |key: &str, decoded: &mut Decoder| match fields.take(key) {
         Some(value) => self::ratio(decoded, &value),
         None => Some(Ratio::ZERO),
@@ -52,6 +62,7 @@ pub(crate) fn fs(decoded: &mut Decoder, field: &Field<'_>) -> Option<FsSpec> {
     );
     Some(FsSpec {
         root: root?,
+        allow_outside: allow_outside?,
         faults: FsFaults {
             enospc: enospc?,
             eio: eio?,

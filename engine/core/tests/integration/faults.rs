@@ -440,7 +440,7 @@ fn the_scenario_builder_applies_the_fault_plan() {
     let root = fs_root("scenario");
     let path = dir.join("faults.toml");
     let head = format!(
-        "[scenario]\nname = \"f\"\n[fs]\nroot = \"{}\"\n[llm]\nfixture = \"ask.jsonl\"\n[process]\n",
+        "[scenario]\nname = \"f\"\n[fs]\nroot = \"{}\"\nallow_outside = true\n[llm]\nfixture = \"ask.jsonl\"\n[process]\n",
         root.display()
     );
     let faults = "[[faults.llm]]\non_call = 1\nretry_after = \"2s\"\n[[faults.fs]]\nop = \"write\"\non_call = 1\nkind = \"enospc\"\n[[faults.process]]\nprogram = \"make\"\non_call = 1\nexit_code = 2\n";

@@ -694,7 +694,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:5:7: field `fs.eio`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found 0.5",
             "s.toml:6:20: field `fs.latency.base`: expected a duration like \"250ms\", found \"fast\"",
             "s.toml:6:28: field `fs.latency.spin`: unknown key, expected one of `base`, `per_kib`, `jitter`",
-            "s.toml:7:1: field `fs.colour`: unknown key, expected one of `root`, `enospc`, `eio`, `partial_write`, `latency`",
+            "s.toml:7:1: field `fs.colour`: unknown key, expected one of `root`, `allow_outside`, `enospc`, `eio`, `partial_write`, `latency`",
             "s.toml:9:28: field `network.allow[1]`: network rule \"user@example.com\" contains user info (`user@`); name the host only",
             "s.toml:9:48: field `network.allow[2]`: expected a network rule like \"api.github.com\" or \"10.0.0.0/8\", found 7",
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",

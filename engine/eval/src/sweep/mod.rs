@@ -80,10 +80,25 @@ pub fn parse_seeds(text: &str) -> Result<SeedRange, SyntaxError> {
             (a, b, false)
         }
     };
-    let start: u64 = start.trim().parse().map_err(|_| usage())?;
-    let end: u64 = end.trim().parse().map_err(|_| usage())?;
+    // A number too large for a seed is an overflow, not a syntax error.
+    let overflow = || SyntaxError {
+        expected: "seeds of at most 18446744073709551615 (u64; this one overflows)",
+        found: text.to_string(),
+    };
+    let seed = |part: &str| {
+        let part = part.trim();
+        part.parse::<u64>().map_err(|_| {
+            if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+                overflow()
+            } else {
+                usage()
+            }
+        })
+    };
+    let start = seed(start)?;
+    let end = seed(end)?;
     let end = if inclusive {
-        end.checked_add(1).ok_or_else(usage)?
+        end.checked_add(1).ok_or_else(overflow)?
     } else {
         end
     };

@@ -206,10 +206,11 @@ pub struct World {
 impl World {
     /// Loads, checks and compiles the spec at `path`.
     pub fn load(path: &Path) -> Result<World, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = simtape::input::read_input_text(path, simtape::limits::InputKind::WorldSpec)
+            .map_err(|error| SpecError::Io {
+                path: path.to_path_buf(),
+                source: error.into_io(),
+            })?;
         World::parse(&text, path)
     }
 

@@ -221,10 +221,11 @@ pub struct Fixture {
 impl Fixture {
     /// Reads a fixture file in any supported format.
     pub fn load(path: &std::path::Path) -> Result<Fixture, FixtureError> {
-        let text = std::fs::read_to_string(path).map_err(|e| FixtureError::Io {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+        let text = crate::input::read_input_text(path, crate::limits::InputKind::LlmFixture)
+            .map_err(|e| FixtureError::Io {
+                path: path.display().to_string(),
+                detail: e.problem.to_string(),
+            })?;
         Fixture::parse(&path.display().to_string(), &text)
     }
 

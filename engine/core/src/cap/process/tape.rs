@@ -160,10 +160,11 @@ impl ProcessTape {
     /// Reads and checks the process tape at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<ProcessTape, ProcessTapeError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| ProcessTapeError::Io {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+        let text = crate::input::read_input_text(path, crate::limits::InputKind::ProcessTape)
+            .map_err(|e| ProcessTapeError::Io {
+                path: path.display().to_string(),
+                detail: e.problem.to_string(),
+            })?;
         ProcessTape::parse(&path.display().to_string(), &text)
     }
 

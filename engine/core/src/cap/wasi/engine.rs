@@ -36,12 +36,7 @@ impl Runtime {
     /// Returns a runtime with a deterministic engine: fuel on, NaNs canonical, relaxed SIMD
     /// deterministic (wasmtime is built without threads, so shared memories do not parse).
     pub(crate) fn new() -> Runtime {
-        let mut config = Config::new();
-        config
-            .consume_fuel(true)
-            .cranelift_nan_canonicalization(true)
-            .relaxed_simd_deterministic(true);
-        let engine = Engine::new(&config).expect("the sandbox's engine configuration is valid");
+        let engine = Engine::new(&config()).expect("the sandbox's engine configuration is valid");
         let linker = linker::linker(&engine).expect("each preview-1 function is linked once");
         Runtime {
             engine,
@@ -74,6 +69,23 @@ impl Runtime {
         modules.insert(digest, pre.clone());
         Ok(pre)
     }
+}
+
+/// The engine configuration every sandbox uses.
+fn config() -> Config {
+    let mut config = Config::new();
+    config
+        .consume_fuel(true)
+        .cranelift_nan_canonicalization(true)
+        .relaxed_simd_deterministic(true);
+    config
+}
+
+/// Checks that `bytes` are a WebAssembly module the sandbox's engine accepts, without
+/// compiling it (what `simtape check` does for each module a scenario names).
+pub(crate) fn validate(bytes: &[u8]) -> Result<(), String> {
+    let engine = Engine::new(&config()).expect("the sandbox's engine configuration is valid");
+    Module::validate(&engine, bytes).map_err(|error| format!("{error:#}"))
 }
 
 /// Refuses a module that imports anything but the preview-1 functions the sandbox links

@@ -147,13 +147,15 @@ pub(crate) async fn run_guest(
     bounds: WasmBounds,
     rng: RngStream,
 ) -> GuestRun {
-    let prepared = setup.module_path(&command.program).and_then(|path| {
-        let bytes = std::fs::read(&path).map_err(|e| ProcessError::WasmModuleMissing {
-            program: command.program.clone(),
-            path: format!("{}: {e}", path.to_string_lossy()),
-        })?;
-        setup.runtime.prepare(&command.program, &bytes)
-    });
+    let prepared =
+        setup.module_path(&command.program).and_then(|path| {
+            let bytes = crate::input::read_input(&path, crate::limits::InputKind::WasmModule)
+                .map_err(|e| ProcessError::WasmModuleMissing {
+                    program: command.program.clone(),
+                    path: e.to_string(),
+                })?;
+            setup.runtime.prepare(&command.program, &bytes)
+        });
     match prepared {
         Ok(pre) => run::run(pre, command, overlay, bounds, setup.ns_per_fuel, rng).await,
         Err(error) => GuestRun {
@@ -179,4 +181,17 @@ pub(crate) async fn run_guest(
         }),
         changes: Vec::new(),
     }
+}
+
+/// Checks the WASI module at `path` before any run: within its size cap, and WebAssembly the
+/// sandbox accepts (with the `wasi` feature; without it, only the `\0asm` magic is checked).
+pub(crate) fn check_module(path: &std::path::Path) -> Result<(), String> {
+    let bytes = crate::input::read_input(path, crate::limits::InputKind::WasmModule)
+        .map_err(|error| error.problem.to_string())?;
+    if !bytes.starts_with(b"\0asm") {
+        return Err("not a WebAssembly module (no \\0asm magic)".into());
+    }
+    #[cfg(feature = "wasi")]
+    engine::validate(&bytes)?;
+    Ok(())
 }
