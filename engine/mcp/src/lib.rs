@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod actor;
+pub mod asks;
 pub mod cassette;
 pub mod drift;
 pub mod era;
@@ -48,6 +49,7 @@ pub mod matching;
 pub mod record;
 pub mod redact;
 pub mod replay;
+pub mod script;
 pub mod serve;
 pub mod stdio;
 pub mod world;

@@ -8,6 +8,7 @@ mod common;
 mod agents;
 mod cli;
 mod mcp;
+mod mcp_asks;
 mod mcp_signals;
 mod mcp_world;
 mod serve_mcp;
