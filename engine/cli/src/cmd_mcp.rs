@@ -2,15 +2,19 @@
 //! worlds (the work is in `simtape-mcp`), and the stdio bridge to `simtape serve` (in
 //! `simtape-serve`).
 
+use std::cell::RefCell;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use clap::{Args, Subcommand};
+use simtape_mcp::journal::Journal;
 use simtape_mcp::record::{Recorder, Written};
 use simtape_mcp::stdio::{Ending, Inbox};
 use simtape_mcp::world::outputs::{self, Outputs, Recovered};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
+use simtape_serve::streamable::McpServer;
 
 use crate::exit::{CliError, CliResult, Outcome};
 
@@ -81,6 +85,10 @@ pub(crate) struct WorldArgs {
     /// serving (written where that session would have; --state-out/--report override).
     #[arg(long, value_name = "R.json.journal.jsonl", conflicts_with = "spec")]
     pub(crate) recover: Option<PathBuf>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address; port 0
+    /// picks a free one, printed on stderr). The session ends on SIGTERM, SIGINT or SIGHUP.
+    #[arg(long, value_name = "ADDR", conflicts_with = "recover")]
+    pub(crate) http: Option<std::net::SocketAddr>,
 }
 
 /// Arguments of `simtape mcp eval`.
@@ -126,6 +134,10 @@ pub(crate) struct ReplayArgs {
     /// The cassette to serve.
     #[arg(long)]
     pub(crate) cassette: PathBuf,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address; port 0
+    /// picks a free one, printed on stderr). The session ends on SIGTERM, SIGINT or SIGHUP.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<std::net::SocketAddr>,
     /// Redact this variable's value from live requests before matching, as when recording.
     #[arg(long = "redact-env", value_name = "NAME")]
     pub(crate) redact_env: Vec<String>,
@@ -284,9 +296,75 @@ fn record(args: &RecordArgs) -> CliResult {
 fn replay(args: &ReplayArgs) -> CliResult {
     let cassette = load(&args.cassette)?;
     let mut server = ReplayServer::new(&cassette, redactor(&args.redact_env));
+    if let Some(addr) = args.http {
+        let ending = http_session("replay", addr, Box::new(HttpReplay(server)))?;
+        return ended("replay", ending);
+    }
     let inbox = stdio_session()?;
     let ending = simtape_mcp::serve::serve(&mut server, &inbox, io::stdout().lock());
     ended("replay", ending)
+}
+
+/// A replay server as the HTTP transport drives it; its misses go to stderr as on stdio.
+struct HttpReplay(ReplayServer);
+
+impl McpServer for HttpReplay {
+    fn opening(&mut self) -> Vec<serde_json::Value> {
+        self.0.opening()
+    }
+
+    fn answer(&mut self, line: &[u8]) -> Vec<serde_json::Value> {
+        let out = self.0.handle_line(line);
+        for miss in self.0.take_misses() {
+            eprintln!("simtape mcp replay: replay miss: {miss}");
+        }
+        out
+    }
+}
+
+/// A world as the HTTP transport drives it, journaling each call as on stdio. Shared with
+/// the command, which writes the outputs from it when the session ends.
+struct HttpWorld(Rc<RefCell<(WorldServer, Option<Journal>)>>);
+
+impl McpServer for HttpWorld {
+    fn opening(&mut self) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+
+    fn answer(&mut self, line: &[u8]) -> Vec<serde_json::Value> {
+        let (server, journal) = &mut *self.0.borrow_mut();
+        server.answer_journaled(line, journal.as_mut())
+    }
+}
+
+/// Serves `server` over Streamable HTTP at `addr` until a termination signal, and says why
+/// it ended. The address it listens on goes to stderr first.
+fn http_session(
+    command: &str,
+    addr: std::net::SocketAddr,
+    server: Box<dyn McpServer>,
+) -> Result<Ending, CliError> {
+    let (listener, bound) = simtape_serve::streamable::bind(addr)
+        .map_err(|e| CliError::Usage(format!("simtape mcp {command} --http {addr}: {e}")))?;
+    let inbox = Inbox::new();
+    watch_signals(&inbox)
+        .map_err(|e| CliError::Usage(format!("cannot install signal handlers: {e}")))?;
+    let (stop, stopped) = smol::channel::bounded(1);
+    let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || loop {
+        if let simtape_mcp::stdio::Event::End(ending) = inbox.next() {
+            let _ = ended_tx.send(ending);
+            let _ = stop.send_blocking(());
+            return;
+        }
+    });
+    eprintln!(
+        "simtape mcp {command}: serving MCP at http://{bound}{}",
+        simtape_serve::streamable::MCP_PATH
+    );
+    simtape_serve::streamable::serve(listener, server, stopped)
+        .map_err(|e| CliError::Usage(format!("simtape mcp {command} --http {addr}: {e}")))?;
+    Ok(ended_rx.recv().unwrap_or(Ending::Eof))
 }
 
 fn verify(args: &VerifyArgs) -> CliResult {
@@ -368,8 +446,17 @@ fn world(args: &WorldArgs) -> CliResult {
     }
     let mut journal = outputs::open_journal(&targets, spec, &text, seed).map_err(failed)?;
     let mut server = WorldServer::new(world, seed);
-    let inbox = stdio_session()?;
-    let ending = server.serve(&inbox, io::stdout().lock(), journal.as_mut());
+    let ending = if let Some(addr) = args.http {
+        let shared = Rc::new(RefCell::new((server, journal)));
+        let ending = http_session("world", addr, Box::new(HttpWorld(shared.clone())))?;
+        (server, journal) = Rc::try_unwrap(shared)
+            .map_err(|_| CliError::Usage("the HTTP server outlived its session".into()))?
+            .into_inner();
+        ending
+    } else {
+        let inbox = stdio_session()?;
+        server.serve(&inbox, io::stdout().lock(), journal.as_mut())
+    };
     let report = outputs::finish(&server, &targets, journal).map_err(failed)?;
     let verdict = if report.scored.passed {
         "goal met"

@@ -40,6 +40,7 @@ pub mod era;
 pub mod error;
 pub mod eval;
 pub mod files;
+pub mod http;
 pub mod journal;
 pub mod jsonrpc;
 pub mod limits;

@@ -12,7 +12,7 @@ use crate::common::{load_json, scratch};
 use crate::mcp::{kinds, peers, verify, Peers};
 
 /// The tools that ask the client: one sampling, one elicitation.
-fn calls() -> Value {
+pub(crate) fn calls() -> Value {
     json!([
         ["trigger-sampling-request", {"prompt": "hello"}],
         ["trigger-elicitation-request", {}],
@@ -20,11 +20,16 @@ fn calls() -> Value {
 }
 
 /// Runs `callbacks.py` in `mode` against `server` and returns its report.
-fn callbacks(peers: &Peers, mode: &str, server: &[String], env: &[(&str, &str)]) -> Value {
+pub(crate) fn callbacks(
+    peers: &Peers,
+    mode: &str,
+    server: &[String],
+    env: &[(&str, &str)],
+) -> Value {
     python_peer(&peers.python, "callbacks.py", mode, &calls(), server, env)
 }
 
-fn simtape_mcp(args: &[&str], cassette: &Path, server: &[String]) -> Vec<String> {
+pub(crate) fn simtape_mcp(args: &[&str], cassette: &Path, server: &[String]) -> Vec<String> {
     let mut line = vec![env!("CARGO_BIN_EXE_simtape").to_string(), "mcp".into()];
     line.extend(args.iter().map(|a| a.to_string()));
     line.push(cassette.display().to_string());

@@ -1,0 +1,359 @@
+//! MCP's Streamable HTTP transport for a server outside any simulation: what
+//! `simtape mcp replay|world --http ADDR` serve at `/mcp`.
+//!
+//! The server is an [`McpServer`]: it takes one client message at a time and says what to
+//! send (a replay server, a world). The transport around it:
+//!
+//! * `POST /mcp` carries one message or a batch. An `initialize` request opens a session
+//!   (`Mcp-Session-Id: simtape-N`, N counting sessions, never random); later requests name it,
+//!   and an unknown one is `404`. A request without a session that is not `initialize` is
+//!   served too, in a session of its own: the 2026-07-28 revision has no sessions.
+//! * A POST of notifications and responses only is `202 Accepted`. A POST with requests is
+//!   answered as a server-sent event stream when the client accepts one, which stays open
+//!   until every request in it is answered: what the server sends on its own meanwhile
+//!   (progress, log lines, a `sampling/createMessage` it waits on) goes on the newest such
+//!   stream of the session. A client that accepts only JSON gets the responses as one JSON body.
+//! * `GET /mcp` opens the session's stream for messages that belong to no open request (the
+//!   `list_changed` after `notifications/initialized`); they wait for it when none is open.
+//!   `DELETE /mcp` ends the session.
+//! * Every request is checked against DNS rebinding first
+//!   ([`simtape_mcp::http::rebinding_refusal`]): `403`.
+//!
+//! Which stream a message goes on is decided by its content alone (a response goes where its
+//! request came from), so the same code serves a server that answers at once and one whose
+//! answers come later.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Bytes, Frame, Incoming};
+use serde_json::{json, Value};
+use simtape_mcp::http::{accepts, body_parse_error, rebinding_refusal, sse_event, SESSION_HEADER};
+use simtape_mcp::jsonrpc::{is_request, is_response, method_of};
+use smol::channel::{unbounded, Receiver, Sender};
+use smol::stream::StreamExt;
+
+use crate::limits::REQUEST_BYTES_MAX;
+
+/// The path the transport serves.
+pub const MCP_PATH: &str = "/mcp";
+
+/// A server the transport drives: one message in (as a JSON line), the messages to send out.
+pub trait McpServer {
+    /// What the server sends when a session opens, before the client says anything.
+    fn opening(&mut self) -> Vec<Value>;
+    /// Takes one client message and returns what to send, in order.
+    fn answer(&mut self, line: &[u8]) -> Vec<Value>;
+}
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// A POST whose requests are not all answered yet.
+struct OpenPost {
+    /// The ids of its requests still unanswered.
+    pending: Vec<Value>,
+    /// Where its messages go.
+    sink: Sender<Value>,
+    /// Whether the client reads a stream (else only responses go to it, as one JSON body).
+    events: bool,
+}
+
+/// One session's streams.
+#[derive(Default)]
+struct Session {
+    /// Open POSTs, oldest first.
+    posts: Vec<OpenPost>,
+    /// The GET stream, when the client opened one.
+    get: Option<Sender<Value>>,
+    /// Messages for the GET stream before it opened.
+    queued: Vec<Value>,
+}
+
+impl Session {
+    /// Sends one message from the server where it belongs (see the module docs).
+    fn route(&mut self, message: Value) {
+        if is_response(&message) {
+            let id = message.get("id");
+            let post = self
+                .posts
+                .iter()
+                .position(|p| p.pending.iter().any(|pending| Some(pending) == id));
+            if let Some(index) = post {
+                let post = &mut self.posts[index];
+                post.pending.retain(|pending| Some(pending) != id);
+                let _ = post.sink.try_send(message);
+                if post.pending.is_empty() {
+                    // Dropping the sender ends the stream (or completes the JSON body).
+                    self.posts.remove(index);
+                }
+                return;
+            }
+        }
+        if let Some(post) = self.posts.iter().rev().find(|p| p.events) {
+            let _ = post.sink.try_send(message);
+            return;
+        }
+        match &self.get {
+            Some(get) if get.try_send(message.clone()).is_ok() => {}
+            _ => {
+                self.get = None;
+                self.queued.push(message);
+            }
+        }
+    }
+}
+
+/// The state every connection shares.
+struct Shared {
+    server: RefCell<Box<dyn McpServer>>,
+    sessions: RefCell<BTreeMap<String, Session>>,
+    opened: RefCell<u64>,
+}
+
+impl Shared {
+    /// Hands `message` to the server and routes what it says within session `session`.
+    fn deliver(&self, session: &str, message: &Value) {
+        let out = self
+            .server
+            .borrow_mut()
+            .answer(message.to_string().as_bytes());
+        let mut sessions = self.sessions.borrow_mut();
+        if let Some(session) = sessions.get_mut(session) {
+            for message in out {
+                session.route(message);
+            }
+        }
+    }
+
+    fn open_session(&self) -> String {
+        let mut opened = self.opened.borrow_mut();
+        *opened += 1;
+        let id = format!("simtape-{opened}");
+        let mut session = Session::default();
+        for message in self.server.borrow_mut().opening() {
+            session.route(message);
+        }
+        self.sessions.borrow_mut().insert(id.clone(), session);
+        id
+    }
+}
+
+/// Serves `server` over Streamable HTTP on `listener` until `stop` yields; returns then.
+/// Runs on the calling thread.
+pub fn serve(
+    listener: std::net::TcpListener,
+    server: Box<dyn McpServer>,
+    stop: Receiver<()>,
+) -> std::io::Result<()> {
+    let listener = smol::net::TcpListener::try_from(listener)?;
+    let shared = Rc::new(Shared {
+        server: RefCell::new(server),
+        sessions: RefCell::new(BTreeMap::new()),
+        opened: RefCell::new(0),
+    });
+    let executor = Rc::new(smol::LocalExecutor::new());
+    let accepting = {
+        let executor = executor.clone();
+        async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                executor.spawn(connection(stream, shared.clone())).detach();
+            }
+        }
+    };
+    smol::block_on(executor.run(smol::future::or(accepting, async {
+        let _ = stop.recv().await;
+    })));
+    Ok(())
+}
+
+async fn connection(stream: smol::net::TcpStream, shared: Rc<Shared>) {
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(exchange(request, &shared).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service)
+        .await;
+}
+
+fn header<'a>(request: &'a hyper::http::request::Parts, name: &str) -> Option<&'a str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn exchange(request: hyper::Request<Incoming>, shared: &Shared) -> hyper::Response<Body> {
+    let (parts, body) = request.into_parts();
+    let refusal = rebinding_refusal(header(&parts, "host"), header(&parts, "origin"));
+    if let Some(reason) = refusal {
+        return json_error(403, &reason);
+    }
+    if parts.uri.path().trim_end_matches('/') != MCP_PATH {
+        return json_error(404, &format!("this server serves MCP at {MCP_PATH} only"));
+    }
+    let session = header(&parts, SESSION_HEADER).map(str::to_string);
+    match parts.method.as_str() {
+        "POST" => {
+            let body = match Limited::new(body, REQUEST_BYTES_MAX).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(_) => return json_error(413, "the request body is too large or broke off"),
+            };
+            post(&parts, &body, session, shared).await
+        }
+        "GET" => get(&parts, session, shared),
+        "DELETE" => match session {
+            Some(id) if shared.sessions.borrow_mut().remove(&id).is_some() => {
+                response(200, "application/json", full(String::new()))
+            }
+            _ => json_error(404, "no such session"),
+        },
+        _ => {
+            let mut answer = json_error(405, "MCP is POST, GET and DELETE");
+            answer.headers_mut().insert(
+                "allow",
+                "POST, GET, DELETE".parse().expect("a valid header"),
+            );
+            answer
+        }
+    }
+}
+
+async fn post(
+    parts: &hyper::http::request::Parts,
+    body: &[u8],
+    session: Option<String>,
+    shared: &Shared,
+) -> hyper::Response<Body> {
+    let messages = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(batch)) => batch,
+        Ok(message) => vec![message],
+        Err(e) => {
+            let error = body_parse_error(&e).to_string();
+            return response(400, "application/json", full(error));
+        }
+    };
+    let initialize = messages
+        .iter()
+        .any(|m| is_request(m) && method_of(m) == Some("initialize"));
+    let (session, created) = match session {
+        _ if initialize => (shared.open_session(), true),
+        Some(id) if shared.sessions.borrow().contains_key(&id) => (id, false),
+        Some(_) => return json_error(404, "no such session (it ended, or never began)"),
+        None => (shared.open_session(), false),
+    };
+    let requests: Vec<Value> = messages
+        .iter()
+        .filter(|m| is_request(m))
+        .map(|m| m["id"].clone())
+        .collect();
+    if requests.is_empty() {
+        for message in &messages {
+            shared.deliver(&session, message);
+        }
+        return response(202, "application/json", full(String::new()));
+    }
+    let wanted = accepts(header(parts, "accept"));
+    let (sink, stream) = unbounded();
+    if let Some(open) = shared.sessions.borrow_mut().get_mut(&session) {
+        open.posts.push(OpenPost {
+            pending: requests,
+            sink,
+            events: wanted.events,
+        });
+    }
+    for message in &messages {
+        shared.deliver(&session, message);
+    }
+    let mut answer = if wanted.events {
+        event_stream(stream)
+    } else {
+        let responses: Vec<Value> = stream.collect().await;
+        let body = match (messages.len(), responses.as_slice()) {
+            (1, [single]) => single.to_string(),
+            _ => Value::Array(responses).to_string(),
+        };
+        response(200, "application/json", full(body))
+    };
+    if created {
+        let value = session.parse().expect("session ids are ASCII");
+        answer.headers_mut().insert(SESSION_HEADER, value);
+    }
+    answer
+}
+
+fn get(
+    parts: &hyper::http::request::Parts,
+    session: Option<String>,
+    shared: &Shared,
+) -> hyper::Response<Body> {
+    if !accepts(header(parts, "accept")).events {
+        return json_error(
+            406,
+            "GET opens an event stream: Accept must allow text/event-stream",
+        );
+    }
+    let Some(id) = session else {
+        return json_error(400, "GET needs the Mcp-Session-Id of a session");
+    };
+    let mut sessions = shared.sessions.borrow_mut();
+    let Some(open) = sessions.get_mut(&id) else {
+        return json_error(404, "no such session (it ended, or never began)");
+    };
+    let (sink, stream) = unbounded();
+    for message in open.queued.drain(..) {
+        let _ = sink.try_send(message);
+    }
+    open.get = Some(sink);
+    event_stream(stream)
+}
+
+/// A `200` event stream of the messages `stream` yields, ending when its senders are gone.
+fn event_stream(stream: Receiver<Value>) -> hyper::Response<Body> {
+    let events = stream.map(|message| Ok(Frame::data(Bytes::from(sse_event(&message)))));
+    let mut answer = response(
+        200,
+        "text/event-stream",
+        StreamBody::new(events).boxed_unsync(),
+    );
+    answer
+        .headers_mut()
+        .insert("cache-control", "no-cache".parse().expect("a valid header"));
+    answer
+}
+
+fn full(text: String) -> Body {
+    Full::new(Bytes::from(text)).boxed_unsync()
+}
+
+fn response(status: u16, content_type: &str, body: Body) -> hyper::Response<Body> {
+    hyper::Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(body)
+        .expect("status and headers come from this module's fixed vocabulary")
+}
+
+fn json_error(status: u16, message: &str) -> hyper::Response<Body> {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}});
+    response(status, "application/json", full(body.to_string()))
+}
+
+/// Binds `addr` for [`serve`] and returns the listener and the address it got (a port of 0
+/// picks a free one). Only loopback addresses are accepted: the transport has no
+/// authentication.
+pub fn bind(addr: SocketAddr) -> std::io::Result<(std::net::TcpListener, SocketAddr)> {
+    if !addr.ip().is_loopback() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{addr} is not a loopback address; MCP over HTTP is served on loopback only"),
+        ));
+    }
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    Ok((listener, bound))
+}
