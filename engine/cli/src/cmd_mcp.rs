@@ -9,12 +9,12 @@ use std::rc::Rc;
 
 use clap::{Args, Subcommand};
 use simtape_mcp::journal::Journal;
-use simtape_mcp::record::{Recorder, Written};
+use simtape_mcp::record::{Recorder, SessionRecorder, Written};
 use simtape_mcp::stdio::{Ending, Inbox};
 use simtape_mcp::world::outputs::{self, Outputs, Recovered};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
-use simtape_serve::streamable::McpServer;
+use simtape_serve::streamable::{McpServer, Push};
 
 use crate::exit::{CliError, CliResult, Outcome};
 
@@ -119,6 +119,11 @@ pub(crate) struct RecordArgs {
     /// Redact the value of this environment variable wherever it appears (repeatable).
     #[arg(long = "redact-env", value_name = "NAME")]
     pub(crate) redact_env: Vec<String>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address; port 0
+    /// picks a free one, printed on stderr): each session starts the server anew, and the
+    /// cassette holds every session. The recording ends on SIGTERM, SIGINT or SIGHUP.
+    #[arg(long, value_name = "ADDR", conflicts_with = "recover")]
+    pub(crate) http: Option<std::net::SocketAddr>,
     /// The server command line, after `--`.
     #[arg(
         last = true,
@@ -280,13 +285,24 @@ fn record(args: &RecordArgs) -> CliResult {
         print_written("a killed recording left a journal; recovered", &left);
     }
     let redactor = redactor(&args.redact_env);
-    let inbox = stdio_session()?;
     let recorder = Recorder {
         command: &args.server,
         redactor: &redactor,
         cassette,
         send_signal,
     };
+    if let Some(addr) = args.http {
+        let recording = SessionRecorder::start(&recorder).map_err(failed)?;
+        let shared = Rc::new(RefCell::new(recording));
+        let ending = http_session("record", addr, Box::new(HttpRecord(shared.clone())))?;
+        let recording = Rc::try_unwrap(shared)
+            .map_err(|_| CliError::Usage("the HTTP server outlived its session".into()))?
+            .into_inner();
+        let written = recording.finish().map_err(failed)?;
+        print_written(&format!("{ending}; wrote"), &written);
+        return ended("record", ending);
+    }
+    let inbox = stdio_session()?;
     let (ending, written) =
         simtape_mcp::record::record(&recorder, &inbox, io::stdout()).map_err(failed)?;
     print_written(&format!("{ending}; wrote"), &written);
@@ -309,11 +325,13 @@ fn replay(args: &ReplayArgs) -> CliResult {
 struct HttpReplay(ReplayServer);
 
 impl McpServer for HttpReplay {
-    fn opening(&mut self) -> Vec<serde_json::Value> {
+    fn open(&mut self, _: u64, _: Push) -> Vec<serde_json::Value> {
         self.0.opening()
     }
 
-    fn answer(&mut self, line: &[u8]) -> Vec<serde_json::Value> {
+    fn close(&mut self, _: u64) {}
+
+    fn answer(&mut self, _: u64, line: &[u8]) -> Vec<serde_json::Value> {
         let out = self.0.handle_line(line);
         for miss in self.0.take_misses() {
             eprintln!("simtape mcp replay: replay miss: {miss}");
@@ -322,16 +340,43 @@ impl McpServer for HttpReplay {
     }
 }
 
+/// A recording as the HTTP transport drives it: a server process per session, whose
+/// messages come back through the session's [`Push`].
+struct HttpRecord(Rc<RefCell<SessionRecorder>>);
+
+impl McpServer for HttpRecord {
+    fn open(&mut self, session: u64, push: Push) -> Vec<serde_json::Value> {
+        let opened = self.0.borrow_mut().open(session, move |m| push.send(m));
+        if let Err(e) = opened {
+            eprintln!("simtape mcp record: session {session}: {e}");
+        }
+        Vec::new()
+    }
+
+    fn answer(&mut self, session: u64, line: &[u8]) -> Vec<serde_json::Value> {
+        self.0.borrow_mut().send(session, line);
+        Vec::new()
+    }
+
+    fn close(&mut self, session: u64) {
+        if let Err(e) = self.0.borrow_mut().close(session) {
+            eprintln!("simtape mcp record: session {session}: {e}");
+        }
+    }
+}
+
 /// A world as the HTTP transport drives it, journaling each call as on stdio. Shared with
 /// the command, which writes the outputs from it when the session ends.
 struct HttpWorld(Rc<RefCell<(WorldServer, Option<Journal>)>>);
 
 impl McpServer for HttpWorld {
-    fn opening(&mut self) -> Vec<serde_json::Value> {
+    fn open(&mut self, _: u64, _: Push) -> Vec<serde_json::Value> {
         Vec::new()
     }
 
-    fn answer(&mut self, line: &[u8]) -> Vec<serde_json::Value> {
+    fn close(&mut self, _: u64) {}
+
+    fn answer(&mut self, _: u64, line: &[u8]) -> Vec<serde_json::Value> {
         let (server, journal) = &mut *self.0.borrow_mut();
         server.answer_journaled(line, journal.as_mut())
     }

@@ -1,8 +1,9 @@
 //! MCP's Streamable HTTP transport for a server outside any simulation: what
-//! `simtape mcp replay|world --http ADDR` serve at `/mcp`.
+//! `simtape mcp replay|world|record --http ADDR` serve at `/mcp`.
 //!
 //! The server is an [`McpServer`]: it takes one client message at a time and says what to
-//! send (a replay server, a world). The transport around it:
+//! send (a replay server, a world), or sends it later through [`Push`] (a recording proxy,
+//! whose child server answers when it does). The transport around it:
 //!
 //! * `POST /mcp` carries one message or a batch. An `initialize` request opens a session
 //!   (`Mcp-Session-Id: simtape-N`, N counting sessions, never random); later requests name it,
@@ -44,11 +45,31 @@ use crate::limits::REQUEST_BYTES_MAX;
 pub const MCP_PATH: &str = "/mcp";
 
 /// A server the transport drives: one message in (as a JSON line), the messages to send out.
+/// Sessions are numbered from 1 in the order they open.
 pub trait McpServer {
-    /// What the server sends when a session opens, before the client says anything.
-    fn opening(&mut self) -> Vec<Value>;
-    /// Takes one client message and returns what to send, in order.
-    fn answer(&mut self, line: &[u8]) -> Vec<Value>;
+    /// Session `session` opened: returns what the server sends before the client says
+    /// anything. A server whose messages come later (a recorded child process) sends them
+    /// through `push`, at any time, from any thread.
+    fn open(&mut self, session: u64, push: Push) -> Vec<Value>;
+    /// Takes one client message of `session` and returns what to send now, in order.
+    fn answer(&mut self, session: u64, line: &[u8]) -> Vec<Value>;
+    /// Session `session` ended (`DELETE`).
+    fn close(&mut self, session: u64);
+}
+
+/// The way a server sends a session's messages later (see [`McpServer::open`]).
+#[derive(Debug, Clone)]
+pub struct Push {
+    session: u64,
+    sender: Sender<(u64, Value)>,
+}
+
+impl Push {
+    /// Sends `message` as the server's, routed like an immediate answer. Blocks only while
+    /// the transport is busy; a message for a session that ended is dropped.
+    pub fn send(&self, message: Value) {
+        let _ = self.sender.send_blocking((self.session, message));
+    }
 }
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -111,35 +132,60 @@ impl Session {
 /// The state every connection shares.
 struct Shared {
     server: RefCell<Box<dyn McpServer>>,
-    sessions: RefCell<BTreeMap<String, Session>>,
+    /// Open sessions by number (their ids are `simtape-N`).
+    sessions: RefCell<BTreeMap<u64, Session>>,
     opened: RefCell<u64>,
+    pushed: Sender<(u64, Value)>,
 }
 
 impl Shared {
-    /// Hands `message` to the server and routes what it says within session `session`.
-    fn deliver(&self, session: &str, message: &Value) {
-        let out = self
-            .server
-            .borrow_mut()
-            .answer(message.to_string().as_bytes());
-        let mut sessions = self.sessions.borrow_mut();
-        if let Some(session) = sessions.get_mut(session) {
-            for message in out {
-                session.route(message);
-            }
+    /// Hands `message` to the server and routes what it says within `session`.
+    fn deliver(&self, session: u64, message: &Value) {
+        let line = message.to_string();
+        let out = self.server.borrow_mut().answer(session, line.as_bytes());
+        for message in out {
+            self.route(session, message);
         }
     }
 
-    fn open_session(&self) -> String {
-        let mut opened = self.opened.borrow_mut();
-        *opened += 1;
-        let id = format!("simtape-{opened}");
-        let mut session = Session::default();
-        for message in self.server.borrow_mut().opening() {
+    fn route(&self, session: u64, message: Value) {
+        if let Some(session) = self.sessions.borrow_mut().get_mut(&session) {
             session.route(message);
         }
-        self.sessions.borrow_mut().insert(id.clone(), session);
-        id
+    }
+
+    fn open_session(&self) -> u64 {
+        let number = {
+            let mut opened = self.opened.borrow_mut();
+            *opened += 1;
+            *opened
+        };
+        self.sessions
+            .borrow_mut()
+            .insert(number, Session::default());
+        let push = Push {
+            session: number,
+            sender: self.pushed.clone(),
+        };
+        let opening = self.server.borrow_mut().open(number, push);
+        for message in opening {
+            self.route(number, message);
+        }
+        number
+    }
+
+    /// Returns the number of the session an `Mcp-Session-Id` names, if it is open.
+    fn session_of(&self, id: &str) -> Option<u64> {
+        let number = id.strip_prefix("simtape-")?.parse().ok()?;
+        self.sessions
+            .borrow()
+            .contains_key(&number)
+            .then_some(number)
+    }
+
+    fn close_session(&self, number: u64) {
+        self.sessions.borrow_mut().remove(&number);
+        self.server.borrow_mut().close(number);
     }
 }
 
@@ -151,12 +197,22 @@ pub fn serve(
     stop: Receiver<()>,
 ) -> std::io::Result<()> {
     let listener = smol::net::TcpListener::try_from(listener)?;
+    let (pushed, pushes) = unbounded();
     let shared = Rc::new(Shared {
         server: RefCell::new(server),
         sessions: RefCell::new(BTreeMap::new()),
         opened: RefCell::new(0),
+        pushed,
     });
     let executor = Rc::new(smol::LocalExecutor::new());
+    let routing = shared.clone();
+    executor
+        .spawn(async move {
+            while let Ok((session, message)) = pushes.recv().await {
+                routing.route(session, message);
+            }
+        })
+        .detach();
     let accepting = {
         let executor = executor.clone();
         async move {
@@ -205,11 +261,12 @@ async fn exchange(request: hyper::Request<Incoming>, shared: &Shared) -> hyper::
             post(&parts, &body, session, shared).await
         }
         "GET" => get(&parts, session, shared),
-        "DELETE" => match session {
-            Some(id) if shared.sessions.borrow_mut().remove(&id).is_some() => {
+        "DELETE" => match session.as_deref().and_then(|id| shared.session_of(id)) {
+            Some(number) => {
+                shared.close_session(number);
                 response(200, "application/json", full(String::new()))
             }
-            _ => json_error(404, "no such session"),
+            None => json_error(404, "no such session"),
         },
         _ => {
             let mut answer = json_error(405, "MCP is POST, GET and DELETE");
@@ -241,8 +298,10 @@ async fn post(
         .any(|m| is_request(m) && method_of(m) == Some("initialize"));
     let (session, created) = match session {
         _ if initialize => (shared.open_session(), true),
-        Some(id) if shared.sessions.borrow().contains_key(&id) => (id, false),
-        Some(_) => return json_error(404, "no such session (it ended, or never began)"),
+        Some(id) => match shared.session_of(&id) {
+            Some(number) => (number, false),
+            None => return json_error(404, "no such session (it ended, or never began)"),
+        },
         None => (shared.open_session(), false),
     };
     let requests: Vec<Value> = messages
@@ -252,7 +311,7 @@ async fn post(
         .collect();
     if requests.is_empty() {
         for message in &messages {
-            shared.deliver(&session, message);
+            shared.deliver(session, message);
         }
         return response(202, "application/json", full(String::new()));
     }
@@ -266,7 +325,7 @@ async fn post(
         });
     }
     for message in &messages {
-        shared.deliver(&session, message);
+        shared.deliver(session, message);
     }
     let mut answer = if wanted.events {
         event_stream(stream)
@@ -279,7 +338,9 @@ async fn post(
         response(200, "application/json", full(body))
     };
     if created {
-        let value = session.parse().expect("session ids are ASCII");
+        let value = format!("simtape-{session}")
+            .parse()
+            .expect("session ids are ASCII");
         answer.headers_mut().insert(SESSION_HEADER, value);
     }
     answer
@@ -299,10 +360,11 @@ fn get(
     let Some(id) = session else {
         return json_error(400, "GET needs the Mcp-Session-Id of a session");
     };
-    let mut sessions = shared.sessions.borrow_mut();
-    let Some(open) = sessions.get_mut(&id) else {
+    let Some(number) = shared.session_of(&id) else {
         return json_error(404, "no such session (it ended, or never began)");
     };
+    let mut sessions = shared.sessions.borrow_mut();
+    let open = sessions.get_mut(&number).expect("session_of found it open");
     let (sink, stream) = unbounded();
     for message in open.queued.drain(..) {
         let _ = sink.try_send(message);

@@ -9,6 +9,7 @@ mod agents;
 mod cli;
 mod mcp;
 mod mcp_asks;
+mod mcp_conformance;
 mod mcp_http;
 mod mcp_signals;
 mod mcp_world;

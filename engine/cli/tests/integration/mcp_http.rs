@@ -13,18 +13,21 @@ use crate::common::{load_json, repo, scratch};
 use crate::mcp::peers;
 use crate::mcp_asks::{callbacks, simtape_mcp};
 
-/// A `simtape mcp … --http 127.0.0.1:0` process and the URL it printed.
-struct HttpServer {
+/// A `simtape mcp SUBCOMMAND --http 127.0.0.1:0 …` process and the URL it printed.
+pub(crate) struct HttpServer {
     child: Child,
     stderr: BufReader<ChildStderr>,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl HttpServer {
-    fn start(args: &[String]) -> HttpServer {
+    /// Starts `args` (`simtape mcp SUBCOMMAND …`) with `--http 127.0.0.1:0` after the
+    /// subcommand, and waits for the URL it serves.
+    pub(crate) fn start(args: &[String]) -> HttpServer {
         let mut child = Command::new(&args[0])
-            .args(&args[1..])
+            .args(&args[1..3])
             .args(["--http", "127.0.0.1:0"])
+            .args(&args[3..])
             .stdin(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -65,7 +68,7 @@ impl HttpServer {
     }
 
     /// Ends the server with SIGTERM and returns its exit status and the rest of its stderr.
-    fn stop(mut self) -> (ExitStatus, String) {
+    pub(crate) fn stop(mut self) -> (ExitStatus, String) {
         let killed = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
