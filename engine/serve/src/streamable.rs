@@ -87,6 +87,8 @@ struct OpenPost {
 /// One session's streams.
 #[derive(Default)]
 struct Session {
+    /// Opened for one POST without a session (2026-07-28): it ends when that POST is answered.
+    ephemeral: bool,
     /// Open POSTs, oldest first.
     posts: Vec<OpenPost>,
     /// The GET stream, when the client opened one.
@@ -96,8 +98,9 @@ struct Session {
 }
 
 impl Session {
-    /// Sends one message from the server where it belongs (see the module docs).
-    fn route(&mut self, message: Value) {
+    /// Sends one message from the server where it belongs (see the module docs); returns
+    /// true when it was the last answer an open POST waited for.
+    fn route(&mut self, message: Value) -> bool {
         if is_response(&message) {
             let id = message.get("id");
             let post = self
@@ -111,13 +114,14 @@ impl Session {
                 if post.pending.is_empty() {
                     // Dropping the sender ends the stream (or completes the JSON body).
                     self.posts.remove(index);
+                    return true;
                 }
-                return;
+                return false;
             }
         }
         if let Some(post) = self.posts.iter().rev().find(|p| p.events) {
             let _ = post.sink.try_send(message);
-            return;
+            return false;
         }
         match &self.get {
             Some(get) if get.try_send(message.clone()).is_ok() => {}
@@ -126,6 +130,7 @@ impl Session {
                 self.queued.push(message);
             }
         }
+        false
     }
 }
 
@@ -149,20 +154,26 @@ impl Shared {
     }
 
     fn route(&self, session: u64, message: Value) {
-        if let Some(session) = self.sessions.borrow_mut().get_mut(&session) {
-            session.route(message);
+        let done = match self.sessions.borrow_mut().get_mut(&session) {
+            Some(open) => open.route(message) && open.ephemeral && open.posts.is_empty(),
+            None => false,
+        };
+        if done {
+            self.close_session(session);
         }
     }
 
-    fn open_session(&self) -> u64 {
+    fn open_session(&self, ephemeral: bool) -> u64 {
         let number = {
             let mut opened = self.opened.borrow_mut();
             *opened += 1;
             *opened
         };
-        self.sessions
-            .borrow_mut()
-            .insert(number, Session::default());
+        let session = Session {
+            ephemeral,
+            ..Session::default()
+        };
+        self.sessions.borrow_mut().insert(number, session);
         let push = Push {
             session: number,
             sender: self.pushed.clone(),
@@ -297,12 +308,12 @@ async fn post(
         .iter()
         .any(|m| is_request(m) && method_of(m) == Some("initialize"));
     let (session, created) = match session {
-        _ if initialize => (shared.open_session(), true),
+        _ if initialize => (shared.open_session(false), true),
         Some(id) => match shared.session_of(&id) {
             Some(number) => (number, false),
             None => return json_error(404, "no such session (it ended, or never began)"),
         },
-        None => (shared.open_session(), false),
+        None => (shared.open_session(true), false),
     };
     let requests: Vec<Value> = messages
         .iter()
@@ -312,6 +323,14 @@ async fn post(
     if requests.is_empty() {
         for message in &messages {
             shared.deliver(session, message);
+        }
+        if shared
+            .sessions
+            .borrow()
+            .get(&session)
+            .is_some_and(|s| s.ephemeral)
+        {
+            shared.close_session(session);
         }
         return response(202, "application/json", full(String::new()));
     }
@@ -418,4 +437,50 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<(std::net::TcpListener, SocketA
     listener.set_nonblocking(true)?;
     let bound = listener.local_addr()?;
     Ok((listener, bound))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(pending: Vec<Value>, events: bool) -> (OpenPost, Receiver<Value>) {
+        let (sink, stream) = unbounded();
+        let post = OpenPost {
+            pending,
+            sink,
+            events,
+        };
+        (post, stream)
+    }
+
+    #[test]
+    fn messages_go_where_they_belong() {
+        // Goal: a response goes to the POST that asked (and closes it when it was the last
+        // one); anything else goes to the newest open event stream, else the GET stream, else
+        // waits for it; a JSON-only POST gets responses only.
+        let mut session = Session::default();
+        let (older, older_stream) = post(vec![json!(1)], true);
+        let (newer, newer_stream) = post(vec![json!(2), json!(3)], true);
+        let (plain, plain_stream) = post(vec![json!(4)], false);
+        session.posts = vec![older, newer, plain];
+        assert!(!session.route(json!({"jsonrpc": "2.0", "method": "notifications/message"})));
+        assert_eq!(
+            newer_stream.try_recv().unwrap()["method"],
+            "notifications/message"
+        );
+        assert!(session.route(json!({"jsonrpc": "2.0", "id": 1, "result": {}})));
+        assert_eq!(older_stream.try_recv().unwrap()["id"], 1);
+        assert!(older_stream.is_closed(), "its last request was answered");
+        session.route(json!({"jsonrpc": "2.0", "id": 4, "result": {}}));
+        assert_eq!(plain_stream.try_recv().unwrap()["id"], 4);
+        assert_eq!(session.posts.len(), 1);
+        session.posts.clear();
+        let unowned = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        session.route(unowned.clone());
+        assert_eq!(session.queued, vec![unowned.clone()]);
+        let (get, get_stream) = unbounded();
+        session.get = Some(get);
+        session.route(unowned);
+        assert!(get_stream.try_recv().is_ok());
+    }
 }
