@@ -354,8 +354,25 @@ impl McpServer for HttpRecord {
     }
 
     fn answer(&mut self, session: u64, line: &[u8]) -> Vec<serde_json::Value> {
-        self.0.borrow_mut().send(session, line);
-        Vec::new()
+        if self.0.borrow_mut().send(session, line) {
+            return Vec::new();
+        }
+        // No server to answer: each request gets an error instead of waiting for good.
+        let message: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+        match message
+            .get("id")
+            .filter(|_| message.get("method").is_some())
+        {
+            Some(id) => vec![simtape_mcp::jsonrpc::error_response(
+                id,
+                simtape_mcp::jsonrpc::INTERNAL_ERROR,
+                &format!(
+                    "simtape mcp record: session {session} has no server (it could not be started)"
+                ),
+                None,
+            )],
+            None => Vec::new(),
+        }
     }
 
     fn close(&mut self, session: u64) {

@@ -242,12 +242,15 @@ impl SessionRecorder {
         Ok(())
     }
 
-    /// Journals one client line of `session` and passes it to that session's server.
-    pub fn send(&mut self, session: u64, line: &[u8]) {
+    /// Journals one client line of `session` and passes it to that session's server; false
+    /// when the session has no server (it could not be started).
+    pub fn send(&mut self, session: u64, line: &[u8]) -> bool {
         self.log.note(Direction::Client, Some(session), line);
-        if let Some(running) = self.running.get_mut(&session) {
-            forward(&mut running.stdin, line);
-        }
+        let Some(running) = self.running.get_mut(&session) else {
+            return false;
+        };
+        forward(&mut running.stdin, line);
+        true
     }
 
     /// Ends session `session`: closes its server's stdin and waits for it to exit (killing

@@ -33,8 +33,8 @@ use simtape::Host;
 use simtape_mcp::actor::{McpActor, McpCallError, McpHandle, McpRequest};
 use simtape_mcp::era::{self, LATEST_HANDSHAKE_VERSION};
 use simtape_mcp::jsonrpc::{
-    classify, error_response, result_response, Message, INVALID_PARAMS, INVALID_REQUEST,
-    METHOD_NOT_FOUND, REPLAY_MISS,
+    classify, error_response, result_response, Message, INTERNAL_ERROR, INVALID_PARAMS,
+    INVALID_REQUEST, METHOD_NOT_FOUND, REPLAY_MISS,
 };
 use simtape_mcp::world::server::WorldReport;
 
@@ -46,8 +46,6 @@ pub const MCP_PATH_PREFIX: &str = "/mcp/";
 pub const CONFIG_VARIABLE: &str = "SIMTAPE_MCP_CONFIG";
 /// The response header that names a session.
 pub use simtape_mcp::http::SESSION_HEADER;
-/// The JSON-RPC code of an internal server error.
-const INTERNAL_ERROR: i64 = -32603;
 
 /// Returns the server a path names (`/mcp/tickets` → `tickets`), or `None` for other paths.
 pub fn server_of(path: &str) -> Option<&str> {

@@ -153,3 +153,29 @@ fn world_over_http_serves_the_python_client_and_writes_its_report() {
     let written: Value = load_json(&report);
     assert_eq!(written["calls"].as_array().unwrap().len(), 2, "{written}");
 }
+
+#[test]
+fn record_over_http_answers_an_error_when_the_server_cannot_start() {
+    // Goal: a session whose server command does not exist gets a JSON-RPC error for its
+    // request instead of a POST that never ends, and the cassette still holds what the client
+    // sent, tagged with its session (no peers needed).
+    let dir = scratch("mcp-tests", "http-record-nothing");
+    let cassette = dir.join("nothing.json");
+    let missing = vec![dir.join("no-such-server").display().to_string()];
+    let server = HttpServer::start(&simtape_mcp(&["record", "--cassette"], &cassette, &missing));
+    let (status, body) = server.raw("POST", &[("Host", "localhost")], INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("-32603") && body.contains("no server"),
+        "{body}"
+    );
+    let (status, stderr) = server.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let recorded = load_json(&cassette);
+    let first = &recorded["messages"][0];
+    assert_eq!(
+        (&first["from"], &first["session"]),
+        (&json!("client"), &json!(1))
+    );
+    assert_eq!(first["message"]["method"], "initialize");
+}
