@@ -8,7 +8,45 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 use crate::matching::{excerpt, first_difference, Difference};
-use crate::script::Step;
+use crate::script::{Segment, Step};
+
+/// The prefix of the `requestState` replay hands out with an `input_required` result:
+/// `simtape-replay/EXCHANGE/ANSWERED`.
+pub const REQUEST_STATE_PREFIX: &str = "simtape-replay/";
+
+/// The server requests of a segment that a client answers inside a result (2026-07-28, and
+/// the agent of a simulation): each with the client's recorded answer, in order. A recorded
+/// `ping` is left out (that era has none).
+pub fn input_requests(segment: &Segment) -> Vec<(&Value, Option<&Value>)> {
+    segment
+        .before
+        .iter()
+        .filter_map(|step| match step {
+            Step::Ask { request, answer } if request["method"] != "ping" => {
+                Some((request, answer.as_ref()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `input_required` result that asks the client `request`, the `answered`-th server
+/// request of exchange `exchange` (its answer goes under key `answered`).
+pub fn input_required(exchange: usize, answered: usize, request: &Value) -> Value {
+    json!({
+        "resultType": "input_required",
+        "inputRequests": { answered.to_string(): {"method": request["method"], "params": request["params"]} },
+        "requestState": format!("{REQUEST_STATE_PREFIX}{exchange}/{}", answered + 1),
+    })
+}
+
+/// Reads a `requestState` [`input_required`] issued: the exchange and how many of its server
+/// requests the client has answered with this retry (at least one).
+pub fn parse_request_state(state: &str) -> Option<(usize, usize)> {
+    let (exchange, answered) = state.strip_prefix(REQUEST_STATE_PREFIX)?.split_once('/')?;
+    let parsed = (exchange.parse().ok()?, answered.parse().ok()?);
+    (parsed.1 > 0).then_some(parsed)
+}
 
 /// One thing to send, in order.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,10 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use crate::asks::{answer_difference, Answered, Asks, Mismatch, Out};
+use crate::asks::{
+    answer_difference, input_requests, input_required, parse_request_state, Answered, Asks,
+    Mismatch, Out,
+};
 use crate::cassette::{Cassette, Direction, Exchange};
 use crate::era::{self, LATEST_HANDSHAKE_VERSION, META_SERVER_INFO};
 use crate::jsonrpc::{
@@ -23,10 +26,6 @@ use crate::limits::LINE_BYTES_MAX;
 use crate::matching::Matcher;
 use crate::redact::Redactor;
 use crate::script::{self, ServerSide, Step};
-
-/// The prefix of the `requestState` a 2026-07-28 replay hands out with an
-/// `input_required` result: `simtape-replay/EXCHANGE/ANSWERED`.
-const REQUEST_STATE_PREFIX: &str = "simtape-replay/";
 
 /// Methods that are malformed without params (answered `-32602` rather than a replay miss).
 const METHODS_NEEDING_PARAMS: &[&str] = &[
@@ -338,14 +337,7 @@ impl ReplayServer {
                 Step::Ask { request, .. } if request["method"] == "ping" => {}
                 Step::Ask { request, .. } => {
                     if asked == answered {
-                        let input =
-                            json!({"method": request["method"], "params": request["params"]});
-                        let result = json!({
-                            "resultType": "input_required",
-                            "inputRequests": { asked.to_string(): input },
-                            "requestState": format!("{REQUEST_STATE_PREFIX}{index}/{}", asked + 1),
-                        });
-                        out.push(result_response(id, result));
+                        out.push(result_response(id, input_required(index, asked, request)));
                         return out;
                     }
                     asked += 1;
@@ -378,13 +370,7 @@ impl ReplayServer {
         state: &str,
         params: Option<&Value>,
     ) -> Vec<Value> {
-        let parsed = state
-            .strip_prefix(REQUEST_STATE_PREFIX)
-            .and_then(|rest| rest.split_once('/'))
-            .and_then(|(index, answered)| Some((index.parse().ok()?, answered.parse().ok()?)))
-            .filter(|&(index, answered): &(usize, usize)| {
-                index < self.exchanges.len() && answered > 0
-            });
+        let parsed = parse_request_state(state).filter(|&(index, _)| index < self.exchanges.len());
         let Some((index, answered)) = parsed else {
             let message =
                 format!("Invalid params: requestState {state:?} was not issued by this replay");
@@ -392,16 +378,7 @@ impl ReplayServer {
         };
         let exchange = &self.exchanges[index];
         let segment = self.side.segment(exchange.request_seq);
-        let recorded = segment
-            .before
-            .iter()
-            .filter_map(|s| match s {
-                Step::Ask { request, answer } if request["method"] != "ping" => {
-                    Some((request, answer))
-                }
-                _ => None,
-            })
-            .nth(answered - 1);
+        let recorded = input_requests(&segment).get(answered - 1).copied();
         let Some((request, Some(answer))) = recorded else {
             let message =
                 format!("Invalid params: requestState {state:?} names no recorded server request");
