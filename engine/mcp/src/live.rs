@@ -24,8 +24,36 @@ use crate::redact::Redactor;
 use crate::script::Step;
 
 /// Replays the client side of `recorded` against a live server and returns what happened as a
-/// candidate cassette (redacted with `redactor`, like a recording).
+/// candidate cassette (redacted with `redactor`, like a recording). A recording of several
+/// sessions (`record --http`) is replayed session by session, each against a server started
+/// anew as when it was recorded, and the candidate tags each message with its session.
 pub fn rerun(
+    recorded: &Cassette,
+    command: &[String],
+    redactor: &Redactor,
+) -> Result<Cassette, McpError> {
+    let sessions: std::collections::BTreeSet<Option<u64>> =
+        recorded.messages.iter().map(|e| e.session).collect();
+    if sessions.iter().all(Option::is_none) {
+        return rerun_one(recorded, command, redactor);
+    }
+    let mut candidate = Cassette::new(command.iter().map(|a| redactor.redact_text(a)).collect());
+    for session in sessions {
+        let mut one = recorded.clone();
+        one.messages.retain(|e| e.session == session);
+        for entry in rerun_one(&one, command, redactor)?.messages {
+            candidate.push(entry.from, entry.at_ms, entry.message);
+            if let Some(last) = candidate.messages.last_mut() {
+                last.session = session;
+            }
+        }
+    }
+    candidate.fill_latencies();
+    Ok(candidate)
+}
+
+/// Replays one session's client side against a server of its own (see [`rerun`]).
+fn rerun_one(
     recorded: &Cassette,
     command: &[String],
     redactor: &Redactor,

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::clients::{python, python_driver};
 use crate::common::{load_json, repo, scratch};
-use crate::mcp::peers;
+use crate::mcp::{peers, verify};
 use crate::mcp_asks::{callbacks, simtape_mcp};
 
 /// A `simtape mcp SUBCOMMAND --http 127.0.0.1:0 …` process and the URL it printed.
@@ -84,16 +84,31 @@ impl HttpServer {
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
 #[test]
-fn replay_over_http_asks_the_client_and_refuses_rebinding() {
-    // Goal: a cassette recorded on stdio replays over Streamable HTTP with the Python client's
-    // sampling and elicitation callbacks called as live, in both eras; a foreign Host or
-    // Origin is 403, an unknown session 404; SIGTERM ends the server with exit 0.
+fn record_and_replay_over_http_ask_the_client_and_refuse_rebinding() {
+    // Goal: a session recorded over Streamable HTTP (server-everything on stdio behind it)
+    // replays over HTTP with the Python client's sampling and elicitation callbacks called as
+    // live, in both eras, and verifies clean against the live server session by session; a
+    // foreign Host or Origin is 403, an unknown session 404; SIGTERM ends the server with 0.
     let Some(peers) = peers() else { return };
     let dir = scratch("mcp-tests", "http-replay");
     let cassette = dir.join("asks.json");
     let live = callbacks(&peers, "legacy", &peers.everything(), &[]);
-    let record = simtape_mcp(&["record", "--cassette"], &cassette, &peers.everything());
-    callbacks(&peers, "legacy", &record, &[]);
+    let record = HttpServer::start(&simtape_mcp(
+        &["record", "--cassette"],
+        &cassette,
+        &peers.everything(),
+    ));
+    let recorded = callbacks(&peers, "legacy", std::slice::from_ref(&record.url), &[]);
+    assert_eq!(recorded["callbacks"], live["callbacks"]);
+    assert_eq!(record.stop().0.code(), Some(0));
+    let sessions = load_json(&cassette)["messages"][0]["session"].clone();
+    assert_eq!(sessions, json!(1));
+    let live_server: Vec<String> = std::iter::once("--".to_string())
+        .chain(peers.everything())
+        .collect();
+    let live_server: Vec<&str> = live_server.iter().map(String::as_str).collect();
+    let (code, report) = verify(&cassette, &live_server, &[]);
+    assert_eq!((code, &report["drift"]), (0, &json!(false)), "{report:#}");
     let server = HttpServer::start(&simtape_mcp(&["replay", "--cassette"], &cassette, &[]));
     for mode in ["legacy", "2026-07-28"] {
         let seen = callbacks(&peers, mode, std::slice::from_ref(&server.url), &[]);
