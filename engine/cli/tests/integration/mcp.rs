@@ -198,6 +198,15 @@ fn record(
     );
 }
 
+/// Runs `simtape mcp verify` of `cassette` against live server-everything.
+pub(crate) fn verify_against_everything(peers: &Peers, cassette: &Path) -> (i32, Value) {
+    let live: Vec<String> = std::iter::once("--".to_string())
+        .chain(peers.everything())
+        .collect();
+    let live: Vec<&str> = live.iter().map(String::as_str).collect();
+    verify(cassette, &live, &[])
+}
+
 /// Runs `simtape mcp verify` and returns (exit code, JSON report).
 pub(crate) fn verify(cassette: &Path, against: &[&str], env: &[(&str, &Path)]) -> (i32, Value) {
     let mut command = simtape();

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::clients::python_peer;
 use crate::common::{load_json, scratch};
-use crate::mcp::{kinds, peers, verify, Peers};
+use crate::mcp::{kinds, peers, verify_against_everything, Peers};
 
 /// The tools that ask the client: one sampling, one elicitation.
 pub(crate) fn calls() -> Value {
@@ -100,18 +100,14 @@ fn sampling_and_elicitation_replay_with_the_clients_callbacks_called_as_recorded
     );
     assert_eq!(other["calls"][1], live["calls"][1]);
 
-    let live_server: Vec<String> = std::iter::once("--".to_string())
-        .chain(peers.everything())
-        .collect();
-    let live_server: Vec<&str> = live_server.iter().map(String::as_str).collect();
-    let (code, report) = verify(&cassette, &live_server, &[]);
+    let (code, report) = verify_against_everything(&peers, &cassette);
     assert_eq!((code, &report["drift"]), (0, &json!(false)), "{report:#}");
     let edited = std::fs::read_to_string(&cassette)
         .unwrap()
         .replace("You are a helpful test server.", "You are someone else.");
     let edited_path = dir.join("edited.json");
     std::fs::write(&edited_path, edited).unwrap();
-    let (code, report) = verify(&edited_path, &live_server, &[]);
+    let (code, report) = verify_against_everything(&peers, &edited_path);
     assert_eq!(code, 1, "{report:#}");
     assert!(
         kinds(&report)

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::clients::{python, python_driver};
 use crate::common::{load_json, repo, scratch};
-use crate::mcp::{peers, verify};
+use crate::mcp::{peers, verify_against_everything};
 use crate::mcp_asks::{callbacks, simtape_mcp};
 
 /// A `simtape mcp SUBCOMMAND --http 127.0.0.1:0 …` process and the URL it printed.
@@ -103,11 +103,7 @@ fn record_and_replay_over_http_ask_the_client_and_refuse_rebinding() {
     assert_eq!(record.stop().0.code(), Some(0));
     let sessions = load_json(&cassette)["messages"][0]["session"].clone();
     assert_eq!(sessions, json!(1));
-    let live_server: Vec<String> = std::iter::once("--".to_string())
-        .chain(peers.everything())
-        .collect();
-    let live_server: Vec<&str> = live_server.iter().map(String::as_str).collect();
-    let (code, report) = verify(&cassette, &live_server, &[]);
+    let (code, report) = verify_against_everything(&peers, &cassette);
     assert_eq!((code, &report["drift"]), (0, &json!(false)), "{report:#}");
     let server = HttpServer::start(&simtape_mcp(&["replay", "--cassette"], &cassette, &[]));
     for mode in ["legacy", "2026-07-28"] {
