@@ -2,15 +2,19 @@
 //! worlds (the work is in `simtape-mcp`), and the stdio bridge to `simtape serve` (in
 //! `simtape-serve`).
 
+use std::cell::RefCell;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use clap::{Args, Subcommand};
-use simtape_mcp::record::{Recorder, Written};
+use simtape_mcp::journal::Journal;
+use simtape_mcp::record::{Recorder, SessionRecorder, Written};
 use simtape_mcp::stdio::{Ending, Inbox};
 use simtape_mcp::world::outputs::{self, Outputs, Recovered};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
+use simtape_serve::streamable::{McpServer, Push};
 
 use simtape::limits::InputKind;
 
@@ -84,6 +88,10 @@ pub(crate) struct WorldArgs {
     /// serving (written where that session would have; --state-out/--report override).
     #[arg(long, value_name = "R.json.journal.jsonl", conflicts_with = "spec")]
     pub(crate) recover: Option<PathBuf>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address; port 0
+    /// picks a free one, printed on stderr). The session ends on SIGTERM, SIGINT or SIGHUP.
+    #[arg(long, value_name = "ADDR", conflicts_with = "recover")]
+    pub(crate) http: Option<std::net::SocketAddr>,
 }
 
 /// Arguments of `simtape mcp eval`.
@@ -114,6 +122,11 @@ pub(crate) struct RecordArgs {
     /// Redact the value of this environment variable wherever it appears (repeatable).
     #[arg(long = "redact-env", value_name = "NAME")]
     pub(crate) redact_env: Vec<String>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address; port 0
+    /// picks a free one, printed on stderr): each session starts the server anew, and the
+    /// cassette holds every session. The recording ends on SIGTERM, SIGINT or SIGHUP.
+    #[arg(long, value_name = "ADDR", conflicts_with = "recover")]
+    pub(crate) http: Option<std::net::SocketAddr>,
     /// The server command line, after `--`.
     #[arg(
         last = true,
@@ -129,6 +142,10 @@ pub(crate) struct ReplayArgs {
     /// The cassette to serve.
     #[arg(long)]
     pub(crate) cassette: PathBuf,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address; port 0
+    /// picks a free one, printed on stderr). The session ends on SIGTERM, SIGINT or SIGHUP.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<std::net::SocketAddr>,
     /// Redact this variable's value from live requests before matching, as when recording.
     #[arg(long = "redact-env", value_name = "NAME")]
     pub(crate) redact_env: Vec<String>,
@@ -271,13 +288,24 @@ fn record(args: &RecordArgs) -> CliResult {
         print_written("a killed recording left a journal; recovered", &left);
     }
     let redactor = redactor(&args.redact_env);
-    let inbox = stdio_session()?;
     let recorder = Recorder {
         command: &args.server,
         redactor: &redactor,
         cassette,
         send_signal,
     };
+    if let Some(addr) = args.http {
+        let recording = SessionRecorder::start(&recorder).map_err(failed)?;
+        let shared = Rc::new(RefCell::new(recording));
+        let ending = http_session("record", addr, Box::new(HttpRecord(shared.clone())))?;
+        let recording = Rc::try_unwrap(shared)
+            .map_err(|_| CliError::Usage("the HTTP server outlived its session".into()))?
+            .into_inner();
+        let written = recording.finish().map_err(failed)?;
+        print_written(&format!("{ending}; wrote"), &written);
+        return ended("record", ending);
+    }
+    let inbox = stdio_session()?;
     let (ending, written) =
         simtape_mcp::record::record(&recorder, &inbox, io::stdout()).map_err(failed)?;
     print_written(&format!("{ending}; wrote"), &written);
@@ -287,9 +315,121 @@ fn record(args: &RecordArgs) -> CliResult {
 fn replay(args: &ReplayArgs) -> CliResult {
     let cassette = load(&args.cassette)?;
     let mut server = ReplayServer::new(&cassette, redactor(&args.redact_env));
+    if let Some(addr) = args.http {
+        let ending = http_session("replay", addr, Box::new(HttpReplay(server)))?;
+        return ended("replay", ending);
+    }
     let inbox = stdio_session()?;
     let ending = simtape_mcp::serve::serve(&mut server, &inbox, io::stdout().lock());
     ended("replay", ending)
+}
+
+/// A replay server as the HTTP transport drives it; its misses go to stderr as on stdio.
+struct HttpReplay(ReplayServer);
+
+impl McpServer for HttpReplay {
+    fn open(&mut self, _: u64, _: Push) -> Vec<serde_json::Value> {
+        self.0.opening()
+    }
+
+    fn close(&mut self, _: u64) {}
+
+    fn answer(&mut self, _: u64, line: &[u8]) -> Vec<serde_json::Value> {
+        let out = self.0.handle_line(line);
+        for miss in self.0.take_misses() {
+            eprintln!("simtape mcp replay: replay miss: {miss}");
+        }
+        out
+    }
+}
+
+/// A recording as the HTTP transport drives it: a server process per session, whose
+/// messages come back through the session's [`Push`].
+struct HttpRecord(Rc<RefCell<SessionRecorder>>);
+
+impl McpServer for HttpRecord {
+    fn open(&mut self, session: u64, push: Push) -> Vec<serde_json::Value> {
+        let opened = self.0.borrow_mut().open(session, move |m| push.send(m));
+        if let Err(e) = opened {
+            eprintln!("simtape mcp record: session {session}: {e}");
+        }
+        Vec::new()
+    }
+
+    fn answer(&mut self, session: u64, line: &[u8]) -> Vec<serde_json::Value> {
+        if self.0.borrow_mut().send(session, line) {
+            return Vec::new();
+        }
+        // No server to answer: each request gets an error instead of waiting for good.
+        let message: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+        match message
+            .get("id")
+            .filter(|_| message.get("method").is_some())
+        {
+            Some(id) => vec![simtape_mcp::jsonrpc::error_response(
+                id,
+                simtape_mcp::jsonrpc::INTERNAL_ERROR,
+                &format!(
+                    "simtape mcp record: session {session} has no server (it could not be started)"
+                ),
+                None,
+            )],
+            None => Vec::new(),
+        }
+    }
+
+    fn close(&mut self, session: u64) {
+        if let Err(e) = self.0.borrow_mut().close(session) {
+            eprintln!("simtape mcp record: session {session}: {e}");
+        }
+    }
+}
+
+/// A world as the HTTP transport drives it, journaling each call as on stdio. Shared with
+/// the command, which writes the outputs from it when the session ends.
+struct HttpWorld(Rc<RefCell<(WorldServer, Option<Journal>)>>);
+
+impl McpServer for HttpWorld {
+    fn open(&mut self, _: u64, _: Push) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+
+    fn close(&mut self, _: u64) {}
+
+    fn answer(&mut self, _: u64, line: &[u8]) -> Vec<serde_json::Value> {
+        let (server, journal) = &mut *self.0.borrow_mut();
+        server.answer_journaled(line, journal.as_mut())
+    }
+}
+
+/// Serves `server` over Streamable HTTP at `addr` until a termination signal, and says why
+/// it ended. The address it listens on goes to stderr first.
+fn http_session(
+    command: &str,
+    addr: std::net::SocketAddr,
+    server: Box<dyn McpServer>,
+) -> Result<Ending, CliError> {
+    let (listener, bound) = simtape_serve::streamable::bind(addr)
+        .map_err(|e| CliError::Usage(format!("simtape mcp {command} --http {addr}: {e}")))?;
+    let inbox = Inbox::new();
+    watch_signals(&inbox)
+        .map_err(|e| CliError::Usage(format!("cannot install signal handlers: {e}")))?;
+    let (stop, stopped) = smol::channel::bounded(1);
+    let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || loop {
+        if let simtape_mcp::stdio::Event::End(ending) = inbox.next() {
+            let _ = ended_tx.send(ending);
+            let _ = stop.send_blocking(());
+            return;
+        }
+    });
+    eprintln!(
+        "simtape mcp {command}: serving MCP at http://{bound}{}",
+        simtape_serve::streamable::MCP_PATH
+    );
+    simtape_serve::streamable::serve(listener, server, stopped)
+        .map_err(|e| CliError::Usage(format!("simtape mcp {command} --http {addr}: {e}")))?;
+    Ok(ended_rx.recv().unwrap_or(Ending::Eof))
 }
 
 fn verify(args: &VerifyArgs) -> CliResult {
@@ -370,8 +510,17 @@ fn world(args: &WorldArgs) -> CliResult {
     }
     let mut journal = outputs::open_journal(&targets, spec, &text, seed).map_err(failed)?;
     let mut server = WorldServer::new(world, seed);
-    let inbox = stdio_session()?;
-    let ending = server.serve(&inbox, io::stdout().lock(), journal.as_mut());
+    let ending = if let Some(addr) = args.http {
+        let shared = Rc::new(RefCell::new((server, journal)));
+        let ending = http_session("world", addr, Box::new(HttpWorld(shared.clone())))?;
+        (server, journal) = Rc::try_unwrap(shared)
+            .map_err(|_| CliError::Usage("the HTTP server outlived its session".into()))?
+            .into_inner();
+        ending
+    } else {
+        let inbox = stdio_session()?;
+        server.serve(&inbox, io::stdout().lock(), journal.as_mut())
+    };
     let report = outputs::finish(&server, &targets, journal).map_err(failed)?;
     let verdict = if report.scored.passed {
         "goal met"

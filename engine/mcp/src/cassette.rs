@@ -49,6 +49,10 @@ pub struct Entry {
     pub from: Direction,
     /// Milliseconds since the recording started.
     pub at_ms: u64,
+    /// The session it belongs to, when the recording holds several (a Streamable HTTP
+    /// recording: one per `Mcp-Session-Id`); absent for the one session of a stdio recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
     /// For a response: milliseconds between the request and this response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<u64>,
@@ -103,6 +107,7 @@ impl Cassette {
             seq,
             from,
             at_ms,
+            session: None,
             latency_ms: None,
             message,
         });
@@ -257,9 +262,9 @@ fn is_progress_for(message: &Value, token: &Value) -> bool {
 }
 
 /// For each message index, the index of the response answering it (requests only). A response
-/// answers the earliest still-open request from the other side with the same id, so ids that
-/// are reused after completion pair correctly.
-fn pair_requests(messages: &[Entry]) -> Vec<Option<usize>> {
+/// answers the earliest still-open request from the other side of its session with the same
+/// id, so ids that are reused after completion pair correctly.
+pub(crate) fn pair_requests(messages: &[Entry]) -> Vec<Option<usize>> {
     let mut pairs = vec![None; messages.len()];
     let mut open: Vec<usize> = Vec::new();
     for (index, entry) in messages.iter().enumerate() {
@@ -268,7 +273,9 @@ fn pair_requests(messages: &[Entry]) -> Vec<Option<usize>> {
         } else if is_response(&entry.message) {
             let id = entry.message.get("id");
             let found = open.iter().position(|&r| {
-                messages[r].from != entry.from && messages[r].message.get("id") == id
+                messages[r].from != entry.from
+                    && messages[r].session == entry.session
+                    && messages[r].message.get("id") == id
             });
             if let Some(position) = found {
                 pairs[open.remove(position)] = Some(index);

@@ -3,10 +3,15 @@
 //!
 //! Exchanges are paired by `(method, normalized params)` in recorded order (see
 //! [`crate::matching`]), so ids and key order never matter. Ignored as volatile: the JSON-RPC
-//! `id` and `jsonrpc` members, notifications (unsolicited ones such as `list_changed` race with
-//! responses), and the 2026-07-28 envelope members of results (`resultType: "complete"`,
-//! `ttlMs`, `cacheScope`, `_meta["io.modelcontextprotocol/serverInfo"]`), so a handshake-era
-//! recording verifies against a dual-era server in either era.
+//! `id` and `jsonrpc` members, and the 2026-07-28 envelope members of results (`resultType:
+//! "complete"`, `ttlMs`, `cacheScope`, `_meta["io.modelcontextprotocol/serverInfo"]`), so a
+//! handshake-era recording verifies against a dual-era server in either era.
+//!
+//! What the server sends on its own is compared too. Its requests to the client (sampling,
+//! elicitation, roots, ping) are compared per exchange, in order, by method and params
+//! (see [`crate::script`] for which exchange owns them). Its notifications other than progress
+//! are compared as a multiset over the whole session, because an unsolicited one such as
+//! `list_changed` races with responses.
 
 use std::collections::BTreeMap;
 
@@ -15,8 +20,10 @@ use serde_json::Value;
 
 use crate::cassette::{Cassette, Direction, Exchange};
 use crate::era::{self, META_SERVER_INFO};
+use crate::jsonrpc::{is_notification, method_of};
 use crate::limits::DRIFT_FINDINGS_MAX;
 use crate::matching::{excerpt, first_difference};
+use crate::script::{server_side, ServerSide, Step};
 
 /// The `format` tag of a drift report.
 pub const REPORT_FORMAT: &str = "simtape-mcp-drift";
@@ -63,6 +70,12 @@ pub enum FindingKind {
     RequestAdded,
     /// A latency moved by more than the tolerance.
     Latency,
+    /// The server's requests to the client during an exchange (method, params, order) changed.
+    ServerRequestsChanged,
+    /// A notification the recorded server sent (other than progress) is not in the candidate.
+    NotificationMissing,
+    /// The candidate server sent a notification (other than progress) the recording lacks.
+    NotificationAdded,
 }
 
 /// One difference between recording and candidate.
@@ -120,6 +133,7 @@ pub fn compare(recorded: &Cassette, candidate: &Cassette, options: &DriftOptions
     let right_keys: Vec<_> = right.iter().map(key).collect();
     let mut used = vec![false; right.len()];
     let mut findings = Vec::new();
+    let (left_side, right_side) = (server_side(recorded), server_side(candidate));
     for (index, exchange) in left.iter().enumerate() {
         let wanted = key(exchange);
         let paired = (0..right.len()).find(|&j| !used[j] && right_keys[j] == wanted);
@@ -134,7 +148,16 @@ pub fn compare(recorded: &Cassette, candidate: &Cassette, options: &DriftOptions
         };
         used[j] = true;
         compare_exchange(exchange, &right[j], index, options, &mut findings);
+        let asked = |side: &ServerSide, e: &Exchange| asked_of(side, e.request_seq);
+        let (l, r) = (asked(&left_side, exchange), asked(&right_side, &right[j]));
+        if l != r {
+            findings.push(
+                finding(FindingKind::ServerRequestsChanged, exchange, index, None)
+                    .with_difference(&l, &r),
+            );
+        }
     }
+    compare_notifications(recorded, candidate, &mut findings);
     for (j, exchange) in right.iter().enumerate().filter(|(j, _)| !used[*j]) {
         findings.push(
             finding(FindingKind::RequestAdded, exchange, j, None).with_message(format!(
@@ -173,6 +196,84 @@ impl DriftReport {
             self.findings_total, self.recorded_exchanges, self.candidate_exchanges
         ));
         text
+    }
+}
+
+/// The server's requests to the client owned by client message `seq`: method and params
+/// without `_meta`, in order.
+fn asked_of(side: &ServerSide, seq: u64) -> Value {
+    let segment = side.segment(seq);
+    let asked = segment.steps().filter_map(|step| match step {
+        Step::Ask { request, .. } => Some(serde_json::json!({
+            "method": request.get("method"),
+            "params": era::matching_params(request.get("params")),
+        })),
+        Step::Notify(_) => None,
+    });
+    Value::Array(asked.collect())
+}
+
+/// The server's notifications other than progress, as `{method, params}` without `_meta`.
+fn notifications_of(cassette: &Cassette) -> Vec<Value> {
+    cassette
+        .messages
+        .iter()
+        .filter(|e| e.from == Direction::Server && is_notification(&e.message))
+        .filter(|e| method_of(&e.message) != Some("notifications/progress"))
+        .map(|e| {
+            serde_json::json!({
+                "method": method_of(&e.message),
+                "params": era::matching_params(e.message.get("params")),
+            })
+        })
+        .collect()
+}
+
+/// Reports the notifications only one side sent (counted: two recorded log lines and one
+/// live one is one missing).
+fn compare_notifications(recorded: &Cassette, candidate: &Cassette, findings: &mut Vec<Finding>) {
+    let left = notifications_of(recorded);
+    let mut right: Vec<Option<Value>> = notifications_of(candidate).into_iter().map(Some).collect();
+    let note = |kind, index: usize, value: &Value, message: String| Finding {
+        kind,
+        method: value["method"].as_str().unwrap_or("").to_string(),
+        exchange: index,
+        tool: None,
+        pointer: None,
+        recorded: None,
+        candidate: None,
+        message,
+    };
+    for (index, value) in left.iter().enumerate() {
+        if let Some(slot) = right.iter_mut().find(|r| r.as_ref() == Some(value)) {
+            *slot = None;
+            continue;
+        }
+        let mut f = note(
+            FindingKind::NotificationMissing,
+            index,
+            value,
+            format!(
+                "recorded notification {} not sent by the candidate",
+                excerpt(Some(value))
+            ),
+        );
+        f.recorded = Some(value.clone());
+        findings.push(f);
+    }
+    for (index, value) in right.iter().enumerate() {
+        let Some(value) = value else { continue };
+        let mut f = note(
+            FindingKind::NotificationAdded,
+            index,
+            value,
+            format!(
+                "the candidate sent notification {} not in the recording",
+                excerpt(Some(value))
+            ),
+        );
+        f.candidate = Some(value.clone());
+        findings.push(f);
     }
 }
 
@@ -537,5 +638,53 @@ mod tests {
         b.messages.truncate(2);
         let report = compare(&a, &b, &DriftOptions::default());
         assert_eq!(report.findings[0].kind, FindingKind::RequestMissing);
+    }
+
+    #[test]
+    fn server_requests_and_notifications_are_compared() {
+        // Goal: a sampling request with other params during a call, a lost log line and an
+        // extra list_changed are each drift; the same traffic with other ids is not.
+        let a = cassette(tools(), json!({"content":[]}), 9);
+        let with_server_side = |mut c: Cassette, text: &str, note: &str| {
+            let call = c.messages.pop().unwrap();
+            c.push(Server, 3, json!({"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":text}}],"maxTokens":5}}));
+            c.push(
+                Client,
+                4,
+                json!({"jsonrpc":"2.0","id":0,"result":{"model":"m"}}),
+            );
+            c.push(
+                Server,
+                5,
+                json!({"jsonrpc":"2.0","method":note,"params":{"data":"x"}}),
+            );
+            c.messages.push(call);
+            let last = c.messages.len() - 1;
+            c.messages[last].seq = last as u64;
+            c.fill_latencies();
+            c
+        };
+        let recorded = with_server_side(a.clone(), "hi", "notifications/message");
+        let mut same = recorded.clone();
+        same.messages[3].message["id"] = json!(7);
+        same.messages[4].message["id"] = json!(7);
+        assert!(!compare(&recorded, &same, &DriftOptions::default()).drift);
+        let other = with_server_side(a, "bye", "notifications/tools/list_changed");
+        let report = compare(&recorded, &other, &DriftOptions::default());
+        let kinds: Vec<FindingKind> = report.findings.iter().map(|f| f.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                FindingKind::ServerRequestsChanged,
+                FindingKind::NotificationMissing,
+                FindingKind::NotificationAdded,
+            ],
+            "{}",
+            report.to_text()
+        );
+        assert_eq!(
+            report.findings[0].pointer.as_deref(),
+            Some("/0/params/messages/0/content/text")
+        );
     }
 }

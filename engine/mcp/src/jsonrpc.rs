@@ -11,6 +11,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// Invalid method parameters, including a malformed 2026-07-28 `_meta` envelope.
 pub const INVALID_PARAMS: i64 = -32602;
+/// The server failed internally (in simtape: a server it cannot reach or start).
+pub const INTERNAL_ERROR: i64 = -32603;
 /// The 2026-07-28 UnsupportedProtocolVersion error.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// A replayed request matched nothing in the cassette. Chosen outside -32768..-32000 because

@@ -33,12 +33,14 @@
 #![warn(missing_docs)]
 
 pub mod actor;
+pub mod asks;
 pub mod cassette;
 pub mod drift;
 pub mod era;
 pub mod error;
 pub mod eval;
 pub mod files;
+pub mod http;
 pub mod journal;
 pub mod jsonrpc;
 pub mod limits;
@@ -48,6 +50,7 @@ pub mod matching;
 pub mod record;
 pub mod redact;
 pub mod replay;
+pub mod script;
 pub mod serve;
 pub mod stdio;
 pub mod world;

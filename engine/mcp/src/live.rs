@@ -1,6 +1,8 @@
 //! A client session against a live server, for `simtape mcp verify -- SERVER…`: re-send the
 //! recorded client messages in order (with their recorded ids, so cancellations still name the
-//! right request), wait for each answer, and log the session as a candidate cassette.
+//! right request), wait for each answer, and log the session as a candidate cassette. The
+//! server's requests to the client (sampling, elicitation, roots, ping) get the answers the
+//! client recorded for the same request, so the server goes on as it did when recorded.
 
 use std::io::{BufReader, Write};
 use std::process::{Child, ChildStdin};
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cassette::{Cassette, Direction};
-use crate::era::LATEST_HANDSHAKE_VERSION;
+use crate::era::{self, LATEST_HANDSHAKE_VERSION};
 use crate::error::McpError;
 use crate::jsonrpc::{error_response, is_request, is_response, method_of, METHOD_NOT_FOUND};
 use crate::limits::{
@@ -19,15 +21,44 @@ use crate::limits::{
 use crate::lines::{read_line_bounded, LineRead};
 use crate::record::{spawn, stop};
 use crate::redact::Redactor;
+use crate::script::Step;
 
 /// Replays the client side of `recorded` against a live server and returns what happened as a
-/// candidate cassette (redacted with `redactor`, like a recording).
+/// candidate cassette (redacted with `redactor`, like a recording). A recording of several
+/// sessions (`record --http`) is replayed session by session, each against a server started
+/// anew as when it was recorded, and the candidate tags each message with its session.
 pub fn rerun(
     recorded: &Cassette,
     command: &[String],
     redactor: &Redactor,
 ) -> Result<Cassette, McpError> {
-    let mut session = Session::start(command)?;
+    let sessions: std::collections::BTreeSet<Option<u64>> =
+        recorded.messages.iter().map(|e| e.session).collect();
+    if sessions.iter().all(Option::is_none) {
+        return rerun_one(recorded, command, redactor);
+    }
+    let mut candidate = Cassette::new(command.iter().map(|a| redactor.redact_text(a)).collect());
+    for session in sessions {
+        let mut one = recorded.clone();
+        one.messages.retain(|e| e.session == session);
+        for entry in rerun_one(&one, command, redactor)?.messages {
+            candidate.push(entry.from, entry.at_ms, entry.message);
+            if let Some(last) = candidate.messages.last_mut() {
+                last.session = session;
+            }
+        }
+    }
+    candidate.fill_latencies();
+    Ok(candidate)
+}
+
+/// Replays one session's client side against a server of its own (see [`rerun`]).
+fn rerun_one(
+    recorded: &Cassette,
+    command: &[String],
+    redactor: &Redactor,
+) -> Result<Cassette, McpError> {
+    let mut session = Session::start(command, recorded_answers(recorded))?;
     let has_handshake = recorded
         .client_messages()
         .any(|m| matches!(method_of(m), Some("initialize" | "server/discover")));
@@ -60,7 +91,32 @@ pub fn rerun(
     session.finish(command, redactor)
 }
 
+/// A server request as recorded (method and params without `_meta`), the client's recorded
+/// answer, and whether the live session has used it.
+type RecordedAnswer = (Value, Value, bool);
+
+fn recorded_answers(recorded: &Cassette) -> Vec<RecordedAnswer> {
+    let side = crate::script::server_side(recorded);
+    side.segments
+        .values()
+        .flat_map(|segment| segment.steps().cloned().collect::<Vec<_>>())
+        .chain(side.opening.into_values().flatten())
+        .filter_map(|step| match step {
+            Step::Ask {
+                request,
+                answer: Some(answer),
+            } => Some((asked_key(&request), answer, false)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn asked_key(request: &Value) -> Value {
+    json!({"method": request.get("method"), "params": era::matching_params(request.get("params"))})
+}
+
 struct Session {
+    answers: Vec<RecordedAnswer>,
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
@@ -69,7 +125,7 @@ struct Session {
 }
 
 impl Session {
-    fn start(command: &[String]) -> Result<Session, McpError> {
+    fn start(command: &[String], answers: Vec<RecordedAnswer>) -> Result<Session, McpError> {
         let mut child = spawn(command)?;
         let stdout = child.stdout.take().expect("stdout is piped");
         let stdin = child.stdin.take();
@@ -88,6 +144,7 @@ impl Session {
             }
         });
         Ok(Session {
+            answers,
             child,
             stdin,
             lines,
@@ -118,7 +175,9 @@ impl Session {
     }
 
     /// Reads server messages until the response to `id` arrives or the timeout passes,
-    /// answering server-initiated requests with Method not found.
+    /// answering server-initiated requests as the client did when recorded (the same
+    /// request's answers in recorded order, the last one for every repeat), or with Method
+    /// not found when nothing recorded matches.
     fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Option<Value>, McpError> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -133,11 +192,29 @@ impl Session {
                 return Ok(Some(message));
             }
             if is_request(&message) {
-                let answer =
-                    error_response(&message["id"], METHOD_NOT_FOUND, "Method not found", None);
+                let answer = self.recorded_answer(&message);
                 self.send(&answer, true)?;
             }
         }
+    }
+
+    fn recorded_answer(&mut self, request: &Value) -> Value {
+        let key = asked_key(request);
+        let same: Vec<usize> = (0..self.answers.len())
+            .filter(|&i| self.answers[i].0 == key)
+            .collect();
+        let chosen = same
+            .iter()
+            .copied()
+            .find(|&i| !self.answers[i].2)
+            .or(same.last().copied());
+        let Some(chosen) = chosen else {
+            return error_response(&request["id"], METHOD_NOT_FOUND, "Method not found", None);
+        };
+        self.answers[chosen].2 = true;
+        let mut answer = self.answers[chosen].1.clone();
+        answer["id"] = request["id"].clone();
+        answer
     }
 
     /// Sends a handshake-era handshake that is not logged, for cassettes that lack one.

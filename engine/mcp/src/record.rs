@@ -6,10 +6,11 @@
 //! to exit (kill it after a grace period), and build the cassette from the journal. A journal
 //! left by a killed recorder becomes a cassette through [`recover`].
 
+use std::collections::BTreeMap;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -62,9 +63,10 @@ struct Log {
 }
 
 impl Log {
-    /// Journals a line if it is JSON, redacted. The timestamp is taken under the lock, so
-    /// journal order and time order agree.
-    fn note(&self, from: Direction, line: &[u8]) {
+    /// Journals a line if it is JSON, redacted, as a message of `session` (none for the one
+    /// session of a stdio recording). The timestamp is taken under the lock, so journal order
+    /// and time order agree.
+    fn note(&self, from: Direction, session: Option<u64>, line: &[u8]) {
         let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
             eprintln!(
                 "simtape mcp record: forwarding a non-JSON {from:?} line without recording it"
@@ -77,7 +79,10 @@ impl Log {
             .lock()
             .expect("no thread panics while holding the journal");
         let at_ms = self.start.elapsed().as_millis() as u64;
-        let entry = json!({"from": from, "at_ms": at_ms, "message": message});
+        let mut entry = json!({"from": from, "at_ms": at_ms, "message": message});
+        if let Some(session) = session {
+            entry["session"] = json!(session);
+        }
         if let Err(e) = journal.append(&entry) {
             eprintln!("simtape mcp record: {e}; this message will be missing from the cassette");
         }
@@ -92,13 +97,7 @@ pub fn record<W: Write + Send>(
     mut output: W,
 ) -> Result<(Ending, Written), McpError> {
     let redactor = recorder.redactor;
-    let server: Vec<String> = recorder
-        .command
-        .iter()
-        .map(|a| redactor.redact_text(a))
-        .collect();
-    let header = json!({"server": server, "cassette": absolute(recorder.cassette)});
-    let journal = Journal::create(&journal::path_for(recorder.cassette), JOURNAL_KIND, header)?;
+    let journal = open_journal(recorder)?;
     let journal_path = journal.path().to_path_buf();
     let mut child = match spawn(recorder.command) {
         Ok(child) => child,
@@ -128,7 +127,7 @@ pub fn record<W: Write + Send>(
                     );
                     continue;
                 };
-                log.note(Direction::Server, &line);
+                log.note(Direction::Server, None, &line);
                 // A client that went away still leaves the server's answers in the journal.
                 client_open = client_open
                     && output
@@ -142,7 +141,7 @@ pub fn record<W: Write + Send>(
         let ending = loop {
             match inbox.next() {
                 Event::Line(LineRead::Line(line)) => {
-                    log.note(Direction::Client, &line);
+                    log.note(Direction::Client, None, &line);
                     forward(&mut child_stdin, &line);
                 }
                 Event::Line(LineRead::TooLong(length)) => {
@@ -173,6 +172,125 @@ pub fn record<W: Write + Send>(
     Ok((ending, written))
 }
 
+/// A recording of many sessions (`simtape mcp record --http`): each session is a server
+/// process of its own, started when the session opens, and every message goes to one journal
+/// with its session's number, so the cassette holds them all ([`crate::cassette::Entry::session`]).
+#[derive(Debug)]
+pub struct SessionRecorder {
+    command: Vec<String>,
+    cassette: PathBuf,
+    log: Arc<Log>,
+    running: BTreeMap<u64, Running>,
+}
+
+/// One session's server process.
+#[derive(Debug)]
+struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log").finish_non_exhaustive()
+    }
+}
+
+impl SessionRecorder {
+    /// Starts the journal of a recording of `recorder.command`; no server runs yet.
+    pub fn start(recorder: &Recorder<'_>) -> Result<SessionRecorder, McpError> {
+        Ok(SessionRecorder {
+            command: recorder.command.to_vec(),
+            cassette: recorder.cassette.to_path_buf(),
+            log: Arc::new(Log {
+                start: Instant::now(),
+                journal: Mutex::new(open_journal(recorder)?),
+                redactor: recorder.redactor.clone(),
+            }),
+            running: BTreeMap::new(),
+        })
+    }
+
+    /// Starts session `session`'s server; each message it writes is journaled and handed to
+    /// `deliver` (on a thread of its own).
+    pub fn open(
+        &mut self,
+        session: u64,
+        deliver: impl Fn(Value) + Send + 'static,
+    ) -> Result<(), McpError> {
+        let mut child = spawn(&self.command)?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stdin = child.stdin.take();
+        let log = self.log.clone();
+        let reader = std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Ok(Some(read)) = read_line_bounded(&mut reader, LINE_BYTES_MAX) {
+                let LineRead::Line(line) = read else { continue };
+                log.note(Direction::Server, Some(session), &line);
+                if let Ok(message) = serde_json::from_slice(&line) {
+                    deliver(message);
+                }
+            }
+        });
+        let running = Running {
+            child,
+            stdin,
+            reader,
+        };
+        self.running.insert(session, running);
+        Ok(())
+    }
+
+    /// Journals one client line of `session` and passes it to that session's server; false
+    /// when the session has no server (it could not be started).
+    pub fn send(&mut self, session: u64, line: &[u8]) -> bool {
+        self.log.note(Direction::Client, Some(session), line);
+        let Some(running) = self.running.get_mut(&session) else {
+            return false;
+        };
+        forward(&mut running.stdin, line);
+        true
+    }
+
+    /// Ends session `session`: closes its server's stdin and waits for it to exit (killing
+    /// it after the grace period).
+    pub fn close(&mut self, session: u64) -> Result<(), McpError> {
+        let Some(mut running) = self.running.remove(&session) else {
+            return Ok(());
+        };
+        drop(running.stdin.take());
+        stop(&mut running.child)?;
+        let _ = running.reader.join();
+        Ok(())
+    }
+
+    /// Ends every session and writes the cassette from the journal.
+    pub fn finish(mut self) -> Result<Written, McpError> {
+        let sessions: Vec<u64> = self.running.keys().copied().collect();
+        for session in sessions {
+            self.close(session)?;
+        }
+        let log = Arc::into_inner(self.log).expect("every reader thread has been joined");
+        let journal = log
+            .journal
+            .into_inner()
+            .expect("no thread panicked while holding the journal");
+        recover(&journal.close(), Some(&self.cassette))
+    }
+}
+
+/// Creates the journal of a recording; its header holds the redacted command line.
+fn open_journal(recorder: &Recorder<'_>) -> Result<Journal, McpError> {
+    let server: Vec<String> = recorder
+        .command
+        .iter()
+        .map(|a| recorder.redactor.redact_text(a))
+        .collect();
+    let header = json!({"server": server, "cassette": absolute(recorder.cassette)});
+    Journal::create(&journal::path_for(recorder.cassette), JOURNAL_KIND, header)
+}
+
 /// Builds the cassette from a journal that no running process holds, writes it (atomically)
 /// to `cassette` or else where the journal says, and deletes the journal.
 pub fn recover(journal_path: &Path, cassette: Option<&Path>) -> Result<Written, McpError> {
@@ -192,8 +310,14 @@ pub fn recover(journal_path: &Path, cassette: Option<&Path>) -> Result<Written, 
     let mut skipped = contents.skipped;
     for (index, entry) in contents.entries.into_iter().enumerate() {
         let from = serde_json::from_value::<Direction>(entry["from"].clone());
+        let session = entry.get("session").and_then(Value::as_u64);
         match (from, entry["at_ms"].as_u64(), entry.get("message")) {
-            (Ok(from), Some(at_ms), Some(message)) => built.push(from, at_ms, message.clone()),
+            (Ok(from), Some(at_ms), Some(message)) => {
+                built.push(from, at_ms, message.clone());
+                if let Some(last) = built.messages.last_mut() {
+                    last.session = session;
+                }
+            }
             _ => skipped.push(format!("entry {}: not a recorded message", index + 1)),
         }
     }

@@ -9,12 +9,22 @@ use crate::lines::LineRead;
 use crate::replay::ReplayServer;
 use crate::stdio::{serve_lines, Ending, Inbox};
 
-/// Serves until the session ends (EOF, a signal, a client that went away) and says why. Every
-/// bad message gets an answer.
-pub fn serve<W: Write>(server: &mut ReplayServer, inbox: &Inbox, output: W) -> Ending {
-    serve_lines(inbox, output, |read| match read {
-        LineRead::Line(line) => server.handle_line(&line),
-        LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
+/// Serves until the session ends (EOF, a signal, a client that went away) and says why. What
+/// the recorded server sent before the client spoke goes first; every bad message gets an
+/// answer; each replay miss is also named on stderr.
+pub fn serve<W: Write>(server: &mut ReplayServer, inbox: &Inbox, mut output: W) -> Ending {
+    if write_messages(&mut output, &server.opening()).is_err() {
+        return Ending::ClientGone;
+    }
+    serve_lines(inbox, output, |read| {
+        let answers = match read {
+            LineRead::Line(line) => server.handle_line(&line),
+            LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
+        };
+        for miss in server.take_misses() {
+            eprintln!("simtape mcp replay: replay miss: {miss}");
+        }
+        answers
     })
 }
 

@@ -75,7 +75,11 @@ async fn exchange(
     mcp: &McpTransport,
 ) -> hyper::Response<ResponseBody> {
     let (parts, body) = request.into_parts();
-    if let Some(response) = mcp.answer_outside(parts.method.as_str(), parts.uri.path()) {
+    let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let (host, origin) = (header(hyper::header::HOST), header(hyper::header::ORIGIN));
+    if let Some(response) =
+        mcp.answer_outside(parts.method.as_str(), parts.uri.path(), host, origin)
+    {
         return http_response(response);
     }
     let body = match Limited::new(body, REQUEST_BYTES_MAX).collect().await {

@@ -14,6 +14,8 @@
 //! - `mcp_http` — the scenario's MCP servers over Streamable HTTP (`/mcp/NAME`), and the
 //!   MCP config file handed to the agent.
 //! - `bridge` — `simtape mcp bridge`: a stdio MCP server forwarding to an `/mcp/NAME` endpoint.
+//! - `streamable` — Streamable HTTP for an MCP server outside any simulation
+//!   (`simtape mcp replay|world --http`), with the same transport rules as `mcp_http`.
 //!
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
@@ -29,6 +31,7 @@ pub mod limits;
 pub mod mcp_http;
 pub mod normalize;
 pub mod process;
+pub mod streamable;
 pub mod workdir;
 
 mod body;

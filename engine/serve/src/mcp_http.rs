@@ -33,8 +33,8 @@ use simtape::Host;
 use simtape_mcp::actor::{McpActor, McpCallError, McpHandle, McpRequest};
 use simtape_mcp::era::{self, LATEST_HANDSHAKE_VERSION};
 use simtape_mcp::jsonrpc::{
-    classify, error_response, result_response, Message, INVALID_PARAMS, METHOD_NOT_FOUND,
-    PARSE_ERROR, REPLAY_MISS,
+    classify, error_response, result_response, Message, INTERNAL_ERROR, INVALID_PARAMS,
+    INVALID_REQUEST, METHOD_NOT_FOUND, REPLAY_MISS,
 };
 use simtape_mcp::world::server::WorldReport;
 
@@ -45,9 +45,7 @@ pub const MCP_PATH_PREFIX: &str = "/mcp/";
 /// The variable that names the agent's MCP config file.
 pub const CONFIG_VARIABLE: &str = "SIMTAPE_MCP_CONFIG";
 /// The response header that names a session.
-pub const SESSION_HEADER: &str = "mcp-session-id";
-/// The JSON-RPC code of an internal server error.
-const INTERNAL_ERROR: i64 = -32603;
+pub use simtape_mcp::http::SESSION_HEADER;
 
 /// Returns the server a path names (`/mcp/tickets` → `tickets`), or `None` for other paths.
 pub fn server_of(path: &str) -> Option<&str> {
@@ -143,12 +141,7 @@ pub(crate) async fn answer(
     let body = match serde_json::from_str::<Value>(&request.body) {
         Ok(body) => body,
         Err(e) => {
-            let error = error_response(
-                &Value::Null,
-                PARSE_ERROR,
-                &format!("Parse error: {e}"),
-                None,
-            );
+            let error = simtape_mcp::http::body_parse_error(&e);
             return json_answer(request.id, 400, error.to_string());
         }
     };
@@ -339,10 +332,22 @@ impl McpTransport {
         McpTransport { servers }
     }
 
-    /// Answers a `GET` or `DELETE` of `/mcp/NAME` without the simulation; `None` for every
-    /// request the simulation answers.
-    pub(crate) fn answer_outside(&self, method: &str, path: &str) -> Option<HttpResponse> {
+    /// Answers a `GET` or `DELETE` of `/mcp/NAME` without the simulation, and refuses any
+    /// request to `/mcp/NAME` whose `Host` or `Origin` is not loopback (DNS rebinding, see
+    /// [`simtape_mcp::http::rebinding_refusal`]); `None` for every request the simulation
+    /// answers.
+    pub(crate) fn answer_outside(
+        &self,
+        method: &str,
+        path: &str,
+        host: Option<&str>,
+        origin: Option<&str>,
+    ) -> Option<HttpResponse> {
         let name = server_of(path)?;
+        if let Some(reason) = simtape_mcp::http::rebinding_refusal(host, origin) {
+            let body = error_response(&Value::Null, INVALID_REQUEST, &reason, None);
+            return Some(json_answer(0, 403, body.to_string()));
+        }
         if method != "GET" && method != "DELETE" {
             return None;
         }
@@ -367,13 +372,11 @@ impl McpTransport {
         accept: Option<&str>,
         mut response: HttpResponse,
     ) -> HttpResponse {
-        let sse_only = accept.is_some_and(|accept| {
-            let accepts = |kind: &str| accept.split(',').any(|item| item.trim().starts_with(kind));
-            accepts("text/event-stream") && !accepts("application/json") && !accepts("*/*")
-        });
+        let wanted = simtape_mcp::http::accepts(accept);
+        let sse_only = wanted.events && !wanted.json;
         let is_message = response.status == 200 && !response.body.is_empty();
         if sse_only && is_message && server_of(path).is_some() {
-            response.body = format!("event: message\ndata: {}\n\n", response.body);
+            response.body = simtape_mcp::http::sse_event_text(&response.body);
             response.content_type = "text/event-stream";
         }
         response
@@ -442,19 +445,22 @@ mod tests {
         let transport = McpTransport::new(vec!["tickets".into()]);
         assert_eq!(
             transport
-                .answer_outside("GET", "/mcp/tickets")
+                .answer_outside("GET", "/mcp/tickets", Some("127.0.0.1:1"), None)
                 .unwrap()
                 .status,
             405
         );
         assert_eq!(
             transport
-                .answer_outside("DELETE", "/mcp/tickets")
+                .answer_outside("DELETE", "/mcp/tickets", Some("localhost"), None)
                 .unwrap()
                 .status,
             200
         );
-        let unknown = transport.answer_outside("GET", "/mcp/nope").unwrap();
+        let loopback = Some("127.0.0.1:1");
+        let unknown = transport
+            .answer_outside("GET", "/mcp/nope", loopback, None)
+            .unwrap();
         assert_eq!(unknown.status, 404);
         let body: Value = serde_json::from_str(&unknown.body).unwrap();
         assert_eq!(body["error"]["data"]["servers"], json!(["tickets"]));
@@ -462,7 +468,11 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("tickets"));
-        assert!(transport.answer_outside("POST", "/mcp/tickets").is_none());
+        assert!(transport
+            .answer_outside("POST", "/mcp/tickets", loopback, None)
+            .is_none());
+        let rebound = transport.answer_outside("POST", "/mcp/tickets", Some("evil.example"), None);
+        assert_eq!(rebound.unwrap().status, 403);
     }
 
     #[test]

@@ -18,13 +18,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 /// Where the real peers live.
-struct Peers {
-    node_modules: PathBuf,
-    python: PathBuf,
+pub(crate) struct Peers {
+    pub(crate) node_modules: PathBuf,
+    pub(crate) python: PathBuf,
 }
 
 impl Peers {
-    fn everything(&self) -> Vec<String> {
+    pub(crate) fn everything(&self) -> Vec<String> {
         let script = self
             .node_modules
             .join("@modelcontextprotocol/server-everything/dist/index.js");
@@ -40,7 +40,7 @@ impl Peers {
 }
 
 /// Finds the peers, or returns `None` after a skip notice (locally) or panics (under CI).
-fn peers() -> Option<Peers> {
+pub(crate) fn peers() -> Option<Peers> {
     let home = std::env::var("HOME").unwrap_or_default();
     let node_modules = std::env::var_os("SIMTAPE_MCP_PEERS_NODE_DIR")
         .map(PathBuf::from)
@@ -198,8 +198,17 @@ fn record(
     );
 }
 
+/// Runs `simtape mcp verify` of `cassette` against live server-everything.
+pub(crate) fn verify_against_everything(peers: &Peers, cassette: &Path) -> (i32, Value) {
+    let live: Vec<String> = std::iter::once("--".to_string())
+        .chain(peers.everything())
+        .collect();
+    let live: Vec<&str> = live.iter().map(String::as_str).collect();
+    verify(cassette, &live, &[])
+}
+
 /// Runs `simtape mcp verify` and returns (exit code, JSON report).
-fn verify(cassette: &Path, against: &[&str], env: &[(&str, &Path)]) -> (i32, Value) {
+pub(crate) fn verify(cassette: &Path, against: &[&str], env: &[(&str, &Path)]) -> (i32, Value) {
     let mut command = simtape();
     command
         .args(["mcp", "verify", "--json", "--cassette"])
@@ -218,7 +227,7 @@ fn verify(cassette: &Path, against: &[&str], env: &[(&str, &Path)]) -> (i32, Val
     (output.status.code().unwrap(), report)
 }
 
-fn kinds(report: &Value) -> Vec<String> {
+pub(crate) fn kinds(report: &Value) -> Vec<String> {
     report["findings"]
         .as_array()
         .unwrap()

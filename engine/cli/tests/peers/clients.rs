@@ -47,11 +47,27 @@ pub(crate) fn python() -> Option<PathBuf> {
 /// server `server` (a command line), calling `calls`, and returns its JSON report. The client
 /// ends the server its own normal way when the session is over.
 pub(crate) fn python_driver(python: &Path, mode: &str, calls: &Value, server: &[String]) -> Value {
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/peers/driver.py");
+    python_peer(python, "driver.py", mode, calls, server, &[])
+}
+
+/// Runs the Python client script `script` (in engine/mcp/tests/peers, with driver.py's
+/// arguments) with extra environment `env`, and returns the JSON report it printed.
+pub(crate) fn python_peer(
+    python: &Path,
+    script: &str,
+    mode: &str,
+    calls: &Value,
+    server: &[String],
+    env: &[(&str, &str)],
+) -> Value {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mcp/tests/peers")
+        .join(script);
     let output = Command::new(python)
         .arg(driver)
         .args([mode, &calls.to_string(), "--"])
         .args(server)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(

@@ -45,6 +45,20 @@ pub enum McpCallError {
         /// The `seq` of the recorded request.
         request_seq: u64,
     },
+    /// The pipeline answered a server request (sampling, elicitation, roots) other than the
+    /// recording's client did. Fatal for a replay, like an unmatched request: the server's
+    /// recorded result depended on the recorded answer.
+    #[error("{message}")]
+    AnswerMismatch {
+        /// The `seq` of the recorded `tools/call` the server request belongs to.
+        request_seq: u64,
+        /// The server request's method.
+        method: String,
+        /// A JSON pointer (rooted at the answer: `/result/…`) to the first difference.
+        pointer: String,
+        /// The full explanation.
+        message: String,
+    },
     /// The recorded answer is not a usable JSON-RPC response. Fatal: fix the cassette.
     #[error("recorded answer to request #{request_seq} is malformed: {reason}")]
     Malformed {

@@ -43,6 +43,39 @@ impl McpHandle {
         self.0.call(request).await.result
     }
 
+    /// Calls `tools/call` answering the requests the server makes of its client during the
+    /// call: `answer(method, params)` is asked for each (`sampling/createMessage`,
+    /// `elicitation/create`, `roots/list`) and returns the result to send back. Each question
+    /// and each answer is a request and a reply of the actor, on the tape; an answer other
+    /// than the recorded one is [`McpCallError::AnswerMismatch`].
+    pub async fn call_tool_answering(
+        &self,
+        name: impl Into<String>,
+        arguments: Value,
+        mut answer: impl FnMut(&str, &Value) -> Value,
+    ) -> Result<Value, McpCallError> {
+        let first = McpRequest::CallToolAnswering {
+            name: name.into(),
+            arguments,
+        };
+        let mut result = self.0.call(first).await.result?;
+        while result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            let request_state = result["requestState"].as_str().unwrap_or("").to_string();
+            let asked = result["inputRequests"]
+                .as_object()
+                .and_then(|requests| requests.values().next())
+                .cloned()
+                .unwrap_or(Value::Null);
+            let given = answer(asked["method"].as_str().unwrap_or(""), &asked["params"]);
+            let next = McpRequest::Answer {
+                request_state,
+                result: given,
+            };
+            result = self.0.call(next).await.result?;
+        }
+        Ok(result)
+    }
+
     /// Sends `request` and returns the whole reply record (answering request, latency).
     pub async fn call(&self, request: McpRequest) -> McpReply {
         self.0.call(request).await

@@ -54,11 +54,15 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use simtape::actor::{Actor, ActorContext, Answer};
 
+use crate::asks::{
+    answer_difference, input_requests, input_required, parse_request_state, Mismatch,
+};
 use crate::cassette::{Cassette, Exchange};
 use crate::era;
 use crate::error::McpError;
 use crate::matching::Matcher;
 use crate::redact::Redactor;
+use crate::script::ServerSide;
 use crate::world::score::Scored;
 use crate::world::server::WorldReport;
 use crate::world::{SpecError, World};
@@ -80,6 +84,27 @@ pub enum McpRequest {
         /// The tool's arguments, a JSON object (or null for none).
         arguments: Value,
     },
+    /// `tools/call` of the tool `name` by a pipeline that answers the server's own requests
+    /// (see [`McpHandle::call_tool_answering`]). When the recording holds requests the server
+    /// made of its client during the call (sampling, elicitation, roots), the reply is an
+    /// `input_required` result naming the first of them, as a 2026-07-28 server would send
+    /// it; the pipeline goes on with [`McpRequest::Answer`]. Otherwise as `CallTool`.
+    CallToolAnswering {
+        /// The tool's name.
+        name: String,
+        /// The tool's arguments, a JSON object (or null for none).
+        arguments: Value,
+    },
+    /// The pipeline's answer to the server request an `input_required` result named: the
+    /// `requestState` of that result and the pipeline's `result` for the request. It is
+    /// checked against the answer recorded; the reply is the next `input_required` result or
+    /// the call's recorded result.
+    Answer {
+        /// The `requestState` of the `input_required` result answered.
+        request_state: String,
+        /// The answer (a sampling, elicitation or roots result).
+        result: Value,
+    },
     /// `initialize`: the server's description, its `initialize` result at its newest
     /// handshake-era version (`protocolVersion`, `capabilities`, `serverInfo`, and
     /// `instructions` when it has them), for a gateway that serves the server to outside
@@ -92,7 +117,9 @@ impl McpRequest {
     pub fn method(&self) -> &'static str {
         match self {
             McpRequest::ListTools => "tools/list",
-            McpRequest::CallTool { .. } => "tools/call",
+            McpRequest::CallTool { .. }
+            | McpRequest::CallToolAnswering { .. }
+            | McpRequest::Answer { .. } => "tools/call",
             McpRequest::Describe => "initialize",
         }
     }
@@ -101,7 +128,12 @@ impl McpRequest {
     pub fn params(&self) -> Option<Value> {
         match self {
             McpRequest::ListTools | McpRequest::Describe => None,
-            McpRequest::CallTool { name, arguments } => {
+            McpRequest::Answer {
+                request_state,
+                result,
+            } => Some(json!({"requestState": request_state, "inputResponse": result})),
+            McpRequest::CallTool { name, arguments }
+            | McpRequest::CallToolAnswering { name, arguments } => {
                 let mut params = Map::new();
                 params.insert("name".into(), json!(name));
                 if !arguments.is_null() {
@@ -155,8 +187,8 @@ pub struct McpActor {
 /// What answers an [`McpActor`]'s requests.
 #[derive(Debug, Clone)]
 enum Backend {
-    /// Recorded answers from a cassette.
-    Cassette(CassetteBackend),
+    /// Recorded answers from a cassette (boxed: it carries the indexes of the recording).
+    Cassette(Box<CassetteBackend>),
     /// A seeded world spec (boxed: it carries the compiled schemas and the state).
     World(Box<WorldBackend>),
 }
@@ -168,6 +200,8 @@ struct CassetteBackend {
     matcher: Matcher,
     redactor: Redactor,
     answered: Vec<u64>,
+    /// What the recorded server sent on its own, by owning client message.
+    side: ServerSide,
     /// The answer to [`McpRequest::Describe`], as `simtape mcp replay` answers `initialize`.
     description: Result<Value, McpCallError>,
 }
@@ -182,10 +216,11 @@ impl McpActor {
             exchanges,
             redactor: Redactor::default(),
             answered: Vec::new(),
+            side: crate::script::server_side(&cassette),
             description: describe(|line| replay.handle_line(line)),
         };
         McpActor {
-            backend: Backend::Cassette(backend),
+            backend: Backend::Cassette(Box::new(backend)),
         }
     }
 
@@ -303,6 +338,13 @@ impl CassetteBackend {
                 result: self.description.clone(),
             };
         }
+        if let McpRequest::Answer {
+            request_state,
+            result,
+        } = request
+        {
+            return self.resume(request_state, result);
+        }
         let method = request.method();
         let mut key_params = era::matching_params(request.params().as_ref());
         self.redactor.redact_value(&mut key_params);
@@ -318,11 +360,67 @@ impl CassetteBackend {
         };
         let exchange = &self.exchanges[index];
         self.answered.push(exchange.request_seq);
+        if let McpRequest::CallToolAnswering { .. } = request {
+            let segment = self.side.segment(exchange.request_seq);
+            if let Some((asked, _)) = input_requests(&segment).first() {
+                return McpReply {
+                    request_seq: Some(exchange.request_seq),
+                    latency_ms: 0,
+                    result: Ok(input_required(index, 0, asked)),
+                };
+            }
+        }
         McpReply {
             request_seq: Some(exchange.request_seq),
             latency_ms: exchange.latency_ms.unwrap_or(0),
             result: recorded_result(exchange),
         }
+    }
+
+    /// Takes the pipeline's answer to a server request (see [`McpRequest::Answer`]).
+    fn resume(&mut self, state: &str, result: &Value) -> McpReply {
+        let reply = |request_seq, latency_ms, result| McpReply {
+            request_seq,
+            latency_ms,
+            result,
+        };
+        let parsed = parse_request_state(state).filter(|&(i, _)| i < self.exchanges.len());
+        let malformed = |reason: String| McpCallError::Malformed {
+            request_seq: 0,
+            reason,
+        };
+        let Some((index, answered)) = parsed else {
+            let reason = format!("requestState {state:?} was not issued by this server");
+            return reply(None, 0, Err(malformed(reason)));
+        };
+        let exchange = &self.exchanges[index];
+        let seq = Some(exchange.request_seq);
+        let segment = self.side.segment(exchange.request_seq);
+        let asks = input_requests(&segment);
+        let Some((asked, Some(recorded))) = asks.get(answered - 1).copied() else {
+            let reason = format!("requestState {state:?} names no recorded server request");
+            return reply(seq, 0, Err(malformed(reason)));
+        };
+        let live = json!({ "result": result });
+        if let Some(difference) = answer_difference(recorded, &live) {
+            let mismatch = Mismatch {
+                method: asked["method"].as_str().unwrap_or("").to_string(),
+                for_request: None,
+                difference,
+            };
+            let error = McpCallError::AnswerMismatch {
+                request_seq: exchange.request_seq,
+                method: mismatch.method.clone(),
+                pointer: mismatch.difference.pointer.clone(),
+                message: mismatch.message(),
+            };
+            return reply(seq, 0, Err(error));
+        }
+        if let Some((next, _)) = asks.get(answered) {
+            return reply(seq, 0, Ok(input_required(index, answered, next)));
+        }
+        let latency_ms = exchange.latency_ms.unwrap_or(0);
+        reply(seq, latency_ms, recorded_result(exchange))
     }
 }
 

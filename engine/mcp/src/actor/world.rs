@@ -74,7 +74,10 @@ impl WorldBackend {
         let tool = match request {
             McpRequest::Describe => unreachable!("answered above"),
             McpRequest::ListTools => None,
-            McpRequest::CallTool { name, .. } => Some(name.as_str()),
+            McpRequest::CallTool { name, .. } | McpRequest::CallToolAnswering { name, .. } => {
+                Some(name.as_str())
+            }
+            McpRequest::Answer { .. } => None,
         };
         let model = self.server.world().latency(tool);
         let jitter_ms = match model.jitter_ms {
@@ -85,7 +88,14 @@ impl WorldBackend {
         let result = match request {
             McpRequest::Describe => unreachable!("answered above"),
             McpRequest::ListTools => Ok(self.server.tools_list()),
-            McpRequest::CallTool { .. } => {
+            McpRequest::Answer { .. } => Err(McpCallError::Rpc {
+                request_seq,
+                code: crate::jsonrpc::INVALID_PARAMS,
+                message: "a world makes no requests of its client, so there is nothing to answer"
+                    .into(),
+                data: None,
+            }),
+            McpRequest::CallTool { .. } | McpRequest::CallToolAnswering { .. } => {
                 let params = request.params().expect("a tools/call request has params");
                 let calls_before = self.server.calls().len();
                 let answer = self.server.call_tool(&params);

@@ -145,18 +145,20 @@ impl WorldServer {
         mut journal: Option<&mut Journal>,
     ) -> Ending {
         serve_lines(inbox, output, |read| match read {
-            LineRead::Line(line) => {
-                let calls_before = self.calls.len();
-                let answers = self.handle_line(&line);
-                if let (Some(journal), Some(call)) =
-                    (journal.as_deref_mut(), self.calls.get(calls_before))
-                {
-                    super::outputs::note_call(journal, call, &line);
-                }
-                answers
-            }
+            LineRead::Line(line) => self.answer_journaled(&line, journal.as_deref_mut()),
             LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
         })
+    }
+
+    /// Handles one input line as [`WorldServer::handle_line`] does, and appends the call it
+    /// made, if any, to `journal` before the answer goes out.
+    pub fn answer_journaled(&mut self, line: &[u8], journal: Option<&mut Journal>) -> Vec<Value> {
+        let calls_before = self.calls.len();
+        let answers = self.handle_line(line);
+        if let (Some(journal), Some(call)) = (journal, self.calls.get(calls_before)) {
+            super::outputs::note_call(journal, call, line);
+        }
+        answers
     }
 
     /// Handles one input line and returns the messages to send back.

@@ -206,20 +206,18 @@ fn the_tape_is_byte_identical_over_two_runs_of_one_seed() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn the_tape_carries_method_tool_arguments_and_result() -> TestResult {
-    // Goal: the request records name the method, tool and arguments; the replies the result.
-    let report = run_demo(3, three_calls)?;
-    let bytes = report
-        .summary
-        .tape
-        .and_then(|t| t.memory)
-        .ok_or("no tape")?;
+/// Returns the request and reply payloads of `actor` on a run's in-memory tape, as JSON text.
+type Payloads = (Vec<String>, Vec<String>);
+
+fn actor_records(
+    summary: simtape::RunSummary,
+    actor: &str,
+) -> Result<Payloads, Box<dyn std::error::Error>> {
+    let bytes = summary.tape.and_then(|t| t.memory).ok_or("no tape")?;
     let mut reader = TapeReader::new(&bytes[..])?.keep_blobs(true);
-    let mut requests = Vec::new();
-    let mut replies = Vec::new();
+    let (mut requests, mut replies) = (Vec::new(), Vec::new());
     while let Some(record) = reader.next_record()? {
-        if reader.actor_name(record.actor) != "mcp:demo" {
+        if reader.actor_name(record.actor) != actor {
             continue;
         }
         let payload = payload_to_json(&reader.resolve(&record)?)?.to_string();
@@ -229,6 +227,14 @@ fn the_tape_carries_method_tool_arguments_and_result() -> TestResult {
             _ => {}
         }
     }
+    Ok((requests, replies))
+}
+
+#[test]
+fn the_tape_carries_method_tool_arguments_and_result() -> TestResult {
+    // Goal: the request records name the method, tool and arguments; the replies the result.
+    let report = run_demo(3, three_calls)?;
+    let (requests, replies) = actor_records(report.summary, "mcp:demo")?;
     assert_eq!(requests.len(), 3);
     assert_eq!(replies.len(), 3);
     assert!(requests[0].contains("tools/list"), "{}", requests[0]);
@@ -337,5 +343,85 @@ fn describe_gives_the_recorded_initialize_at_no_cost() -> TestResult {
     assert_eq!(description["serverInfo"]["name"], "demo");
     assert_eq!(description["protocolVersion"], "2025-11-25");
     assert_eq!(report.summary.end_ns, 0);
+    Ok(())
+}
+
+/// A recorded call during which the server asked its client to sample, and the answer.
+fn asking_cassette() -> simtape_mcp::Cassette {
+    use simtape_mcp::Direction::{Client, Server};
+    let mut cassette = simtape_mcp::Cassette::new(vec!["asker".into()]);
+    let messages = [
+        (
+            Client,
+            0,
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}),
+        ),
+        (
+            Server,
+            2,
+            json!({"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":9}}),
+        ),
+        (
+            Client,
+            3,
+            json!({"jsonrpc":"2.0","id":0,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"yes"}}}),
+        ),
+        (
+            Server,
+            7,
+            json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"the model said yes"}]}}),
+        ),
+    ];
+    for (from, at_ms, message) in messages {
+        cassette.push(from, at_ms, message);
+    }
+    cassette.fill_latencies();
+    cassette
+}
+
+#[test]
+fn a_recorded_server_request_becomes_a_question_to_the_pipeline_on_the_tape() -> TestResult {
+    // Goal: `call_tool_answering` asks the pipeline the recorded sampling request, checks its
+    // answer, then returns the recorded result after the recorded latency; the question and
+    // the answer are a request/reply pair each on the tape; another answer is a named
+    // AnswerMismatch; a plain `call_tool` still gets the recorded result at once.
+    let run = |text: &'static str| -> Result<_, Box<dyn std::error::Error>> {
+        let mut b = simtape::Sim::builder();
+        let mcp = McpHandle::new(b.actor("mcp:asker", McpActor::from_cassette(asking_cassette())));
+        let report = b.tape_in_memory().build()?.run(move |_host| async move {
+            let mut asked = Vec::new();
+            let answered = mcp
+                .call_tool_answering("ask", json!({}), |method, params| {
+                    asked.push((method.to_string(), params["maxTokens"].clone()));
+                    json!({"model":"m","role":"assistant","content":{"type":"text","text":text}})
+                })
+                .await;
+            let plain = mcp.call_tool("ask", json!({})).await;
+            (asked, answered, plain)
+        })?;
+        Ok(report)
+    };
+    let report = run("yes")?;
+    let (asked, answered, plain) = report.output;
+    assert_eq!(asked, [("sampling/createMessage".to_string(), json!(9))]);
+    assert_eq!(answered?["content"][0]["text"], "the model said yes");
+    assert_eq!(plain?["content"][0]["text"], "the model said yes");
+    assert_eq!(report.summary.end_ns, 14 * MS);
+    let (requests, _) = actor_records(report.summary, "mcp:asker")?;
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert!(requests[1].contains("\"text\":\"yes\""), "{}", requests[1]);
+
+    let report = run("no")?;
+    let (_, answered, _) = report.output;
+    let Err(McpCallError::AnswerMismatch {
+        method, pointer, ..
+    }) = answered
+    else {
+        return Err(format!("expected a mismatch, got {answered:?}").into());
+    };
+    assert_eq!(
+        (method.as_str(), pointer.as_str()),
+        ("sampling/createMessage", "/result/content/text")
+    );
     Ok(())
 }

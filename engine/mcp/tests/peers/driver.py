@@ -48,17 +48,25 @@ async def main() -> None:
             report["tools"].append(
                 {"name": tool.name, "output_schema": tool.output_schema is not None, "annotations": annotations}
             )
-        for name, arguments in calls:
-            try:
-                result = await client.call_tool(name, arguments)
-            except MCPError as error:
-                report["calls"].append({"name": name, "error": {"code": error.code, "message": error.message}})
-                continue
-            texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
-            report["calls"].append(
-                {"name": name, "is_error": bool(result.is_error), "structured": result.structured_content, "text": texts}
-            )
+        report["calls"] = await call_tools(client, calls)
     print(json.dumps(report))
 
 
-anyio.run(main)
+async def call_tools(client: Client, calls: list) -> list:
+    """Calls each [name, arguments] pair; returns per call the result or the protocol error."""
+    seen = []
+    for name, arguments in calls:
+        try:
+            result = await client.call_tool(name, arguments)
+        except MCPError as error:
+            seen.append({"name": name, "error": {"code": error.code, "message": error.message}})
+            continue
+        texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+        seen.append(
+            {"name": name, "is_error": bool(result.is_error), "structured": result.structured_content, "text": texts}
+        )
+    return seen
+
+
+if __name__ == "__main__":
+    anyio.run(main)
