@@ -34,5 +34,6 @@ pub mod estimate;
 pub mod run_json;
 pub mod sweep;
 mod verdict;
+pub mod view;
 
 pub use verdict::{Verdict, VerdictKind, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};

@@ -12,6 +12,7 @@ mod mcp_signals;
 mod mcp_world;
 mod serve_mcp;
 mod sweep;
+mod view;
 mod wasi;
 
 /// Guards against a test file that exists but is not declared above.

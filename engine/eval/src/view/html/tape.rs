@@ -1,0 +1,528 @@
+//! A tape as a page: the timeline (swimlanes per actor and task, the same slices as the trace
+//! export), a payload panel that a click fills, the agent's turns as a transcript, the
+//! changes to the file tree, the verifiers and the verdict.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use simtape::tape::{TapeHeader, TapeReader};
+
+use super::{duration, escape, page, Scripts};
+use crate::view::describe::{self, Message, FS_CHANGES};
+use crate::view::timeline::{walk, Group, Item, Mark, Track};
+use crate::view::ViewError;
+
+/// At most this many slices and instants are drawn; the rest are counted per lane.
+pub const ITEMS_MAX: usize = 20_000;
+/// A payload longer than this (as JSON text) is cut to it in the page.
+pub const PAYLOAD_BYTES_MAX: usize = 64 * 1024;
+/// At most this many messages in the transcript.
+const TRANSCRIPT_MAX: usize = 2_000;
+/// At most this many rows of file-tree changes.
+const FS_CHANGES_MAX: usize = 2_000;
+
+/// A window of virtual time: the page draws only what overlaps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// From, virtual nanoseconds.
+    pub from_ns: u64,
+    /// To (included), virtual nanoseconds.
+    pub to_ns: u64,
+}
+
+/// A lane of the timeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrackData {
+    /// `tasks`, or the actor's name.
+    pub group: String,
+    /// The lane's name.
+    pub name: String,
+}
+
+/// What a lane holds beyond the drawing budget or outside the window.
+#[derive(Debug, Clone, Serialize)]
+pub struct Beyond {
+    /// The lane (index into the tracks).
+    pub track: usize,
+    /// Slices and instants not drawn.
+    pub items: u64,
+    /// The first one's virtual time.
+    pub from_ns: u64,
+    /// The last one's virtual time.
+    pub to_ns: u64,
+}
+
+/// The timeline as the page's script reads it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TimelineData {
+    /// The run's last virtual time.
+    pub end_ns: u64,
+    /// The lanes, grouped: tasks first, then each actor in the tape's actor table order.
+    pub tracks: Vec<TrackData>,
+    /// `[track, start_ns, end_ns, name, category, payload, failed]`.
+    pub slices: Vec<(usize, u64, u64, String, String, usize, u8)>,
+    /// `[track, t_ns, name, category, payload]`.
+    pub instants: Vec<(usize, u64, String, String, usize)>,
+    /// What a click shows.
+    pub payloads: Vec<Value>,
+    /// The tape records of each slice: `[begin, end]` (end -1: never answered).
+    pub slice_records: Vec<(u64, i64)>,
+    /// The tape record of each instant.
+    pub instant_records: Vec<u64>,
+    /// Per lane, what was not drawn.
+    pub beyond: Vec<Beyond>,
+}
+
+/// A change to the file tree, in the order the run made it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FsChange {
+    /// When it was asked.
+    pub t_ns: u64,
+    /// `write`, `rename`, …
+    pub operation: String,
+    /// The path (the first string of the request).
+    pub path: String,
+    /// Whether it succeeded (`None`: never answered).
+    pub ok: Option<bool>,
+}
+
+/// A verifier's finding.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// The verifier's name.
+    pub name: String,
+    /// Whether it held.
+    pub held: bool,
+    /// What it saw.
+    pub saw: String,
+}
+
+/// Everything a tape page shows.
+#[derive(Debug, Clone)]
+pub struct TapeView {
+    /// The tape's header.
+    pub header: TapeHeader,
+    /// The timeline.
+    pub timeline: TimelineData,
+    /// The conversation, message by message, with the virtual time it entered the run.
+    pub transcript: Vec<(u64, Message)>,
+    /// The changes to the file tree.
+    pub fs_changes: Vec<FsChange>,
+    /// The verifiers.
+    pub findings: Vec<Finding>,
+    /// The footer's verdict line.
+    pub verdict: String,
+    /// Records in the tape.
+    pub records: u64,
+}
+
+/// A slice whose reply has not come yet.
+struct Open {
+    item: Item,
+    fs_change: Option<usize>,
+}
+
+/// Collects a [`TapeView`] from the marks of a tape.
+struct Collector {
+    view: TapeView,
+    window: Option<Window>,
+    ids: BTreeMap<Track, usize>,
+    open: BTreeMap<Track, Vec<Open>>,
+    beyond: BTreeMap<usize, Beyond>,
+}
+
+impl TapeView {
+    /// Reads the tape `reader` reads; with a `window`, the timeline draws only what
+    /// overlaps it (the transcript, changes and verifiers are always whole).
+    pub fn read<R: std::io::Read>(
+        reader: &mut TapeReader<R>,
+        window: Option<Window>,
+    ) -> Result<TapeView, ViewError> {
+        let mut collector = Collector {
+            view: TapeView {
+                header: reader.header().clone(),
+                timeline: TimelineData::default(),
+                transcript: Vec::new(),
+                fs_changes: Vec::new(),
+                findings: Vec::new(),
+                verdict: String::new(),
+                records: 0,
+            },
+            window,
+            ids: BTreeMap::new(),
+            open: BTreeMap::new(),
+            beyond: BTreeMap::new(),
+        };
+        walk(reader, |record, marks| {
+            collector.view.records = record.index + 1;
+            collector.view.timeline.end_ns = record.t_ns;
+            for mark in marks.drain(..) {
+                collector.mark(mark);
+            }
+            Ok(())
+        })?;
+        Ok(collector.finish())
+    }
+}
+
+impl Collector {
+    fn track(&mut self, track: Track) -> usize {
+        let next = self.ids.len();
+        *self.ids.entry(track).or_insert(next)
+    }
+
+    fn mark(&mut self, mark: Mark) {
+        match mark {
+            Mark::Track {
+                track,
+                group_name,
+                name,
+            } => {
+                let id = self.track(track);
+                // The engine's lane (the verdict) is drawn last, apart from the tasks.
+                let engine = track.group == Group::Tasks && track.task == 0;
+                if id == self.view.timeline.tracks.len() {
+                    self.view.timeline.tracks.push(TrackData {
+                        group: if engine { "run".into() } else { group_name },
+                        name,
+                    });
+                }
+            }
+            Mark::Begin(item) => self.begin(item),
+            Mark::End {
+                track,
+                t_ns,
+                index,
+                args,
+            } => self.end(track, t_ns, index, args),
+            Mark::Instant(item) => self.instant(item),
+            Mark::FlowStart { .. } | Mark::FlowEnd { .. } => {}
+        }
+    }
+
+    fn begin(&mut self, item: Item) {
+        let mut fs_change = None;
+        if item.category == "llm" {
+            // The model's own messages come back in later requests; the transcript has
+            // them from the replies, at the time they were made.
+            for message in describe::request_messages(&item.args["request"]) {
+                if message.role != "assistant" {
+                    self.transcript(item.t_ns, message);
+                }
+            }
+        }
+        let operation = describe::operation(&item.args["request"]).to_string();
+        if item.category == "fs"
+            && FS_CHANGES.contains(&operation.as_str())
+            && self.view.fs_changes.len() < FS_CHANGES_MAX
+        {
+            fs_change = Some(self.view.fs_changes.len());
+            self.view.fs_changes.push(FsChange {
+                t_ns: item.t_ns,
+                operation,
+                path: item.args["subject"].as_str().unwrap_or("").to_string(),
+                ok: None,
+            });
+        }
+        self.open
+            .entry(item.track)
+            .or_default()
+            .push(Open { item, fs_change });
+    }
+
+    fn end(&mut self, track: Track, t_ns: u64, index: Option<u64>, args: Value) {
+        let Some(Open { item, fs_change }) = self.open.get_mut(&track).and_then(Vec::pop) else {
+            return;
+        };
+        let ok = args.get("ok").and_then(Value::as_bool);
+        if let Some(change) = fs_change {
+            self.view.fs_changes[change].ok = ok;
+        }
+        if item.category == "llm" {
+            if let Some(message) = describe::reply_message(&args["reply"]) {
+                self.transcript(t_ns, message);
+            }
+        }
+        let id = self.track(track);
+        if !self.drawn(id, item.t_ns, t_ns) {
+            return;
+        }
+        let mut payload = item.args;
+        if let (Some(into), Value::Object(reply)) = (payload.as_object_mut(), args) {
+            into.extend(reply);
+        }
+        let payload = self.payload(payload);
+        let failed = u8::from(ok == Some(false));
+        let slice = (
+            id,
+            item.t_ns,
+            t_ns,
+            item.name,
+            item.category,
+            payload,
+            failed,
+        );
+        self.view.timeline.slices.push(slice);
+        let end = index.map_or(-1, |i| i as i64);
+        self.view.timeline.slice_records.push((item.index, end));
+    }
+
+    fn instant(&mut self, item: Item) {
+        let args = &item.args;
+        if item.name == "agent verifier" {
+            self.view.findings.push(Finding {
+                name: args["name"].as_str().unwrap_or("").to_string(),
+                held: args["held"].as_bool().unwrap_or(false),
+                saw: args["saw"].as_str().unwrap_or("").to_string(),
+            });
+        }
+        if item.name == "verdict" {
+            self.view.verdict = args["verdict"].as_str().unwrap_or("").to_string();
+        }
+        let id = self.track(item.track);
+        if !self.drawn(id, item.t_ns, item.t_ns) {
+            return;
+        }
+        let payload = self.payload(item.args);
+        let instant = (id, item.t_ns, item.name, item.category, payload);
+        self.view.timeline.instants.push(instant);
+        self.view.timeline.instant_records.push(item.index);
+    }
+
+    /// Returns whether an item from `from_ns` to `to_ns` on lane `id` is drawn; counts it
+    /// per lane when it is not.
+    fn drawn(&mut self, id: usize, from_ns: u64, to_ns: u64) -> bool {
+        let timeline = &self.view.timeline;
+        if let Some(window) = self.window {
+            if to_ns < window.from_ns || from_ns > window.to_ns {
+                return false;
+            }
+        }
+        if timeline.slices.len() + timeline.instants.len() < ITEMS_MAX {
+            return true;
+        }
+        let beyond = self.beyond.entry(id).or_insert(Beyond {
+            track: id,
+            items: 0,
+            from_ns,
+            to_ns,
+        });
+        beyond.items += 1;
+        beyond.to_ns = to_ns;
+        false
+    }
+
+    fn payload(&mut self, payload: Value) -> usize {
+        let text = payload.to_string();
+        let payload = if text.len() > PAYLOAD_BYTES_MAX {
+            let mut cut = PAYLOAD_BYTES_MAX;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            json!({ "cut_at_bytes": PAYLOAD_BYTES_MAX, "bytes": text.len(), "head": &text[..cut] })
+        } else {
+            payload
+        };
+        self.view.timeline.payloads.push(payload);
+        self.view.timeline.payloads.len() - 1
+    }
+
+    fn transcript(&mut self, t_ns: u64, message: Message) {
+        if self.view.transcript.len() < TRANSCRIPT_MAX {
+            self.view.transcript.push((t_ns, message));
+        }
+    }
+
+    /// Orders the lanes (tasks, then actors in table order; by task and lane within) and
+    /// renumbers the items to match.
+    fn finish(mut self) -> TapeView {
+        let timeline = &mut self.view.timeline;
+        let mut order: Vec<(Track, usize)> = self.ids.into_iter().collect();
+        order.sort_by_key(|(track, _)| (track.group == Group::Tasks && track.task == 0, *track));
+        let mut new_id = vec![0; order.len()];
+        let tracks = std::mem::take(&mut timeline.tracks);
+        for (position, (_, old)) in order.iter().enumerate() {
+            new_id[*old] = position;
+            timeline.tracks.push(tracks[*old].clone());
+        }
+        for slice in &mut timeline.slices {
+            slice.0 = new_id[slice.0];
+        }
+        for instant in &mut timeline.instants {
+            instant.0 = new_id[instant.0];
+        }
+        timeline.beyond = self
+            .beyond
+            .into_values()
+            .map(|mut b| {
+                b.track = new_id[b.track];
+                b
+            })
+            .collect();
+        timeline.beyond.sort_by_key(|b| b.track);
+        self.view
+    }
+}
+
+/// The page's own script: the timeline and the payload panel.
+const MAIN: &str = r#"const data = simtapeData("data");
+const panel = document.getElementById("payload");
+const view = simtapeTimeline(document.getElementById("timeline"), data.timeline, {
+  onSelect: (kind, index) => simtapeShowPayload(panel, data.timeline, kind, index),
+});
+simtapeToolbar(document.getElementById("toolbar"), [view]);
+"#;
+
+/// Renders the tape page; `source` names the tape (its path, as given).
+pub fn render(view: &TapeView, source: &str) -> String {
+    let header = &view.header;
+    let verdict_class = verdict_class(&view.verdict);
+    let meta = format!(
+        "{} · scenario {} · seed {} · {} records · ends at {} virtual · <span class=\"badge {verdict_class}\">{}</span>",
+        escape(source),
+        escape(&header.scenario.name),
+        header.seed,
+        view.records,
+        duration(view.timeline.end_ns),
+        escape(verdict_class),
+    );
+    let mut body = String::new();
+    body.push_str("<div class=\"layout\"><section>\n<h2>Timeline</h2>\n<div class=\"toolbar\" id=\"toolbar\"></div>\n<div id=\"timeline\"></div>\n");
+    body.push_str(&beyond_note(view, source));
+    body.push_str("</section>\n<aside>\n");
+    body.push_str(&payload_panel("payload"));
+    let _ = writeln!(
+        body,
+        "<div class=\"panel\" id=\"verdict\"><h2>Verdict</h2><p><span class=\"badge {verdict_class}\">{}</span> <code>{}</code></p>{}</div>",
+        escape(verdict_class),
+        escape(&view.verdict),
+        findings_table(&view.findings)
+    );
+    body.push_str(&fs_table(&view.fs_changes));
+    body.push_str("</aside></div>\n");
+    body.push_str(&transcript(&view.transcript));
+    let data = json!({ "timeline": &view.timeline });
+    page(
+        &format!("tape · {} · seed {}", header.scenario.name, header.seed),
+        &meta,
+        &body,
+        &data,
+        Scripts::Timeline,
+        MAIN,
+    )
+}
+
+/// Returns the CSS class of a verdict line: `pass`, `fail` or `error`.
+pub(crate) fn verdict_class(verdict: &str) -> &'static str {
+    if verdict.starts_with("fail") {
+        "fail"
+    } else if verdict == "ok" || verdict.starts_with("pass") {
+        "pass"
+    } else {
+        "error"
+    }
+}
+
+/// The empty panel a click fills.
+pub(crate) fn payload_panel(id: &str) -> String {
+    format!(
+        "<div class=\"panel\" id=\"{id}\"><h2>Record</h2><div class=\"payload-title\">Click a slice or an instant.</div><pre class=\"payload-body\"></pre></div>\n"
+    )
+}
+
+fn beyond_note(view: &TapeView, source: &str) -> String {
+    let beyond = &view.timeline.beyond;
+    if beyond.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<div class=\"panel\" id=\"beyond\"><h2>Not drawn</h2><p class=\"summary-note\">The page draws at most {ITEMS_MAX} slices and instants. Per lane, what it left out; open a window of the run with <code>simtape tape report {} --from T --to T -o w.html</code>.</p><table><tr><th>lane</th><th>items</th><th>from</th><th>to</th></tr>",
+        escape(source)
+    );
+    for b in beyond {
+        let track = &view.timeline.tracks[b.track];
+        let _ = write!(
+            out,
+            "<tr><td>{} · {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&track.group),
+            escape(&track.name),
+            b.items,
+            duration(b.from_ns),
+            duration(b.to_ns)
+        );
+    }
+    out.push_str("</table></div>\n");
+    out
+}
+
+fn findings_table(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return "<p class=\"summary-note\">No verifier ran.</p>".into();
+    }
+    let mut out = String::from("<table><tr><th>verifier</th><th></th><th>saw</th></tr>");
+    for finding in findings {
+        let (class, word) = if finding.held {
+            ("pass", "held")
+        } else {
+            ("fail", "failed")
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"verifier\"><td>{}</td><td class=\"{class}\">{word}</td><td><code>{}</code></td></tr>",
+            escape(&finding.name),
+            escape(&finding.saw)
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
+fn fs_table(changes: &[FsChange]) -> String {
+    let mut out = String::from("<div class=\"panel\" id=\"fs\"><h2>File tree changes</h2>");
+    if changes.is_empty() {
+        out.push_str("<p class=\"summary-note\">None.</p></div>\n");
+        return out;
+    }
+    out.push_str("<table><tr><th>at</th><th>operation</th><th>path</th><th></th></tr>");
+    for change in changes {
+        let result = match change.ok {
+            Some(true) => "<span class=\"pass\">ok</span>",
+            Some(false) => "<span class=\"fail\">failed</span>",
+            None => "unanswered",
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{result}</td></tr>",
+            duration(change.t_ns),
+            escape(&change.operation),
+            escape(&change.path)
+        );
+    }
+    out.push_str("</table></div>\n");
+    out
+}
+
+fn transcript(messages: &[(u64, Message)]) -> String {
+    let mut out =
+        String::from("<section class=\"transcript\" id=\"transcript\"><h2>Transcript</h2>");
+    if messages.is_empty() {
+        out.push_str("<p class=\"summary-note\">No model calls.</p>");
+    }
+    for (t_ns, message) in messages {
+        let _ = write!(
+            out,
+            "<div class=\"turn {role}\"><span class=\"role\">{role}</span> <span class=\"summary-note\">{}</span><pre>{}</pre>",
+            duration(*t_ns),
+            escape(&message.text),
+            role = escape(&message.role),
+        );
+        for call in &message.calls {
+            let _ = write!(out, "<pre class=\"mono\">→ {}</pre>", escape(call));
+        }
+        out.push_str("</div>");
+    }
+    out.push_str("</section>\n");
+    out
+}
