@@ -25,6 +25,8 @@
 //! - [`sweep`] — the `simtape-sweep/1` report: seed ranges and shards, records, summaries,
 //!   the merge, the renderings.
 //! - [`run_json`] — the JSON of one run (`simtape run --json`, `verdict.json`).
+//! - [`view`] — seeing a run: a tape as a timeline, written as a Perfetto trace, an HTML page
+//!   (a tape, a diff, a sweep report) or a terminal tree.
 //!
 //! Every rendering is a pure function of its data, so equal reports give equal bytes.
 

@@ -28,7 +28,8 @@ function simtapeKPlot(root, rows) {
   const w = p.width - p.left - p.right, h = p.height - p.top - p.bottom;
   if (!rows.length) { root.textContent = "No runs."; return; }
   const kMax = rows[rows.length - 1].k, kMin = rows[0].k;
-  const x = (k) => p.left + (kMax === kMin ? w / 2 : (k - kMin) / (kMax - kMin) * w);
+  // k on a log scale: a sweep's k run 1, 2, 5, 10, … up to the run count.
+  const x = (k) => p.left + (kMax === kMin ? w / 2 : Math.log(k / kMin) / Math.log(kMax / kMin) * w);
   const y = (v) => p.top + (1 - v) * h;
   let svg = '<svg class="plot" width="' + p.width + '" height="' + p.height + '">';
   for (let v = 0; v <= 1.0001; v += 0.25) {
@@ -36,7 +37,7 @@ function simtapeKPlot(root, rows) {
     svg += '<text x="4" y="' + (y(v) + 4) + '">' + v.toFixed(2) + "</text>";
   }
   rows.forEach((row) => { svg += '<text x="' + (x(row.k) - 4) + '" y="' + (p.height - 18) + '">' + row.k + "</text>"; });
-  svg += '<text x="' + (p.left + w / 2 - 4) + '" y="' + (p.height - 3) + '">k</text>';
+  svg += '<text x="' + (p.left + w / 2 - 20) + '" y="' + (p.height - 3) + '">k (log scale)</text>';
   [["at", "pass_at_k"], ["hat", "pass_hat_k"]].forEach(([cls, key]) => {
     svg += '<polyline class="curve ' + cls + '" points="' + rows.map((r) => x(r.k) + "," + y(r[key + "_value"])).join(" ") + '"/>';
     rows.forEach((r) => {
@@ -44,8 +45,8 @@ function simtapeKPlot(root, rows) {
         simtapeEsc((cls === "at" ? "pass@" : "pass^") + r.k + " = " + r[key] + " ≈ " + r[key + "_value"].toFixed(4)) + "</title></circle>";
     });
   });
-  svg += '<text x="' + (p.left + 8) + '" y="' + (p.top + 12) + '" style="fill:#2457c5">● pass@k</text>';
-  svg += '<text x="' + (p.left + 88) + '" y="' + (p.top + 12) + '" style="fill:#c4320a">● pass^k</text>';
+  svg += '<text x="' + (p.left + w - 150) + '" y="' + (p.top + h / 2) + '" style="fill:#2457c5">● pass@k</text>';
+  svg += '<text x="' + (p.left + w - 80) + '" y="' + (p.top + h / 2) + '" style="fill:#c4320a">● pass^k</text>';
   root.innerHTML = svg + "</svg>";
 }
 
