@@ -480,3 +480,34 @@ fn the_sweep_page_plots_one_point_per_k_and_lists_the_clusters() {
     assert!(result["bars"].as_u64().unwrap() > 0);
     assert_eq!(result["reproduce"], failing);
 }
+
+#[test]
+fn a_backwards_window_and_a_file_that_is_not_a_tape_are_refused() {
+    // Goal: `tape report --from` after `--to` is a usage error (2); a non-tape is named.
+    let dir = scratch("view", "refused");
+    let page = dir.join("t.html");
+    let backwards = simtape()
+        .args(["tape", "report"])
+        .arg(golden("race-edit", 0))
+        .args(["--from", "2s", "--to", "1s", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(backwards.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&backwards.stderr).contains("--from is after --to"));
+    let readme = repo().join("README.md");
+    let not_a_tape = simtape()
+        .args(["tape", "report"])
+        .arg(&readme)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(
+        not_a_tape.status.code(),
+        Some(1),
+        "a damaged tape, as for `tape show`"
+    );
+    assert!(String::from_utf8_lossy(&not_a_tape.stderr).contains("README.md: not a simtape tape"));
+    assert!(!page.exists(), "no page for a tape that does not read");
+}

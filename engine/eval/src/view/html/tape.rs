@@ -33,7 +33,7 @@ pub struct Window {
 }
 
 /// A lane of the timeline.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct TrackData {
     /// `tasks`, or the actor's name.
     pub group: String,
@@ -44,8 +44,8 @@ pub struct TrackData {
 /// What a lane holds beyond the drawing budget or outside the window.
 #[derive(Debug, Clone, Serialize)]
 pub struct Beyond {
-    /// The lane (index into the tracks).
-    pub track: usize,
+    /// The lane.
+    pub lane: TrackData,
     /// Slices and instants not drawn.
     pub items: u64,
     /// The first one's virtual time.
@@ -71,7 +71,7 @@ pub struct TimelineData {
     pub slice_records: Vec<(u64, i64)>,
     /// The tape record of each instant.
     pub instant_records: Vec<u64>,
-    /// Per lane, what was not drawn.
+    /// Per lane, what was not drawn (lanes with nothing drawn are only here).
     pub beyond: Vec<Beyond>,
 }
 
@@ -304,7 +304,7 @@ impl Collector {
             return true;
         }
         let beyond = self.beyond.entry(id).or_insert(Beyond {
-            track: id,
+            lane: TrackData::default(),
             items: 0,
             from_ns,
             to_ns,
@@ -335,16 +335,25 @@ impl Collector {
         }
     }
 
-    /// Orders the lanes (tasks, then actors in table order; by task and lane within) and
-    /// renumbers the items to match.
+    /// Orders the lanes (tasks, then actors in table order; by task and lane within), keeps
+    /// those with something drawn, and renumbers the items to match.
     fn finish(mut self) -> TapeView {
         let timeline = &mut self.view.timeline;
+        let mut drawn = vec![false; timeline.tracks.len()];
+        for id in timeline
+            .slices
+            .iter()
+            .map(|s| s.0)
+            .chain(timeline.instants.iter().map(|i| i.0))
+        {
+            drawn[id] = true;
+        }
         let mut order: Vec<(Track, usize)> = self.ids.into_iter().collect();
         order.sort_by_key(|(track, _)| (track.group == Group::Tasks && track.task == 0, *track));
-        let mut new_id = vec![0; order.len()];
+        let mut new_id = vec![0; drawn.len()];
         let tracks = std::mem::take(&mut timeline.tracks);
-        for (position, (_, old)) in order.iter().enumerate() {
-            new_id[*old] = position;
+        for (_, old) in order.iter().filter(|(_, old)| drawn[*old]) {
+            new_id[*old] = timeline.tracks.len();
             timeline.tracks.push(tracks[*old].clone());
         }
         for slice in &mut timeline.slices {
@@ -353,15 +362,12 @@ impl Collector {
         for instant in &mut timeline.instants {
             instant.0 = new_id[instant.0];
         }
-        timeline.beyond = self
-            .beyond
-            .into_values()
-            .map(|mut b| {
-                b.track = new_id[b.track];
-                b
-            })
-            .collect();
-        timeline.beyond.sort_by_key(|b| b.track);
+        for (_, old) in &order {
+            if let Some(mut beyond) = self.beyond.remove(old) {
+                beyond.lane = tracks[*old].clone();
+                timeline.beyond.push(beyond);
+            }
+        }
         self.view
     }
 }
@@ -432,25 +438,40 @@ pub(crate) fn payload_panel(id: &str) -> String {
     )
 }
 
+/// At most this many lanes are listed under "Not drawn".
+const BEYOND_LANES_SHOWN_MAX: usize = 100;
+
 fn beyond_note(view: &TapeView, source: &str) -> String {
     let beyond = &view.timeline.beyond;
     if beyond.is_empty() {
         return String::new();
     }
+    let items: u64 = beyond.iter().map(|b| b.items).sum();
     let mut out = format!(
-        "<div class=\"panel\" id=\"beyond\"><h2>Not drawn</h2><p class=\"summary-note\">The page draws at most {ITEMS_MAX} slices and instants. Per lane, what it left out; open a window of the run with <code>simtape tape report {} --from T --to T -o w.html</code>.</p><table><tr><th>lane</th><th>items</th><th>from</th><th>to</th></tr>",
+        "<div class=\"panel\" id=\"beyond\"><h2>Not drawn: {items} slices and instants on {} lanes</h2>\
+         <p class=\"summary-note\">The page draws at most {ITEMS_MAX} slices and instants (and, with \
+         <code>--from</code>/<code>--to</code>, only that window). Per lane, what it left out; open a \
+         window of the run with <code>simtape tape report {} --from T --to T -o w.html</code>.</p>\
+         <table><tr><th>lane</th><th>items</th><th>from</th><th>to</th></tr>",
+        beyond.len(),
         escape(source)
     );
-    for b in beyond {
-        let track = &view.timeline.tracks[b.track];
+    for b in beyond.iter().take(BEYOND_LANES_SHOWN_MAX) {
         let _ = write!(
             out,
             "<tr><td>{} · {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&track.group),
-            escape(&track.name),
+            escape(&b.lane.group),
+            escape(&b.lane.name),
             b.items,
             duration(b.from_ns),
             duration(b.to_ns)
+        );
+    }
+    if beyond.len() > BEYOND_LANES_SHOWN_MAX {
+        let more = beyond.len() - BEYOND_LANES_SHOWN_MAX;
+        let _ = write!(
+            out,
+            "<tr><td colspan=\"4\">… and {more} more lanes</td></tr>"
         );
     }
     out.push_str("</table></div>\n");
@@ -525,4 +546,104 @@ fn transcript(messages: &[(u64, Message)]) -> String {
     }
     out.push_str("</section>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use simtape::tape::{
+        BlobMode, RecordKind, ScenarioStamp, TapeHeader, TapeReader, TapeSink, TapeWriter,
+        CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION,
+    };
+
+    use super::{TapeView, Window, ITEMS_MAX};
+
+    /// Returns a tape in memory: task 1 writes `calls` files, one request/reply pair each,
+    /// a millisecond apart.
+    fn tape(calls: u64) -> Vec<u8> {
+        let header = TapeHeader {
+            format_version: FORMAT_VERSION,
+            engine_version: "test".into(),
+            seed: 1,
+            start_unix_ns: 0,
+            scenario: ScenarioStamp::default(),
+            actors: ["engine", "clock", "events", "fs"]
+                .map(String::from)
+                .to_vec(),
+            blob_mode: "embedded".into(),
+            blob_threshold_bytes: 4096,
+            checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
+        };
+        let sink = TapeSink::Memory(Vec::new());
+        let mut writer = TapeWriter::new(sink, &header, BlobMode::Embedded, u64::MAX).unwrap();
+        writer
+            .write_value(0, 0, 0, RecordKind::Spawn, &(1u32, "main"))
+            .unwrap();
+        for call in 0..calls {
+            let t_ns = call * 1_000_000;
+            let request = ("write", (format!("f{call}"), 1u32));
+            writer
+                .write_value(t_ns, 3, 1, RecordKind::Request, &request)
+                .unwrap();
+            writer
+                .write_value(t_ns + 500_000, 3, 1, RecordKind::Reply, &("write", "Ok"))
+                .unwrap();
+        }
+        writer
+            .write_value(calls * 1_000_000, 0, 1, RecordKind::Exit, &("ok",))
+            .unwrap();
+        writer
+            .finish(calls * 1_000_000, "ok")
+            .unwrap()
+            .memory
+            .unwrap()
+    }
+
+    fn view(bytes: &[u8], window: Option<Window>) -> TapeView {
+        let mut reader = TapeReader::new(bytes).unwrap();
+        TapeView::read(&mut reader, window).unwrap()
+    }
+
+    #[test]
+    fn a_long_tape_is_drawn_up_to_the_budget_and_the_rest_counted_per_lane() {
+        // Goal: past ITEMS_MAX nothing more is drawn; the rest is counted on its lane.
+        let calls = ITEMS_MAX as u64 + 500;
+        let view = view(&tape(calls), None);
+        let timeline = &view.timeline;
+        assert_eq!(timeline.slices.len() + timeline.instants.len(), ITEMS_MAX);
+        let counted: u64 = timeline.beyond.iter().map(|b| b.items).sum();
+        // Every call, the task's lifetime and the verdict are either drawn or counted.
+        assert_eq!(ITEMS_MAX as u64 + counted, calls + 2);
+        let fs = timeline
+            .beyond
+            .iter()
+            .find(|b| b.lane.group == "fs")
+            .expect("the fs lane");
+        assert!(fs.items >= 500, "{fs:?}");
+        assert_eq!(
+            view.fs_changes.len(),
+            2_000,
+            "the change list has its own cap"
+        );
+    }
+
+    #[test]
+    fn a_window_draws_only_what_overlaps_it() {
+        // Goal: --from/--to keep the slices that overlap the window, and the lanes they are on.
+        let view = view(
+            &tape(100),
+            Some(Window {
+                from_ns: 10_200_000,
+                to_ns: 12_000_000,
+            }),
+        );
+        let starts: Vec<u64> = view
+            .timeline
+            .slices
+            .iter()
+            .filter(|s| s.4 == "fs")
+            .map(|s| s.1)
+            .collect();
+        assert_eq!(starts, vec![10_000_000, 11_000_000, 12_000_000]);
+        assert!(view.timeline.tracks.iter().any(|t| t.group == "fs"));
+    }
 }
