@@ -1,16 +1,19 @@
 //! `trace_scale`: the trace export's scale bar. Writes a tape of tool-like traffic (tasks
 //! that spawn, file operations as request/reply pairs, model calls, wakes), exports it as a
 //! Chrome/Perfetto trace, and checks the bar: 1,000,000 records in under 5 s with memory that
-//! does not grow with the tape.
+//! does not grow with the tape. Then writes the same tape's HTML page and checks that it stays
+//! within its size budget.
 //!
 //! ```text
 //! cargo run --release -p simtape-bench --bin trace_scale            # 1,000,000 records
 //! cargo run --release -p simtape-bench --bin trace_scale -- 20000   # a quick smoke run
+//! cargo run --release -p simtape-bench --bin trace_scale -- 1000000 page.html   # keep the page
 //! ```
 //!
 //! Prints the tape's size and final hash, the trace's size and event count, the elapsed
-//! seconds, the export's peak resident memory, and PASS or MISS for each bar. Exits 0 after a
-//! complete run (a missed bar is reported, not fatal), 2 on a usage or I/O error.
+//! seconds, the export's peak resident memory, the page's size and time, and PASS or MISS for
+//! each bar. Exits 0 after a complete run (a missed bar is reported, not fatal), 2 on a usage
+//! or I/O error.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -29,6 +32,8 @@ const RECORDS_DEFAULT: u64 = 1_000_000;
 const ELAPSED_SECONDS_MAX: f64 = 5.0;
 /// The memory bar for the export, in MiB: flat, whatever the tape's length.
 const PEAK_MIB_MAX: f64 = 64.0;
+/// The size bar for the tape's HTML page, in MiB (docs/viewing.md, "Size budget").
+const PAGE_MIB_MAX: f64 = 25.0;
 /// Tool tasks open at once.
 const TASKS_CONCURRENT: u32 = 8;
 /// The header's actor table: the engine's three, then the capabilities the traffic uses.
@@ -75,7 +80,33 @@ fn run(dir: &Path, records: u64) -> Result<ExitCode, Box<dyn std::error::Error>>
         "bar peak RSS < {PEAK_MIB_MAX} MiB: {}",
         verdict(peak_mib < PEAK_MIB_MAX)
     );
+    page(&tape, std::env::args_os().nth(2).as_deref().map(Path::new))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the tape's HTML page (kept at `keep` when given) and checks its size bar.
+fn page(tape: &Path, keep: Option<&Path>) -> Result<(), Box<dyn std::error::Error>> {
+    use simtape_eval::view::html::tape::{render, TapeView};
+    let started = Instant::now();
+    let mut reader = TapeReader::open(tape)?.keep_blobs(true);
+    let view = TapeView::read(&mut reader, None)?;
+    let html = render(&view, "run.tape");
+    let elapsed_seconds = started.elapsed().as_secs_f64();
+    let page_mib = html.len() as f64 / (1024.0 * 1024.0);
+    println!(
+        "page: {:.1} MiB, {} slices and instants drawn, {} lanes summarized, {elapsed_seconds:.3} s",
+        page_mib,
+        view.timeline.slices.len() + view.timeline.instants.len(),
+        view.timeline.beyond.len()
+    );
+    println!(
+        "bar page < {PAGE_MIB_MAX} MiB: {}",
+        verdict(page_mib < PAGE_MIB_MAX)
+    );
+    if let Some(path) = keep {
+        std::fs::write(path, html)?;
+    }
+    Ok(())
 }
 
 /// Writes about `records` records: rounds in which the main task asks the model, then

@@ -84,7 +84,9 @@ pub struct FsChange {
     pub operation: String,
     /// The path (the first string of the request).
     pub path: String,
-    /// Whether it succeeded (`None`: never answered).
+    /// Whether it was answered: `false` when the run ended first.
+    pub answered: bool,
+    /// Whether it succeeded (`None`: the reply says neither `Ok` nor `Err`, or none came).
     pub ok: Option<bool>,
 }
 
@@ -223,6 +225,7 @@ impl Collector {
                 t_ns: item.t_ns,
                 operation,
                 path: item.args["subject"].as_str().unwrap_or("").to_string(),
+                answered: false,
                 ok: None,
             });
         }
@@ -238,6 +241,7 @@ impl Collector {
         };
         let ok = args.get("ok").and_then(Value::as_bool);
         if let Some(change) = fs_change {
+            self.view.fs_changes[change].answered = index.is_some();
             self.view.fs_changes[change].ok = ok;
         }
         if item.category == "llm" {
@@ -253,6 +257,7 @@ impl Collector {
         if let (Some(into), Value::Object(reply)) = (payload.as_object_mut(), args) {
             into.extend(reply);
         }
+        payload["task"] = Value::from(track.task);
         let payload = self.payload(payload);
         let failed = u8::from(ok == Some(false));
         let slice = (
@@ -335,34 +340,62 @@ impl Collector {
         }
     }
 
-    /// Orders the lanes (tasks, then actors in table order; by task and lane within), keeps
-    /// those with something drawn, and renumbers the items to match.
+    /// Orders the lanes (tasks, then actors in table order, the engine last), keeps those
+    /// with something drawn, and packs the lanes of a group whose drawn spans do not overlap
+    /// into one row (short-lived tasks one after another share a row, so the rows of a group
+    /// are as many as its tasks at once); renumbers the items to match.
     fn finish(mut self) -> TapeView {
         let timeline = &mut self.view.timeline;
-        let mut drawn = vec![false; timeline.tracks.len()];
-        for id in timeline
-            .slices
+        let mut spans: Vec<Option<(u64, u64)>> = vec![None; timeline.tracks.len()];
+        let items = timeline.slices.iter().map(|s| (s.0, s.1, s.2));
+        for (id, from_ns, to_ns) in items.chain(timeline.instants.iter().map(|i| (i.0, i.1, i.1))) {
+            let span = spans[id].get_or_insert((from_ns, to_ns));
+            *span = (span.0.min(from_ns), span.1.max(to_ns));
+        }
+        let mut order: Vec<(Track, usize, (u64, u64))> = self
+            .ids
             .iter()
-            .map(|s| s.0)
-            .chain(timeline.instants.iter().map(|i| i.0))
-        {
-            drawn[id] = true;
-        }
-        let mut order: Vec<(Track, usize)> = self.ids.into_iter().collect();
-        order.sort_by_key(|(track, _)| (track.group == Group::Tasks && track.task == 0, *track));
-        let mut new_id = vec![0; drawn.len()];
+            .filter_map(|(track, id)| Some((*track, *id, spans[*id]?)))
+            .collect();
+        let engine = |track: &Track| track.group == Group::Tasks && track.task == 0;
+        order.sort_by_key(|(track, _, span)| (engine(track), track.group, *span, *track));
         let tracks = std::mem::take(&mut timeline.tracks);
-        for (_, old) in order.iter().filter(|(_, old)| drawn[*old]) {
-            new_id[*old] = timeline.tracks.len();
-            timeline.tracks.push(tracks[*old].clone());
+        let mut new_id = vec![0; tracks.len()];
+        // Per row: its group, where its last span ends, its first lane and how many share it.
+        let mut rows: Vec<(Group, u64, usize, usize)> = Vec::new();
+        let mut group_start = 0;
+        for (track, old, (from_ns, to_ns)) in &order {
+            if rows.last().is_some_and(|row| row.0 != track.group) {
+                group_start = rows.len();
+            }
+            let free = (group_start..rows.len()).find(|&r| rows[r].1 < *from_ns);
+            let row = free.unwrap_or_else(|| {
+                rows.push((track.group, 0, *old, 0));
+                rows.len() - 1
+            });
+            rows[row].1 = *to_ns;
+            rows[row].3 += 1;
+            new_id[*old] = row;
         }
+        timeline.tracks = rows
+            .iter()
+            .map(|&(_, _, first, lanes)| {
+                let mut lane = tracks[first].clone();
+                if lanes > 1 {
+                    lane.name = format!("{} (+{} more, one after another)", lane.name, lanes - 1);
+                }
+                lane
+            })
+            .collect();
         for slice in &mut timeline.slices {
             slice.0 = new_id[slice.0];
         }
         for instant in &mut timeline.instants {
             instant.0 = new_id[instant.0];
         }
-        for (_, old) in &order {
+        let mut all: Vec<(&Track, &usize)> = self.ids.iter().collect();
+        all.sort_by_key(|(track, _)| (engine(track), **track));
+        for (_, old) in all {
             if let Some(mut beyond) = self.beyond.remove(old) {
                 beyond.lane = tracks[*old].clone();
                 timeline.beyond.push(beyond);
@@ -508,10 +541,11 @@ fn fs_table(changes: &[FsChange]) -> String {
     }
     out.push_str("<table><tr><th>at</th><th>operation</th><th>path</th><th></th></tr>");
     for change in changes {
-        let result = match change.ok {
-            Some(true) => "<span class=\"pass\">ok</span>",
-            Some(false) => "<span class=\"fail\">failed</span>",
-            None => "unanswered",
+        let result = match (change.answered, change.ok) {
+            (false, _) => "unanswered",
+            (true, Some(true)) => "<span class=\"pass\">ok</span>",
+            (true, Some(false)) => "<span class=\"fail\">failed</span>",
+            (true, None) => "answered",
         };
         let _ = write!(
             out,
@@ -557,9 +591,8 @@ mod tests {
 
     use super::{TapeView, Window, ITEMS_MAX};
 
-    /// Returns a tape in memory: task 1 writes `calls` files, one request/reply pair each,
-    /// a millisecond apart.
-    fn tape(calls: u64) -> Vec<u8> {
+    /// Returns a writer of a tape in memory with the actors engine, clock, events, fs.
+    fn writer() -> TapeWriter {
         let header = TapeHeader {
             format_version: FORMAT_VERSION,
             engine_version: "test".into(),
@@ -574,28 +607,73 @@ mod tests {
             checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
         };
         let sink = TapeSink::Memory(Vec::new());
-        let mut writer = TapeWriter::new(sink, &header, BlobMode::Embedded, u64::MAX).unwrap();
+        TapeWriter::new(sink, &header, BlobMode::Embedded, u64::MAX).unwrap()
+    }
+
+    /// Writes `record` (time, actor, task, kind, payload) or fails the test.
+    fn put<T: serde::Serialize>(writer: &mut TapeWriter, record: (u64, u16, u32, RecordKind, T)) {
+        let (t_ns, actor, task, kind, payload) = record;
         writer
-            .write_value(0, 0, 0, RecordKind::Spawn, &(1u32, "main"))
+            .write_value(t_ns, actor, task, kind, &payload)
             .unwrap();
+    }
+
+    /// Returns a tape in memory: task 1 writes `calls` files, one request/reply pair each,
+    /// a millisecond apart.
+    fn tape(calls: u64) -> Vec<u8> {
+        let mut writer = writer();
+        put(&mut writer, (0, 0, 0, RecordKind::Spawn, (1u32, "main")));
         for call in 0..calls {
             let t_ns = call * 1_000_000;
             let request = ("write", (format!("f{call}"), 1u32));
-            writer
-                .write_value(t_ns, 3, 1, RecordKind::Request, &request)
-                .unwrap();
-            writer
-                .write_value(t_ns + 500_000, 3, 1, RecordKind::Reply, &("write", "Ok"))
-                .unwrap();
+            put(&mut writer, (t_ns, 3, 1, RecordKind::Request, request));
+            put(
+                &mut writer,
+                (t_ns + 500_000, 3, 1, RecordKind::Reply, ("write", "Ok")),
+            );
         }
-        writer
-            .write_value(calls * 1_000_000, 0, 1, RecordKind::Exit, &("ok",))
-            .unwrap();
-        writer
-            .finish(calls * 1_000_000, "ok")
-            .unwrap()
-            .memory
-            .unwrap()
+        let end_ns = calls * 1_000_000;
+        put(&mut writer, (end_ns, 0, 1, RecordKind::Exit, ("ok",)));
+        writer.finish(end_ns, "ok").unwrap().memory.unwrap()
+    }
+
+    #[test]
+    fn tasks_one_after_another_share_a_row_and_tasks_at_once_do_not() {
+        // Goal: the rows of a group are as many as its tasks at once, not as its tasks.
+        let mut writer = writer();
+        put(&mut writer, (0, 0, 0, RecordKind::Spawn, (1u32, "main")));
+        // Tasks 2, 3, 4 one after another; task 5 beside task 4.
+        for (task, start_ms) in [(2u32, 0u64), (3, 10), (4, 20), (5, 20)] {
+            let (t_ns, end_ns) = (start_ms * 1_000_000, start_ms * 1_000_000 + 5_000_000);
+            put(&mut writer, (t_ns, 0, 1, RecordKind::Spawn, (task, "tool")));
+            put(
+                &mut writer,
+                (t_ns, 3, task, RecordKind::Request, ("write", ("f",))),
+            );
+            put(
+                &mut writer,
+                (end_ns, 3, task, RecordKind::Reply, ("write", "Ok")),
+            );
+            put(&mut writer, (end_ns, 0, task, RecordKind::Exit, ("ok",)));
+        }
+        put(&mut writer, (30_000_000, 0, 1, RecordKind::Exit, ("ok",)));
+        let bytes = writer.finish(30_000_000, "ok").unwrap().memory.unwrap();
+        let view = view(&bytes, None);
+        let tracks = &view.timeline.tracks;
+        let rows = |group: &str| tracks.iter().filter(|t| t.group == group).count();
+        assert_eq!(rows("fs"), 2, "{tracks:?}");
+        assert_eq!(rows("tasks"), 3, "main, and two rows of tools: {tracks:?}");
+        let fs_rows: Vec<usize> = fs_slices(&view).map(|s| s.0).collect();
+        assert_eq!(fs_rows[0], fs_rows[1], "tasks 2 and 3 share a row");
+        assert_eq!(fs_rows[1], fs_rows[2], "and task 4 after them");
+        assert_ne!(fs_rows[2], fs_rows[3], "task 5 beside task 4 does not");
+    }
+
+    /// The page's slices of the fs actor.
+    fn fs_slices(
+        view: &TapeView,
+    ) -> impl Iterator<Item = &(usize, u64, u64, String, String, usize, u8)> {
+        view.timeline.slices.iter().filter(|s| s.4 == "fs")
     }
 
     fn view(bytes: &[u8], window: Option<Window>) -> TapeView {
@@ -636,13 +714,7 @@ mod tests {
                 to_ns: 12_000_000,
             }),
         );
-        let starts: Vec<u64> = view
-            .timeline
-            .slices
-            .iter()
-            .filter(|s| s.4 == "fs")
-            .map(|s| s.1)
-            .collect();
+        let starts: Vec<u64> = fs_slices(&view).map(|s| s.1).collect();
         assert_eq!(starts, vec![10_000_000, 11_000_000, 12_000_000]);
         assert!(view.timeline.tracks.iter().any(|t| t.group == "fs"));
     }
