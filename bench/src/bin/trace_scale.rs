@@ -21,6 +21,10 @@ use std::time::Instant;
 
 use simtape_bench::scale::{peak_rss_kib, reset_peak_rss, verdict};
 
+/// The `simtape` binary's allocator, so the bar measures what `tape export` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use simtape::tape::{
     BlobMode, RecordKind, ScenarioStamp, TapeHeader, TapeReader, TapeSink, TapeSummary, TapeWriter,
     CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION,

@@ -71,7 +71,9 @@ pub struct TimelineData {
     pub slice_records: Vec<(u64, i64)>,
     /// The tape record of each instant.
     pub instant_records: Vec<u64>,
-    /// Per lane, what was not drawn (lanes with nothing drawn are only here).
+    /// Per lane, what was not drawn (lanes with nothing drawn are only here). Rendered as a
+    /// table by the page, not handed to its script.
+    #[serde(skip)]
     pub beyond: Vec<Beyond>,
 }
 
