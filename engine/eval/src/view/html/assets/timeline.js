@@ -52,7 +52,7 @@ function simtapeTimeline(root, data, options) {
       : '<div class="label" title="' + simtapeEsc(row.name) + '">' + simtapeEsc(row.name) + "</div>").join("");
 
   const span = Math.max(options.span_ns || data.end_ns || 0, 1);
-  let pxPerNs = Math.max(scroller.clientWidth - 20, 600) / span;
+  let pxPerNs = Math.max(scroller.clientWidth - 20, 200) / span;
   let selected = null;
   const view = {scroller, markers: [], onZoom: null};
 
@@ -124,7 +124,7 @@ function simtapeTimeline(root, data, options) {
     if (view.onZoom) view.onZoom(factor, anchor);
   };
   view.fit = function () {
-    pxPerNs = Math.max(scroller.clientWidth - 20, 600) / span;
+    pxPerNs = Math.max(scroller.clientWidth - 20, 200) / span;
     render();
   };
   view.x = x;
