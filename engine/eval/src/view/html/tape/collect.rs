@@ -358,7 +358,7 @@ impl Collector {
             .filter_map(|(track, id)| Some((*track, *id, spans[*id]?)))
             .collect();
         let engine = |track: &Track| track.group == Group::Tasks && track.task == 0;
-        order.sort_by_key(|(track, _, span)| (engine(track), track.group, *span, *track));
+        order.sort_by_key(|(track, _, span)| (engine(track), track.group, span.0, *track));
         let tracks = std::mem::take(&mut timeline.tracks);
         let mut new_id = vec![0; tracks.len()];
         // Per row: its group, where its last span ends, its first lane and how many share it.
