@@ -9,6 +9,7 @@
 //! - [`serve`]: `simtape serve`'s round trip for a 50 KB request, JSON and SSE, beside aimock.
 //! - [`claude_code`]: Claude Code's runs per minute under simtape and against a bare mock.
 //! - [`wasi`]: the WASI sandbox: a cached 24 h sleeper guest per run, and its fuel.
+//! - [`scale`]: what the scale bars share (peak memory, PASS/MISS).
 //!
 //! ```
 //! use simtape_bench::frameworks::Framework;
@@ -24,6 +25,7 @@ pub mod claude_code;
 pub mod frameworks;
 pub mod report;
 pub mod runner;
+pub mod scale;
 pub mod scenario;
 pub mod serve;
 pub mod wasi;

@@ -233,3 +233,21 @@ fn the_wasi_sleeper_is_cached_and_burns_the_same_fuel() {
     let bars = simtape_bench::wasi::bars(&measurement);
     assert!(bars[1].pass);
 }
+
+#[test]
+fn the_trace_scale_bar_runs_small_and_writes_the_same_tape() {
+    // Goal: `trace_scale` cannot rot: at 2,000 records it writes the pinned tape, exports it,
+    // builds its page and reports every bar.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_trace_scale"))
+        .arg("2000")
+        .output()
+        .expect("trace_scale runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("tape: 2072 records, 105338 bytes, final hash f8cfbfd3699f3c31"),
+        "{text}"
+    );
+    assert!(text.contains("trace: 2266 events"), "{text}");
+    assert_eq!(text.matches("bar ").count(), 3, "{text}");
+}

@@ -15,6 +15,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use simtape_bench::scale::{peak_rss_kib, reset_peak_rss, verdict};
+
 use simtape::oracle::{diff_paths, HunkOp, IndexRange, Mode};
 use simtape::tape::{
     BlobMode, RecordKind, ScenarioStamp, TapeError, TapeHeader, TapeSink, TapeSummary, TapeWriter,
@@ -31,28 +33,10 @@ const PEAK_MIB_MAX: f64 = 64.0;
 const CLOCK_ACTOR: u16 = 1;
 
 fn main() -> ExitCode {
-    let records = match std::env::args().nth(1).map(|arg| arg.parse::<u64>()) {
-        None => RECORDS_DEFAULT,
-        Some(Ok(records)) if records >= 2 => records,
-        Some(_) => {
-            eprintln!("usage: diff_scale [RECORDS]  (RECORDS >= 2, default {RECORDS_DEFAULT})");
-            return ExitCode::from(2);
-        }
-    };
-    let dir = std::env::temp_dir().join(format!("simtape-diff-scale-{}", std::process::id()));
-    let outcome = run(&dir, records);
-    let _ = std::fs::remove_dir_all(&dir);
-    match outcome {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("diff_scale: {error}");
-            ExitCode::from(2)
-        }
-    }
+    simtape_bench::scale::main("diff_scale", RECORDS_DEFAULT, 2, run)
 }
 
 fn run(dir: &Path, records: u64) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(dir)?;
     let (a, b) = (dir.join("a.tape"), dir.join("b.tape"));
     let insert_at = records / 2;
     let summary_a = write_tape(&a, records, None)?;
@@ -156,27 +140,4 @@ fn expected_index(insert_at: u64) -> u64 {
         None => insert_at,
         Some(past_first_block) => insert_at + 1 + past_first_block / (interval - 1),
     }
-}
-
-fn verdict(pass: bool) -> &'static str {
-    if pass {
-        "PASS"
-    } else {
-        "MISS"
-    }
-}
-
-/// Resets the kernel's peak-RSS counter for this process (Linux `clear_refs` value 5).
-fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
-/// Returns the peak resident set size (`VmHWM`), in KiB.
-fn peak_rss_kib() -> Result<u64, Box<dyn std::error::Error>> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let line = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .ok_or("no VmHWM line in /proc/self/status")?;
-    Ok(line.trim().trim_end_matches("kB").trim().parse()?)
 }

@@ -163,6 +163,10 @@ pub(crate) struct DiffArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also write the diff as one self-contained HTML page: both timelines, the first
+    /// divergence marked (docs/viewing.md).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -178,16 +182,41 @@ pub(crate) enum TapeCommand {
         /// The tape.
         tape: PathBuf,
         /// Show at most this many records.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "tree")]
         limit: Option<u64>,
+        /// Show turns, calls and their results as an indented tree with virtual times.
+        #[arg(long)]
+        tree: bool,
+        /// Colour the tree: on a terminal only (auto), always, or never.
+        #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+        color: ColorWhen,
     },
-    /// Exports the header and every record as JSON lines.
+    /// Writes the tape as one self-contained HTML page: the timeline, each record's payload,
+    /// the transcript, the file tree changes, the verifiers and the verdict.
+    Report {
+        /// The tape.
+        tape: PathBuf,
+        /// The page to write.
+        #[arg(long, short)]
+        output: PathBuf,
+        /// Draw only from this virtual time on (e.g. `1.5s`, `250ms`).
+        #[arg(long, value_parser = virtual_time)]
+        from: Option<u64>,
+        /// Draw only up to this virtual time.
+        #[arg(long, value_parser = virtual_time)]
+        to: Option<u64>,
+    },
+    /// Exports the tape as JSON lines (header, then every record) or as a trace.
     Export {
         /// The tape.
         tape: PathBuf,
-        /// Write JSON lines (the only export format).
-        #[arg(long, required = true)]
+        /// Write JSON lines (the same as `--format jsonl`).
+        #[arg(long, conflicts_with = "format")]
         jsonl: bool,
+        /// The export format: `jsonl`, or `chrome-trace` (the Trace Event Format that
+        /// Perfetto and chrome://tracing open, in virtual time; docs/viewing.md).
+        #[arg(long, value_enum)]
+        format: Option<ExportFormat>,
         /// Write to this file instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -223,6 +252,31 @@ pub(crate) enum FixturesCommand {
         /// Where to write (created if absent).
         dir: PathBuf,
     },
+}
+
+/// When `simtape tape show --tree` uses colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorWhen {
+    /// Only when standard output is a terminal.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Parses a virtual time such as `250ms` into nanoseconds.
+fn virtual_time(text: &str) -> Result<u64, String> {
+    simtape::time::parse_duration_ns(text).map_err(|e| e.to_string())
+}
+
+/// What `simtape tape export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// The header, then one JSON object per record.
+    Jsonl,
+    /// The Trace Event Format (a JSON object with `traceEvents`).
+    ChromeTrace,
 }
 
 #[derive(Debug, Args)]

@@ -1,20 +1,43 @@
-//! `simtape tape show | export | verify | unpack`.
+//! `simtape tape show | export | report | verify | unpack`.
 
 use std::io::Write;
 use std::path::Path;
 
 use simtape::tape::{payload_to_json, verify_path, RawRecord, TapeError, TapeReader};
 use simtape::time::{format_instant, format_ns};
+use simtape_eval::view::html::tape::{TapeView, Window};
+use simtape_eval::view::tree::{walk_tree, Style};
+use simtape_eval::view::ViewError;
 
-use crate::args::{TapeArgs, TapeCommand};
+use crate::args::{ColorWhen, ExportFormat, TapeArgs, TapeCommand};
 use crate::common::inputs;
 use crate::common::shell::command_line;
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &TapeArgs) -> CliResult {
     match &args.command {
-        TapeCommand::Show { tape, limit } => show(tape, *limit),
-        TapeCommand::Export { tape, output, .. } => export(tape, output.as_deref()),
+        TapeCommand::Show {
+            tape,
+            tree: true,
+            color,
+            ..
+        } => show_tree(tape, *color),
+        TapeCommand::Show { tape, limit, .. } => show(tape, *limit),
+        TapeCommand::Report {
+            tape,
+            output,
+            from,
+            to,
+        } => report(tape, output, *from, *to),
+        TapeCommand::Export {
+            tape,
+            output,
+            format,
+            ..
+        } => match format.unwrap_or(ExportFormat::Jsonl) {
+            ExportFormat::Jsonl => export(tape, output.as_deref()),
+            ExportFormat::ChromeTrace => export_trace(tape, output.as_deref()),
+        },
         TapeCommand::Verify { tape } => verify(tape),
         TapeCommand::Unpack { tape, dir } => unpack(tape, dir),
     }
@@ -99,14 +122,94 @@ fn show(path: &Path, limit: Option<u64>) -> CliResult {
     Ok(Outcome::Success)
 }
 
-fn export(path: &Path, output: Option<&Path>) -> CliResult {
-    let mut reader = open(path)?;
-    let mut out: Box<dyn Write> = match output {
-        Some(file) => Box::new(std::io::BufWriter::new(
+/// Opens the export's destination: the file, or standard output.
+fn destination(output: Option<&Path>) -> Result<Box<dyn Write>, CliError> {
+    Ok(match output {
+        Some(file) => Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
             std::fs::File::create(file).map_err(CliError::io(file))?,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    })
+}
+
+fn export_trace(path: &Path, output: Option<&Path>) -> CliResult {
+    let mut reader = open(path)?;
+    let mut out = destination(output)?;
+    simtape_eval::view::chrome_trace::write(&mut reader, &mut out)
+        .map_err(|error| view_error(path, error))?;
+    Ok(Outcome::Success)
+}
+
+/// A view that failed: the tape (named) or the writing.
+fn view_error(path: &Path, error: ViewError) -> CliError {
+    match error {
+        ViewError::Tape(error) => CliError::Tape {
+            path: Some(path.to_path_buf()),
+            error,
+        },
+        ViewError::Io(error) => CliError::write("writing the view")(error),
+    }
+}
+
+fn show_tree(path: &Path, color: ColorWhen) -> CliResult {
+    use std::io::IsTerminal as _;
+    let color = match color {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => std::io::stdout().is_terminal(),
     };
+    let mut reader = open(path)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let verdict_line = {
+        let header = reader.header();
+        format!(
+            "tape {} · scenario {} · seed {}",
+            path.display(),
+            header.scenario.name,
+            header.seed
+        )
+    };
+    writeln!(out, "{verdict_line}").map_err(CliError::write("standard output"))?;
+    walk_tree(&mut reader, |line| {
+        let text = line.plain();
+        if !color {
+            return writeln!(out, "{text}");
+        }
+        // ANSI SGR: bold turns, cyan calls, green for what held, red for what failed.
+        let code = match line.style {
+            Style::Turn => "1",
+            Style::Call => "36",
+            Style::Good => "32",
+            Style::Bad => "31",
+            Style::Plain => "0",
+        };
+        writeln!(out, "\x1b[{code}m{text}\x1b[0m")
+    })
+    .map_err(|error| view_error(path, error))?;
+    out.flush().map_err(CliError::write("standard output"))?;
+    Ok(Outcome::Success)
+}
+
+fn report(path: &Path, output: &Path, from: Option<u64>, to: Option<u64>) -> CliResult {
+    let window = (from.is_some() || to.is_some()).then(|| Window {
+        from_ns: from.unwrap_or(0),
+        to_ns: to.unwrap_or(u64::MAX),
+    });
+    if window.is_some_and(|w| w.from_ns > w.to_ns) {
+        return Err(CliError::Usage("--from is after --to".into()));
+    }
+    let mut reader = open(path)?;
+    let view = TapeView::read(&mut reader, window).map_err(|error| view_error(path, error))?;
+    let page = simtape_eval::view::html::tape::render(&view, &path.display().to_string());
+    std::fs::write(output, page).map_err(CliError::io(output))?;
+    println!("report: {}", output.display());
+    Ok(Outcome::Success)
+}
+
+fn export(path: &Path, output: Option<&Path>) -> CliResult {
+    let mut reader = open(path)?;
+    let mut out = destination(output)?;
     let io = CliError::write("writing the export");
     let header = serde_json::json!({ "header": reader.header() });
     writeln!(out, "{header}").map_err(io)?;

@@ -27,6 +27,9 @@
 //! - [`run_json`] — the JSON of one run (`simtape run --json`, `verdict.json`).
 //! - [`evidence`] — the run-and-test evidence contract: `GATES.json`, plan, tests,
 //!   artifacts, and the normalizer of the run log.
+//! - [`harness`] — a `[harness]` run's outcome, and a sweep's summary of many.
+//! - [`view`] — seeing a run: a tape as a timeline, written as a Perfetto trace, an HTML page
+//!   (a tape, a diff, a sweep report) or a terminal tree.
 //!
 //! Every rendering is a pure function of its data, so equal reports give equal bytes.
 
@@ -38,5 +41,6 @@ pub mod harness;
 pub mod run_json;
 pub mod sweep;
 mod verdict;
+pub mod view;
 
 pub use verdict::{Verdict, VerdictKind, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};

@@ -23,6 +23,7 @@ mod serve_mcp;
 mod slurm;
 mod sweep;
 mod tapes;
+mod view;
 mod wasi;
 
 /// Guards against a test file that exists but is not declared above.

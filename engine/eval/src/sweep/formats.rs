@@ -24,15 +24,18 @@ pub enum ReportFormat {
     Junit,
     /// CSV, one row per (scenario, seed).
     Csv,
+    /// A self-contained HTML page for people (`view::html::sweep`).
+    Html,
 }
 
 impl ReportFormat {
     /// Every format, in the order a help text lists them.
-    pub const ALL: [ReportFormat; 4] = [
+    pub const ALL: [ReportFormat; 5] = [
         ReportFormat::Json,
         ReportFormat::Jsonl,
         ReportFormat::Junit,
         ReportFormat::Csv,
+        ReportFormat::Html,
     ];
 
     /// Returns the format's name on the command line.
@@ -42,6 +45,7 @@ impl ReportFormat {
             ReportFormat::Jsonl => "jsonl",
             ReportFormat::Junit => "junit",
             ReportFormat::Csv => "csv",
+            ReportFormat::Html => "html",
         }
     }
 
@@ -70,6 +74,9 @@ impl ReportFormat {
             ReportFormat::Junit => "JUnit XML: one test suite per scenario, one test case per seed",
             ReportFormat::Csv => {
                 "`scenario,seed,verdict,reason,end_ns,events`, one row per (scenario, seed)"
+            }
+            ReportFormat::Html => {
+                "One self-contained HTML page: pass rate, pass@k and pass^k curves, failure clusters, histograms, reproduce commands"
             }
         }
     }
@@ -114,6 +121,7 @@ pub fn render(report: &SweepReport, format: ReportFormat) -> String {
         ReportFormat::Jsonl => jsonl(report),
         ReportFormat::Junit => junit(report),
         ReportFormat::Csv => csv(report),
+        ReportFormat::Html => crate::view::html::sweep::render(report),
     }
 }
 
@@ -248,9 +256,9 @@ fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
     out.push_str("  </testsuite>\n");
 }
 
-/// Escapes text for XML content and attribute values; control characters XML 1.0 cannot
-/// hold become U+FFFD.
-fn xml_escape(text: &str) -> String {
+/// Escapes text for XML content and attribute values (HTML too); control characters XML
+/// 1.0 cannot hold become U+FFFD.
+pub(crate) fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
