@@ -258,8 +258,8 @@ const PATH: &str = "<path>";
 ///
 /// ```
 /// use simtape_eval::evidence::normalize_log;
-/// let raw = "2026-11-25T08:30:24Z pid 4242 wrote /work/x/out.txt in 1.5s";
-/// let places = [("/work/x".to_string(), "<scenario>".to_string())];
+/// let raw = "2026-11-25T08:30:24Z pid 4242 wrote /home/ci/x/out.txt in 1.5s";
+/// let places = [("/home/ci/x".to_string(), "<scenario>".to_string())];
 /// assert_eq!(normalize_log(raw, &places), "<time> pid <pid> wrote <scenario>/out.txt in <duration>\n");
 /// ```
 pub fn normalize_log(text: &str, places: &[(String, String)]) -> String {

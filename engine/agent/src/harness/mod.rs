@@ -182,25 +182,11 @@ pub(crate) async fn run(
             }
             Err(other) => return Err(other),
         }
-        if let Some(turn) = crash_at.filter(|turn| *turn <= u64::from(turns)) {
-            crashed(
-                ctx,
-                session,
-                format!("turn {turn}"),
-                &mut book,
-                &mut outcome,
-            )
-            .await;
-            if spent(&fs, session, &mut book, &mut failures, policy.retry_budget)
-                .await
-                .map_err(state)?
-            {
-                break Stop::RetriesSpent;
-            }
-            continue;
-        }
+        // A session the crash kills during its turns ends there; one killed after its work
+        // has done that work, and a harness that marks before validating has marked it.
+        let killed_at_turn = crash_at.filter(|turn| *turn <= u64::from(turns));
         let mut list = list;
-        if policy.mark == MarkOrder::BeforeValidation {
+        if killed_at_turn.is_none() && policy.mark == MarkOrder::BeforeValidation {
             for id in &ids {
                 list.mark(id);
             }
@@ -209,14 +195,11 @@ pub(crate) async fn run(
                 .map_err(state)?;
         }
         if crash_at.is_some() {
-            crashed(
-                ctx,
-                session,
-                "before validation".into(),
-                &mut book,
-                &mut outcome,
-            )
-            .await;
+            let at = match killed_at_turn {
+                Some(turn) => format!("turn {turn}"),
+                None => "before validation".into(),
+            };
+            crashed(ctx, session, at, &mut book, &mut outcome).await;
             if spent(&fs, session, &mut book, &mut failures, policy.retry_budget)
                 .await
                 .map_err(state)?
