@@ -538,8 +538,12 @@ async fn command_side(
         fs.with_state(|fs| apply(fs.overlay_mut(), &outcome.workdir));
     }
     *seen.borrow_mut() = outcome.events.clone();
+    let mut transcript = transcript(&outcome.events);
+    // An agent program's retries are its own; what simtape sees is each faulted answer it had
+    // to get past.
+    transcript.retries = u32::try_from(outcome.model_faults).unwrap_or(u32::MAX);
     CommandEnd {
-        transcript: transcript(&outcome.events),
+        transcript,
         exit: outcome.agent_exit.unwrap_or(AgentExit::Signaled),
         gates: outcome.gates,
         unmatched: match (outcome.unmatched, outcome.mcp_unmatched) {

@@ -88,6 +88,9 @@ pub struct GatewayOutcome {
     pub requests: u64,
     /// Model calls answered by the model (not refused, not faulted).
     pub model_calls: u64,
+    /// Model calls answered with a provider error (a fault or a fixture's error entry) or a
+    /// stream that breaks: what the agent's own retries had to get past.
+    pub model_faults: u64,
     /// The first request no fixture entry matched: its digest. Such a run is an ERROR.
     pub unmatched: Option<String>,
     /// How the agent process ended, when there was one.
@@ -267,6 +270,7 @@ async fn answer(
             let created_unix_s = (host.start_unix_ns() + host.now_ns() as i64) / 1_000_000_000;
             // A stream fault breaks a stream; an answer that is not streamed arrives whole.
             if let Some(fault) = reply.stream_fault.filter(|_| served.stream) {
+                outcome.borrow_mut().model_faults += 1;
                 let events = provider.answer_events(&served, &answer, &id, created_unix_s);
                 return broken_stream(host, request.id, fault, &events).await;
             }
@@ -285,6 +289,7 @@ async fn answer(
             message,
             retry_after_ms,
         }) => {
+            outcome.borrow_mut().model_faults += 1;
             let mut response = error(status, &message);
             if let Some(ms) = retry_after_ms {
                 // Providers send whole seconds (rounded up) and, some, milliseconds.

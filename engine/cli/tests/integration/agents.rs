@@ -385,6 +385,8 @@ fn claude_code_fixes_the_failing_test_and_retries_the_seeded_529s() {
         assert_eq!(output.status.code(), Some(0), "{shown}");
         assert!(shown.contains("verify held   the test passes"), "{shown}");
         assert!(shown.contains("verify held   tool_called Edit"), "{shown}");
+        // The three 529s the agent got past count as its retries.
+        assert!(shown.contains(", 3 retr(ies),"), "{shown}");
         let log = std::fs::read_to_string(evidence.join("session.ndjson")).unwrap();
         assert!(log.contains("api_retry: 529 overloaded"), "{log}");
         // The edit's answer streams a signed thinking block; Claude Code takes it and sends
