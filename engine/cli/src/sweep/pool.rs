@@ -103,6 +103,7 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
     result.retries = report.transcript.as_ref().map(|t| t.retries);
+    result.model_calls = report.transcript.as_ref().map(|t| t.turns.len() as u64);
     if result.verdict == VerdictKind::Pass {
         if let Some(path) = &path {
             let _ = std::fs::remove_file(path);
@@ -183,6 +184,7 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
     result.harness = report.harness;
     result.retries = report.transcript.as_ref().map(|t| t.retries);
+    result.model_calls = report.transcript.as_ref().map(|t| t.turns.len() as u64);
     if result.verdict == VerdictKind::Pass {
         return result;
     }

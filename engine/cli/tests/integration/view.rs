@@ -467,6 +467,7 @@ fn the_sweep_page_plots_one_point_per_k_and_lists_the_clusters() {
         result.hat = Array.from(document.querySelectorAll("circle.point.hat")).map((p) => +p.dataset.k);
         result.clusters = document.querySelectorAll("tr.cluster").length;
         result.bars = document.querySelectorAll(".hist-duration rect.bar").length;
+        result.model_bars = document.querySelectorAll(".hist-model rect.bar").length;
         result.reproduce = document.querySelectorAll(".reproduce tr").length - 1;
         result.rate = document.querySelector(".pass-rate").textContent;
         "##,
@@ -478,6 +479,10 @@ fn the_sweep_page_plots_one_point_per_k_and_lists_the_clusters() {
         summary["failures"].as_array().unwrap().len()
     );
     assert!(result["bars"].as_u64().unwrap() > 0);
+    assert!(
+        result["model_bars"].as_u64().unwrap() > 0,
+        "race-edit's agent: a histogram of model calls per run: {result}"
+    );
     assert_eq!(result["reproduce"], failing);
 }
 

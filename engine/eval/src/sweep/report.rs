@@ -111,6 +111,9 @@ pub struct SeedResult {
     pub tape: Option<String>,
     /// The command that reproduces a failing seed.
     pub replay: Option<String>,
+    /// The model calls the run's agent got answered (its turns); `None` without an agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls: Option<u64>,
     /// How a `[harness]` run went; left out of the report for other runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<crate::harness::HarnessOutcome>,
@@ -153,6 +156,7 @@ impl SeedResult {
             events: summary.events,
             tape: None,
             replay: None,
+            model_calls: None,
             harness: None,
             retries: None,
         }
@@ -563,6 +567,7 @@ mod tests {
             events: 1,
             tape: None,
             replay: None,
+            model_calls: None,
             harness: None,
             retries: Some(seed as u32 % 3),
         }

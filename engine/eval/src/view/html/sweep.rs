@@ -1,6 +1,7 @@
 //! A sweep report as a page: per scenario the pass rate, pass@k and pass^k plotted against k,
-//! the failure clusters with their seeds, histograms of virtual run durations and of timer
-//! events per run, and each failing seed's reproduce command.
+//! the failure clusters with their seeds, histograms of virtual run durations, of timer
+//! events and (with an agent) of model calls per run, and each failing seed's reproduce
+//! command.
 
 use std::fmt::Write as _;
 
@@ -25,6 +26,9 @@ struct ScenarioData<'a> {
     end_ns: Vec<u64>,
     /// Timer events of the runs, in seed order.
     events: Vec<u64>,
+    /// Model calls of the runs (0 for a run without an agent), in seed order; `None` when no
+    /// run had an agent.
+    model_calls: Option<Vec<u64>>,
     /// One letter per run in seed order: `p`, `f` or `e`.
     verdicts: String,
 }
@@ -36,6 +40,7 @@ data.scenarios.forEach((scenario, i) => {
   simtapeKPlot(section.querySelector(".kplot"), scenario.k);
   simtapeHistogram(section.querySelector(".hist-duration"), scenario.end_ns, scenario.verdicts, simtapeDuration);
   simtapeHistogram(section.querySelector(".hist-events"), scenario.events, scenario.verdicts, (v) => String(Math.round(v)));
+  if (scenario.model_calls) simtapeHistogram(section.querySelector(".hist-model"), scenario.model_calls, scenario.verdicts, (v) => String(Math.round(v)));
 });
 document.addEventListener("click", (event) => {
   const button = event.target.closest("button.copy");
@@ -77,6 +82,13 @@ pub fn render(report: &SweepReport) -> String {
             k: &scenario.summary.k,
             end_ns: scenario.results.iter().map(|r| r.end_ns).collect(),
             events: scenario.results.iter().map(|r| r.events).collect(),
+            model_calls: has_agent(scenario).then(|| {
+                scenario
+                    .results
+                    .iter()
+                    .map(|r| r.model_calls.unwrap_or(0))
+                    .collect()
+            }),
             verdicts: scenario
                 .results
                 .iter()
@@ -100,6 +112,11 @@ pub fn render(report: &SweepReport) -> String {
     )
 }
 
+/// Whether any run of `scenario` had an agent (so counted model calls).
+fn has_agent(scenario: &ScenarioResults) -> bool {
+    scenario.results.iter().any(|r| r.model_calls.is_some())
+}
+
 fn section(scenario: &ScenarioResults) -> String {
     let summary = &scenario.summary;
     let rate = summary.pass_rate.as_deref().unwrap_or("no runs");
@@ -109,7 +126,12 @@ fn section(scenario: &ScenarioResults) -> String {
          <div class=\"side-by-side\"><div class=\"panel\"><h2>pass@k and pass^k against k</h2><div class=\"kplot\"></div></div>\
          <div class=\"panel\"><h2>Failure clusters</h2>{clusters}</div></div>\n\
          <div class=\"side-by-side\"><div class=\"panel\"><h2>Virtual run duration</h2><div class=\"hist-duration\"></div></div>\
-         <div class=\"panel\"><h2>Timer events per run</h2><div class=\"hist-events\"></div></div></div>\n",
+         <div class=\"panel\"><h2>Timer events per run</h2><div class=\"hist-events\"></div></div>{model}</div>\n",
+        model = if has_agent(scenario) {
+            "<div class=\"panel\"><h2>Model calls per run</h2><div class=\"hist-model\"></div></div>"
+        } else {
+            ""
+        },
         name = escape(&scenario.name),
         path = escape(&scenario.path),
         value = summary
