@@ -105,12 +105,14 @@ pub(crate) async fn run(
         }
         outcome.sessions = session;
         // Bearings: the state as the last clean session left it.
-        let list: FeatureList = files::read_json(&fs, FEATURE_LIST)
-            .await
-            .map_err(state)?
-            .unwrap_or_else(|| FeatureList::fresh(&spec.features));
+        // Bearings from a feature list the agent made unreadable are impossible: the run
+        // stops there, and the invariant that read it after the last session names why.
+        let list: FeatureList = match files::read_json(&fs, FEATURE_LIST).await {
+            Ok(list) => list.unwrap_or_else(|| FeatureList::fresh(&spec.features)),
+            Err(error) => break Stop::FailFast(error.to_string()),
+        };
         if book.crashed.contains(&(session - 1)) {
-            let last = last_checkpoint(&fs).await.map_err(state)?;
+            let last = last_checkpoint(&fs).await;
             let note = format!(
                 "session {}: crashed; session {session} resumes from checkpoint of session {last}",
                 session - 1
@@ -172,10 +174,7 @@ pub(crate) async fn run(
                     .await
                     .map_err(state)?;
                 outcome.wasted += 1;
-                if spent(&fs, session, &mut book, &mut failures, policy.retry_budget)
-                    .await
-                    .map_err(state)?
-                {
+                if spent(&fs, session, &mut book, &mut failures, policy.retry_budget).await {
                     break Stop::RetriesSpent;
                 }
                 continue;
@@ -200,10 +199,7 @@ pub(crate) async fn run(
                 None => "before validation".into(),
             };
             crashed(ctx, session, at, &mut book, &mut outcome).await;
-            if spent(&fs, session, &mut book, &mut failures, policy.retry_budget)
-                .await
-                .map_err(state)?
-            {
+            if spent(&fs, session, &mut book, &mut failures, policy.retry_budget).await {
                 break Stop::RetriesSpent;
             }
             continue;
@@ -243,9 +239,7 @@ pub(crate) async fn run(
         checkpoint(ctx, &fs, session, &ids, status, &note)
             .await
             .map_err(state)?;
-        check_invariants(&fs, session, &mut book)
-            .await
-            .map_err(state)?;
+        check_invariants(&fs, session, &mut book).await;
         if !all_held {
             failures += 1;
             outcome.wasted += 1;
@@ -263,7 +257,8 @@ pub(crate) async fn run(
 
     let list: FeatureList = files::read_json(&fs, FEATURE_LIST)
         .await
-        .map_err(state)?
+        .ok()
+        .flatten()
         .unwrap_or_else(|| FeatureList::fresh(&spec.features));
     outcome.features = list
         .features
@@ -431,20 +426,24 @@ async fn spent(
     book: &mut Book,
     failures: &mut u32,
     budget: u32,
-) -> Result<bool, StateError> {
+) -> bool {
     *failures += 1;
-    check_invariants(fs, session, book).await?;
-    Ok(*failures > budget)
+    check_invariants(fs, session, book).await;
+    *failures > budget
 }
 
-/// Returns the session of the last checkpoint.
-async fn last_checkpoint(fs: &FsHandle) -> Result<u32, StateError> {
-    let checkpoints: Vec<Checkpoint> = files::read_lines(fs, CHECKPOINTS).await?;
-    Ok(checkpoints.last().map_or(0, |c| c.session))
+/// Returns the session of the last readable checkpoint, as the progress log names it.
+async fn last_checkpoint(fs: &FsHandle) -> String {
+    match files::read_lines::<Checkpoint>(fs, CHECKPOINTS).await {
+        Ok(checkpoints) => checkpoints.last().map_or(0, |c| c.session).to_string(),
+        // The agent broke the file; the handoff invariant says so.
+        Err(_) => "unknown (the checkpoints do not read)".into(),
+    }
 }
 
 /// Checks the invariants after `session`; the first break of each is kept, with the session.
-async fn check_invariants(fs: &FsHandle, session: u32, book: &mut Book) -> Result<(), StateError> {
+/// A state file the agent made unreadable breaks the invariant that reads it.
+async fn check_invariants(fs: &FsHandle, session: u32, book: &mut Book) {
     let mut broken = Vec::new();
     match files::read_json::<FeatureList>(fs, FEATURE_LIST).await {
         Ok(Some(list)) => {
@@ -473,33 +472,45 @@ async fn check_invariants(fs: &FsHandle, session: u32, book: &mut Book) -> Resul
             format!("after session {session}: {error}"),
         )),
     }
-    let checkpoints: Vec<Checkpoint> = files::read_lines(fs, CHECKPOINTS).await.unwrap_or_default();
-    let ended: BTreeSet<u32> = checkpoints.iter().map(|c| c.session).collect();
-    let lost: Vec<String> = (0..=session)
-        .filter(|s| !ended.contains(s) && !book.crashed.contains(s))
-        .map(|s| s.to_string())
-        .collect();
-    if !lost.is_empty() {
-        broken.push((
+    match files::read_lines::<Checkpoint>(fs, CHECKPOINTS).await {
+        Ok(checkpoints) => {
+            let ended: BTreeSet<u32> = checkpoints.iter().map(|c| c.session).collect();
+            let lost: Vec<String> = (0..=session)
+                .filter(|s| !ended.contains(s) && !book.crashed.contains(s))
+                .map(|s| s.to_string())
+                .collect();
+            if !lost.is_empty() {
+                broken.push((
+                    INVARIANT_HANDOFF,
+                    format!(
+                        "session(s) {} left neither a checkpoint nor a crash report",
+                        lost.join(", ")
+                    ),
+                ));
+            }
+        }
+        Err(error) => broken.push((
             INVARIANT_HANDOFF,
-            format!(
-                "session(s) {} left neither a checkpoint nor a crash report",
-                lost.join(", ")
-            ),
-        ));
+            format!("after session {session}: {error}"),
+        )),
     }
-    let progress = files::read_text(fs, PROGRESS).await.unwrap_or_default();
-    if !progress.starts_with(&book.progress) {
-        broken.push((
+    match files::read_text(fs, PROGRESS).await {
+        Ok(progress) if progress.starts_with(&book.progress) => book.progress = progress,
+        Ok(progress) => {
+            broken.push((
+                INVARIANT_PROGRESS,
+                format!("after session {session}: earlier lines of {PROGRESS} were changed"),
+            ));
+            book.progress = progress;
+        }
+        Err(error) => broken.push((
             INVARIANT_PROGRESS,
-            format!("after session {session}: earlier lines of {PROGRESS} were changed"),
-        ));
+            format!("after session {session}: {error}"),
+        )),
     }
-    book.progress = progress;
     for (name, saw) in broken {
         book.broken.entry(name).or_insert(saw);
     }
-    Ok(())
 }
 
 /// The harness's verifier results: each invariant, then the gate.

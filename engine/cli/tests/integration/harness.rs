@@ -185,6 +185,17 @@ fn every_session_is_checked_for_a_checkpoint_and_an_append_only_progress_log() {
         ),
         "{shown}"
     );
+    // Checkpoints the agent made unreadable break the handoff invariant, named with the file
+    // and what is wrong: a FAIL, not an engine error.
+    let garbled = vandal(
+        r#"{"name": "write_file", "arguments": {"path": ".harness/checkpoints.ndjson", "content": "not json\n"}}"#,
+    );
+    let path = scenario(&dir.join("garble"), "max_runs = 4", &garbled, TWO_FEATURES);
+    let (code, shown) = run(&path, 0, &dir.join("g.tape"));
+    assert_eq!(code, Some(1), "{shown}");
+    let named = "verify FAILED harness: every session ends with a checkpoint or a crash report \
+                 (line 15): after session 2: .harness/checkpoints.ndjson: not the harness's format";
+    assert!(shown.contains(named), "{shown}");
 }
 
 #[test]
