@@ -79,5 +79,5 @@ pub use spec::{
     McpSource, NormalizeSpec, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
 pub use tools::fs::EDIT_BYTES_MAX;
-pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptTurn};
+pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptSession, TranscriptTurn};
 pub use verify::SAW_CHARS_MAX;

@@ -13,6 +13,8 @@
 //! | `session`  | a `[harness]` session starts               | session, phase, features          |
 //! | `crash`    | the seeded fault kills a session           | session, where                    |
 //! | `checkpoint` | a harness session ends cleanly           | session, status, note             |
+//! | `health_check` | a harness health check failed          | session, held, saw                |
+//! | `resume`   | a session after a crash resumes            | session, checkpoint               |
 //!
 //! Each is a `request`/`reply` pair of the `agent` actor (the reply is empty).
 
@@ -104,6 +106,22 @@ pub enum AgentEvent {
         /// Where: `turn N`, or `before validation`.
         at: String,
     },
+    /// A harness session's health check did not hold: the session does no work.
+    HealthCheck {
+        /// The session.
+        session: u32,
+        /// Whether it held.
+        held: bool,
+        /// What it saw.
+        saw: String,
+    },
+    /// A session after a crashed one resumes from a checkpoint.
+    Resume {
+        /// The session.
+        session: u32,
+        /// The session whose checkpoint it resumes from.
+        checkpoint: u32,
+    },
     /// A harness session ended cleanly and wrote its checkpoint.
     Checkpoint {
         /// The session.
@@ -135,6 +153,8 @@ impl Actor for AgentLog {
             AgentEvent::Session { .. } => "session",
             AgentEvent::Crash { .. } => "crash",
             AgentEvent::Checkpoint { .. } => "checkpoint",
+            AgentEvent::HealthCheck { .. } => "health_check",
+            AgentEvent::Resume { .. } => "resume",
         }
     }
 

@@ -53,6 +53,9 @@ pub enum AgentError {
     /// scenario check reports these before any run.
     #[error("the scenario cannot run the agent: {0}")]
     Setup(String),
+    /// A `[harness]` run cannot go on (its state, a part that could not run).
+    #[error("[harness]: {0}")]
+    Harness(Box<crate::harness::HarnessError>),
     /// The agent program ran over its wall-clock timeout and was stopped.
     #[error("the agent program ran over its timeout of {timeout_ms} ms and was stopped")]
     Timeout {
@@ -120,6 +123,7 @@ impl AgentError {
             },
             AgentError::McpList { .. } => "mcp_replay",
             AgentError::Setup(_) => "config",
+            AgentError::Harness(error) => error.kind(),
             AgentError::Timeout { .. } => "agent_timeout",
             AgentError::Unmatched { .. } => "llm_unmatched",
         }

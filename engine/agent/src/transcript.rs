@@ -53,6 +53,19 @@ pub struct TranscriptTurn {
     pub tool_calls: Vec<TranscriptCall>,
 }
 
+/// One session of a `[harness]` run: its turns are a section of the transcript.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TranscriptSession {
+    /// The session (0 is the initializer).
+    pub session: u32,
+    /// The features it took on.
+    pub features: Vec<String>,
+    /// Its first turn's index in [`Transcript::turns`] (its turns run to the next session's).
+    pub first_turn: usize,
+    /// How it ended: `succeeded`, `failed`, `crashed at turn N`, … (empty while it runs).
+    pub ended: String,
+}
+
 /// The agent's side of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Transcript {
@@ -64,12 +77,27 @@ pub struct Transcript {
     pub end: Option<EndReason>,
     /// Retries taken (model and MCP calls) from the run's budget.
     pub retries: u32,
+    /// A `[harness]` run's sessions, in order; empty for a single-session run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<TranscriptSession>,
 }
 
 impl Transcript {
     /// Returns every tool call of the run, in order.
     pub fn calls(&self) -> impl Iterator<Item = &TranscriptCall> {
         self.turns.iter().flat_map(|turn| turn.tool_calls.iter())
+    }
+
+    /// Returns each session with its turns, in order.
+    pub fn sections(&self) -> impl Iterator<Item = (&TranscriptSession, &[TranscriptTurn])> {
+        self.sessions.iter().enumerate().map(|(index, session)| {
+            let end = self
+                .sessions
+                .get(index + 1)
+                .map_or(self.turns.len(), |next| next.first_turn);
+            let start = session.first_turn.min(end);
+            (session, &self.turns[start..end])
+        })
     }
 
     /// Returns why the agent stopped, as a label (`running` when it never did).

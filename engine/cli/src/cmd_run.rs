@@ -12,7 +12,7 @@ use simtape_eval::Verdict;
 
 use crate::args::RunArgs;
 use crate::common::files::{check_output, create_parent, read, scratch_dir};
-use crate::common::render::print_diff;
+use crate::common::render::{print_diff, session_line};
 use crate::common::shell::command_line;
 use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
@@ -180,6 +180,9 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
             transcript.retries,
             transcript.end_label()
         );
+        for (session, turns) in transcript.sections() {
+            println!("  {}", session_line(session, turns));
+        }
         if let Some(answer) = &transcript.answer {
             println!("answer: {answer}");
         }

@@ -86,6 +86,21 @@ impl FeatureList {
         }
     }
 
+    /// The ids marked passing, in file order.
+    pub fn passing(&self) -> impl Iterator<Item = &str> {
+        self.features
+            .iter()
+            .filter(|e| e.passes)
+            .map(|e| e.id.as_str())
+    }
+
+    /// Marks passing exactly the features in `passing` (a checkpoint's), the rest pending.
+    pub fn restore(&mut self, passing: &[String]) {
+        for entry in &mut self.features {
+            entry.passes = passing.contains(&entry.id);
+        }
+    }
+
     /// Whether every required feature passes: the completion gate.
     pub fn complete(&self) -> bool {
         self.features
@@ -102,6 +117,9 @@ pub struct Checkpoint {
     pub session: u32,
     /// The features it took on.
     pub features: Vec<String>,
+    /// The features passing when it ended: what a session after a crash resumes from.
+    #[serde(default)]
+    pub passing: Vec<String>,
     /// `succeeded` or `failed`.
     pub status: String,
     /// What happened.

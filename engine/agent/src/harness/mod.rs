@@ -5,25 +5,31 @@
 //! ```text
 //! initialize: manifest, feature_list.json, progress.log, checkpoint 0   (idempotent)
 //! for session in 1..=max_runs:
-//!     bearings: read the manifest, feature list and progress; a missing checkpoint of the
-//!               session before is reported as a crash; run the health check
-//!     select:   pending features (selector; 1 in strict mode, ≤ max_features_per_run)
-//!     work:     the agent, a fresh conversation, ≤ max_turns_per_run turns
-//!     validate: each feature's verifiers (or accept-all, when chosen by name)
+//!     bearings: read the manifest and the feature list; after a crashed session, note the
+//!               crash and resume from the last checkpoint; run the health check
+//!     select:   pending features (the selector; 1 in strict mode, ≤ max_features_per_run)
+//!     work:     the agent, a fresh conversation, ≤ max_turns_per_run turns (a task of its own)
+//!     validate: each feature, by the validator (a task of its own)
 //!     record:   mark passing only when validated; progress line; checkpoint
-//!     check:    the invariants below; the gate: every required feature passing
+//!     check:    the invariants; the gate: every required feature passing
 //! ```
 //!
-//! The seeded crash fault kills a session part-way (during its turns, or between its work and
-//! the validation): it leaves no checkpoint, and the next session resumes from the last one.
-//! After every session the invariants are checked; each broken one is a named FAIL:
-//! no feature passes without a held validation record; every session ended with a checkpoint
-//! or was reported as crashed; the progress log only grew; done only when the gate holds.
+//! The session's work and its validation run in tasks named after the session and its
+//! features (`session 2: add`, `session 2 validation: add`), so every record they leave on the
+//! tape (model calls, tool calls, fs operations) says which session and feature it belongs to.
+//!
+//! The seeded faults ([`policy::HarnessFaults`]): a crash kills a session part-way (during its
+//! turns, or between its work and the validation) and leaves no checkpoint; the next session
+//! resumes from the last one. A flaky health check fails a session once. The invariants
+//! ([`invariants`]) are checked after every session; each broken one is a named FAIL.
 
+pub mod error;
 pub mod files;
+mod invariants;
+pub mod parts;
 pub mod policy;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use simtape::cap::fs::FsHandle;
@@ -31,44 +37,22 @@ use simtape::rng::RngStream;
 use simtape_eval::harness::HarnessOutcome;
 use simtape_eval::VerifierResult;
 
-use crate::log::AgentEvent;
-use crate::pipeline::Ctx;
-use crate::report::AgentError;
+pub use error::HarnessError;
 use files::{
     Checkpoint, FeatureList, Manifest, StateError, Validation, CHECKPOINTS, FEATURE_LIST, MANIFEST,
     MANIFEST_VERSION, PROGRESS, VALIDATIONS,
 };
-use policy::{Feature, HarnessMode, HarnessSpec, MarkOrder, SelectorKind, ValidatorKind};
+use invariants::{check_invariants, Book, Stop, INVARIANT_RESUME};
+use parts::{HarnessCx, Health, Validated};
+use policy::{Feature, HarnessMode, HarnessSpec, MarkOrder, ResumeFrom};
 
-/// The invariants' names, as their verifier results read.
-const INVARIANT_VALIDATED: &str = "harness: no feature passes without validation";
-const INVARIANT_HANDOFF: &str = "harness: every session ends with a checkpoint or a crash report";
-const INVARIANT_PROGRESS: &str = "harness: the progress log is append-only";
-const GATE: &str = "harness: done (every required feature passing)";
-
-/// What the harness keeps outside the files, to check them against.
-#[derive(Debug, Default)]
-struct Book {
-    /// Features with a held validation record.
-    validated: BTreeSet<String>,
-    /// Sessions the crash fault killed.
-    crashed: BTreeSet<u32>,
-    /// The progress log as the last session left it.
-    progress: String,
-    /// The invariants broken so far, each with where it broke.
-    broken: BTreeMap<&'static str, String>,
-}
-
-/// Why the session loop stopped.
-enum Stop {
-    Done,
-    RunsSpent,
-    RetriesSpent,
-    FailFast(String),
-}
+use crate::log::AgentEvent;
+use crate::pipeline::Ctx;
+use crate::report::AgentError;
+use crate::transcript::{EndReason, TranscriptSession};
 
 /// Runs `spec` with the scenario's built-in agent; the results are the harness's verifiers
-/// (the gate and the invariants), the outcome what reports count.
+/// (the invariants and the gate), the outcome what reports count.
 pub(crate) async fn run(
     ctx: &Rc<Ctx>,
     spec: &HarnessSpec,
@@ -86,7 +70,8 @@ pub(crate) async fn run(
     let policy = &spec.policy;
     let mut book = Book::default();
     let mut outcome = HarnessOutcome::default();
-    let state = |error: StateError| AgentError::Setup(format!("[harness] state: {error}"));
+    let fail = |error: HarnessError| AgentError::Harness(Box::new(error));
+    let state = |error: StateError| fail(HarnessError::Memory(error));
 
     ctx.record(AgentEvent::Session {
         session: 0,
@@ -94,6 +79,7 @@ pub(crate) async fn run(
         features: spec.features.iter().map(|f| f.id.clone()).collect(),
     })
     .await;
+    section(ctx, 0, Vec::new(), "initialized");
     initialize(&fs, &agent.task, spec).await.map_err(state)?;
     book.progress = files::read_text(&fs, PROGRESS).await.map_err(state)?;
 
@@ -104,40 +90,43 @@ pub(crate) async fn run(
             break Stop::RunsSpent;
         }
         outcome.sessions = session;
-        // Bearings: the state as the last clean session left it.
-        // Bearings from a feature list the agent made unreadable are impossible: the run
-        // stops there, and the invariant that read it after the last session names why.
-        let list: FeatureList = match files::read_json(&fs, FEATURE_LIST).await {
-            Ok(list) => list.unwrap_or_else(|| FeatureList::fresh(&spec.features)),
-            Err(error) => break Stop::FailFast(error.to_string()),
+        let list = match bearings(ctx, &fs, spec, session, &mut book).await {
+            Ok(list) => list,
+            Err(stop) => break stop,
         };
-        if book.crashed.contains(&(session - 1)) {
-            let last = last_checkpoint(&fs).await;
-            let note = format!(
-                "session {}: crashed; session {session} resumes from checkpoint of session {last}",
-                session - 1
-            );
-            files::append(&fs, PROGRESS, &note).await.map_err(state)?;
-        }
-        if !policy.health_check.is_empty() {
-            let checks = crate::verify::run_list(ctx, &policy.health_check, &[]).await?;
-            if let Some(failed) = checks.iter().find(|c| !c.held) {
-                let note = format!("health check {} failed: {}", failed.name, failed.saw);
-                if policy.fail_fast.health_check {
-                    break Stop::FailFast(note);
-                }
-                checkpoint(ctx, &fs, session, &[], "failed", &note)
-                    .await
-                    .map_err(state)?;
-                failures += 1;
-                outcome.wasted += 1;
-                if failures > policy.retry_budget {
-                    break Stop::RetriesSpent;
-                }
-                continue;
+        let cx = HarnessCx::new(ctx, session);
+        let flaked = policy
+            .faults
+            .health_check_flake
+            .is_some_and(|ratio| rng.chance(ratio));
+        let health = if flaked {
+            Health::Failed("the health check flaked (seeded fault)".into())
+        } else {
+            spec.parts.health.check(&cx).await.map_err(fail)?
+        };
+        if let Health::Failed(why) = health {
+            let note = format!("health check failed: {why}");
+            ctx.record(AgentEvent::HealthCheck {
+                session,
+                held: false,
+                saw: why,
+            })
+            .await;
+            if policy.fail_fast.health_check {
+                break Stop::FailFast(note);
             }
+            section(ctx, session, Vec::new(), "failed: health check");
+            checkpoint(ctx, &fs, session, &[], &list, "failed", &note)
+                .await
+                .map_err(state)?;
+            failures += 1;
+            outcome.wasted += 1;
+            if failures > policy.retry_budget {
+                break Stop::RetriesSpent;
+            }
+            continue;
         }
-        let picked = select(&list, &spec.features, policy, &mut rng);
+        let picked = select(&list, spec, &mut rng);
         if picked.is_empty() {
             break if list.complete() {
                 Stop::Done
@@ -152,9 +141,10 @@ pub(crate) async fn run(
             features: ids.clone(),
         })
         .await;
+        section(ctx, session, ids.clone(), "");
         // The crash fault: a turn of the session, or the gap between work and validation.
         let turns = policy.max_turns_per_run;
-        let crash_at = match policy.crash {
+        let crash_at = match policy.faults.crash {
             Some(ratio) if rng.chance(ratio) => Some(rng.range_inclusive(1, u64::from(turns) + 1)),
             _ => None,
         };
@@ -163,14 +153,15 @@ pub(crate) async fn run(
             _ => turns,
         };
         let task = session_task(&agent.task, &picked);
-        match crate::agent::session(ctx, &task, cap).await {
+        match work(ctx, session, &ids, task, cap).await {
             Ok(_) => {}
             Err(AgentError::Model { turn, error }) => {
                 let note = format!("model error at turn {turn}: {error}");
+                end_section(ctx, "failed: model error");
                 if policy.fail_fast.chat {
                     break Stop::FailFast(note);
                 }
-                checkpoint(ctx, &fs, session, &ids, "failed", &note)
+                checkpoint(ctx, &fs, session, &ids, &list, "failed", &note)
                     .await
                     .map_err(state)?;
                 outcome.wasted += 1;
@@ -198,16 +189,21 @@ pub(crate) async fn run(
                 Some(turn) => format!("turn {turn}"),
                 None => "before validation".into(),
             };
+            let ended = match killed_at_turn {
+                Some(_) => format!("crashed at {at}"),
+                None => format!("crashed {at}"),
+            };
+            end_section(ctx, &ended);
             crashed(ctx, session, at, &mut book, &mut outcome).await;
             if spent(&fs, session, &mut book, &mut failures, policy.retry_budget).await {
                 break Stop::RetriesSpent;
             }
             continue;
         }
+        let validated = validate(ctx, spec, session, &picked).await.map_err(fail)?;
         let mut all_held = true;
         let mut notes = Vec::new();
-        for feature in &picked {
-            let (held, saw) = validate(ctx, feature, policy.validator).await?;
+        for (feature, Validated { held, saw }) in picked.iter().zip(validated) {
             let record = Validation {
                 session,
                 feature: feature.id.clone(),
@@ -236,7 +232,8 @@ pub(crate) async fn run(
             .await
             .map_err(state)?;
         let status = if all_held { "succeeded" } else { "failed" };
-        checkpoint(ctx, &fs, session, &ids, status, &note)
+        end_section(ctx, status);
+        checkpoint(ctx, &fs, session, &ids, &list, status, &note)
             .await
             .map_err(state)?;
         check_invariants(&fs, session, &mut book).await;
@@ -275,7 +272,7 @@ pub(crate) async fn run(
         .collect();
     outcome.done = matches!(stop, Stop::Done) && list.complete() && unvalidated.is_empty();
     outcome.broken = book.broken.keys().next().map(|name| name.to_string());
-    let results = results(&stop, &outcome, &unvalidated, &book, spec, ctx).await;
+    let results = invariants::results(&stop, &outcome, &unvalidated, &book, spec, ctx).await;
     Ok((results, outcome))
 }
 
@@ -305,6 +302,7 @@ async fn initialize(fs: &FsHandle, objective: &str, spec: &HarnessSpec) -> Resul
     let first = Checkpoint {
         session: 0,
         features: Vec::new(),
+        passing: Vec::new(),
         status: "succeeded".into(),
         note: "initialized".into(),
     };
@@ -313,36 +311,100 @@ async fn initialize(fs: &FsHandle, objective: &str, spec: &HarnessSpec) -> Resul
     files::write_json(fs, MANIFEST, &manifest).await
 }
 
+/// Gets a session's bearings: the manifest (initialized?), the feature list, and after a
+/// crashed session the last checkpoint, which the session resumes from. A state the agent
+/// made unreadable stops the run there; the invariant that reads it names why.
+async fn bearings(
+    ctx: &Ctx,
+    fs: &FsHandle,
+    spec: &HarnessSpec,
+    session: u32,
+    book: &mut Book,
+) -> Result<FeatureList, Stop> {
+    let halt = |error: HarnessError| Stop::Halted(error.to_string());
+    let not_ready = |why: String| halt(HarnessError::NotReady(why));
+    match files::read_json::<Manifest>(fs, MANIFEST).await {
+        Ok(Some(manifest)) if manifest.version == MANIFEST_VERSION => {}
+        Ok(Some(manifest)) => {
+            return Err(not_ready(format!(
+                "{MANIFEST} has version {}, expected {MANIFEST_VERSION}",
+                manifest.version
+            )))
+        }
+        Ok(None) => return Err(not_ready(format!("{MANIFEST} is gone"))),
+        Err(error) => return Err(not_ready(error.to_string())),
+    }
+    let read = files::read_json::<FeatureList>(fs, FEATURE_LIST).await;
+    let mut list = match read {
+        Ok(list) => list.unwrap_or_else(|| FeatureList::fresh(&spec.features)),
+        Err(error) => return Err(halt(HarnessError::Memory(error))),
+    };
+    if !book.crashed.contains(&(session - 1)) {
+        return Ok(list);
+    }
+    let checkpoints = files::read_lines::<Checkpoint>(fs, CHECKPOINTS).await;
+    let last = match checkpoints {
+        Ok(checkpoints) => checkpoints.last().cloned(),
+        Err(error) => return Err(halt(HarnessError::Memory(error))),
+    };
+    let (from, passing) = last.map_or((0, Vec::new()), |c| (c.session, c.passing));
+    let note = format!(
+        "session {}: crashed; session {session} resumes from checkpoint of session {from}",
+        session - 1
+    );
+    let resumed = files::append(fs, PROGRESS, &note).await;
+    resumed.map_err(|error| halt(HarnessError::Memory(error)))?;
+    if spec.policy.resume == ResumeFrom::LastCheckpoint {
+        list.restore(&passing);
+        let written = files::write_json(fs, FEATURE_LIST, &list).await;
+        written.map_err(|error| halt(HarnessError::Memory(error)))?;
+    }
+    // The session starts from what the checkpoint says passed, and nothing else.
+    let now: Vec<&str> = list.passing().collect();
+    if now != passing.iter().map(String::as_str).collect::<Vec<_>>() {
+        book.broke(
+            INVARIANT_RESUME,
+            format!(
+                "session {session} started with {} passing, the checkpoint of session {from} with {}",
+                names(&now),
+                names(&passing.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
+        );
+    }
+    ctx.record(AgentEvent::Resume {
+        session,
+        checkpoint: from,
+    })
+    .await;
+    Ok(list)
+}
+
+/// Names a list of features for a message (`none` when empty).
+fn names(ids: &[&str]) -> String {
+    if ids.is_empty() {
+        "none".into()
+    } else {
+        ids.join(", ")
+    }
+}
+
 /// Returns the pending features a session takes on, in order.
-fn select<'a>(
-    list: &FeatureList,
-    features: &'a [Feature],
-    policy: &policy::HarnessPolicy,
-    rng: &mut RngStream,
-) -> Vec<&'a Feature> {
-    let passing: BTreeSet<&str> = list
+fn select<'a>(list: &FeatureList, spec: &'a HarnessSpec, rng: &mut RngStream) -> Vec<&'a Feature> {
+    let passing: BTreeSet<&str> = list.passing().collect();
+    let mut pending: Vec<&Feature> = spec
         .features
-        .iter()
-        .filter(|e| e.passes)
-        .map(|e| e.id.as_str())
-        .collect();
-    let mut pending: Vec<&Feature> = features
         .iter()
         .filter(|f| !passing.contains(f.id.as_str()))
         .collect();
     // Stable: equal priorities keep file order.
     pending.sort_by_key(|f| f.priority);
+    let policy = &spec.policy;
     let limit = match policy.mode {
         HarnessMode::StrictIncremental => 1,
         HarnessMode::BoundedBatch => policy.max_features_per_run as usize,
         HarnessMode::UnlimitedBatch => pending.len(),
     };
-    if policy.selector == SelectorKind::SeededRandom && !pending.is_empty() {
-        let first = rng.below(pending.len() as u64) as usize;
-        pending.rotate_left(first);
-    }
-    pending.truncate(limit);
-    pending
+    spec.parts.selector.select(pending, limit, rng)
 }
 
 /// The task of a session: the objective, the features it takes on, where the state is.
@@ -360,37 +422,82 @@ fn session_task(objective: &str, features: &[&Feature]) -> String {
     task
 }
 
-/// Validates `feature`: whether it holds, and what the validator saw.
+/// Runs the session's work in a task of its own, named after the session and its features.
+async fn work(
+    ctx: &Rc<Ctx>,
+    session: u32,
+    ids: &[String],
+    task: String,
+    max_turns: u32,
+) -> Result<EndReason, AgentError> {
+    let owned = Rc::clone(ctx);
+    let future = Box::pin(async move { crate::agent::session(&owned, &task, max_turns).await });
+    let name = format!("session {session}: {}", ids.join(","));
+    ctx.host
+        .spawn(&name, future)
+        .await
+        .expect("harness session tasks are never aborted")
+}
+
+/// Validates each of `picked` in a task of its own, in order.
 async fn validate(
-    ctx: &Ctx,
-    feature: &Feature,
-    validator: ValidatorKind,
-) -> Result<(bool, String), AgentError> {
-    match validator {
-        ValidatorKind::AcceptAll => Ok((true, "accepted without checks".into())),
-        ValidatorKind::Verifiers => {
-            let results = crate::verify::run_list(ctx, &feature.verify, &[]).await?;
-            match results.iter().find(|r| !r.held) {
-                Some(failed) => Ok((false, format!("{}: {}", failed.name, failed.saw))),
-                None if results.is_empty() => Ok((false, "no verifier".into())),
-                None => Ok((true, format!("{} verifier(s) held", results.len()))),
-            }
+    ctx: &Rc<Ctx>,
+    spec: &HarnessSpec,
+    session: u32,
+    picked: &[&Feature],
+) -> Result<Vec<Validated>, HarnessError> {
+    let owned = Rc::clone(ctx);
+    let validator = std::sync::Arc::clone(&spec.parts.validator);
+    let features: Vec<Feature> = picked.iter().map(|f| (*f).clone()).collect();
+    let ids: Vec<&str> = picked.iter().map(|f| f.id.as_str()).collect();
+    let name = format!("session {session} validation: {}", ids.join(","));
+    let future = Box::pin(async move {
+        let cx = HarnessCx::new(&owned, session);
+        let mut validated = Vec::with_capacity(features.len());
+        for feature in &features {
+            validated.push(validator.validate(&cx, feature).await?);
         }
+        Ok(validated)
+    });
+    ctx.host
+        .spawn(&name, future)
+        .await
+        .expect("harness validation tasks are never aborted")
+}
+
+/// Opens the transcript's section of a session.
+fn section(ctx: &Ctx, session: u32, features: Vec<String>, ended: &str) {
+    let mut transcript = ctx.state.transcript.borrow_mut();
+    let first_turn = transcript.turns.len();
+    transcript.sessions.push(TranscriptSession {
+        session,
+        features,
+        first_turn,
+        ended: ended.into(),
+    });
+}
+
+/// Says how the transcript's last section ended.
+fn end_section(ctx: &Ctx, ended: &str) {
+    if let Some(last) = ctx.state.transcript.borrow_mut().sessions.last_mut() {
+        last.ended = ended.into();
     }
 }
 
-/// Writes a checkpoint and puts it on the tape.
+/// Writes a checkpoint (with what passes as `list` says) and puts it on the tape.
 async fn checkpoint(
     ctx: &Ctx,
     fs: &FsHandle,
     session: u32,
     features: &[String],
+    list: &FeatureList,
     status: &str,
     note: &str,
 ) -> Result<(), StateError> {
     let record = Checkpoint {
         session,
         features: features.to_vec(),
+        passing: list.passing().map(str::to_owned).collect(),
         status: status.into(),
         note: note.into(),
     };
@@ -430,157 +537,4 @@ async fn spent(
     *failures += 1;
     check_invariants(fs, session, book).await;
     *failures > budget
-}
-
-/// Returns the session of the last readable checkpoint, as the progress log names it.
-async fn last_checkpoint(fs: &FsHandle) -> String {
-    match files::read_lines::<Checkpoint>(fs, CHECKPOINTS).await {
-        Ok(checkpoints) => checkpoints.last().map_or(0, |c| c.session).to_string(),
-        // The agent broke the file; the handoff invariant says so.
-        Err(_) => "unknown (the checkpoints do not read)".into(),
-    }
-}
-
-/// Checks the invariants after `session`; the first break of each is kept, with the session.
-/// A state file the agent made unreadable breaks the invariant that reads it.
-async fn check_invariants(fs: &FsHandle, session: u32, book: &mut Book) {
-    let mut broken = Vec::new();
-    match files::read_json::<FeatureList>(fs, FEATURE_LIST).await {
-        Ok(Some(list)) => {
-            let unvalidated: Vec<&str> = list
-                .features
-                .iter()
-                .filter(|e| e.passes && !book.validated.contains(&e.id))
-                .map(|e| e.id.as_str())
-                .collect();
-            if !unvalidated.is_empty() {
-                broken.push((
-                    INVARIANT_VALIDATED,
-                    format!(
-                        "after session {session}: {} passing with no held validation record",
-                        unvalidated.join(", ")
-                    ),
-                ));
-            }
-        }
-        Ok(None) => broken.push((
-            INVARIANT_VALIDATED,
-            format!("after session {session}: {FEATURE_LIST} is gone"),
-        )),
-        Err(error) => broken.push((
-            INVARIANT_VALIDATED,
-            format!("after session {session}: {error}"),
-        )),
-    }
-    match files::read_lines::<Checkpoint>(fs, CHECKPOINTS).await {
-        Ok(checkpoints) => {
-            let ended: BTreeSet<u32> = checkpoints.iter().map(|c| c.session).collect();
-            let lost: Vec<String> = (0..=session)
-                .filter(|s| !ended.contains(s) && !book.crashed.contains(s))
-                .map(|s| s.to_string())
-                .collect();
-            if !lost.is_empty() {
-                broken.push((
-                    INVARIANT_HANDOFF,
-                    format!(
-                        "session(s) {} left neither a checkpoint nor a crash report",
-                        lost.join(", ")
-                    ),
-                ));
-            }
-        }
-        Err(error) => broken.push((
-            INVARIANT_HANDOFF,
-            format!("after session {session}: {error}"),
-        )),
-    }
-    match files::read_text(fs, PROGRESS).await {
-        Ok(progress) if progress.starts_with(&book.progress) => book.progress = progress,
-        Ok(progress) => {
-            broken.push((
-                INVARIANT_PROGRESS,
-                format!("after session {session}: earlier lines of {PROGRESS} were changed"),
-            ));
-            book.progress = progress;
-        }
-        Err(error) => broken.push((
-            INVARIANT_PROGRESS,
-            format!("after session {session}: {error}"),
-        )),
-    }
-    for (name, saw) in broken {
-        book.broken.entry(name).or_insert(saw);
-    }
-}
-
-/// The harness's verifier results: each invariant, then the gate.
-async fn results(
-    stop: &Stop,
-    outcome: &HarnessOutcome,
-    unvalidated: &[String],
-    book: &Book,
-    spec: &HarnessSpec,
-    ctx: &Ctx,
-) -> Vec<VerifierResult> {
-    let line = spec.policy.line;
-    let gate_saw = match stop {
-        Stop::Done if !unvalidated.is_empty() => format!(
-            "declared done after {} session(s) with {} passing unvalidated",
-            outcome.sessions,
-            unvalidated.join(", ")
-        ),
-        Stop::Done => format!(
-            "every required feature passing after {} session(s)",
-            outcome.sessions
-        ),
-        Stop::RunsSpent => format!(
-            "not done after max_runs = {} session(s)",
-            spec.policy.max_runs
-        ),
-        Stop::RetriesSpent => format!(
-            "stopped: retry_budget = {} spent after {} session(s)",
-            spec.policy.retry_budget, outcome.sessions
-        ),
-        Stop::FailFast(why) => format!("stopped (fail fast): {why}"),
-    };
-    let pending: Vec<&str> = outcome
-        .features
-        .iter()
-        .filter(|(_, passes)| !**passes)
-        .map(|(id, _)| id.as_str())
-        .collect();
-    let gate_saw = if outcome.done || pending.is_empty() {
-        gate_saw
-    } else {
-        format!("{gate_saw}; pending: {}", pending.join(", "))
-    };
-    // The invariants first: when one broke, it is what the verdict names.
-    let mut results = Vec::new();
-    for name in [INVARIANT_VALIDATED, INVARIANT_HANDOFF, INVARIANT_PROGRESS] {
-        let (held, saw) = match book.broken.get(name) {
-            Some(saw) => (false, saw.clone()),
-            None => (true, "held after every session".to_string()),
-        };
-        results.push(VerifierResult {
-            name: name.into(),
-            line,
-            held,
-            saw,
-        });
-    }
-    results.push(VerifierResult {
-        name: GATE.into(),
-        line,
-        held: outcome.done,
-        saw: gate_saw,
-    });
-    for result in &results {
-        ctx.record(AgentEvent::Verifier {
-            name: result.name.clone(),
-            held: result.held,
-            saw: result.saw.clone(),
-        })
-        .await;
-    }
-    results
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use simtape::rng::Ratio;
 
+use super::parts::HarnessParts;
 use crate::spec::VerifySpec;
 
 /// How many features one session may take on.
@@ -18,27 +19,6 @@ pub enum HarnessMode {
     UnlimitedBatch,
 }
 
-/// What decides that a feature's work is done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ValidatorKind {
-    /// The feature's own verifiers (the validation gate).
-    Verifiers,
-    /// Nothing: every session's work is accepted. Only when chosen by name; a harness that
-    /// uses it proves nothing about its features.
-    AcceptAll,
-}
-
-/// Which pending feature a session takes on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SelectorKind {
-    /// The first pending feature by priority (lowest number first), then file order.
-    FirstPending,
-    /// A pending feature drawn from the harness's random stream (exploration).
-    SeededRandom,
-}
-
 /// When a validated feature is marked passing in `feature_list.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -48,6 +28,17 @@ pub enum MarkOrder {
     /// As soon as the session's work ends, before validating: a harness bug a crash between
     /// work and validation exposes (a feature passing with no validation record).
     BeforeValidation,
+}
+
+/// What a session after a crashed one starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeFrom {
+    /// The last checkpoint: what it says passed, and nothing else. The correct handoff.
+    LastCheckpoint,
+    /// The state files as the crash left them: a harness bug (a feature the crashed session
+    /// marked stays marked), for finding it.
+    AsLeft,
 }
 
 /// Which failures end the whole run at once instead of spending the retry budget.
@@ -76,22 +67,28 @@ pub struct HarnessPolicy {
     pub retry_budget: u32,
     /// Which failures stop the run at once.
     pub fail_fast: FailFast,
-    /// What decides that a feature's work is done.
-    pub validator: ValidatorKind,
-    /// Which pending feature a session takes on.
-    pub selector: SelectorKind,
     /// When a validated feature is marked passing.
     pub mark: MarkOrder,
-    /// Seeded fault: the chance that a session is killed part-way (during its turns, or
-    /// between its work and the validation), leaving no checkpoint.
+    /// What a session after a crashed one starts from.
+    pub resume: ResumeFrom,
+    /// The faults long runs meet, drawn from the seed.
     #[serde(skip)]
-    pub crash: Option<Ratio>,
-    /// Verifiers run before each session's work (the health check); empty: none.
-    #[serde(skip)]
-    pub health_check: Vec<VerifySpec>,
+    pub faults: HarnessFaults,
     /// The line of the `[harness]` table (its verifier results name it).
     #[serde(skip)]
     pub line: u64,
+}
+
+/// The seeded faults of a multi-session run: each a chance per session, drawn from the
+/// harness's own random stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HarnessFaults {
+    /// The session is killed part-way (during its turns, or between its work and the
+    /// validation), leaving no checkpoint.
+    pub crash: Option<Ratio>,
+    /// The health check fails this once although nothing is wrong (a flaky check); the next
+    /// session checks afresh.
+    pub health_check_flake: Option<Ratio>,
 }
 
 /// One feature the harness builds.
@@ -110,13 +107,16 @@ pub struct Feature {
     pub verify: Vec<VerifySpec>,
 }
 
-/// `[harness]`: the policy, and the features (a starter skeleton when none are given).
+/// `[harness]`: the policy, the features (a starter skeleton when none are given) and the
+/// parts that select, validate and check health.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HarnessSpec {
     /// The run policy.
     pub policy: HarnessPolicy,
     /// The features, in file order.
     pub features: Vec<Feature>,
+    /// The selector, validator and health checker.
+    pub parts: HarnessParts,
 }
 
 /// The id of the starter feature a harness without `[[harness.feature]]` builds.

@@ -6,14 +6,20 @@ use simtape::scenario::decoder::{one_of, ratio, Decoder, Field, Fields};
 use simtape::scenario::Tables;
 
 use super::mcp::Servers;
+use std::sync::Arc;
+
+use crate::harness::parts::{
+    AcceptAllValidator, FeatureSelector, FirstPendingFeatureSelector, HarnessParts, NoHealthCheck,
+    OutcomeValidator, SeededRandomFeatureSelector, VerifierHealthCheck, VerifierValidator,
+};
 use crate::harness::policy::{
-    check_features, starter_features, FailFast, Feature, HarnessMode, HarnessPolicy, HarnessSpec,
-    MarkOrder, SelectorKind, ValidatorKind,
+    check_features, starter_features, FailFast, Feature, HarnessFaults, HarnessMode, HarnessPolicy,
+    HarnessSpec, MarkOrder, ResumeFrom,
 };
 use crate::spec::VerifySpec;
 
 /// The keys of `[harness]`.
-const HARNESS_KEYS: [&str; 12] = [
+const HARNESS_KEYS: [&str; 14] = [
     "mode",
     "max_runs",
     "max_turns_per_run",
@@ -23,8 +29,10 @@ const HARNESS_KEYS: [&str; 12] = [
     "validator",
     "selector",
     "mark",
+    "resume",
     "crash",
     "health_check",
+    "health_check_flake",
     "feature",
 ];
 /// The keys of one `[[harness.feature]]`.
@@ -34,17 +42,32 @@ const MODES: [(&str, HarnessMode); 3] = [
     ("bounded_batch", HarnessMode::BoundedBatch),
     ("unlimited_batch", HarnessMode::UnlimitedBatch),
 ];
-const VALIDATORS: [(&str, ValidatorKind); 2] = [
-    ("verifiers", ValidatorKind::Verifiers),
-    ("accept_all", ValidatorKind::AcceptAll),
+/// The built-in validators and selectors by the names a scenario file gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValidatorName {
+    Verifiers,
+    AcceptAll,
+}
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SelectorName {
+    FirstPending,
+    SeededRandom,
+}
+const VALIDATORS: [(&str, ValidatorName); 2] = [
+    ("verifiers", ValidatorName::Verifiers),
+    ("accept_all", ValidatorName::AcceptAll),
 ];
-const SELECTORS: [(&str, SelectorKind); 2] = [
-    ("first_pending", SelectorKind::FirstPending),
-    ("seeded_random", SelectorKind::SeededRandom),
+const SELECTORS: [(&str, SelectorName); 2] = [
+    ("first_pending", SelectorName::FirstPending),
+    ("seeded_random", SelectorName::SeededRandom),
 ];
 const MARKS: [(&str, MarkOrder); 2] = [
     ("after_validation", MarkOrder::AfterValidation),
     ("before_validation", MarkOrder::BeforeValidation),
+];
+const RESUMES: [(&str, ResumeFrom); 2] = [
+    ("last_checkpoint", ResumeFrom::LastCheckpoint),
+    ("as_left", ResumeFrom::AsLeft),
 ];
 const FAIL_FAST: [&str; 3] = ["health_check", "chat", "validation"];
 /// `(low, high, default)` of the integer keys.
@@ -90,14 +113,14 @@ pub(crate) fn harness(
         &mut fields,
         "validator",
         &VALIDATORS,
-        ValidatorKind::Verifiers,
+        ValidatorName::Verifiers,
     );
     let selector = pick(
         decoded,
         &mut fields,
         "selector",
         &SELECTORS,
-        SelectorKind::FirstPending,
+        SelectorName::FirstPending,
     );
     let mark = pick(
         decoded,
@@ -106,10 +129,15 @@ pub(crate) fn harness(
         &MARKS,
         MarkOrder::AfterValidation,
     );
-    let crash = match fields.take("crash") {
-        Some(field) => ratio(decoded, &field).map(Some),
-        None => Some(None),
-    };
+    let resume = pick(
+        decoded,
+        &mut fields,
+        "resume",
+        &RESUMES,
+        ResumeFrom::LastCheckpoint,
+    );
+    let crash = optional_ratio(decoded, &mut fields, "crash");
+    let health_check_flake = optional_ratio(decoded, &mut fields, "health_check_flake");
     let health_check = match fields.take("health_check") {
         Some(field) => super::verify::verify(decoded, &field, servers, tables, false),
         None => Some(Vec::new()),
@@ -138,6 +166,20 @@ pub(crate) fn harness(
         decoded.problem(field.span.clone(), field.path.clone(), error.to_string());
         return None;
     }
+    let validator: Arc<dyn OutcomeValidator> = match validator? {
+        ValidatorName::Verifiers => Arc::new(VerifierValidator),
+        ValidatorName::AcceptAll => Arc::new(AcceptAllValidator),
+    };
+    let selector: Arc<dyn FeatureSelector> = match selector? {
+        SelectorName::FirstPending => Arc::new(FirstPendingFeatureSelector),
+        SelectorName::SeededRandom => Arc::new(SeededRandomFeatureSelector),
+    };
+    let health_check = health_check?;
+    let health: Arc<dyn crate::harness::parts::HealthChecker> = if health_check.is_empty() {
+        Arc::new(NoHealthCheck)
+    } else {
+        Arc::new(VerifierHealthCheck(health_check))
+    };
     Some(HarnessSpec {
         policy: HarnessPolicy {
             mode,
@@ -146,15 +188,33 @@ pub(crate) fn harness(
             max_features_per_run,
             retry_budget: retry_budget?,
             fail_fast: fail_fast?,
-            validator: validator?,
-            selector: selector?,
             mark: mark?,
-            crash: crash?,
-            health_check: health_check?,
+            resume: resume?,
+            faults: HarnessFaults {
+                crash: crash?,
+                health_check_flake: health_check_flake?,
+            },
             line,
         },
         features,
+        parts: HarnessParts {
+            selector,
+            validator,
+            health,
+        },
     })
+}
+
+/// An optional ratio key (a seeded fault's chance).
+fn optional_ratio(
+    decoded: &mut Decoder,
+    fields: &mut Fields<'_>,
+    key: &str,
+) -> Option<Option<simtape::rng::Ratio>> {
+    match fields.take(key) {
+        Some(field) => ratio(decoded, &field).map(Some),
+        None => Some(None),
+    }
 }
 
 fn features(

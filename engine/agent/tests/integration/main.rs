@@ -6,6 +6,7 @@ mod agent_loop;
 mod concurrency;
 mod errors;
 mod files;
+mod harness;
 mod mcp;
 mod retries;
 mod tables;

@@ -216,6 +216,9 @@ fn run_log(dir: &Path, run: &RunEvidence<'_>, tests: &TestsJson) -> String {
         format!("verdict {}", report.verdict),
     ];
     if let Some(transcript) = &report.transcript {
+        for (session, turns) in transcript.sections() {
+            lines.push(crate::common::render::session_line(session, turns));
+        }
         for call in transcript.calls() {
             lines.push(format!("tool call {} {}", call.name, call.arguments));
         }

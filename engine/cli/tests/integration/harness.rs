@@ -87,10 +87,185 @@ fn a_sweep_reports_sessions_to_done_feature_pass_rates_and_broken_invariants() {
     let seed_7 = &scenario["results"][7];
     assert_eq!(seed_7["seed"], 7);
     assert_eq!(seed_7["harness"]["features"]["mul"], true, "{seed_7}");
+    // The crashed session marked mul without validating it (the broken invariant); the next
+    // session resumed from the checkpoint, took mul on again and validated it.
     assert_eq!(
-        seed_7["harness"]["done"], false,
-        "marked, not validated: {seed_7}"
+        seed_7["harness"]["broken"], "harness: no feature passes without validation",
+        "{seed_7}"
     );
+    assert_eq!(seed_7["harness"]["done"], true, "{seed_7}");
+    assert_eq!(seed_7["verdict"], "fail", "{seed_7}");
+}
+
+/// Returns `simtape tape show --tree` of `tape`.
+fn tree(tape: &Path) -> String {
+    text(
+        &simtape()
+            .args(["tape", "show", "--tree"])
+            .arg(tape)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// Copies the shipped feature-list scenarios and their data into `dir`, with `extra` added to
+/// the `[harness]` table of `name`; returns the copy's path.
+fn shipped_copy(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let data = repo().join("scenarios/data/feature-list");
+    for (relative, bytes) in crate::common::files(&data) {
+        let to = dir.join("data/feature-list").join(relative);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, bytes).unwrap();
+    }
+    let source = std::fs::read_to_string(repo().join("scenarios").join(name)).unwrap();
+    let source = source.replacen("[harness]\n", &format!("[harness]\n{extra}\n"), 1);
+    let path = dir.join(name);
+    std::fs::write(&path, source).unwrap();
+    path
+}
+
+#[test]
+fn a_session_after_a_crash_resumes_from_the_last_checkpoint() {
+    // Goal: at seed 7 session 3 crashes between its work and the validation, after the
+    // broken policy marked mul passing. The harness resumes session 4 from the checkpoint of
+    // session 2 (mul pending again: the invariant holds, mul is worked on again); a harness
+    // that goes on from the state as the crash left it breaks the invariant, named with what
+    // each side had passing, and then declares done with mul never validated.
+    let dir = scratch("harness", "resume");
+    let tape = dir.join("r.tape");
+    let (code, shown) = run(&repo().join("scenarios/feature-list-broken.toml"), 7, &tape);
+    assert_eq!(code, Some(1), "{shown}");
+    let resume = "harness: a session after a crash starts from the last good checkpoint";
+    assert!(
+        shown.contains(&format!("verify held   {resume}")),
+        "{shown}"
+    );
+    assert!(shown.contains("  session 4 (mul): 2 turn(s)"), "{shown}");
+    let tree = tree(&tape);
+    assert!(
+        tree.contains("session 4 resumes from the checkpoint of session 2"),
+        "{tree}"
+    );
+
+    let path = shipped_copy(&dir, "feature-list-broken.toml", "resume = \"as_left\"");
+    let (code, shown) = run(&path, 7, &dir.join("l.tape"));
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "verify FAILED {resume} (line 32): session 4 started with add, sub, mul passing, \
+             the checkpoint of session 2 with add, sub"
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("verify FAILED harness: done (every required feature passing) (line 32): declared done after 4 session(s) with mul passing unvalidated"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn every_session_and_feature_is_a_task_on_the_tape_and_a_section_of_the_transcript() {
+    // Goal: each session's work and validation run in tasks named after the session and its
+    // features, so the model and tool records under them say where they belong; `run` and the
+    // evidence's run log show the sessions as sections, with how each ended.
+    let dir = scratch("harness", "sections");
+    let tape = dir.join("s.tape");
+    let evidence = dir.join("evidence");
+    let output = simtape()
+        .arg("run")
+        .arg(repo().join("scenarios/feature-list.toml"))
+        .args(["--seed", "10", "--tape"])
+        .arg(&tape)
+        .arg("--evidence")
+        .arg(&evidence)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    for line in [
+        "  session 0: 0 turn(s), 0 tool call(s), initialized",
+        "  session 1 (add): 2 turn(s), 1 tool call(s), succeeded",
+        "  session 2 (sub): 1 turn(s), 1 tool call(s), crashed at turn 1",
+        "  session 3 (sub): 2 turn(s), 1 tool call(s), succeeded",
+        "  session 4 (mul): 2 turn(s), 1 tool call(s), succeeded",
+    ] {
+        assert!(shown.contains(line), "{line} in {shown}");
+    }
+    let log = std::fs::read_to_string(evidence.join("evidence/run_log.txt")).unwrap();
+    assert!(
+        log.contains("session 2 (sub): 1 turn(s), 1 tool call(s), crashed at turn 1"),
+        "{log}"
+    );
+    let verdict = crate::common::load_json(&evidence.join("verdict.json"));
+    let sessions = &verdict["transcript"]["sessions"];
+    assert_eq!(sessions[2]["ended"], "crashed at turn 1", "{sessions}");
+    assert_eq!(sessions[2]["features"][0], "sub", "{sessions}");
+    let records = simtape()
+        .args(["tape", "show"])
+        .arg(&tape)
+        .output()
+        .unwrap();
+    let records = text(&records);
+    // The task ids each session's work and validation got, then what ran under them.
+    let task_of = |name: &str| -> String {
+        let line = records
+            .lines()
+            .find(|line| line.contains(&format!(",\"{name}\"]")))
+            .unwrap_or_else(|| panic!("a spawn of {name:?} in {records}"));
+        let id = line.split('[').nth(1).unwrap().split(',').next().unwrap();
+        format!("task#{id} ")
+    };
+    let work = task_of("session 1: add");
+    let model_call = records
+        .lines()
+        .find(|line| line.contains(" llm ") && line.contains("feature add:"))
+        .expect("session 1's model call");
+    assert!(model_call.contains(&work), "{model_call} under {work}");
+    let validation = task_of("session 1 validation: add");
+    assert!(
+        records
+            .lines()
+            .any(|line| line.contains(&validation) && line.contains("\"fs calc.py\",true")),
+        "the validation's verifier runs under {validation}: {records}"
+    );
+    task_of("session 3: sub");
+    task_of("session 4 validation: mul");
+}
+
+#[test]
+fn the_health_check_runs_before_any_work_and_a_flaky_one_costs_a_session() {
+    // Goal: a health check that fails stops the run before any work with fail_fast, naming
+    // what failed; a flaky one (the seeded fault) fails a session, which does no work and
+    // writes a failed checkpoint, and the run goes on to pass.
+    let dir = scratch("harness", "health");
+    let broken = "max_runs = 4\nfail_fast = [\"health_check\"]\nhealth_check = [{ kind = \"fs\", path = \"setup.cfg\", state = \"exists\" }]";
+    let path = scenario(&dir.join("broken"), broken, "", TWO_FEATURES);
+    let (code, shown) = run(&path, 0, &dir.join("b.tape"));
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains("stopped (fail fast): health check failed: fs setup.cfg:"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("agent: 0 turn(s)"),
+        "no work was done: {shown}"
+    );
+
+    let flaky = "max_runs = 6\nhealth_check_flake = \"1/2\"\nhealth_check = [{ kind = \"fs\", path = \"calc.py\", state = \"exists\" }]";
+    let path = scenario(&dir.join("flaky"), flaky, "", TWO_FEATURES);
+    let tape = dir.join("f.tape");
+    let (code, shown) = run(&path, 0, &tape);
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(
+        shown.contains("0 turn(s), 0 tool call(s), failed: health check"),
+        "{shown}"
+    );
+    let tree = tree(&tape);
+    assert!(
+        tree.contains("health check failed: the health check flaked (seeded fault)"),
+        "{tree}"
+    );
+    assert!(tree.contains(": failed (health check failed"), "{tree}");
 }
 
 /// Writes a harness scenario in `dir`: a `calc.py` root, a model that appends each feature's

@@ -99,6 +99,11 @@ const AGENT_EVENT_FIELDS: &[(&str, &[&str])] = &[
     ("result", &["id", "ok", "size", "sha256"]),
     ("end", &["reason", "turns"]),
     ("verifier", &["name", "held", "saw"]),
+    ("session", &["session", "phase", "features"]),
+    ("crash", &["session", "at"]),
+    ("checkpoint", &["session", "status", "note"]),
+    ("health_check", &["session", "held", "saw"]),
+    ("resume", &["session", "checkpoint"]),
 ];
 
 /// Returns the fields of a harness event (`["call", {"call": [id, tool, arguments]}]`) by name.

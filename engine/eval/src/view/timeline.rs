@@ -375,6 +375,7 @@ impl Timeline {
         let operation = describe::operation(&payload).to_string();
         let category = match operation.as_str() {
             "retry" => "retry",
+            "crash" | "health_check" => "fault",
             "verifier" | "end" => "verdict",
             _ => "agent",
         };

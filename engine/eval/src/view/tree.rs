@@ -162,6 +162,20 @@ fn reply_note(args: &Value) -> String {
     note
 }
 
+/// A harness event's features, comma-separated (`none` when empty).
+fn feature_list(args: &Value) -> String {
+    let ids: Vec<&str> = args
+        .get("features")
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if ids.is_empty() {
+        "none".into()
+    } else {
+        ids.join(", ")
+    }
+}
+
 /// An instant's line, if it has one: (depth, style, text).
 fn instant(name: &str, args: &Value, depth: usize) -> Option<(usize, Style, String)> {
     let field = |key: &str| match args.get(key) {
@@ -214,6 +228,57 @@ fn instant(name: &str, args: &Value, depth: usize) -> Option<(usize, Style, Stri
                 field("turns")
             ),
         ),
+        // A [harness] run's sessions are the tree's sections.
+        "agent session" => (
+            0,
+            Style::Turn,
+            format!(
+                "== session {} ({}): {}",
+                field("session"),
+                field("phase"),
+                feature_list(args)
+            ),
+        ),
+        "agent crash" => (
+            0,
+            Style::Bad,
+            format!("session {} crashed at {}", field("session"), field("at")),
+        ),
+        "agent health_check" => (
+            0,
+            Style::Bad,
+            format!(
+                "session {} health check failed: {}",
+                field("session"),
+                field("saw")
+            ),
+        ),
+        "agent resume" => (
+            0,
+            Style::Plain,
+            format!(
+                "session {} resumes from the checkpoint of session {}",
+                field("session"),
+                field("checkpoint")
+            ),
+        ),
+        "agent checkpoint" => {
+            let status = field("status");
+            let style = if status == "succeeded" {
+                Style::Good
+            } else {
+                Style::Bad
+            };
+            (
+                0,
+                style,
+                format!(
+                    "checkpoint of session {}: {status} ({})",
+                    field("session"),
+                    field("note")
+                ),
+            )
+        }
         "agent verifier" => {
             let held = args.get("held") == Some(&Value::Bool(true));
             let (style, word) = if held {

@@ -286,6 +286,24 @@ impl Collector {
         if item.name == "verdict" {
             self.view.verdict = args["verdict"].as_str().unwrap_or("").to_string();
         }
+        // A [harness] run's sessions divide the transcript into sections.
+        if item.name == "agent session" {
+            let features: Vec<&str> = args["features"]
+                .as_array()
+                .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let message = Message {
+                role: "session".into(),
+                text: format!(
+                    "session {} ({}): {}",
+                    args["session"],
+                    args["phase"].as_str().unwrap_or(""),
+                    features.join(", ")
+                ),
+                calls: Vec::new(),
+            };
+            self.transcript(item.t_ns, message);
+        }
         let id = self.track(item.track);
         if !self.drawn(id, item.t_ns, item.t_ns) {
             return;
