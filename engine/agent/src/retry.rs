@@ -3,7 +3,8 @@
 //! The back-off of the n-th consecutive failure of one call is
 //! `max(retry_after_ms, min(backoff_base_ms · 2^(n−1), backoff_max_ms))`: exponential up to a
 //! ceiling, and never shorter than what the server asked for. Model calls and MCP tool calls
-//! draw on one budget for the whole run, as a harness with one rate-limit policy would.
+//! draw on one budget for the whole run, as a harness with one rate-limit policy would (in a
+//! `[harness]` run, for the whole session: each session is a fresh agent).
 
 use std::cell::Cell;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use crate::spec::AgentSpec;
 /// The run's retry budget and back-off settings.
 #[derive(Debug)]
 pub(crate) struct Retries {
+    budget: u32,
     left: Cell<u32>,
     taken: Cell<u32>,
     base_ms: u64,
@@ -22,8 +24,10 @@ pub(crate) struct Retries {
 impl Retries {
     /// Returns the agent's budget and back-off; without an agent, nothing to retry with.
     pub(crate) fn new(agent: Option<&AgentSpec>) -> Retries {
+        let budget = agent.map_or(0, |agent| agent.retry_budget);
         Retries {
-            left: Cell::new(agent.map_or(0, |agent| agent.retry_budget)),
+            budget,
+            left: Cell::new(budget),
             taken: Cell::new(0),
             base_ms: agent.map_or(0, |agent| agent.backoff_base_ms),
             max_ms: agent.map_or(0, |agent| agent.backoff_max_ms),
@@ -39,6 +43,12 @@ impl Retries {
         self.left.set(left - 1);
         self.taken.set(self.taken.get() + 1);
         true
+    }
+
+    /// Gives the whole budget back: a `[harness]` session is a fresh agent, with a budget
+    /// of its own (the retries taken still count).
+    pub(crate) fn refill(&self) {
+        self.left.set(self.budget);
     }
 
     /// Returns the retries taken so far.

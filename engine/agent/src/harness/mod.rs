@@ -153,8 +153,9 @@ pub(crate) async fn run(
             _ => turns,
         };
         let task = session_task(&agent.task, &picked);
-        match work(ctx, session, &ids, task, cap).await {
-            Ok(_) => {}
+        ctx.retries.refill();
+        let ended_by = match work(ctx, session, &ids, task, cap).await {
+            Ok(end) => end,
             Err(AgentError::Model { turn, error }) => {
                 let note = format!("model error at turn {turn}: {error}");
                 end_section(ctx, "failed: model error");
@@ -171,7 +172,7 @@ pub(crate) async fn run(
                 continue;
             }
             Err(other) => return Err(other),
-        }
+        };
         // A session the crash kills during its turns ends there; one killed after its work
         // has done that work, and a harness that marks before validating has marked it.
         let killed_at_turn = crash_at.filter(|turn| *turn <= u64::from(turns));
@@ -232,7 +233,10 @@ pub(crate) async fn run(
             .await
             .map_err(state)?;
         let status = if all_held { "succeeded" } else { "failed" };
-        end_section(ctx, status);
+        match ended_by {
+            EndReason::FinalAnswer => end_section(ctx, status),
+            other => end_section(ctx, &format!("{status}, agent ended by {}", other.label())),
+        }
         checkpoint(ctx, &fs, session, &ids, &list, status, &note)
             .await
             .map_err(state)?;

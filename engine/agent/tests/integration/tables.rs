@@ -288,6 +288,7 @@ fn a_complete_eval_scenario_decodes_every_table() {
                         status: 429,
                         retry_after_ms: Some(2_000),
                         message: "injected fault: HTTP 429".into(),
+                        lasts_ns: None,
                     },
                 },
                 LlmFault {
@@ -296,6 +297,7 @@ fn a_complete_eval_scenario_decodes_every_table() {
                         status: 503,
                         retry_after_ms: None,
                         message: "overloaded".into(),
+                        lasts_ns: None,
                     },
                 },
             ],

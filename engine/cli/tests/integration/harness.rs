@@ -25,10 +25,19 @@ fn the_shipped_harness_passes_through_crashes_and_the_broken_one_is_caught() {
     // between work and validation; that failing seed's tape is the same bytes run again.
     let dir = scratch("harness", "shipped");
     let good = repo().join("scenarios/feature-list.toml");
-    for seed in [1, 10, 7] {
+    for seed in [1, 10, 7, 163] {
         let (code, shown) = run(&good, seed, &dir.join("good.tape"));
         assert_eq!(code, Some(0), "seed {seed}: {shown}");
         assert!(shown.contains("verify held   harness: done"), "{shown}");
+    }
+    // Seed 163: the model is overloaded through session 2 (an outage); the session spends its
+    // own retries, does no work and fails; session 3 has a budget of its own and does it.
+    let (_, shown) = run(&good, 163, &dir.join("good.tape"));
+    for line in [
+        "  session 2 (sub): 0 turn(s), 0 tool call(s), failed, agent ended by retry_budget_spent",
+        "  session 3 (sub): 2 turn(s), 1 tool call(s), succeeded",
+    ] {
+        assert!(shown.contains(line), "{line} in {shown}");
     }
     let broken = repo().join("scenarios/feature-list-broken.toml");
     let (code, shown) = run(&broken, 1, &dir.join("ok.tape"));
@@ -51,6 +60,29 @@ fn the_shipped_harness_passes_through_crashes_and_the_broken_one_is_caught() {
         std::fs::read(dir.join("b.tape")).unwrap(),
     );
     assert!(a == b, "the failing seed's runs give one tape");
+}
+
+#[test]
+fn a_thousand_seeds_of_the_shipped_harness_report_sessions_to_done_as_documented() {
+    // Goal: the sweep: 1,000 seeds of the shipped scenario report runs done, sessions
+    // to done, per-feature pass rates and wasted sessions; docs/harness.md shows those lines
+    // as they are.
+    let output = simtape()
+        .arg("sweep")
+        .arg(repo().join("scenarios/feature-list.toml"))
+        .args(["--seeds", "0..1000"])
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    let start = shown
+        .find("  harness: done in ")
+        .expect("the harness lines");
+    let block: String = shown[start..]
+        .lines()
+        .take(4)
+        .map(|line| format!("{line}\n"))
+        .collect();
+    crate::common::check_doc_block("docs/harness.md", "## In sweep reports", &block);
 }
 
 #[test]

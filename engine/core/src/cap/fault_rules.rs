@@ -69,6 +69,10 @@ pub enum LlmFaultKind {
         retry_after_ms: Option<u64>,
         /// The error message.
         message: String,
+        /// An outage: when set, every later model call for this long (virtual nanoseconds,
+        /// from the call that fired) gets the same error, as from a provider that stays
+        /// overloaded for a while.
+        lasts_ns: Option<u64>,
     },
     /// The call is answered as usual, and a streamed answer breaks on the way
     /// (`simtape serve`); an answer that is not streamed arrives whole.

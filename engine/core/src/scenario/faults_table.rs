@@ -20,12 +20,13 @@ use crate::cap::fault_rules::{
 /// The keys of `[faults]` the core decodes.
 const FAULTS_KEYS: [&str; 3] = ["llm", "fs", "process"];
 /// The keys of a `[[faults.llm]]` rule that answers with an HTTP error.
-const LLM_KEYS: [&str; 6] = [
+const LLM_KEYS: [&str; 7] = [
     "on_call",
     "rate",
     "status",
     "retry_after",
     "message",
+    "lasts",
     "stream",
 ];
 /// The keys of a `[[faults.llm]]` rule that breaks a stream (`stream = "cut"`).
@@ -222,6 +223,12 @@ fn http_fault(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<LlmFault
     let status = integer(decoded, fields, "status", (400, 599), LLM_STATUS_DEFAULT);
     let retry_after_ms = retry_after(decoded, fields);
     let message = text(decoded, fields, "message", "an error message");
+    let lasts_ns = match fields.take("lasts") {
+        Some(field) => decoded
+            .duration_ms(&field)
+            .map(|ms| Some(ms.saturating_mul(1_000_000))),
+        None => Some(None),
+    };
     if let Some(after) = fields.take("after_events") {
         let message = "`after_events` needs `stream = \"cut\"` or `stream = \"stall\"`";
         decoded.problem(after.span, after.path, message.to_string());
@@ -231,6 +238,7 @@ fn http_fault(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<LlmFault
         status,
         retry_after_ms: retry_after_ms?,
         message: message?.unwrap_or_else(|| format!("injected fault: HTTP {status}")),
+        lasts_ns: lasts_ns?,
     })
 }
 

@@ -82,6 +82,7 @@ fn llm_fault(trigger: Trigger) -> LlmFault {
             status: 429,
             retry_after_ms: Some(2_000),
             message: "rate limited".into(),
+            lasts_ns: None,
         },
     }
 }
@@ -130,6 +131,50 @@ fn an_llm_fault_answers_its_call_with_the_http_error_and_uses_no_entry() {
     assert_eq!(results[2], &Ok("second".to_string()));
     assert_eq!(report.output[1].1, 20_000_000);
     assert!(report.output[2].1 >= 100_000_000);
+}
+
+#[test]
+fn an_llm_outage_answers_every_call_until_it_ends_and_counts_none_of_them() {
+    // Goal: a rule with `lasts` (an outage of 250 ms) fails the call it fires on and every call
+    // in the next 250 ms of virtual time with the same error, asking no fixture entry; the
+    // first call after it is answered, and an `on_call` rule counts only the calls outside
+    // the outage (its 2nd call is the one after the outage).
+    let outage = LlmFault {
+        trigger: Trigger::OnCall(1),
+        kind: LlmFaultKind::Http {
+            status: 529,
+            retry_after_ms: None,
+            message: "overloaded".into(),
+            lasts_ns: Some(250_000_000),
+        },
+    };
+    let actor = llm_actor().with_faults(vec![outage, llm_fault(Trigger::OnCall(2))]);
+    // Calls at 0, 20, 40, … ms: those before 250 ms are in the outage.
+    let report = llm_calls(1, actor, 15);
+    let overloaded = Err(LlmError::Http {
+        status: 529,
+        message: "overloaded".into(),
+        retry_after_ms: None,
+    });
+    let in_outage = report
+        .output
+        .iter()
+        .take_while(|(result, _)| *result == overloaded)
+        .count();
+    assert_eq!(in_outage, 13, "0, 20, …, 240 ms: {:?}", report.output);
+    let after: Vec<&Result<String, LlmError>> =
+        report.output[in_outage..].iter().map(|(r, _)| r).collect();
+    assert_eq!(
+        after,
+        [
+            &Err(LlmError::Http {
+                status: 429,
+                message: "rate limited".into(),
+                retry_after_ms: Some(2_000),
+            }),
+            &Ok("first".to_string()),
+        ]
+    );
 }
 
 #[test]

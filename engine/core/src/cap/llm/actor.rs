@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::digest::{Memo, Observed};
-use super::faults::{fire, Fired};
+use super::faults::{fire, Fired, Outage};
 use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec, ThinkingSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
@@ -150,6 +150,8 @@ pub struct Replay {
 pub struct LlmActor {
     backend: Backend,
     faults: FaultRules<LlmFault>,
+    /// The outage a `lasts` rule started, while it lasts.
+    outage: Option<Outage>,
     /// The previous call of the run, so a call hashes and records only what is new.
     memo: Memo,
     /// What `handle` learned about the request being answered, for its `request` record.
@@ -191,6 +193,7 @@ impl Llm {
         Ok(LlmActor {
             backend: Backend::Record(LlmRecorder::new(config)?),
             faults: FaultRules::default(),
+            outage: None,
             memo: Memo::default(),
             observed: None,
         })
@@ -206,6 +209,7 @@ impl Llm {
                 scope_calls: BTreeMap::new(),
             }),
             faults: FaultRules::default(),
+            outage: None,
             memo: Memo::default(),
             observed: None,
         }
@@ -229,6 +233,7 @@ impl LlmActor {
     ///         status: 429,
     ///         retry_after_ms: Some(2_000),
     ///         message: "rate limited".to_string(),
+    ///         lasts_ns: None,
     ///     },
     /// };
     /// let actor = Llm::replay_str("inline", fixture).unwrap().with_faults(vec![fault]);
@@ -281,7 +286,13 @@ impl Actor for LlmActor {
         let digest = observed.digest.clone();
         let input_bytes = observed.input_bytes;
         self.observed = Some(observed);
-        let stream_fault = match fire(&mut self.faults, &digest, cx.rng) {
+        let stream_fault = match fire(
+            &mut self.faults,
+            &mut self.outage,
+            cx.now_ns,
+            &digest,
+            cx.rng,
+        ) {
             Some(Fired::Reply(response)) => {
                 return Answer {
                     latency_ns: super::faults::LLM_FAULT_LATENCY_NS,

@@ -16,6 +16,11 @@
 //!   and has no jitter), so later calls draw where the faulted call would have;
 //! - a call a stream rule faults takes the backend's draws as an unfaulted call does (where
 //!   the stream breaks is drawn by serve from a stream of its own, never from this one).
+//!
+//! An HTTP rule with `lasts` starts an outage when it fires: every call until then (virtual
+//! time) gets the same error. A call in an outage is answered by it alone: no rule counts it
+//! or draws for it, and the backend is not asked. The outage ends at its deadline; the next
+//! call is counted and drawn for as usual.
 
 use super::actor::{LlmError, LlmReply};
 use crate::cap::fault_rules::{FaultRules, LlmFault, LlmFaultKind, StreamFault, ANY_TARGET};
@@ -33,13 +38,35 @@ pub(crate) enum Fired {
     Stream(StreamFault),
 }
 
-/// Counts one model call and returns what the rule of `faults` that fires on it asks, if
-/// any.
+/// An outage a `lasts` rule started: the error every call before `until_ns` gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Outage {
+    /// Virtual time it ends at.
+    until_ns: u64,
+    status: u16,
+    message: String,
+    retry_after_ms: Option<u64>,
+}
+
+/// Counts one model call at `now_ns` and returns what the outage under way, or the rule of
+/// `faults` that fires on it, asks, if anything.
 pub(crate) fn fire(
     faults: &mut FaultRules<LlmFault>,
+    outage: &mut Option<Outage>,
+    now_ns: u64,
     request_digest: &str,
     rng: &mut RngStream,
 ) -> Option<Fired> {
+    if let Some(under_way) = outage.as_ref().filter(|o| now_ns < o.until_ns) {
+        let (status, message) = (under_way.status, under_way.message.clone());
+        return Some(error_reply(
+            request_digest,
+            status,
+            message,
+            under_way.retry_after_ms,
+        ));
+    }
+    *outage = None;
     let rule = faults.fire(ANY_TARGET, rng)?;
     let (status, message, retry_after_ms) = match &rule.kind {
         LlmFaultKind::Stream(stream) => return Some(Fired::Stream(*stream)),
@@ -47,9 +74,30 @@ pub(crate) fn fire(
             status,
             retry_after_ms,
             message,
-        } => (*status, message.clone(), *retry_after_ms),
+            lasts_ns,
+        } => {
+            if let Some(lasts_ns) = lasts_ns {
+                *outage = Some(Outage {
+                    until_ns: now_ns.saturating_add(*lasts_ns),
+                    status: *status,
+                    message: message.clone(),
+                    retry_after_ms: *retry_after_ms,
+                });
+            }
+            (*status, message.clone(), *retry_after_ms)
+        }
     };
-    Some(Fired::Reply(Box::new(LlmReply {
+    Some(error_reply(request_digest, status, message, retry_after_ms))
+}
+
+/// The reply of a faulted call: an HTTP error, the backend not asked.
+fn error_reply(
+    request_digest: &str,
+    status: u16,
+    message: String,
+    retry_after_ms: Option<u64>,
+) -> Fired {
+    Fired::Reply(Box::new(LlmReply {
         request_digest: request_digest.to_string(),
         entry_line: None,
         alternative: None,
@@ -60,5 +108,5 @@ pub(crate) fn fire(
             retry_after_ms,
         }),
         stream_fault: None,
-    })))
+    }))
 }
