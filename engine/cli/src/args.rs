@@ -12,7 +12,7 @@ Exit codes:
   1  a finding: tapes diverge, a run is not deterministic, a replay differs, a tape is damaged
   2  bad usage or bad input: arguments, scenario files, unreadable tapes
   3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step
-  4  a policy blocked the run: the agent's egress denied, an fs escape, a disabled tool a gate needs";
+  4  a policy blocked the run: egress denied, an fs escape, a disabled tool a gate needs";
 
 const SWEEP_EXIT_CODES: &str = "\
 Exit codes:
