@@ -325,3 +325,120 @@ fn run_record_names_what_it_cannot_record_before_touching_anything() {
     expect(simtape().arg("check").arg(&denying), 2, denied);
     refused(&denying, denied);
 }
+
+/// Copies the shipped scenarios (with their data and worlds) into `dir/project`.
+fn shipped_project(dir: &Path) -> std::path::PathBuf {
+    let project = dir.join("project");
+    for (path, bytes) in crate::common::files(&crate::common::repo().join("scenarios")) {
+        let target = project.join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, bytes).unwrap();
+    }
+    project
+}
+
+/// Returns the model and tool traffic of a tape: each llm and mcp request whole, and what
+/// each reply answered (the result or error, not which recording or entry answered it).
+fn traffic(dir: &Path, tape: &str) -> Vec<serde_json::Value> {
+    let export = run_ok(simtape().current_dir(dir).args(["tape", "export", tape]));
+    String::from_utf8(export.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter_map(|record| {
+            let actor = record["actor"].as_str().unwrap().to_string();
+            let payload = &record["payload"];
+            let kept = match (actor.as_str(), record["kind"].as_str().unwrap()) {
+                ("llm" | "mcp:tickets", "request") => payload.clone(),
+                ("llm", "reply") => payload[1][4].clone(),
+                ("mcp:tickets", "reply") => {
+                    let mut result = payload[1][2].clone();
+                    // A JSON-RPC error names the recorded request that answered it.
+                    if let Some(seq) = result.pointer_mut("/Err/Rpc/0") {
+                        *seq = serde_json::Value::Null;
+                    }
+                    result
+                }
+                _ => return None,
+            };
+            Some(serde_json::json!([actor, record["kind"], kept]))
+        })
+        .collect()
+}
+
+#[test]
+fn fixtures_from_a_tape_replay_its_model_programs_and_mcp_servers() {
+    // Goal: `fixtures from-tape` writes an LLM fixture, a process tape (output found by digest
+    // in the process tapes the tape carries) and a cassette per MCP server; the scenario
+    // pointed at them replays the run: recorded-pipeline's records are equal, and
+    // ticket-retry, whose world server rate-limited it, becomes a cassette scenario (no
+    // world, no fault rules) with the same verdict and the same model and tool traffic.
+    let dir = scratch("record", "from-tape-all");
+    let project = shipped_project(&dir);
+    let run = |scenario: &str, tape: &str| {
+        let output = run_ok(
+            simtape()
+                .current_dir(&dir)
+                .arg("run")
+                .arg(project.join(scenario))
+                .args(["--tape", tape]),
+        );
+        agent_lines(&output)
+    };
+    let from_tape = |tape: &str, out: &str, needle: &str| {
+        let args = ["fixtures", "from-tape", tape, out];
+        expect(simtape().current_dir(&dir).args(args), 0, needle);
+    };
+    run("recorded-pipeline.toml", "a.tape");
+    from_tape(
+        "a.tape",
+        "fx",
+        "process.jsonl (2 entr(ies); 0 run(s) whose output",
+    );
+    let source = std::fs::read_to_string(project.join("recorded-pipeline.toml")).unwrap();
+    let pointed = source.replace(
+        "data/recorded-pipeline/process.jsonl",
+        "../fx/process.jsonl",
+    );
+    assert_ne!(pointed, source);
+    std::fs::write(project.join("pipeline-from-tape.toml"), pointed).unwrap();
+    run("pipeline-from-tape.toml", "b.tape");
+    expect(
+        simtape()
+            .current_dir(&dir)
+            .args(["diff", "a.tape", "b.tape"]),
+        0,
+        "tapes equal (exact)",
+    );
+
+    let first = run("ticket-retry.toml", "t.tape");
+    assert!(first[0].starts_with("result: PASS"), "{first:?}");
+    from_tape(
+        "t.tape",
+        "tfx",
+        "mcp-tickets.cassette.json (8 exchange(s) for [[mcp]] \"tickets\"; 0 call(s)",
+    );
+    let source = std::fs::read_to_string(project.join("ticket-retry.toml")).unwrap();
+    let faults = source.find("[[faults.mcp]]").unwrap();
+    let verifiers = source.find("[[verify]]\nkind = \"world_goal\"").unwrap();
+    let pointed = format!(
+        "{}{}",
+        &source[..faults],
+        &source[verifiers..].replacen(
+            "[[verify]]\nkind = \"world_goal\"\nserver = \"tickets\"\n\n",
+            "",
+            1
+        )
+    )
+    .replace("data/ticket-retry/llm.jsonl", "../tfx/llm.jsonl")
+    .replace(
+        "world = \"worlds/ticket-tracker.json\"",
+        "cassette = \"../tfx/mcp-tickets.cassette.json\"",
+    );
+    std::fs::write(project.join("tickets-from-tape.toml"), pointed).unwrap();
+    assert_eq!(run("tickets-from-tape.toml", "t2.tape"), first);
+    let (recorded, replayed) = (traffic(&dir, "t.tape"), traffic(&dir, "t2.tape"));
+    assert!(recorded.len() > 20, "{recorded:?}");
+    assert_eq!(recorded, replayed);
+}
