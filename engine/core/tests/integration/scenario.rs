@@ -699,7 +699,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:9:48: field `network.allow[2]`: expected a network rule like \"api.github.com\" or \"10.0.0.0/8\", found 7",
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
-            "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`",
+            "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture` or `record`",
             "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `task`",
         ]
     );
