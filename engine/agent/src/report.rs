@@ -156,17 +156,18 @@ impl EvalFailure {
         }
     }
 
-    /// Returns the policy that stopped the run, when one did: the agent's egress denied
-    /// (`net_denied`), a path out of the io boundary (`fs_escape`), a program a gate needs
-    /// that the process policy leaves out (`tool_disabled`). A scripted step that a policy
-    /// stops is the scenario's own failure (`step_failed`), not a verdict on the agent.
+    /// Returns the policy that stopped the run, when one did: egress denied (`net_denied`),
+    /// a path out of the io boundary (`fs_escape`), a program a gate needs that the process
+    /// policy leaves out (`tool_disabled`). A scripted step a policy refuses is stopped by
+    /// the same policy as the agent would be ([`simtape::scenario::CallError::policy`]).
     pub fn policy(&self) -> Option<&'static str> {
         match self {
             EvalFailure::Agent(error) => match error.kind() {
                 kind @ ("net_denied" | "fs_escape" | "tool_disabled") => Some(kind),
                 _ => None,
             },
-            EvalFailure::Sim(_) | EvalFailure::Step(_) => None,
+            EvalFailure::Step(error) => error.error.policy(),
+            EvalFailure::Sim(_) => None,
         }
     }
 

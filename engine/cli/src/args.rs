@@ -12,7 +12,7 @@ Exit codes:
   1  a finding: tapes diverge, a run is not deterministic, a replay differs, a tape is damaged
   2  bad usage or bad input: arguments, scenario files, unreadable tapes
   3  the simulated run ended in error: deadlock, task panic, limit reached, a failed step
-  4  a policy blocked the run: the agent's egress denied, an fs escape, a disabled tool a gate needs";
+  4  a policy blocked the run: egress denied, an fs escape, a disabled tool a gate needs";
 
 const SWEEP_EXIT_CODES: &str = "\
 Exit codes:
@@ -92,6 +92,14 @@ pub(crate) struct RunArgs {
     pub(crate) tape: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) record: crate::common::record::RecordLlmArgs,
+    /// Record every replay source the scenario has instead of replaying it: the model from
+    /// the real provider its [llm.record] section names (the key from that section's
+    /// environment variable), into its fixture; the programs in [process] replay mode run for
+    /// real, into its process tape (or --record-dir). MCP cassettes are refused (record them
+    /// with `simtape mcp record`). The tape, if any, carries no inputs: `simtape replay TAPE
+    /// --scenario SCENARIO` checks that the recording replays.
+    #[arg(long = "record", conflicts_with_all = ["record_llm", "check_determinism"])]
+    pub(crate) record_sources: bool,
     /// Store large payloads beside the tape in `<tape>.cas/` instead of inside it.
     #[arg(long, requires = "tape")]
     pub(crate) sidecar_blobs: bool,
@@ -116,7 +124,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) process_wasi: Option<PathBuf>,
     /// Where programs in `[process]` record mode write their process tape,
-    /// `DIR/<scenario>.process.jsonl` (default: the scenario file's directory).
+    /// `DIR/<scenario>.process.jsonl` (default: the scenario file's directory; with
+    /// --record, the scenario's own [process] tape).
     #[arg(long, value_name = "DIR")]
     pub(crate) record_dir: Option<PathBuf>,
 }

@@ -12,6 +12,7 @@ use simtape_eval::Verdict;
 
 use crate::args::RunArgs;
 use crate::common::files::{check_output, create_parent, read, scratch_dir};
+use crate::common::record::record_sources;
 use crate::common::render::{print_diff, session_line};
 use crate::common::shell::command_line;
 use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
@@ -46,11 +47,17 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
                 .into(),
         ));
     }
-    let mut builder = match crate::common::record::recorder(&args.record)? {
-        Some(llm) => eval.builder_with_llm(seed, llm),
-        None => eval.builder(seed),
+    let (mut builder, recording) = if args.record_sources {
+        let recording = record_sources(&eval, &args.scenario, seed, args.record_dir.as_deref())?;
+        (recording.builder, recording.files)
+    } else {
+        let mut builder = match crate::common::record::recorder(&args.record)? {
+            Some(llm) => eval.builder_with_llm(seed, llm),
+            None => eval.builder(seed),
+        };
+        let recording = record_to(args, &eval, &mut builder)?;
+        (builder, Vec::from_iter(recording))
     };
-    let recording = record_to(args, &eval, &mut builder)?;
     // Evidence needs a tape: the one asked for, or one inside the evidence directory.
     let tape = args.tape.clone().or_else(|| {
         args.evidence
@@ -65,11 +72,12 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     }
     if let Some(tape) = &tape {
         create_parent(tape)?;
-        // The tape carries every file the run reads, so it replays anywhere on its own.
-        builder
-            .tape(tape)
-            .sidecar_blobs(args.sidecar_blobs)
-            .inputs(inputs::capture(&eval, args.process_wasi.as_deref())?);
+        builder.tape(tape).sidecar_blobs(args.sidecar_blobs);
+        // The tape carries every file the run reads, so it replays anywhere on its own; the
+        // files a --record run reads are the ones it is rewriting, so its tape carries none.
+        if !args.record_sources {
+            builder.inputs(inputs::capture(&eval, args.process_wasi.as_deref())?);
+        }
     }
     let mut report = run_eval(
         &eval,
@@ -107,8 +115,12 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         diff.write_to(path).map_err(CliError::io(path))?;
     }
     print_report(args, &eval, &report, &reproduce);
-    if let Some(path) = &recording {
-        // On stderr, so `--json` output stays one JSON document.
+    // On stderr, so `--json` output stays one JSON document.
+    if args.record_sources {
+        for path in &recording {
+            eprintln!("recorded: {}", path.display());
+        }
+    } else if let Some(path) = recording.first() {
         eprintln!("recorded: {} (the programs in record mode)", path.display());
     }
     let outcome = verdict_outcome(&report.verdict);
@@ -200,11 +212,17 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
             tape.bytes,
             tape.final_hash
         );
-        println!(
-            "replay: {}",
+        let path = path.display().to_string();
+        let scenario = args.scenario.display().to_string();
+        let replay = if args.record_sources {
+            // The files a recording run read are the ones it rewrote: its tape carries none,
+            // and its replay reads the recorded files through the scenario.
+            command_line(&["simtape", "replay", &path, "--scenario", &scenario])
+        } else {
             // The tape carries the scenario and its files: it replays on its own, anywhere.
-            command_line(&["simtape", "replay", &path.display().to_string()])
-        );
+            command_line(&["simtape", "replay", &path])
+        };
+        println!("replay: {replay}");
     }
     if report.verdict != Verdict::Pass {
         println!("reproduce: {reproduce}");

@@ -228,6 +228,19 @@ impl Builder {
         Ok(self)
     }
 
+    /// Puts the programs in replay mode in record mode ([`ProcessActor::record_replayed`])
+    /// and gives them, with those already in record mode, the process tape at `path`
+    /// ([`Builder::process_record_to`]): what `simtape run --record` does.
+    pub fn process_record_replayed(
+        &mut self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<&mut Self, crate::cap::process::ProcessTapeError> {
+        if let Some(process) = self.capabilities.process() {
+            self.update_actor(process, ProcessActor::record_replayed);
+        }
+        self.process_record_to(path)
+    }
+
     /// Gives the run subprocesses (see [`crate::cap::process`]); without it, a pipeline has
     /// no process actor at all.
     ///

@@ -21,7 +21,8 @@
 //!   [`eval`] scores many final states with pass rate, pass@k and pass^k.
 //! * [`actor::McpActor`] answers `tools/list` and `tools/call` from a cassette or a seeded world
 //!   inside a simtape simulation, in virtual time; pipelines call it through
-//!   [`actor::McpHandle`].
+//!   [`actor::McpHandle`]; [`from_tape`] turns the calls on a run's tape back into a
+//!   cassette per server.
 //!
 //! Everything above is pure (no clocks, no threads, no processes). The I/O lives apart:
 //! [`stdio`] (the reader thread and the one way a stdio session ends: EOF or a signal),
@@ -40,6 +41,7 @@ pub mod era;
 pub mod error;
 pub mod eval;
 pub mod files;
+pub mod from_tape;
 pub mod http;
 pub mod journal;
 pub mod jsonrpc;

@@ -143,6 +143,8 @@ pub struct Closest {
     pub index: usize,
     /// Its method.
     pub method: String,
+    /// The tool (or prompt) it names (`params.name`), when it names one.
+    pub tool: Option<String>,
     /// Its normalized params.
     pub params: Value,
     /// Where it first differs from the live request (pointer rooted at the request, e.g.
@@ -178,10 +180,18 @@ impl Matcher {
 
     fn miss(&self, method: &str, params: &Value) -> Miss {
         let live = json!({"method": method, "params": params});
+        let tool = tool_of(params);
+        // The same method first, then the same tool: a call of another tool that happens to
+        // differ in fewer leaves is not what the pipeline meant to ask.
         let closest = (0..self.keys.len())
             .min_by_key(|&i| {
                 let (m, p) = &self.keys[i];
-                (m != method, count_differences(p, params), i)
+                (
+                    m != method,
+                    tool_of(p) != tool,
+                    count_differences(p, params),
+                    i,
+                )
             })
             .map(|index| {
                 let (m, p) = &self.keys[index];
@@ -191,6 +201,7 @@ impl Matcher {
                 Box::new(Closest {
                     index,
                     method: m.clone(),
+                    tool: tool_of(p).map(str::to_string),
                     params: p.clone(),
                     difference,
                 })
@@ -213,9 +224,10 @@ impl Miss {
         };
         match &self.closest {
             Some(c) => format!(
-                "{head}; closest recorded request is #{} {}, first difference at {}: recorded {}, got {}",
+                "{head}; closest recorded request is #{} {}{}, first difference at {}: recorded {}, got {}",
                 c.index,
                 c.method,
+                c.tool.as_ref().map_or_else(String::new, |tool| format!(" {tool}")),
                 c.difference.pointer,
                 excerpt(c.difference.left.as_ref()),
                 excerpt(c.difference.right.as_ref()),
@@ -238,6 +250,11 @@ impl Miss {
             None => json!({"closest": null}),
         }
     }
+}
+
+/// Returns the tool or prompt a request's params name (`tools/call`, `prompts/get`).
+fn tool_of(params: &Value) -> Option<&str> {
+    params.get("name").and_then(Value::as_str)
 }
 
 /// Returns the client-initiated exchanges of `cassette` and a matcher over them, keyed by
@@ -307,7 +324,7 @@ mod tests {
         assert_eq!(closest.index, 1);
         assert_eq!(closest.difference.pointer, "/params/arguments/b");
         assert!(
-            miss.message().contains("#1 tools/call"),
+            miss.message().contains("#1 tools/call get-sum,"),
             "{}",
             miss.message()
         );
@@ -319,6 +336,40 @@ mod tests {
         let unknown = m.find("no/such", &json!({})).unwrap_err();
         assert!(!unknown.method_recorded);
         assert_eq!(unknown.closest.unwrap().difference.pointer, "/method");
+    }
+
+    #[test]
+    fn miss_prefers_a_call_of_the_same_tool_and_names_it() {
+        // Goal: a call of `echo` with other arguments is closer than a call of another tool
+        // that differs in fewer leaves: the hint names the recorded `echo` call.
+        let mut m = Matcher::new(vec![
+            (
+                "tools/call".into(),
+                json!({"name": "ping", "arguments": {"message": "ho", "loud": true, "n": 2}}),
+            ),
+            (
+                "tools/call".into(),
+                json!({"name": "echo", "arguments": {"message": "hi", "loud": false, "n": 1}}),
+            ),
+        ]);
+        let live = json!({"name": "echo", "arguments": {"message": "ho", "loud": true, "n": 2}});
+        let miss = m.find("tools/call", &live).unwrap_err();
+        let closest = miss.closest.as_ref().unwrap();
+        assert_eq!(closest.index, 1);
+        assert_eq!(closest.tool.as_deref(), Some("echo"));
+        assert!(
+            miss.message()
+                .contains("#1 tools/call echo, first difference at /params/arguments/loud"),
+            "{}",
+            miss.message()
+        );
+        let other = json!({"name": "absent", "arguments": {}});
+        let miss = m.find("tools/call", &other).unwrap_err();
+        assert!(
+            miss.message().contains("#0 tools/call ping,"),
+            "{}",
+            miss.message()
+        );
     }
 
     #[test]

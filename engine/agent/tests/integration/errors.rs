@@ -76,6 +76,40 @@ fn a_failed_scripted_step_is_an_error() {
 }
 
 #[test]
+fn a_scripted_step_a_policy_refuses_is_blocked() {
+    // Goal: a scripted step's denied connection or escaping path is stopped by the same
+    // policies as the agent's calls: the verdict is blocked by that policy (exit 4), not an
+    // engine error, and the reason still names the task and step.
+    let cases = [
+        (
+            "[network]\nallow = [\"api.github.com\"]\n[[task]]\nname = \"uploader\"\nsteps = [{ connect = \"pastebin.com:443\" }]\n",
+            "net_denied",
+            "task \"uploader\" failed at step task[0].steps[0] (`connect`): connection to pastebin.com:443 denied",
+        ),
+        (
+            "[[task]]\nname = \"reader\"\nsteps = [{ read = \"../outside.txt\" }]\n",
+            "fs_escape",
+            "task \"reader\" failed at step task[0].steps[0] (`read`): path \"../outside.txt\" escapes the overlay root",
+        ),
+    ];
+    for (tasks, expected_policy, expected_reason) in cases {
+        let scenario = eval(
+            scenario("answer.jsonl", tasks),
+            Some(agent(vec![])),
+            any_answer(),
+        );
+        let report = run(&scenario, 0);
+        let Verdict::Blocked { policy, reason } = &report.verdict else {
+            panic!("expected blocked, got {}", report.verdict);
+        };
+        assert_eq!(policy, expected_policy);
+        assert!(reason.starts_with(expected_reason), "{reason}");
+        assert_eq!(footer_verdict(&report), report.verdict.to_string());
+        assert!(report.verifiers.is_empty(), "no verifier's word counts");
+    }
+}
+
+#[test]
 fn a_limit_is_an_error_with_the_transcript_so_far() {
     // Goal: the engine's own stops (here virtual time) are errors; the report keeps what the
     // agent did before.

@@ -1,9 +1,11 @@
 //! Recording a run's model calls from a real provider into a fixture (`--record-llm`), shared
-//! by `run` and `serve`.
+//! by `run` and `serve`; and `run --record`, which switches every replay source a scenario
+//! has to record.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use simtape::cap::llm::{Llm, LlmActor, Provider, RecordConfig};
+use simtape_agent::{EvalScenario, McpSource};
 
 use crate::exit::CliError;
 
@@ -74,4 +76,102 @@ pub(crate) fn recorder(args: &RecordLlmArgs) -> Result<Option<LlmActor>, CliErro
     Llm::record(config)
         .map(Some)
         .map_err(|e| CliError::Input(format!("--record-llm: {e}")))
+}
+
+/// What `run --record` set up: the run's builder, and the files the run writes.
+pub(crate) struct Recording {
+    pub(crate) builder: simtape::Builder,
+    pub(crate) files: Vec<PathBuf>,
+}
+
+/// Switches every replay source of `eval` to record (`simtape run --record`): the model
+/// through `[llm.record]` (its key from simtape's own environment, read here and nowhere
+/// else), programs in replay mode to record mode (their process tape rewritten in place, or
+/// `<record dir>/<name>.process.jsonl`). MCP cassettes are refused: the scenario names no
+/// server to run. Everything is checked before a file is truncated or anything is dialled.
+pub(crate) fn record_sources(
+    eval: &EvalScenario,
+    shown: &Path,
+    seed: u64,
+    record_dir: Option<&Path>,
+) -> Result<Recording, CliError> {
+    let scenario = eval.scenario();
+    let refuse = |why: String| CliError::Usage(format!("--record: {}: {why}", shown.display()));
+    if let Some(server) = eval
+        .eval()
+        .mcp
+        .iter()
+        .find_map(|server| match &server.source {
+            McpSource::Cassette(path) => Some((&server.name, path)),
+            McpSource::World(_) => None,
+        })
+    {
+        return Err(refuse(format!(
+            "[[mcp]] {:?} replays the cassette {}, and a scenario names no MCP server to run, \
+             so `run` cannot record it (it records the model and programs only); record the \
+             cassette on its own with `simtape mcp record --out {} -- SERVER COMMAND` \
+             (docs/mcp.md), and run --record on a copy of the scenario without that server",
+            server.0,
+            server.1.display(),
+            server.1.display()
+        )));
+    }
+    let key = match (scenario.has_llm(), scenario.llm_record()) {
+        (false, _) => None,
+        (true, None) => {
+            return Err(refuse(
+                "[llm] replays a fixture, but the scenario has no [llm.record] section to \
+                 record it with; add one, like [llm.record] provider = \"openai-chat\" \
+                 (docs/scenario-format.md)"
+                    .into(),
+            ))
+        }
+        // The key is read here, in the CLI: the simulation never reads the environment.
+        (true, Some(record)) => match std::env::var(record.key_variable()) {
+            Ok(key) if !key.is_empty() => Some(key),
+            _ => {
+                return Err(refuse(format!(
+                    "[llm.record] reads the API key from {}, which is not set in simtape's \
+                     environment (set it; any value for a local provider that checks none)",
+                    record.key_variable()
+                )))
+            }
+        },
+    };
+    let replays = scenario.replays_processes() || scenario.records_processes();
+    if key.is_none() && !replays {
+        return Err(refuse(
+            "nothing to record: no [llm] fixture and no [process] program in replay mode".into(),
+        ));
+    }
+    let mut files = Vec::new();
+    let mut builder = match key {
+        Some(key) => {
+            let llm = scenario
+                .llm_recorder(key)
+                .expect("the scenario has [llm.record]")
+                .map_err(|e| CliError::Input(format!("--record: [llm.record]: {e}")))?;
+            files.extend(scenario.llm_record_out());
+            eval.builder_with_llm(seed, llm)
+        }
+        None => eval.builder(seed),
+    };
+    if replays {
+        let path = match (record_dir, scenario.process_tape_path()) {
+            (None, Some(tape)) => tape,
+            (dir, _) => {
+                let dir = dir.map_or_else(
+                    || shown.parent().unwrap_or(Path::new("")).to_path_buf(),
+                    Path::to_path_buf,
+                );
+                std::fs::create_dir_all(&dir).map_err(CliError::io(&dir))?;
+                dir.join(format!("{}.process.jsonl", scenario.name()))
+            }
+        };
+        builder
+            .process_record_replayed(&path)
+            .map_err(|error| CliError::Input(format!("{}: {error}", path.display())))?;
+        files.push(path);
+    }
+    Ok(Recording { builder, files })
 }

@@ -512,7 +512,7 @@ fn opencode_works_an_mcp_world_as_a_scenario_agent() {
 }
 
 /// A running aimock, stopped when dropped.
-struct Aimock(std::process::Child);
+pub(crate) struct Aimock(std::process::Child);
 
 impl Drop for Aimock {
     fn drop(&mut self) {
@@ -523,7 +523,7 @@ impl Drop for Aimock {
 
 /// Starts aimock (npm `@copilotkit/aimock`, the LLM record tests' fake provider, installed by
 /// `.ci/run` under engine/core/tests/peers) on a free port; `None` after a skip notice.
-fn aimock() -> Option<(Aimock, u16)> {
+pub(crate) fn aimock() -> Option<(Aimock, u16)> {
     let peers = repo().join("engine/core/tests/peers");
     let bin = peers.join("node_modules/.bin/llmock");
     if !bin.exists() {

@@ -431,16 +431,17 @@ fn emit_diff_writes_the_unified_diff_and_needs_an_fs_table() {
 }
 
 #[test]
-fn a_denied_connect_is_a_run_error_naming_the_step() {
-    // Goal: denied-egress exits 3 and prints the denial with its task and step.
+fn a_denied_connect_is_blocked_naming_the_step() {
+    // Goal: denied-egress is stopped by the network policy: BLOCKED (exit 4), printing the
+    // denial with its task and step.
     let output = simtape()
         .arg("run")
         .arg(scenario("denied-egress.toml"))
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output));
     assert!(
-        text(&output).contains("result: ERROR (step_failed) task \"fetcher\" failed at step task[0].steps[3] (`connect`): connection to pastebin.com:443 denied"),
+        text(&output).contains("result: BLOCKED (net_denied) task \"fetcher\" failed at step task[0].steps[3] (`connect`): connection to pastebin.com:443 denied"),
         "{}",
         text(&output)
     );

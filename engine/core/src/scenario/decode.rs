@@ -161,7 +161,7 @@ fn document(
         ),
     );
     let (name, description, start_unix_ns, seeds) = scenario?;
-    Some(Spec {
+    let spec = Spec {
         name,
         description,
         start_unix_ns,
@@ -173,7 +173,11 @@ fn document(
         process: process?,
         tasks: tasks?,
         faults: faults?,
-    })
+    };
+    if let Some(problem) = super::llm_record::policy_problem(&spec) {
+        decoded.problems.push(problem);
+    }
+    Some(spec)
 }
 
 type ScenarioTable = (String, String, i64, Vec<u64>);

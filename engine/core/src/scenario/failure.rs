@@ -37,6 +37,21 @@ pub enum CallError {
     Process(#[from] ProcessError),
 }
 
+impl CallError {
+    /// Returns the policy that refused the call, when one did: the network policy denied a
+    /// connection (`net_denied`, also a model call in record mode whose host it denies), or
+    /// a path left the overlay root (`fs_escape`). Such a stop is a verdict of its own
+    /// (blocked), not an engine error.
+    pub fn policy(&self) -> Option<&'static str> {
+        match self {
+            CallError::Net(NetError::Denied { .. }) => Some("net_denied"),
+            CallError::Llm(LlmError::Denied(NetError::Denied { .. })) => Some("net_denied"),
+            CallError::Fs(FsError::Escape { .. }) => Some("fs_escape"),
+            _ => None,
+        }
+    }
+}
+
 /// A step whose capability call failed; it ends the run.
 ///
 /// It displays as ``task "NAME" failed at step FIELD (`KIND`): ERROR``, where `FIELD` is the

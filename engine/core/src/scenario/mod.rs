@@ -54,6 +54,7 @@ mod faults_table;
 mod fields;
 mod inputs;
 mod interpret;
+mod llm_record;
 mod node;
 mod resources;
 mod schema;
@@ -74,6 +75,7 @@ pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 pub use inputs::{
     unpack, Captured, InputsError, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX, PROCESS_WASI_ENTRY,
 };
+pub use llm_record::LlmRecord;
 pub use schema::name_problem;
 
 use crate::cap::fs::FsDiff;

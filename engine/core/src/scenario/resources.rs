@@ -158,6 +158,21 @@ fn open_process(spec: &ProcessSpec, limits: &Limits, base: &Path) -> Result<Proc
 }
 
 impl super::Scenario {
+    /// Returns whether `[process]` puts some program (or its default) in `replay` mode.
+    pub fn replays_processes(&self) -> bool {
+        self.resources
+            .process
+            .as_ref()
+            .is_some_and(ProcessActor::replays)
+    }
+
+    /// Returns the `[process] tape` file, resolved against the scenario file's directory.
+    pub fn process_tape_path(&self) -> Option<PathBuf> {
+        let tape = self.spec.process.as_ref()?.tape.as_ref()?;
+        let base = self.path().parent().unwrap_or(Path::new(""));
+        Some(base.join(&tape.path))
+    }
+
     /// Runs every program without a mode (or, under a replay default, without a process
     /// tape entry) as a WASI guest from `dir`: what `simtape run --process-wasi DIR` does.
     /// A scenario without `[process]` gets a process actor that runs every program so.

@@ -119,10 +119,11 @@ pub(crate) struct FsSpec {
     pub(crate) latency: FsLatency,
 }
 
-/// `[llm]`: the replay fixture.
+/// `[llm]`: the replay fixture, and how to record it (`[llm.record]`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LlmSpec {
     pub(crate) fixture: PathField,
+    pub(crate) record: Option<super::llm_record::LlmRecord>,
 }
 
 /// `[process]`: the process tape and the mode of each program. A mode of `None` is

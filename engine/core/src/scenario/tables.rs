@@ -156,8 +156,15 @@ pub(crate) fn llm(decoded: &mut Decoder, field: &Field<'_>) -> Option<LlmSpec> {
             None
         }
     };
-    fields.finish(decoded, "unknown key, expected `fixture`");
-    Some(LlmSpec { fixture: fixture? })
+    let record = match fields.take("record") {
+        Some(record) => super::llm_record::decode(decoded, &record, fixture.as_ref()).map(Some),
+        None => Some(None),
+    };
+    fields.finish(decoded, "unknown key, expected `fixture` or `record`");
+    Some(LlmSpec {
+        fixture: fixture?,
+        record: record?,
+    })
 }
 
 /// Decodes `[process]`: an optional process tape (required once some mode is replay), the

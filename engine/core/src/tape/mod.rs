@@ -4,12 +4,14 @@
 //! [`TapeWriter`] streams records through a reused buffer; [`TapeReader`] streams them back,
 //! checking the hash chain, and names the first bad record and its byte offset.
 
+mod calls;
 pub(crate) mod encode;
 mod inputs;
 mod json;
 mod reader;
 mod writer;
 
+pub use calls::{each_call, FromTapeError, TapeCall};
 pub use inputs::{
     InputEntry, InputStore, Inputs, InputsSection, INPUTS_MAGIC, INPUT_FILE_BYTES_MAX,
 };

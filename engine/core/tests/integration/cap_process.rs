@@ -6,8 +6,8 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use simtape::cap::process::{
-    Command, ExitStatus, Normalizer, ProcessActor, ProcessError, ProcessHandle, ProcessMode,
-    ProcessTape, ProcessTapeError,
+    process_tape_from_tape, Command, ExitStatus, Normalizer, ProcessActor, ProcessError,
+    ProcessHandle, ProcessMode, ProcessTape, ProcessTapeError,
 };
 use simtape::limits::Limits;
 use simtape::{RunReport, Sim};
@@ -507,4 +507,47 @@ fn git_status_and_echo_record_then_replay() {
     assert_eq!(replayed.summary.end_ns, recorded.summary.end_ns);
     let recorded_ns: u64 = recorded.output.iter().map(|(o, _)| o.duration_ns).sum();
     assert_eq!(replayed.summary.end_ns, recorded_ns);
+}
+
+#[test]
+fn a_process_tape_from_a_run_tape_takes_output_by_digest() {
+    // Goal: `process_tape_from_tape` writes an entry per run whose output it can supply: an
+    // empty output needs no source, other output is found by SHA-256 in the process tapes
+    // given; without them that run is counted as unknown, and a failed call as failed. The
+    // tape it writes replays the same run.
+    let recorded = ProcessTape::parse(
+        "recorded",
+        "{\"simtape_process\": 1}\n\
+         {\"program\": \"git\", \"args\": [\"status\"], \"stdout\": \"clean\\n\", \"status\": {\"code\": 0}, \"duration_ns\": 5000000}\n\
+         {\"program\": \"true\", \"status\": {\"code\": 0}, \"duration_ns\": 1000000}\n",
+    )
+    .unwrap();
+    let pipeline = |host: simtape::Host| async move {
+        let process = host.process();
+        let git = process.run(Command::new("git").arg("status")).await;
+        let quiet = process.run(Command::new("true")).await;
+        let missing = process.run(Command::new("ls")).await;
+        (git.unwrap().stdout, quiet.unwrap().stdout, missing.is_err())
+    };
+    let tape_of = |actor: ProcessActor| {
+        let mut builder = Sim::builder();
+        builder.process(actor).tape_in_memory();
+        let report = builder.build().unwrap().run(pipeline).unwrap();
+        let tape = report.summary.tape.unwrap().memory.unwrap();
+        (report.output, tape)
+    };
+    let (output, tape) = tape_of(ProcessActor::replay(recorded.clone()));
+    assert_eq!(output, (b"clean\n".to_vec(), Vec::new(), true));
+    let read = || simtape::tape::TapeReader::new(&tape[..]).unwrap();
+    let alone = process_tape_from_tape(read(), "t", &[]).unwrap();
+    assert_eq!(
+        (alone.entries, alone.unknown_output, alone.failed),
+        (1, 1, 1)
+    );
+    let made = process_tape_from_tape(read(), "t", std::slice::from_ref(&recorded)).unwrap();
+    assert_eq!((made.entries, made.unknown_output, made.failed), (2, 0, 1));
+    let again = ProcessTape::parse("made", &made.text).unwrap();
+    let (replayed, replayed_tape) = tape_of(ProcessActor::replay(again));
+    assert_eq!(replayed, output);
+    assert_eq!(replayed_tape, tape, "the same records, byte for byte");
 }

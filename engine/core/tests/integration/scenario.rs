@@ -699,7 +699,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:9:48: field `network.allow[2]`: expected a network rule like \"api.github.com\" or \"10.0.0.0/8\", found 7",
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
-            "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`",
+            "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture` or `record`",
             "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `task`",
         ]
     );
@@ -1087,4 +1087,47 @@ fn a_process_divergence_or_an_uncovered_program_ends_the_run() {
         error.to_string(),
         "task \"a\" failed at step task[0].steps[0] (`run`): program \"echo\" is not covered: hermetic mode runs nothing; give it a mode in [process] programs (`replay`, `record`, `real` or `wasi`), or run it as a WASI module with --process-wasi DIR"
     );
+}
+
+#[test]
+fn llm_record_is_checked_field_by_field_and_against_the_network_policy() {
+    // Goal: `[llm.record]` defaults its URL, key variable and output to the provider's and
+    // the fixture's; a missing provider, a bad key variable and a [network] policy that
+    // denies the provider's host are each a problem at the field that says so.
+    let head = "[scenario]\nname = \"r\"\n[llm]\nfixture = \"data/refactor-agent/llm.jsonl\"\n";
+    let task = "[[task]]\nname = \"t\"\nsteps = [{ sleep = \"1ms\" }]\n";
+    let source = format!("{head}[llm.record]\nprovider = \"anthropic\"\n{task}");
+    let scenario = parse_at(&source, &scenarios_dir().join("r.toml")).unwrap();
+    let record = scenario.llm_record().unwrap();
+    assert_eq!(record.base_url(), "https://api.anthropic.com");
+    assert_eq!(record.key_variable(), "ANTHROPIC_API_KEY");
+    assert_eq!(
+        scenario.llm_record_out().unwrap(),
+        scenarios_dir().join("data/refactor-agent/llm.jsonl")
+    );
+    assert!(parse(
+        &format!("{head}{task}")
+            .replace("data/refactor-agent", "../../scenarios/data/refactor-agent")
+    )
+    .llm_record()
+    .is_none());
+    let bad = format!("{head}[llm.record]\nkey_env = \"A-B\"\n{task}");
+    assert_eq!(
+        problems(&bad),
+        [
+            "s.toml:5:1: field `llm.record.provider`: expected a provider wire format, one of `anthropic`, `openai-chat`, `openai-responses`, found nothing",
+            "s.toml:6:11: field `llm.record.key_env`: expected an environment variable name like \"OPENAI_API_KEY\", found \"A-B\"",
+        ]
+    );
+    let denied = format!(
+        "{head}[llm.record]\nprovider = \"openai-chat\"\n[network]\nallow = [\"api.github.com\"]\n{task}"
+    );
+    let found = problems(&denied);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("s.toml:5:1: field `llm.record`: recording calls api.openai.com:443, which the [network] policy denies"),
+        "{found:?}"
+    );
+    let allowed = denied.replace("api.github.com", "api.openai.com");
+    assert!(parse_at(&allowed, &scenarios_dir().join("r.toml")).is_ok());
 }

@@ -17,23 +17,8 @@ use serde_json::{json, Value};
 use super::fixture::HttpFailure;
 use super::record::{fixture_entry, CallMatch};
 use super::request::ChatResponse;
-use crate::tape::{payload_to_json, RecordKind, TapeError, TapeReader};
-
-/// Why a tape's model calls could not be turned into a fixture.
-#[derive(Debug, thiserror::Error)]
-pub enum FromTapeError {
-    /// The tape does not read.
-    #[error(transparent)]
-    Tape(#[from] TapeError),
-    /// A model call's record is not in the shape this engine writes.
-    #[error("record {index}: {detail}")]
-    Record {
-        /// The record's index.
-        index: u64,
-        /// What was unexpected.
-        detail: String,
-    },
-}
+pub use crate::tape::FromTapeError;
+use crate::tape::{payload_to_json, RecordKind, TapeReader};
 
 /// The fixture made from a tape.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -421,7 +421,7 @@ impl LlmRecorder {
 }
 
 /// Returns the host and port of an `http` or `https` URL (the scheme's port by default).
-fn host_and_port(url: &str) -> Result<(String, u16), RecordError> {
+pub(crate) fn host_and_port(url: &str) -> Result<(String, u16), RecordError> {
     let bad = |reason: &str| RecordError::BadBaseUrl {
         url: url.to_owned(),
         reason: reason.to_owned(),

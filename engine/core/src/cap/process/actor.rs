@@ -359,6 +359,26 @@ impl ProcessActor {
             || self.modes.values().any(|m| *m == Some(ProcessMode::Record))
     }
 
+    /// Returns whether some program, or the default, is in replay mode.
+    pub fn replays(&self) -> bool {
+        self.fallback == Some(ProcessMode::Replay)
+            || self.modes.values().any(|m| *m == Some(ProcessMode::Replay))
+    }
+
+    /// Puts every program in replay mode (and a replay default) in record mode instead: they
+    /// run for real and are written to the process tape of
+    /// [`crate::Builder::process_record_to`] (`simtape run --record`).
+    pub fn record_replayed(mut self) -> ProcessActor {
+        let record = |mode: &mut Option<ProcessMode>| {
+            if *mode == Some(ProcessMode::Replay) {
+                *mode = Some(ProcessMode::Record);
+            }
+        };
+        record(&mut self.fallback);
+        self.modes.values_mut().for_each(record);
+        self
+    }
+
     /// Gives replay mode its process tape.
     pub fn replaying(mut self, tape: ProcessTape) -> ProcessActor {
         self.replayer = Some(Replayer::new(tape));

@@ -25,6 +25,7 @@
 //! - `record` — appending entries to a process tape.
 //! - `replay` — matching calls to entries; divergence, exhaustion, unused entries.
 //! - [`normalize`] — normalized views of output for comparing recordings.
+//! - [`from_tape`] — a process tape from a run's tape, its outputs found by digest.
 //! - `actor` — [`ProcessActor`], [`ProcessHandle`], the request and reply types.
 //! - `wasi_mode` — wasi mode: the actor's WASI settings and the guest run in the calling task.
 //! - `faults` — injected failing runs by call number or seeded rate
@@ -33,6 +34,7 @@
 mod actor;
 mod error;
 mod faults;
+pub mod from_tape;
 pub mod normalize;
 mod record;
 mod replay;
@@ -45,6 +47,7 @@ pub use actor::{
     Truncation, PROCESS_TIMEOUT_DEFAULT_MS,
 };
 pub use error::{scenario_modes, ProcessError, SCENARIO_MODES};
+pub use from_tape::{process_tape_from_tape, TapeProcessTape};
 pub use normalize::Normalizer;
 pub use replay::UnusedEntry;
 pub use tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry};

@@ -1,0 +1,195 @@
+//! Cassettes from a tape: the MCP traffic of any run (a cassette's replay, a world's answers,
+//! an agent program's calls through `simtape serve`), as one cassette per `[[mcp]]` server
+//! that answers the same requests the same way (`simtape fixtures from-tape`).
+//!
+//! Each `mcp:<server>` actor writes a `request` record (the [`McpRequest`]) and, when the
+//! answer is decided, a `reply` record ([`McpReply`]: the result or JSON-RPC error whole, and
+//! the latency in milliseconds). Calls of one server may overlap (concurrent tool calls), so
+//! a reply is paired with the open request of the same task: a task waits for its call. Each
+//! answered call becomes a client request and the server's response, `latency_ms` apart, so
+//! the cassette's replay takes the same virtual time. Identical requests answer in recorded
+//! order in a replay, so a call retried after an error gets the error, then the result.
+//!
+//! Calls with nothing to replay are left out and counted: a call the recording could not
+//! answer (unmatched, unanswered), and the server-request round trips of sampling and
+//! elicitation (`CallToolAnswering`, `Answer`), whose server messages a reply record does not
+//! hold.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use serde_json::{json, Map, Value};
+use simtape::tape::{each_call, FromTapeError, TapeCall, TapeReader};
+
+use crate::cassette::{Cassette, Direction};
+
+/// The prefix of an MCP actor's name; the rest is the `[[mcp]]` server's name.
+const ACTOR_PREFIX: &str = "mcp:";
+/// Nanoseconds in one cassette millisecond.
+const NS_PER_MS: u64 = 1_000_000;
+
+/// The cassette of one server, made from a tape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TapeCassette {
+    /// The `[[mcp]]` server's name.
+    pub server: String,
+    /// The cassette.
+    pub cassette: Cassette,
+    /// The calls written: one exchange each.
+    pub exchanges: usize,
+    /// The calls left out (unmatched, unanswered, server-request round trips).
+    pub skipped: usize,
+}
+
+/// Reads the MCP calls of the tape `reader` reads into one cassette per server (actors named
+/// `mcp:<server>`), in the tape's actor order; `origin` names the tape in each cassette's
+/// `server` line.
+pub fn cassettes_from_tape<R: Read>(
+    mut reader: TapeReader<R>,
+    origin: &str,
+) -> Result<Vec<TapeCassette>, FromTapeError> {
+    let mut servers: BTreeMap<u16, TapeCassette> = BTreeMap::new();
+    for (id, name) in reader.header().actors.iter().enumerate() {
+        let Some(server) = name.strip_prefix(ACTOR_PREFIX) else {
+            continue;
+        };
+        let id = u16::try_from(id).expect("a tape has at most 65,535 actors");
+        let line = vec![format!("simtape fixtures from-tape {origin} ({server})")];
+        let cassette = TapeCassette {
+            server: server.to_string(),
+            cassette: Cassette::new(line),
+            exchanges: 0,
+            skipped: 0,
+        };
+        servers.insert(id, cassette);
+    }
+    each_call(
+        &mut reader,
+        |name| name.starts_with(ACTOR_PREFIX),
+        |call| {
+            let server = servers
+                .get_mut(&call.actor)
+                .expect("every mcp: actor has a cassette");
+            server.add(&call)
+        },
+    )?;
+    Ok(servers
+        .into_values()
+        .map(|mut server| {
+            server.cassette.fill_latencies();
+            server
+        })
+        .collect())
+}
+
+/// Returns the method and params of a request record's body (an [`McpRequest`] as the tape
+/// holds it: a variant name, or `{variant: [fields]}`), or `None` for one a cassette cannot
+/// replay from a reply alone.
+///
+/// [`McpRequest`]: crate::actor::McpRequest
+fn call_of(body: &Value) -> Result<Option<(String, Option<Value>)>, String> {
+    if let Some(unit) = body.as_str() {
+        return match unit {
+            "ListTools" => Ok(Some(("tools/list".into(), None))),
+            "Describe" => Ok(Some(("initialize".into(), None))),
+            other => Err(format!("an unknown MCP request {other:?}")),
+        };
+    }
+    if let Some(fields) = body.get("CallTool") {
+        let name = fields.get(0).and_then(Value::as_str);
+        let name = name.ok_or("a CallTool request without a tool name")?;
+        let mut params = Map::new();
+        params.insert("name".into(), json!(name));
+        match fields.get(1) {
+            None | Some(Value::Null) => {}
+            Some(arguments) => drop(params.insert("arguments".into(), arguments.clone())),
+        }
+        return Ok(Some(("tools/call".into(), Some(Value::Object(params)))));
+    }
+    if body.get("CallToolAnswering").is_some() || body.get("Answer").is_some() {
+        return Ok(None);
+    }
+    Err(format!("an unknown MCP request {body}"))
+}
+
+impl TapeCassette {
+    /// Writes the exchange of one call (its reply `[request_seq, latency_ms, result]`), or
+    /// counts it as left out.
+    fn add(&mut self, call: &TapeCall) -> Result<(), String> {
+        let latency_ms = call
+            .reply
+            .get(1)
+            .and_then(Value::as_u64)
+            .ok_or("no latency")?;
+        let result = call.reply.get(2).ok_or("no result")?;
+        let response = match (
+            result.get("Ok"),
+            result.get("Err").and_then(|e| e.get("Rpc")),
+        ) {
+            (Some(value), _) => json!({"result": value}),
+            (None, Some(rpc)) => {
+                // `Rpc` as the tape holds it: [request_seq, code, message, data].
+                let mut error = Map::new();
+                error.insert("code".into(), rpc.get(1).cloned().ok_or("no error code")?);
+                error.insert("message".into(), rpc.get(2).cloned().unwrap_or(json!("")));
+                if let Some(data) = rpc.get(3).filter(|data| !data.is_null()) {
+                    error.insert("data".into(), data.clone());
+                }
+                json!({"error": error})
+            }
+            (None, None) => {
+                self.skipped += 1;
+                return Ok(());
+            }
+        };
+        let Some((method, params)) = call_of(&call.request)? else {
+            self.skipped += 1;
+            return Ok(());
+        };
+        self.exchanges += 1;
+        let id = self.exchanges;
+        let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = params {
+            request["params"] = params;
+        }
+        let mut response = response;
+        response["jsonrpc"] = json!("2.0");
+        response["id"] = json!(id);
+        let at_ms = call.request_t_ns / NS_PER_MS;
+        self.cassette.push(Direction::Client, at_ms, request);
+        self.cassette
+            .push(Direction::Server, at_ms + latency_ms, response);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_as_the_tape_holds_them_become_json_rpc_calls() {
+        // Goal: each request variant the actor records maps to its method and params (no
+        // `arguments` for null ones), and the round trips a reply cannot replay are `None`.
+        let call = call_of(&json!({"CallTool": ["get-sum", {"a": 2}]})).unwrap();
+        assert_eq!(
+            call,
+            Some((
+                "tools/call".into(),
+                Some(json!({"name": "get-sum", "arguments": {"a": 2}}))
+            ))
+        );
+        let bare = call_of(&json!({"CallTool": ["ping", null]})).unwrap();
+        assert_eq!(bare.unwrap().1, Some(json!({"name": "ping"})));
+        assert_eq!(
+            call_of(&json!("ListTools")).unwrap(),
+            Some(("tools/list".into(), None))
+        );
+        assert_eq!(
+            call_of(&json!({"Answer": ["s", {}]})).unwrap(),
+            None,
+            "a server-request answer"
+        );
+        assert!(call_of(&json!("Nope")).is_err());
+    }
+}
