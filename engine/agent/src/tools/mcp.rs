@@ -4,13 +4,16 @@
 //! A JSON-RPC error that a client would retry (429 or 503, any error whose data carries
 //! `retryAfterMs`, a timeout, -32001) is retried with the run's back-off and budget; once the
 //! budget is spent, or for any other JSON-RPC error, the model gets the error as the tool's
-//! result. A request the cassette cannot answer stops the run.
+//! result. A request the cassette cannot answer stops the run, and so does an answer of the
+//! agent's to a recorded server request that differs from the recorded one
+//! ([`super::mcp_client`] gives the answers).
 
 use serde_json::{json, Value};
 use simtape::cap::llm::ToolDefinition;
 use simtape_mcp::actor::{is_tool_error, McpCallError, McpHandle};
 use simtape_mcp::world::server::TIMEOUT_CODE;
 
+use super::mcp_client::AgentClient;
 use super::{Failure, Kind, Tool};
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
@@ -77,7 +80,11 @@ pub(crate) async fn call(
     let server = handle(ctx, index);
     let mut failures = 0;
     loop {
-        let error = match server.call_tool(tool, arguments.clone()).await {
+        let client = AgentClient { ctx, server: index };
+        let error = match server
+            .call_tool_with(tool, arguments.clone(), &client)
+            .await?
+        {
             Ok(result) => return result_text(&result),
             Err(error) if retryable(&error) => error,
             Err(error) => return Err(error.into()),

@@ -7,6 +7,7 @@ mod concurrency;
 mod errors;
 mod files;
 mod mcp;
+mod mcp_asks;
 mod retries;
 mod tables;
 mod verifiers;

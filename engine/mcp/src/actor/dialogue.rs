@@ -180,7 +180,10 @@ impl Dialogue {
     fn step(&self, exchange: usize, step: usize, since_ms: u64) -> StepReply {
         let timed = &self.steps[step];
         let state = format!("{STATE_PREFIX}{exchange}/{step}");
-        let message = json!({"method": timed.message["method"], "params": timed.message["params"]});
+        let mut message = json!({ "method": timed.message["method"] });
+        if let Some(params) = timed.message.get("params") {
+            message["params"] = params.clone();
+        }
         let result = match timed.answer {
             Some(_) => json!({
                 "resultType": "input_required",
