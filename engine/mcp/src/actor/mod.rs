@@ -21,7 +21,10 @@
 //!   and the result or error (large results go to the tape's content store).
 //! * [`McpCallError`] separates a recorded JSON-RPC error from a call the cassette cannot
 //!   answer. A tool error result (`isError: true`) is not an error here, as for MCP clients.
-//! * [`McpHandle`] is the typed handle pipeline code holds.
+//! * [`McpHandle`] is the typed handle pipeline code holds; with
+//!   [`McpHandle::call_tool_with`] an [`McpClient`] takes what a recorded server sent on its
+//!   own during a call (notifications, requests to the client) and answers, in recorded order
+//!   (see `dialogue.rs`).
 //!
 //! # A world-backed server
 //!
