@@ -17,7 +17,7 @@ use super::mcp_client::AgentClient;
 use super::{Failure, Kind, Tool};
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
-use crate::report::AgentError;
+use crate::report::{AgentError, ToolFailure};
 use crate::retry::wait_ms;
 
 /// Joins a server's name and its tool's name into the name the model sees.
@@ -30,13 +30,25 @@ pub(crate) async fn list(ctx: &Ctx, server: &str) -> Result<Vec<Tool>, AgentErro
             "the agent's tools name MCP server {server:?}, which no [[mcp]] entry defines"
         )));
     };
-    let listing = handle(ctx, index)
-        .list_tools()
-        .await
-        .map_err(|error| AgentError::McpList {
-            server: server.to_string(),
-            error,
-        })?;
+    let client = AgentClient { ctx, server: index };
+    let listed = handle(ctx, index).list_tools_with(&client).await;
+    let listing = match listed {
+        Ok(Ok(listing)) => listing,
+        Ok(Err(error)) => {
+            let server = server.to_string();
+            return Err(AgentError::McpList { server, error });
+        }
+        // What the server asked while listing, before the first turn, could not be answered.
+        Err(Failure::Fatal(ToolFailure::Model(error))) => {
+            return Err(AgentError::Model { turn: 0, error })
+        }
+        Err(Failure::Fatal(other)) => unreachable!("the agent's MCP answers fail only so: {other}"),
+        Err(Failure::Tool(why)) => {
+            return Err(AgentError::Setup(format!(
+                "MCP server {server:?}: tools/list: {why}"
+            )))
+        }
+    };
     let listed = listing.get("tools").and_then(Value::as_array);
     let tools = listed
         .into_iter()

@@ -82,7 +82,10 @@ fn sampling_is_a_model_call_and_the_result_comes_after_the_answer() {
     assert_eq!(
         shape,
         [
-            "mcp:everything ListTools",
+            "mcp:everything ListToolsAnswering",
+            "mcp:everything Continue", // three notifications/tools/list_changed
+            "mcp:everything Continue",
+            "mcp:everything Continue",
             "llm",
             "mcp:everything CallToolAnswering", // get-roots-list
             "mcp:everything Answer",            // roots/list
@@ -95,13 +98,13 @@ fn sampling_is_a_model_call_and_the_result_comes_after_the_answer() {
         ]
     );
     let roots = json!({"roots": [{"uri": "file:///", "name": "fs"}]});
-    assert_eq!(calls[3].body["Answer"][1], roots);
-    assert_eq!(calls[7].body[1], "mcp:everything", "the sampling's scope");
-    let sampled = &calls[8].body["Answer"][1];
+    assert_eq!(calls[6].body["Answer"][1], roots);
+    assert_eq!(calls[10].body[1], "mcp:everything", "the sampling's scope");
+    let sampled = &calls[11].body["Answer"][1];
     assert_eq!(sampled["model"], "sim-model");
     assert_eq!(sampled["stopReason"], "endTurn");
     assert!(
-        calls[8].t_ns > calls[7].t_ns,
+        calls[11].t_ns > calls[10].t_ns,
         "the answer waits for the model"
     );
     let transcript = report.transcript.as_ref().unwrap();
@@ -110,27 +113,32 @@ fn sampling_is_a_model_call_and_the_result_comes_after_the_answer() {
     let (result_at, _) = *replies(&report, "mcp:everything").last().unwrap();
     assert_eq!(
         result_at,
-        calls[8].t_ns + 1_000_000,
+        calls[11].t_ns + 1_000_000,
         "1 ms after the answer, as recorded"
     );
 }
 
 #[test]
-fn the_server_log_line_is_on_the_tape_where_it_was_recorded() {
-    // Goal: get-roots-list's steps come in recorded order: roots/list asked 3 ms after the
-    // call, the log line 10 ms after the agent's answer, the result 1 ms after that.
+fn list_changed_and_the_log_line_are_on_the_tape_where_they_were_recorded() {
+    // Goal: the server's own messages come in recorded order and at recorded offsets:
+    // tools/list's three identical list_changed notifications (9, 1 and 1 ms in), its list
+    // 31 ms after the last; get-roots-list's roots/list 3 ms after the call, the log line
+    // 10 ms after the agent's answer, the result 1 ms after that.
     let report = run(
         &eval("everything", everything(), "sampling.jsonl", vec![]),
         0,
     );
     let replies = replies(&report, "mcp:everything");
-    let steps: Vec<(u64, String)> = replies[1..4]
+    let steps: Vec<(u64, String)> = replies[..7]
         .iter()
         .map(|(_, body)| {
             let result = &body[2]["Ok"];
             let what = match result["resultType"].as_str() {
                 Some("input_required") => result["inputRequests"]["0"]["method"].clone(),
-                Some("notification") => result["notification"]["params"]["data"].clone(),
+                Some("notification") if result["notification"]["params"].is_object() => {
+                    result["notification"]["params"]["data"].clone()
+                }
+                Some("notification") => result["notification"]["method"].clone(),
                 _ => json!("result"),
             };
             (
@@ -142,6 +150,10 @@ fn the_server_log_line_is_on_the_tape_where_it_was_recorded() {
     assert_eq!(
         steps,
         [
+            (9, "notifications/tools/list_changed".to_string()),
+            (1, "notifications/tools/list_changed".to_string()),
+            (1, "notifications/tools/list_changed".to_string()),
+            (31, "result".to_string()),
             (3, "roots/list".to_string()),
             (
                 10,

@@ -1,5 +1,5 @@
-//! What a recorded server said on its own during a `tools/call`, replayed inside a simulation:
-//! the call's *dialogue*.
+//! What a recorded server said on its own during a `tools/call` (or a `tools/list`), replayed
+//! inside a simulation: the call's *dialogue*.
 //!
 //! A recorded call may hold, before its response, notifications (log lines, list changes,
 //! resource updates) and requests to the client (`sampling/createMessage`,
@@ -96,13 +96,14 @@ impl Dialogue {
                 Step::Notify(message) => (message, None),
                 Step::Ask { request, answer } => (request, answer.as_ref()),
             };
+            // Past the previous step: a server may send the same notification twice.
             let sent = find(messages, cursor, Direction::Server, message)?;
-            cursor = sent;
+            cursor = sent + 1;
             let at_ms = messages[sent].at_ms;
             if method_of(message) == Some("notifications/progress") {
                 continue;
             }
-            let answered = answer.and_then(|a| find(messages, sent, Direction::Client, a));
+            let answered = answer.and_then(|a| find(messages, cursor, Direction::Client, a));
             steps.push(Timed {
                 message: message.clone(),
                 answer: answer.cloned(),

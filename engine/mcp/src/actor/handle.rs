@@ -61,14 +61,37 @@ impl McpHandle {
         client: &C,
     ) -> Result<Result<Value, McpCallError>, C::Error> {
         let name = name.into();
-        if !self.0.with_state(|actor| actor.speaks_during_calls()) {
+        if !self.speaks() {
             return Ok(self.call_tool(name, arguments).await);
         }
-        let mut reply = self
-            .0
-            .call(McpRequest::CallToolAnswering { name, arguments })
-            .await
-            .result;
+        let first = McpRequest::CallToolAnswering { name, arguments };
+        self.converse(first, client).await
+    }
+
+    /// Calls `tools/list` with `client` taking what the server sends on its own meanwhile
+    /// (server-everything's `notifications/tools/list_changed`, say), as
+    /// [`McpHandle::call_tool_with`] does for a call.
+    pub async fn list_tools_with<C: McpClient>(
+        &self,
+        client: &C,
+    ) -> Result<Result<Value, McpCallError>, C::Error> {
+        if !self.speaks() {
+            return Ok(self.list_tools().await);
+        }
+        self.converse(McpRequest::ListToolsAnswering, client).await
+    }
+
+    fn speaks(&self) -> bool {
+        self.0.with_state(|actor| actor.speaks_during_requests())
+    }
+
+    /// Sends `first`, then goes through its dialogue's steps with `client` to the result.
+    async fn converse<C: McpClient>(
+        &self,
+        first: McpRequest,
+        client: &C,
+    ) -> Result<Result<Value, McpCallError>, C::Error> {
+        let mut reply = self.0.call(first).await.result;
         loop {
             let step = match reply {
                 Ok(step) => step,

@@ -120,13 +120,17 @@ pub enum McpRequest {
         /// The `requestState` of the step taken.
         request_state: String,
     },
+    /// `tools/list` by a pipeline that takes the server's own messages during it (see
+    /// [`McpHandle::list_tools_with`]): the steps as for [`McpRequest::CallToolAnswering`]
+    /// (a server's `list_changed` notifications, say), then the recorded list.
+    ListToolsAnswering,
 }
 
 impl McpRequest {
     /// Returns the JSON-RPC method of the request.
     pub fn method(&self) -> &'static str {
         match self {
-            McpRequest::ListTools => "tools/list",
+            McpRequest::ListTools | McpRequest::ListToolsAnswering => "tools/list",
             McpRequest::CallTool { .. }
             | McpRequest::CallToolAnswering { .. }
             | McpRequest::Answer { .. }
@@ -138,7 +142,7 @@ impl McpRequest {
     /// Returns the JSON-RPC params of the request, as a client would send them.
     pub fn params(&self) -> Option<Value> {
         match self {
-            McpRequest::ListTools | McpRequest::Describe => None,
+            McpRequest::ListTools | McpRequest::ListToolsAnswering | McpRequest::Describe => None,
             McpRequest::Answer {
                 request_state,
                 result,
@@ -229,7 +233,7 @@ impl McpActor {
         let dialogues = exchanges
             .iter()
             .enumerate()
-            .filter(|(_, exchange)| exchange.method() == "tools/call")
+            .filter(|(_, exchange)| matches!(exchange.method(), "tools/call" | "tools/list"))
             .filter_map(|(index, exchange)| {
                 let request = cassette
                     .messages
@@ -311,10 +315,10 @@ impl McpActor {
         }
     }
 
-    /// Returns whether the server sends messages of its own during some `tools/call`
-    /// (notifications, requests to the client): only then does a call need a client that
-    /// takes them ([`McpHandle::call_tool_with`]). Never for a world.
-    pub fn speaks_during_calls(&self) -> bool {
+    /// Returns whether the server sends messages of its own during some `tools/call` or
+    /// `tools/list` (notifications, requests to the client): only then does a request need a
+    /// client that takes them ([`McpHandle::call_tool_with`]). Never for a world.
+    pub fn speaks_during_requests(&self) -> bool {
         match &self.backend {
             Backend::Cassette(cassette) => !cassette.dialogues.is_empty(),
             Backend::World(_) => false,
@@ -402,7 +406,9 @@ impl CassetteBackend {
         let exchange = &self.exchanges[index];
         self.answered.push(exchange.request_seq);
         let dialogue = match request {
-            McpRequest::CallToolAnswering { .. } => self.dialogues.get(&index),
+            McpRequest::CallToolAnswering { .. } | McpRequest::ListToolsAnswering => {
+                self.dialogues.get(&index)
+            }
             _ => None,
         };
         if let Some(dialogue) = dialogue {
@@ -417,6 +423,17 @@ impl CassetteBackend {
             request_seq: Some(exchange.request_seq),
             latency_ms: exchange.latency_ms.unwrap_or(0),
             result: recorded_result(exchange),
+        }
+    }
+
+    /// Returns the method of the request whose dialogue `state` goes on with (`tools/call`
+    /// when it names none).
+    fn continued_method(&self, state: &str) -> &'static str {
+        let exchange =
+            dialogue::parse_state(state).and_then(|(index, _)| self.exchanges.get(index));
+        match exchange.map(Exchange::method) {
+            Some("tools/list") => "tools/list",
+            _ => "tools/call",
         }
     }
 
@@ -481,7 +498,17 @@ impl Actor for McpActor {
     type Response = McpReply;
 
     fn operation(&self, request: &McpRequest) -> &'static str {
-        request.method()
+        // A step of a dialogue goes on with the request it belongs to.
+        let state = match request {
+            McpRequest::Answer { request_state, .. } | McpRequest::Continue { request_state } => {
+                request_state
+            }
+            _ => return request.method(),
+        };
+        match &self.backend {
+            Backend::Cassette(cassette) => cassette.continued_method(state),
+            Backend::World(_) => request.method(),
+        }
     }
 
     fn handle(&mut self, request: &McpRequest, cx: &mut ActorContext<'_>) -> Answer<McpReply> {

@@ -73,7 +73,7 @@ impl WorldBackend {
         let request_seq = self.requests;
         let tool = match request {
             McpRequest::Describe => unreachable!("answered above"),
-            McpRequest::ListTools => None,
+            McpRequest::ListTools | McpRequest::ListToolsAnswering => None,
             McpRequest::CallTool { name, .. } | McpRequest::CallToolAnswering { name, .. } => {
                 Some(name.as_str())
             }
@@ -87,7 +87,7 @@ impl WorldBackend {
         let mut latency_ms = model.base_ms.saturating_add(jitter_ms);
         let result = match request {
             McpRequest::Describe => unreachable!("answered above"),
-            McpRequest::ListTools => Ok(self.server.tools_list()),
+            McpRequest::ListTools | McpRequest::ListToolsAnswering => Ok(self.server.tools_list()),
             McpRequest::Answer { .. } | McpRequest::Continue { .. } => Err(McpCallError::Rpc {
                 request_seq,
                 code: crate::jsonrpc::INVALID_PARAMS,
