@@ -97,6 +97,10 @@ fn sampling_is_a_model_call_and_the_result_comes_after_the_answer() {
             "llm",
         ]
     );
+    // A step goes on under the method of the request it belongs to.
+    let operations: Vec<&str> = calls.iter().map(|r| r.operation.as_str()).collect();
+    assert_eq!(operations[..4], ["tools/list"; 4]);
+    assert_eq!(operations[5..8], ["tools/call"; 3]);
     let roots = json!({"roots": [{"uri": "file:///", "name": "fs"}]});
     assert_eq!(calls[6].body["Answer"][1], roots);
     assert_eq!(calls[10].body[1], "mcp:everything", "the sampling's scope");
