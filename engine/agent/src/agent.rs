@@ -108,8 +108,8 @@ pub(crate) async fn session(
 }
 
 /// Calls the model with `request` (handed back each time), retrying what a client would
-/// retry; `None` when the retry budget is spent.
-async fn ask(
+/// retry; `None` when the retry budget is spent. The error is always [`AgentError::Model`].
+pub(crate) async fn ask(
     ctx: &Ctx,
     turn: u32,
     request: &mut ChatRequest,

@@ -40,6 +40,8 @@ pub(crate) struct RunState {
     /// The tool names the built-in agent was offered, once its toolbox is open (an agent
     /// program's tools are its own: unknown).
     pub(crate) offered_tools: RefCell<Option<Vec<String>>>,
+    /// How many `[[mcp]] elicitation` answers each server (by index) has used.
+    pub(crate) elicited: RefCell<std::collections::BTreeMap<usize, usize>>,
 }
 
 /// Everything the agent, its tools and the verifiers reach during one run.

@@ -100,21 +100,21 @@ pub enum ToolFailure {
     /// An MCP call that the cassette cannot answer.
     #[error(transparent)]
     Mcp(#[from] McpCallError),
+    /// The model call an MCP server asked the agent for (sampling) failed as no retry helps.
+    #[error("the model call the MCP server asked for (sampling): {0}")]
+    Model(LlmError),
 }
 
 impl AgentError {
     /// Returns a short machine-readable name of the error kind.
     pub fn kind(&self) -> &'static str {
         match self {
-            AgentError::Model { error, .. } => match error {
-                LlmError::Unmatched { .. } => "llm_unmatched",
-                LlmError::Denied(_) => "net_denied",
-                _ => "llm_error",
-            },
-            AgentError::Tool { error, .. } => match **error {
+            AgentError::Model { error, .. } => model_kind(error),
+            AgentError::Tool { error, .. } => match &**error {
                 ToolFailure::Fs(_) => "fs_escape",
                 ToolFailure::Process(_) => "process_replay",
                 ToolFailure::Mcp(_) => "mcp_replay",
+                ToolFailure::Model(error) => model_kind(error),
             },
             AgentError::VerifierEscape { .. } => "fs_escape",
             AgentError::Gate { error, .. } => match **error {
@@ -127,6 +127,15 @@ impl AgentError {
             AgentError::Timeout { .. } => "agent_timeout",
             AgentError::Unmatched { .. } => "llm_unmatched",
         }
+    }
+}
+
+/// Returns the kind of a model call's failure.
+fn model_kind(error: &LlmError) -> &'static str {
+    match error {
+        LlmError::Unmatched { .. } => "llm_unmatched",
+        LlmError::Denied(_) => "net_denied",
+        _ => "llm_error",
     }
 }
 

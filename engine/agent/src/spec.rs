@@ -145,6 +145,11 @@ pub struct McpServerSpec {
     pub name: String,
     /// What backs it.
     pub source: McpSource,
+    /// The built-in agent's answers to the server's `elicitation/create` requests, in the
+    /// order they come (`[[mcp]] elicitation`): each an MCP `ElicitResult`
+    /// (`{"action": "accept", "content": {…}}`, or `decline` or `cancel` without content).
+    /// Once they are used up the agent declines.
+    pub elicitation: Vec<serde_json::Value>,
 }
 
 /// What backs an MCP server inside a simulation.

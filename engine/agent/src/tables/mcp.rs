@@ -9,7 +9,9 @@ use simtape::scenario::decoder::{one_of, path, Decoder, Field, PathField};
 use crate::spec::{McpServerSpec, McpSource};
 
 /// The keys of an `[[mcp]]` entry.
-const MCP_KEYS: [&str; 3] = ["name", "world", "cassette"];
+const MCP_KEYS: [&str; 4] = ["name", "world", "cassette", "elicitation"];
+/// The actions of an elicitation answer, as MCP names them.
+const ELICIT_ACTIONS: [&str; 3] = ["accept", "decline", "cancel"];
 /// Names `[agent] tools` gives the built-in tool groups, so no server may take them.
 const TOOL_GROUPS: [&str; 2] = ["fs", "process"];
 const WORLD: &str = "a world spec path relative to the scenario file";
@@ -124,6 +126,10 @@ fn server(
             None
         }
     };
+    let elicitation = match fields.take("elicitation") {
+        Some(answers) => elicitation(decoded, &answers),
+        None => Some(Vec::new()),
+    };
     fields.finish(
         decoded,
         &format!("unknown key, expected one of {}", one_of(&MCP_KEYS)),
@@ -152,7 +158,62 @@ fn server(
     } else {
         McpSource::Cassette(written)
     };
-    Some((McpServerSpec { name, source }, file))
+    let server = McpServerSpec {
+        name,
+        source,
+        elicitation: elicitation?,
+    };
+    Some((server, file))
+}
+
+/// Decodes `elicitation`: the agent's answers to `elicitation/create`, in order, each
+/// `{ action = "accept", content = { … } }` or `{ action = "decline" }` / `"cancel"`.
+fn elicitation(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<serde_json::Value>> {
+    let what = "an array of answers like [{ action = \"accept\", content = { name = \"Ada\" } }]";
+    let items = decoded.array(field, what)?;
+    let answers: Vec<Option<serde_json::Value>> = items
+        .iter()
+        .map(|item| elicit_answer(decoded, item))
+        .collect();
+    answers.into_iter().collect()
+}
+
+fn elicit_answer(decoded: &mut Decoder, field: &Field<'_>) -> Option<serde_json::Value> {
+    let what = "an answer like { action = \"accept\", content = { name = \"Ada\" } }";
+    let mut fields = decoded.table(field, what)?;
+    let expected = format!("one of {}", one_of(&ELICIT_ACTIONS));
+    let action = match fields.take("action") {
+        Some(action) => {
+            let text = decoded.string(&action, &expected);
+            let known = text.filter(|text| ELICIT_ACTIONS.contains(text));
+            if text.is_some() && known.is_none() {
+                decoded.expected(&action, &expected);
+            }
+            known
+        }
+        None => {
+            decoded.missing(&fields, "action", &expected);
+            None
+        }
+    };
+    let content = fields.take("content");
+    fields.finish(decoded, "unknown key, expected `action` or `content`");
+    let action = action?;
+    let mut answer = serde_json::json!({ "action": action });
+    match content {
+        Some(content) if action != "accept" => {
+            let message = format!("`content` goes only with action \"accept\", found {action:?}");
+            decoded.problem(content.span.clone(), content.path.clone(), message);
+            return None;
+        }
+        Some(content) if !content.is_table() => {
+            decoded.expected(&content, "a table of the requested fields");
+            return None;
+        }
+        Some(content) => answer["content"] = decoded.json(&content)?,
+        None => {}
+    }
+    Some(answer)
 }
 
 /// A server name: a name, not one of the built-in tool groups, not used before. The error

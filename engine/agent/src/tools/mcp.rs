@@ -4,17 +4,20 @@
 //! A JSON-RPC error that a client would retry (429 or 503, any error whose data carries
 //! `retryAfterMs`, a timeout, -32001) is retried with the run's back-off and budget; once the
 //! budget is spent, or for any other JSON-RPC error, the model gets the error as the tool's
-//! result. A request the cassette cannot answer stops the run.
+//! result. A request the cassette cannot answer stops the run, and so does an answer of the
+//! agent's to a recorded server request that differs from the recorded one
+//! ([`super::mcp_client`] gives the answers).
 
 use serde_json::{json, Value};
 use simtape::cap::llm::ToolDefinition;
 use simtape_mcp::actor::{is_tool_error, McpCallError, McpHandle};
 use simtape_mcp::world::server::TIMEOUT_CODE;
 
+use super::mcp_client::AgentClient;
 use super::{Failure, Kind, Tool};
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
-use crate::report::AgentError;
+use crate::report::{AgentError, ToolFailure};
 use crate::retry::wait_ms;
 
 /// Joins a server's name and its tool's name into the name the model sees.
@@ -27,13 +30,25 @@ pub(crate) async fn list(ctx: &Ctx, server: &str) -> Result<Vec<Tool>, AgentErro
             "the agent's tools name MCP server {server:?}, which no [[mcp]] entry defines"
         )));
     };
-    let listing = handle(ctx, index)
-        .list_tools()
-        .await
-        .map_err(|error| AgentError::McpList {
-            server: server.to_string(),
-            error,
-        })?;
+    let client = AgentClient { ctx, server: index };
+    let listed = handle(ctx, index).list_tools_with(&client).await;
+    let listing = match listed {
+        Ok(Ok(listing)) => listing,
+        Ok(Err(error)) => {
+            let server = server.to_string();
+            return Err(AgentError::McpList { server, error });
+        }
+        // What the server asked while listing, before the first turn, could not be answered.
+        Err(Failure::Fatal(ToolFailure::Model(error))) => {
+            return Err(AgentError::Model { turn: 0, error })
+        }
+        Err(Failure::Fatal(other)) => unreachable!("the agent's MCP answers fail only so: {other}"),
+        Err(Failure::Tool(why)) => {
+            return Err(AgentError::Setup(format!(
+                "MCP server {server:?}: tools/list: {why}"
+            )))
+        }
+    };
     let listed = listing.get("tools").and_then(Value::as_array);
     let tools = listed
         .into_iter()
@@ -77,7 +92,11 @@ pub(crate) async fn call(
     let server = handle(ctx, index);
     let mut failures = 0;
     loop {
-        let error = match server.call_tool(tool, arguments.clone()).await {
+        let client = AgentClient { ctx, server: index };
+        let error = match server
+            .call_tool_with(tool, arguments.clone(), &client)
+            .await?
+        {
             Ok(result) => return result_text(&result),
             Err(error) if retryable(&error) => error,
             Err(error) => return Err(error.into()),

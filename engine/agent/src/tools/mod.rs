@@ -3,7 +3,8 @@
 //! * [`fs`]: `read_file`, `write_file`, `append_file`, `edit_file`, `list_dir`, `delete_file`,
 //!   `rename`, `make_dir` over the run's overlay;
 //! * [`process`]: `run`, a program through the process capability;
-//! * [`mcp`]: every tool of each `[[mcp]]` server, as `<server>__<tool>`.
+//! * [`mcp`]: every tool of each `[[mcp]]` server, as `<server>__<tool>`; [`mcp_client`]
+//!   answers what a server asks the agent during such a call.
 //!
 //! A call first meets the harness's checks: an unknown tool or arguments that do not fit the
 //! tool's parameters ([`params`]) go back to the model as an error result. A tool's own
@@ -13,6 +14,7 @@
 
 pub(crate) mod fs;
 pub(crate) mod mcp;
+pub(crate) mod mcp_client;
 pub(crate) mod params;
 pub(crate) mod process;
 

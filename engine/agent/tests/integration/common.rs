@@ -94,7 +94,7 @@ pub(crate) struct Request {
 
 /// Returns every request record of the tape, in order.
 pub(crate) fn requests(report: &EvalReport) -> Vec<Request> {
-    let mut reader = TapeReader::new(tape(report)).unwrap();
+    let mut reader = TapeReader::new(tape(report)).unwrap().keep_blobs(true);
     let mut found = Vec::new();
     while let Some(record) = reader.next_record().unwrap() {
         if record.kind != RecordKind::Request {
@@ -123,7 +123,7 @@ pub(crate) fn agent_operations(report: &EvalReport) -> Vec<String> {
 
 /// Returns the footer verdict of the report's tape.
 pub(crate) fn footer_verdict(report: &EvalReport) -> String {
-    let mut reader = TapeReader::new(tape(report)).unwrap();
+    let mut reader = TapeReader::new(tape(report)).unwrap().keep_blobs(true);
     while reader.next_record().unwrap().is_some() {}
     reader.footer().unwrap().verdict.clone()
 }

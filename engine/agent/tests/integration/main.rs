@@ -8,6 +8,7 @@ mod errors;
 mod files;
 mod harness;
 mod mcp;
+mod mcp_asks;
 mod retries;
 mod tables;
 mod verifiers;

@@ -15,6 +15,7 @@ fn kv_server() -> McpServerSpec {
     McpServerSpec {
         name: "kv".into(),
         source: McpSource::World(data().join("kv-world.json")),
+        elicitation: Vec::new(),
     }
 }
 
@@ -116,6 +117,7 @@ fn faults_on_a_cassette_server_or_an_unknown_server_are_refused() {
     let cassette = McpServerSpec {
         name: "kv".into(),
         source: McpSource::Cassette(data().join("missing-cassette.json")),
+        elicitation: Vec::new(),
     };
     let mut parts = EvalSpec {
         mcp: vec![cassette],
@@ -142,6 +144,7 @@ fn a_bad_world_spec_is_placed_at_its_mcp_field() {
     let broken = McpServerSpec {
         name: "kv".into(),
         source: McpSource::World(data().join("no-such-world.json")),
+        elicitation: Vec::new(),
     };
     let parts = EvalSpec {
         mcp: vec![broken],
@@ -184,6 +187,7 @@ fn a_cassette_server_answers_what_it_recorded_and_an_unrecorded_call_is_an_error
         mcp: vec![McpServerSpec {
             name: "sums".into(),
             source: McpSource::Cassette(data().join("sums.cassette.json")),
+            elicitation: Vec::new(),
         }],
         verify: goal_free(),
         ..EvalSpec::default()

@@ -234,10 +234,12 @@ fn a_complete_eval_scenario_decodes_every_table() {
             McpServerSpec {
                 name: "tickets".into(),
                 source: McpSource::World(dir.join("worlds/tickets.json")),
+                elicitation: Vec::new(),
             },
             McpServerSpec {
                 name: "search".into(),
                 source: McpSource::Cassette(dir.join("data/search.cassette.jsonl")),
+                elicitation: Vec::new(),
             },
         ]
     );
@@ -444,6 +446,40 @@ fn an_mcp_fault_rate_reaches_the_world_as_a_ratio() {
 }
 
 #[test]
+fn elicitation_answers_decode_in_order_and_bad_ones_are_placed() {
+    // Goal: `[[mcp]] elicitation` becomes the agent's ElicitResults in file order (TOML
+    // content as JSON); an unknown action, content with a decline and content that is no
+    // table are each reported at their field.
+    let dir = eval_dir("elicitation");
+    let server = "[[mcp]]\nname = \"search\"\ncassette = \"data/search.cassette.jsonl\"\n";
+    let answers = "elicitation = [{ action = \"accept\", content = { name = \"Ada\", age = 36 } }, { action = \"cancel\" }]\n";
+    let source = format!("{HEAD}{CAPABILITIES}{server}{answers}[agent]\ntask = \"Do it.\"\n");
+    let scenario = EvalScenario::parse(&source, &dir.join("e.toml")).unwrap();
+    assert_eq!(
+        scenario.eval().mcp[0].elicitation,
+        [
+            serde_json::json!({"action": "accept", "content": {"name": "Ada", "age": 36}}),
+            serde_json::json!({"action": "cancel"}),
+        ]
+    );
+    let bad = r#"[[mcp]]
+name = "search"
+cassette = "c.json"
+elicitation = [{ action = "maybe" }, { action = "decline", content = { a = 1 } }, { action = "accept", content = 3 }, { content = {} }]
+"#;
+    assert_eq!(
+        problems(&format!("{HEAD}{bad}")),
+        [
+            "1:1: field `task`: expected at least one [[task]] table, found nothing",
+            "6:27: field `mcp[0].elicitation[0].action`: expected one of `accept`, `decline`, `cancel`, found \"maybe\"",
+            "6:70: field `mcp[0].elicitation[1].content`: `content` goes only with action \"accept\", found \"decline\"",
+            "6:114: field `mcp[0].elicitation[2].content`: expected a table of the requested fields, found 3",
+            "6:119: field `mcp[0].elicitation[3].action`: expected one of `accept`, `decline`, `cancel`, found nothing",
+        ]
+    );
+}
+
+#[test]
 fn agent_defaults_offer_every_configured_source() {
     // Goal: an [agent] with only a task gets the documented defaults, and its tools are fs,
     // process and each [[mcp]] server in file order.
@@ -517,7 +553,7 @@ colour = "red"
             "10:1: field `mcp[2].world`: expected a backing: `world = \"worlds/x.json\"` or `cassette = \"data/x.jsonl\"`, found nothing",
             "11:8: field `mcp[2].name`: expected a server name not used before, found \"dup\", which `mcp[1].name` already names",
             "13:8: field `mcp[3].name`: the server name \"fs\" is reserved: `[agent] tools` uses it for the built-in fs tools",
-            "14:1: field `mcp[3].cassete`: unknown key, expected one of `name`, `world`, `cassette`",
+            "14:1: field `mcp[3].cassete`: unknown key, expected one of `name`, `world`, `cassette`, `elicitation`",
             "15:9: field `mcp[3].world`: expected a world spec path relative to the scenario file, found \"\"",
             "16:1: field `agent`: [agent] needs an [llm] table: the agent's model answers from its fixture",
             "17:9: field `agent.model`: expected a model name (not empty), found \"\"",

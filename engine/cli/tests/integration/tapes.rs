@@ -48,8 +48,9 @@ fn tape_of(dir: &Path, scenario: &str, seed: u64, extra: &[&str]) -> PathBuf {
 }
 
 /// The shipped scenarios that read files, one per kind of input, at a pinned seed.
-const WITH_FILES: [(&str, u64); 5] = [
+const WITH_FILES: [(&str, u64); 6] = [
     ("ticket-retry", 0),      // an LLM fixture and an MCP world spec
+    ("mcp-sampling", 0),      // an MCP cassette whose server asks the agent during calls
     ("refactor-files", 0),    // an [fs] tree and an LLM fixture
     ("recorded-pipeline", 0), // a process tape
     ("wasi-sleeper", 0),      // WASI modules

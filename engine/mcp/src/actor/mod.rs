@@ -21,7 +21,10 @@
 //!   and the result or error (large results go to the tape's content store).
 //! * [`McpCallError`] separates a recorded JSON-RPC error from a call the cassette cannot
 //!   answer. A tool error result (`isError: true`) is not an error here, as for MCP clients.
-//! * [`McpHandle`] is the typed handle pipeline code holds.
+//! * [`McpHandle`] is the typed handle pipeline code holds; with
+//!   [`McpHandle::call_tool_with`] an [`McpClient`] takes what a recorded server sent on its
+//!   own during a call (notifications, requests to the client) and answers, in recorded order
+//!   (see `dialogue.rs`).
 //!
 //! # A world-backed server
 //!
@@ -41,31 +44,30 @@
 //! * **Artifacts.** The final state and its score are [`McpActor::world_state`] and
 //!   [`McpActor::world_report`], on the actor in `RunReport::actors`.
 
+mod dialogue;
 mod error;
 mod handle;
 mod world;
 
 pub use error::McpCallError;
-pub use handle::{is_tool_error, McpHandle};
+pub use handle::{is_tool_error, McpClient, McpHandle};
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use simtape::actor::{Actor, ActorContext, Answer};
 
-use crate::asks::{
-    answer_difference, input_requests, input_required, parse_request_state, Mismatch,
-};
 use crate::cassette::{Cassette, Exchange};
 use crate::era;
 use crate::error::McpError;
 use crate::matching::Matcher;
 use crate::redact::Redactor;
-use crate::script::ServerSide;
 use crate::world::score::Scored;
 use crate::world::server::WorldReport;
 use crate::world::{SpecError, World};
+use dialogue::{Dialogue, Next, Resumed};
 use world::WorldBackend;
 
 /// Virtual nanoseconds in one recorded millisecond.
@@ -84,25 +86,27 @@ pub enum McpRequest {
         /// The tool's arguments, a JSON object (or null for none).
         arguments: Value,
     },
-    /// `tools/call` of the tool `name` by a pipeline that answers the server's own requests
-    /// (see [`McpHandle::call_tool_answering`]). When the recording holds requests the server
-    /// made of its client during the call (sampling, elicitation, roots), the reply is an
-    /// `input_required` result naming the first of them, as a 2026-07-28 server would send
-    /// it; the pipeline goes on with [`McpRequest::Answer`]. Otherwise as `CallTool`.
+    /// `tools/call` of the tool `name` by a pipeline that takes the server's own messages
+    /// during the call (see [`McpHandle::call_tool_with`]). When the recording holds
+    /// notifications or requests to the client during the call, the reply is the first of
+    /// them, a step of the call's dialogue (`resultType` `notification` or `input_required`,
+    /// with a `requestState`); the pipeline goes on with [`McpRequest::Continue`] or
+    /// [`McpRequest::Answer`]. Otherwise as `CallTool`. A world sends nothing on its own, so
+    /// this is `CallTool` there.
     CallToolAnswering {
         /// The tool's name.
         name: String,
         /// The tool's arguments, a JSON object (or null for none).
         arguments: Value,
     },
-    /// The pipeline's answer to the server request an `input_required` result named: the
-    /// `requestState` of that result and the pipeline's `result` for the request. It is
-    /// checked against the answer recorded; the reply is the next `input_required` result or
-    /// the call's recorded result.
+    /// The pipeline's answer to the server request an `input_required` step named: the
+    /// step's `requestState` and the pipeline's `result` for the request. It is checked
+    /// against the answer recorded ([`McpCallError::AnswerMismatch`] when it differs); the
+    /// reply is the next step or the call's recorded result.
     Answer {
-        /// The `requestState` of the `input_required` result answered.
+        /// The `requestState` of the step answered.
         request_state: String,
-        /// The answer (a sampling, elicitation or roots result).
+        /// The answer (a sampling, elicitation, roots or ping result).
         result: Value,
     },
     /// `initialize`: the server's description, its `initialize` result at its newest
@@ -110,16 +114,27 @@ pub enum McpRequest {
     /// `instructions` when it has them), for a gateway that serves the server to outside
     /// clients. It takes no virtual time and draws nothing from the actor's stream.
     Describe,
+    /// The pipeline took the notification a `notification` step carried: the reply is the
+    /// next step or the call's recorded result.
+    Continue {
+        /// The `requestState` of the step taken.
+        request_state: String,
+    },
+    /// `tools/list` by a pipeline that takes the server's own messages during it (see
+    /// [`McpHandle::list_tools_with`]): the steps as for [`McpRequest::CallToolAnswering`]
+    /// (a server's `list_changed` notifications, say), then the recorded list.
+    ListToolsAnswering,
 }
 
 impl McpRequest {
     /// Returns the JSON-RPC method of the request.
     pub fn method(&self) -> &'static str {
         match self {
-            McpRequest::ListTools => "tools/list",
+            McpRequest::ListTools | McpRequest::ListToolsAnswering => "tools/list",
             McpRequest::CallTool { .. }
             | McpRequest::CallToolAnswering { .. }
-            | McpRequest::Answer { .. } => "tools/call",
+            | McpRequest::Answer { .. }
+            | McpRequest::Continue { .. } => "tools/call",
             McpRequest::Describe => "initialize",
         }
     }
@@ -127,11 +142,14 @@ impl McpRequest {
     /// Returns the JSON-RPC params of the request, as a client would send them.
     pub fn params(&self) -> Option<Value> {
         match self {
-            McpRequest::ListTools | McpRequest::Describe => None,
+            McpRequest::ListTools | McpRequest::ListToolsAnswering | McpRequest::Describe => None,
             McpRequest::Answer {
                 request_state,
                 result,
             } => Some(json!({"requestState": request_state, "inputResponse": result})),
+            McpRequest::Continue { request_state } => {
+                Some(json!({ "requestState": request_state }))
+            }
             McpRequest::CallTool { name, arguments }
             | McpRequest::CallToolAnswering { name, arguments } => {
                 let mut params = Map::new();
@@ -200,8 +218,8 @@ struct CassetteBackend {
     matcher: Matcher,
     redactor: Redactor,
     answered: Vec<u64>,
-    /// What the recorded server sent on its own, by owning client message.
-    side: ServerSide,
+    /// What the recorded server sent on its own during each call, by exchange index.
+    dialogues: BTreeMap<usize, Dialogue>,
     /// The answer to [`McpRequest::Describe`], as `simtape mcp replay` answers `initialize`.
     description: Result<Value, McpCallError>,
 }
@@ -211,12 +229,26 @@ impl McpActor {
     pub fn from_cassette(cassette: Cassette) -> McpActor {
         let (exchanges, matcher) = crate::matching::client_index(&cassette);
         let mut replay = crate::replay::ReplayServer::new(&cassette, Redactor::default());
+        let side = crate::script::server_side(&cassette);
+        let dialogues = exchanges
+            .iter()
+            .enumerate()
+            .filter(|(_, exchange)| matches!(exchange.method(), "tools/call" | "tools/list"))
+            .filter_map(|(index, exchange)| {
+                let request = cassette
+                    .messages
+                    .iter()
+                    .find(|e| e.seq == exchange.request_seq)?;
+                let segment = side.segment(exchange.request_seq);
+                Some((index, Dialogue::of(&cassette, request, &segment)?))
+            })
+            .collect();
         let backend = CassetteBackend {
             matcher,
             exchanges,
             redactor: Redactor::default(),
             answered: Vec::new(),
-            side: crate::script::server_side(&cassette),
+            dialogues,
             description: describe(|line| replay.handle_line(line)),
         };
         McpActor {
@@ -283,6 +315,16 @@ impl McpActor {
         }
     }
 
+    /// Returns whether the server sends messages of its own during some `tools/call` or
+    /// `tools/list` (notifications, requests to the client): only then does a request need a
+    /// client that takes them ([`McpHandle::call_tool_with`]). Never for a world.
+    pub fn speaks_during_requests(&self) -> bool {
+        match &self.backend {
+            Backend::Cassette(cassette) => !cassette.dialogues.is_empty(),
+            Backend::World(_) => false,
+        }
+    }
+
     /// Returns the world's current state (after a run: its final state), or `None` for a
     /// cassette-backed actor.
     pub fn world_state(&self) -> Option<&Value> {
@@ -338,12 +380,15 @@ impl CassetteBackend {
                 result: self.description.clone(),
             };
         }
-        if let McpRequest::Answer {
-            request_state,
-            result,
-        } = request
-        {
-            return self.resume(request_state, result);
+        match request {
+            McpRequest::Answer {
+                request_state,
+                result,
+            } => return self.resume(request_state, Resumed::Answer(result)),
+            McpRequest::Continue { request_state } => {
+                return self.resume(request_state, Resumed::Continue)
+            }
+            _ => {}
         }
         let method = request.method();
         let mut key_params = era::matching_params(request.params().as_ref());
@@ -360,15 +405,19 @@ impl CassetteBackend {
         };
         let exchange = &self.exchanges[index];
         self.answered.push(exchange.request_seq);
-        if let McpRequest::CallToolAnswering { .. } = request {
-            let segment = self.side.segment(exchange.request_seq);
-            if let Some((asked, _)) = input_requests(&segment).first() {
-                return McpReply {
-                    request_seq: Some(exchange.request_seq),
-                    latency_ms: 0,
-                    result: Ok(input_required(index, 0, asked)),
-                };
+        let dialogue = match request {
+            McpRequest::CallToolAnswering { .. } | McpRequest::ListToolsAnswering => {
+                self.dialogues.get(&index)
             }
+            _ => None,
+        };
+        if let Some(dialogue) = dialogue {
+            let step = dialogue.first(index);
+            return McpReply {
+                request_seq: Some(exchange.request_seq),
+                latency_ms: step.latency_ms,
+                result: Ok(step.result),
+            };
         }
         McpReply {
             request_seq: Some(exchange.request_seq),
@@ -377,50 +426,40 @@ impl CassetteBackend {
         }
     }
 
-    /// Takes the pipeline's answer to a server request (see [`McpRequest::Answer`]).
-    fn resume(&mut self, state: &str, result: &Value) -> McpReply {
-        let reply = |request_seq, latency_ms, result| McpReply {
-            request_seq,
-            latency_ms,
-            result,
-        };
-        let parsed = parse_request_state(state).filter(|&(i, _)| i < self.exchanges.len());
-        let malformed = |reason: String| McpCallError::Malformed {
-            request_seq: 0,
-            reason,
-        };
-        let Some((index, answered)) = parsed else {
-            let reason = format!("requestState {state:?} was not issued by this server");
-            return reply(None, 0, Err(malformed(reason)));
+    /// Returns the method of the request whose dialogue `state` goes on with (`tools/call`
+    /// when it names none).
+    fn continued_method(&self, state: &str) -> &'static str {
+        let exchange =
+            dialogue::parse_state(state).and_then(|(index, _)| self.exchanges.get(index));
+        match exchange.map(Exchange::method) {
+            Some("tools/list") => "tools/list",
+            _ => "tools/call",
+        }
+    }
+
+    /// Goes on with a call's dialogue after the step `state` names (see [`dialogue`]).
+    fn resume(&mut self, state: &str, resumed: Resumed<'_>) -> McpReply {
+        let found = dialogue::parse_state(state)
+            .and_then(|(index, step)| Some((index, step, self.dialogues.get(&index)?)));
+        let Some((index, step, dialogue)) = found else {
+            return McpReply {
+                request_seq: None,
+                latency_ms: 0,
+                result: Err(dialogue::malformed(format!("{state:?}"))),
+            };
         };
         let exchange = &self.exchanges[index];
-        let seq = Some(exchange.request_seq);
-        let segment = self.side.segment(exchange.request_seq);
-        let asks = input_requests(&segment);
-        let Some((asked, Some(recorded))) = asks.get(answered - 1).copied() else {
-            let reason = format!("requestState {state:?} names no recorded server request");
-            return reply(seq, 0, Err(malformed(reason)));
+        let request_seq = exchange.request_seq;
+        let (latency_ms, result) = match dialogue.resume(index, step, resumed, request_seq) {
+            Ok(Next::Step(step)) => (step.latency_ms, Ok(step.result)),
+            Ok(Next::Result { latency_ms }) => (latency_ms, recorded_result(exchange)),
+            Err(error) => (0, Err(error)),
         };
-        let live = json!({ "result": result });
-        if let Some(difference) = answer_difference(recorded, &live) {
-            let mismatch = Mismatch {
-                method: asked["method"].as_str().unwrap_or("").to_string(),
-                for_request: None,
-                difference,
-            };
-            let error = McpCallError::AnswerMismatch {
-                request_seq: exchange.request_seq,
-                method: mismatch.method.clone(),
-                pointer: mismatch.difference.pointer.clone(),
-                message: mismatch.message(),
-            };
-            return reply(seq, 0, Err(error));
+        McpReply {
+            request_seq: Some(request_seq),
+            latency_ms,
+            result,
         }
-        if let Some((next, _)) = asks.get(answered) {
-            return reply(seq, 0, Ok(input_required(index, answered, next)));
-        }
-        let latency_ms = exchange.latency_ms.unwrap_or(0);
-        reply(seq, latency_ms, recorded_result(exchange))
     }
 }
 
@@ -459,7 +498,17 @@ impl Actor for McpActor {
     type Response = McpReply;
 
     fn operation(&self, request: &McpRequest) -> &'static str {
-        request.method()
+        // A step of a dialogue goes on with the request it belongs to.
+        let state = match request {
+            McpRequest::Answer { request_state, .. } | McpRequest::Continue { request_state } => {
+                request_state
+            }
+            _ => return request.method(),
+        };
+        match &self.backend {
+            Backend::Cassette(cassette) => cassette.continued_method(state),
+            Backend::World(_) => request.method(),
+        }
     }
 
     fn handle(&mut self, request: &McpRequest, cx: &mut ActorContext<'_>) -> Answer<McpReply> {

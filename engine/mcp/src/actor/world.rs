@@ -73,11 +73,11 @@ impl WorldBackend {
         let request_seq = self.requests;
         let tool = match request {
             McpRequest::Describe => unreachable!("answered above"),
-            McpRequest::ListTools => None,
+            McpRequest::ListTools | McpRequest::ListToolsAnswering => None,
             McpRequest::CallTool { name, .. } | McpRequest::CallToolAnswering { name, .. } => {
                 Some(name.as_str())
             }
-            McpRequest::Answer { .. } => None,
+            McpRequest::Answer { .. } | McpRequest::Continue { .. } => None,
         };
         let model = self.server.world().latency(tool);
         let jitter_ms = match model.jitter_ms {
@@ -87,12 +87,11 @@ impl WorldBackend {
         let mut latency_ms = model.base_ms.saturating_add(jitter_ms);
         let result = match request {
             McpRequest::Describe => unreachable!("answered above"),
-            McpRequest::ListTools => Ok(self.server.tools_list()),
-            McpRequest::Answer { .. } => Err(McpCallError::Rpc {
+            McpRequest::ListTools | McpRequest::ListToolsAnswering => Ok(self.server.tools_list()),
+            McpRequest::Answer { .. } | McpRequest::Continue { .. } => Err(McpCallError::Rpc {
                 request_seq,
                 code: crate::jsonrpc::INVALID_PARAMS,
-                message: "a world makes no requests of its client, so there is nothing to answer"
-                    .into(),
+                message: "a world sends nothing on its own, so there is nothing to answer".into(),
                 data: None,
             }),
             McpRequest::CallTool { .. } | McpRequest::CallToolAnswering { .. } => {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 use simtape::tape::{payload_to_json, RecordKind, TapeReader};
 use simtape::RunReport;
-use simtape_mcp::actor::{is_tool_error, McpActor, McpCallError, McpHandle, McpRequest};
+use simtape_mcp::actor::{is_tool_error, McpActor, McpCallError, McpClient, McpHandle, McpRequest};
 use simtape_mcp::McpError;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -346,7 +346,8 @@ fn describe_gives_the_recorded_initialize_at_no_cost() -> TestResult {
     Ok(())
 }
 
-/// A recorded call during which the server asked its client to sample, and the answer.
+/// A recorded call during which the server logged a line and asked its client to sample, and
+/// the client's answer.
 fn asking_cassette() -> simtape_mcp::Cassette {
     use simtape_mcp::Direction::{Client, Server};
     let mut cassette = simtape_mcp::Cassette::new(vec!["asker".into()]);
@@ -355,6 +356,11 @@ fn asking_cassette() -> simtape_mcp::Cassette {
             Client,
             0,
             json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}),
+        ),
+        (
+            Server,
+            1,
+            json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"asking"}}),
         ),
         (
             Server,
@@ -379,40 +385,82 @@ fn asking_cassette() -> simtape_mcp::Cassette {
     cassette
 }
 
-#[test]
-fn a_recorded_server_request_becomes_a_question_to_the_pipeline_on_the_tape() -> TestResult {
-    // Goal: `call_tool_answering` asks the pipeline the recorded sampling request, checks its
-    // answer, then returns the recorded result after the recorded latency; the question and
-    // the answer are a request/reply pair each on the tape; another answer is a named
-    // AnswerMismatch; a plain `call_tool` still gets the recorded result at once.
-    let run = |text: &'static str| -> Result<_, Box<dyn std::error::Error>> {
-        let mut b = simtape::Sim::builder();
-        let mcp = McpHandle::new(b.actor("mcp:asker", McpActor::from_cassette(asking_cassette())));
-        let report = b.tape_in_memory().build()?.run(move |_host| async move {
-            let mut asked = Vec::new();
-            let answered = mcp
-                .call_tool_answering("ask", json!({}), |method, params| {
-                    asked.push((method.to_string(), params["maxTokens"].clone()));
-                    json!({"model":"m","role":"assistant","content":{"type":"text","text":text}})
-                })
-                .await;
-            let plain = mcp.call_tool("ask", json!({})).await;
-            (asked, answered, plain)
-        })?;
-        Ok(report)
-    };
-    let report = run("yes")?;
-    let (asked, answered, plain) = report.output;
-    assert_eq!(asked, [("sampling/createMessage".to_string(), json!(9))]);
-    assert_eq!(answered?["content"][0]["text"], "the model said yes");
-    assert_eq!(plain?["content"][0]["text"], "the model said yes");
-    assert_eq!(report.summary.end_ns, 14 * MS);
-    let (requests, _) = actor_records(report.summary, "mcp:asker")?;
-    assert_eq!(requests.len(), 3, "{requests:?}");
-    assert!(requests[1].contains("\"text\":\"yes\""), "{}", requests[1]);
+/// A client that answers sampling with `text` after 5 ms of virtual time (a model call's
+/// stand-in) and keeps what it was told, in order.
+struct Sampler {
+    text: &'static str,
+    seen: std::cell::RefCell<Vec<String>>,
+}
 
-    let report = run("no")?;
-    let (_, answered, _) = report.output;
+impl McpClient for Sampler {
+    type Error = String;
+
+    async fn answer(&self, method: &str, params: &Value) -> Result<Value, String> {
+        self.seen
+            .borrow_mut()
+            .push(format!("{method} {}", params["maxTokens"]));
+        simtape::time::sleep(std::time::Duration::from_millis(5)).await;
+        let content = json!({"type": "text", "text": self.text});
+        Ok(json!({"model": "m", "role": "assistant", "content": content}))
+    }
+
+    async fn notified(&self, notification: &Value) {
+        let method = notification["method"].as_str().unwrap_or("");
+        self.seen.borrow_mut().push(method.to_string());
+    }
+}
+
+type AskingRun = RunReport<(Vec<String>, Result<Value, McpCallError>)>;
+
+/// Calls the asking cassette's tool once with a [`Sampler`] answering `text`.
+fn run_asking(text: &'static str) -> Result<AskingRun, Box<dyn std::error::Error>> {
+    let mut b = simtape::Sim::builder();
+    let mcp = McpHandle::new(b.actor("mcp:asker", McpActor::from_cassette(asking_cassette())));
+    let report = b.tape_in_memory().build()?.run(move |_host| async move {
+        let client = Sampler {
+            text,
+            seen: Default::default(),
+        };
+        let answered = mcp.call_tool_with("ask", json!({}), &client).await;
+        let answered = answered.expect("the sampler always answers");
+        (client.seen.into_inner(), answered)
+    })?;
+    Ok(report)
+}
+
+#[test]
+fn a_recorded_server_request_is_answered_by_the_pipeline_before_the_result() -> TestResult {
+    // Goal: `call_tool_with` hands the pipeline the recorded log line, then the sampling
+    // request, awaits its answer (5 ms of its own), checks it, and only then returns the
+    // recorded result, 4 ms after the answer as recorded; every step and the answer are
+    // request/reply pairs of the actor on the tape, in recorded order.
+    let report = run_asking("yes")?;
+    let (seen, answered) = report.output;
+    assert_eq!(
+        seen,
+        ["notifications/message", "sampling/createMessage 9"],
+        "the steps in recorded order"
+    );
+    assert_eq!(answered?["content"][0]["text"], "the model said yes");
+    assert_eq!(report.summary.end_ns, (1 + 1 + 5 + 4) * MS);
+    let (requests, replies) = actor_records(report.summary, "mcp:asker")?;
+    assert_eq!((requests.len(), replies.len()), (3, 3), "{requests:?}");
+    assert!(requests[0].contains("CallToolAnswering"), "{}", requests[0]);
+    assert!(replies[0].contains("\"data\":\"asking\""), "{}", replies[0]);
+    assert!(requests[1].contains("Continue"), "{}", requests[1]);
+    assert!(replies[1].contains("input_required"), "{}", replies[1]);
+    assert!(requests[2].contains("\"text\":\"yes\""), "{}", requests[2]);
+    assert!(replies[2].contains("the model said yes"), "{}", replies[2]);
+    Ok(())
+}
+
+#[test]
+fn another_answer_is_a_named_replay_miss_and_plain_calls_are_unchanged() -> TestResult {
+    // Goal: an answer other than the recorded one is an AnswerMismatch naming the request
+    // and the first differing field, with no result; a plain `call_tool` of the same call
+    // still gets the recorded result after the recorded latency, with no steps.
+    let report = run_asking("no")?;
+    let (_, answered) = report.output;
     let Err(McpCallError::AnswerMismatch {
         method, pointer, ..
     }) = answered
@@ -423,5 +471,22 @@ fn a_recorded_server_request_becomes_a_question_to_the_pipeline_on_the_tape() ->
         (method.as_str(), pointer.as_str()),
         ("sampling/createMessage", "/result/content/text")
     );
+    let mut b = simtape::Sim::builder();
+    let mcp = McpHandle::new(b.actor("mcp:asker", McpActor::from_cassette(asking_cassette())));
+    let report = b
+        .build()?
+        .run(move |_host| async move { mcp.call_tool("ask", json!({})).await })?;
+    assert_eq!(report.output?["content"][0]["text"], "the model said yes");
+    assert_eq!(report.summary.end_ns, 7 * MS);
+    Ok(())
+}
+
+#[test]
+fn a_dialogue_replays_to_the_same_tape_bytes() -> TestResult {
+    // Goal: the same run twice writes byte-identical tapes.
+    let first = run_asking("yes")?.summary.tape.and_then(|t| t.memory);
+    let second = run_asking("yes")?.summary.tape.and_then(|t| t.memory);
+    assert!(first.is_some());
+    assert_eq!(first, second);
     Ok(())
 }
