@@ -17,7 +17,7 @@ use crate::spec::{Check, FsState, TextMatch, VerifySpec};
 use serde_json::Value;
 use simtape::actor::ActorRef;
 use simtape::cap::fs::{FsActor, FsDiff, FsError};
-use simtape::cap::process::{Command, ProcessError, ProcessHandle};
+use simtape::cap::process::{Command, ProcessError};
 
 use crate::command::GateRun;
 use crate::log::AgentEvent;
@@ -405,13 +405,14 @@ async fn gate(
     args: &[String],
     expected: i32,
 ) -> Result<Seen, AgentError> {
-    let Some(actor) = ctx.host.capabilities().process() else {
+    if ctx.host.capabilities().process().is_none() {
         return Ok(Err(Mismatch(
             "the scenario has no [process] to run the gate".to_string(),
         )));
-    };
+    }
     let command = Command::new(program).args(args.iter().cloned());
-    let ran = ProcessHandle::new(actor).run(command).await;
+    // The host's handle: a WASI gate's root is the run's filesystem, as the agent left it.
+    let ran = ctx.host.process().run(command).await;
     ctx.state.gates.borrow_mut().push(GateRun {
         exit_code: ran.as_ref().ok().map(|output| exit_code(output.status)),
         error: ran.as_ref().err().map(ToString::to_string),

@@ -11,7 +11,7 @@ use simtape_agent::harness::parts::{
 };
 use simtape_agent::harness::policy::{Feature, HarnessFaults};
 use simtape_agent::harness::HarnessError;
-use simtape_agent::{EvalReport, EvalScenario, Verdict};
+use simtape_agent::{Check, EvalReport, EvalScenario, FsState, TextMatch, Verdict};
 
 /// The shipped feature-list scenario, loaded as a user's Rust code would.
 fn shipped() -> EvalScenario {
@@ -19,13 +19,28 @@ fn shipped() -> EvalScenario {
     EvalScenario::load(&root.join("feature-list.toml")).unwrap()
 }
 
-/// `shipped()` with its harness's parts replaced by `parts` and its faults by none.
+/// `shipped()` with its harness's parts replaced by `parts` and its faults by none. Its
+/// features are validated by what calc.rhai holds (the shipped tests run in WASI, which this
+/// crate's tests are built without).
 fn with_parts(parts: HarnessParts) -> EvalScenario {
     let loaded = shipped();
     let mut eval = loaded.eval().clone();
+    eval.verify
+        .retain(|spec| !matches!(spec.check, Check::Gate { .. }));
     let harness = eval.harness.as_mut().expect("the scenario has a [harness]");
     harness.parts = parts;
     harness.policy.faults = HarnessFaults::default();
+    for feature in &mut harness.features {
+        let check = Check::Fs {
+            path: "calc.rhai".into(),
+            state: FsState::Modified,
+            content: TextMatch {
+                contains: Some(format!("fn {}(a, b)", feature.id)),
+                ..TextMatch::default()
+            },
+        };
+        feature.verify = vec![crate::common::verify("calc.rhai", 1, check)];
+    }
     EvalScenario::from_parts(loaded.scenario().clone(), eval).unwrap()
 }
 

@@ -1,1 +1,0 @@
-"""calc: a tiny arithmetic library, built feature by feature."""
