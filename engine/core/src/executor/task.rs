@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use super::context::{raise_attention, schedule, try_with_core, with_core};
+use super::context::{schedule, try_with_core, with_core};
 use super::TaskId;
 use crate::actor::ENGINE_ACTOR;
 use crate::tape::encode::SmallPayload;
@@ -141,15 +141,16 @@ impl Drop for ExitGuard {
             "aborted"
         };
         let id = self.id;
+        let mut waker = None;
         try_with_core(|core| {
             if core.shutting_down {
                 return;
             }
             if let Some(info) = core.tasks.get_mut(id as usize) {
-                info.alive = false;
+                // The task ends: the core lets go of its waker (dropped below, outside the
+                // borrow; the runnable that runs this drop still holds the task).
+                waker = info.waker.take();
                 core.tasks_alive -= 1;
-                // The loop drops the task's waker after this poll returns.
-                raise_attention();
             }
             let t_ns = core.now_ns;
             let written = if self.completed {
@@ -163,6 +164,7 @@ impl Drop for ExitGuard {
                 core.fail(e);
             }
         });
+        drop(waker);
     }
 }
 
