@@ -1,7 +1,7 @@
-//! simtape-bench: simtape side by side with tokio and nexosim on the workloads of
-//! the four reference workloads (W1, W1ms, W2, W3).
+//! simtape-bench: simtape side by side with tokio and nexosim on the reference workloads
+//! (W1, W1ms, W2, W3, W4).
 //!
-//! - [`workloads`]: W1, W1ms, W2 and W3, their SplitMix64 durations and expected figures.
+//! - [`workloads`]: W1, W1ms, W2, W3 and W4, their SplitMix64 durations and expected figures.
 //! - [`frameworks`]: each workload written in each framework's idiom.
 //! - [`runner`]: interleaved rounds, medians, and the checks that every run did the work.
 //! - [`report`]: the table, its JSON, and the performance bars.

@@ -32,7 +32,7 @@ struct Args {
     /// Also writes the table as a JSON array to this file.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
-    /// Runs only these workloads, comma-separated (W1, W1ms, W2, W3).
+    /// Runs only these workloads, comma-separated (W1, W1ms, W2, W3, W4).
     #[arg(long, value_delimiter = ',', value_name = "W1,W2")]
     only: Vec<Workload>,
     /// Runs only these frameworks, comma-separated (simtape, simtape+tape, tokio, nexosim);

@@ -1,7 +1,7 @@
 //! Turns measurements into the report: a table, its JSON form, and the bars.
 //!
-//! Ratios compare events per second with tokio on the same workload. tokio has no tape, so
-//! both simtape modes are compared with the one tokio row.
+//! Ratios compare events per second with tokio, and with nexosim, on the same workload. The
+//! peers have no tape, so both simtape modes are compared with the one row of each peer.
 
 use std::fmt::Write;
 
@@ -17,7 +17,7 @@ pub const TAPE_BYTES_PER_RECORD_MAX: f64 = 32.0;
 /// One line of the report (and one object of the JSON array).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    /// `W1`, `W1ms`, `W2` or `W3`.
+    /// `W1`, `W1ms`, `W2`, `W3` or `W4`.
     pub workload: String,
     /// `simtape`, `tokio` or `nexosim`.
     pub framework: String,
@@ -32,6 +32,11 @@ pub struct Row {
     pub events_per_cpu_s: f64,
     /// `events_per_cpu_s` divided by tokio's on the same workload.
     pub ratio_to_tokio_cpu: Option<f64>,
+    /// `events_per_s` divided by nexosim's on the same workload; `None` when nexosim did not
+    /// run.
+    pub ratio_to_nexosim: Option<f64>,
+    /// `events_per_cpu_s` divided by nexosim's on the same workload.
+    pub ratio_to_nexosim_cpu: Option<f64>,
     /// Virtual time at the end of the run, in µs.
     pub virtual_end_us: f64,
     /// Tape bytes per record, for a taped run.
@@ -48,9 +53,12 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
     measurements
         .iter()
         .map(|m| {
-            let tokio = measurements.iter().find(|other| {
-                other.case.workload == m.case.workload && other.case.framework == Framework::Tokio
-            });
+            let peer = |framework: Framework| {
+                measurements.iter().find(|other| {
+                    other.case.workload == m.case.workload && other.case.framework == framework
+                })
+            };
+            let (tokio, nexosim) = (peer(Framework::Tokio), peer(Framework::Nexosim));
             Row {
                 workload: m.case.workload.name().to_string(),
                 framework: m.case.framework.name().to_string(),
@@ -59,6 +67,8 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
                 ratio_to_tokio: tokio.map(|t| m.events_per_s() / t.events_per_s()),
                 events_per_cpu_s: m.events_per_cpu_s(),
                 ratio_to_tokio_cpu: tokio.map(|t| m.events_per_cpu_s() / t.events_per_cpu_s()),
+                ratio_to_nexosim: nexosim.map(|n| m.events_per_s() / n.events_per_s()),
+                ratio_to_nexosim_cpu: nexosim.map(|n| m.events_per_cpu_s() / n.events_per_cpu_s()),
                 virtual_end_us: m.outcome.end_ns as f64 / 1_000.0,
                 bytes_per_record: m.outcome.tape.map(|t| t.bytes_per_record()),
                 rounds: m.host_times.len(),
@@ -83,27 +93,31 @@ pub fn format_rate(events_per_s: f64) -> String {
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(concat!(
-        "| workload | framework | tape | events/s (median) | × tokio | events/CPU-s | × tokio (CPU) ",
-        "| virtual end µs | B/record | fingerprint |\n",
-        "|---|---|---|---|---|---|---|---|---|---|\n",
+        "| workload | framework | tape | events/s (median) | × tokio | × nexosim | events/CPU-s ",
+        "| × tokio (CPU) | × nexosim (CPU) | virtual end µs | B/record | fingerprint |\n",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     ));
     for row in rows {
         let ratio = format_ratio(row.ratio_to_tokio);
         let ratio_cpu = format_ratio(row.ratio_to_tokio_cpu);
+        let nexosim = format_ratio(row.ratio_to_nexosim);
+        let nexosim_cpu = format_ratio(row.ratio_to_nexosim_cpu);
         let bytes = row
             .bytes_per_record
             .map_or("–".to_string(), |b| format!("{b:.1}"));
         let fingerprint = row.fingerprint.as_deref().unwrap_or("–");
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.workload,
             row.framework,
             if row.tape { "on" } else { "off" },
             format_rate(row.events_per_s),
             ratio,
+            nexosim,
             format_rate(row.events_per_cpu_s),
             ratio_cpu,
+            nexosim_cpu,
             format_thousands(row.virtual_end_us),
             bytes,
             fingerprint,
@@ -146,26 +160,39 @@ pub struct Bar {
     pub pass: bool,
 }
 
-/// The bars: simtape untaped W1ms ≥ 1.3×, W2 ≥ 4×, W3 ≥ 1.0× tokio; taped W1ms ≥ 1.0×,
-/// W2 ≥ 3× tokio; and at most 32 tape bytes per record on the timer workloads (W1, W1ms, W2,
-/// where nearly every record is a timer wake).
+/// The bars: simtape untaped W1ms ≥ 1.3×, W2 ≥ 4×, W3 ≥ 1.6× tokio and W3 and W4 ahead of
+/// both tokio and nexosim; taped W1ms ≥ 2×, W2 ≥ 3×, W3 ≥ 1.2× tokio; and at most 32 tape
+/// bytes per record on the timer workloads (W1, W1ms, W2, where nearly every record is a timer
+/// wake).
 pub fn bars(rows: &[Row]) -> Vec<Bar> {
     let simtape = |workload: Workload, tape: bool| {
         rows.iter()
             .find(|r| r.workload == workload.name() && r.framework == "simtape" && r.tape == tape)
     };
-    let ratio_bar = |workload: Workload, tape: bool, minimum: f64| {
-        let measured = simtape(workload, tape).and_then(|r| r.ratio_to_tokio);
+    let ratio_bar = |workload: Workload, tape: bool, minimum: f64, peer: Framework| {
+        let row = simtape(workload, tape);
+        let (measured, measured_cpu) = match peer {
+            Framework::Nexosim => (
+                row.and_then(|r| r.ratio_to_nexosim),
+                row.and_then(|r| r.ratio_to_nexosim_cpu),
+            ),
+            _ => (
+                row.and_then(|r| r.ratio_to_tokio),
+                row.and_then(|r| r.ratio_to_tokio_cpu),
+            ),
+        };
         Bar {
             label: format!(
-                "simtape tape {} {workload} ≥ {minimum:.1}× tokio",
-                if tape { "on " } else { "off" }
+                "simtape tape {} {workload} ≥ {minimum:.1}× {}",
+                if tape { "on " } else { "off" },
+                peer.name()
             ),
             measured,
-            measured_cpu: simtape(workload, tape).and_then(|r| r.ratio_to_tokio_cpu),
+            measured_cpu,
             pass: measured.is_some_and(|m| m >= minimum),
         }
     };
+    let (tokio, nexosim) = (Framework::Tokio, Framework::Nexosim);
     let timer_workloads = [Workload::W1, Workload::W1ms, Workload::W2];
     let worst_bytes = rows
         .iter()
@@ -173,11 +200,15 @@ pub fn bars(rows: &[Row]) -> Vec<Bar> {
         .filter_map(|r| r.bytes_per_record)
         .reduce(f64::max);
     vec![
-        ratio_bar(Workload::W1ms, false, 1.3),
-        ratio_bar(Workload::W2, false, 4.0),
-        ratio_bar(Workload::W3, false, 1.0),
-        ratio_bar(Workload::W1ms, true, 1.0),
-        ratio_bar(Workload::W2, true, 3.0),
+        ratio_bar(Workload::W1ms, false, 1.3, tokio),
+        ratio_bar(Workload::W2, false, 4.0, tokio),
+        ratio_bar(Workload::W3, false, 1.6, tokio),
+        ratio_bar(Workload::W3, false, 1.0, nexosim),
+        ratio_bar(Workload::W4, false, 1.0, tokio),
+        ratio_bar(Workload::W4, false, 1.0, nexosim),
+        ratio_bar(Workload::W1ms, true, 2.0, tokio),
+        ratio_bar(Workload::W2, true, 3.0, tokio),
+        ratio_bar(Workload::W3, true, 1.2, tokio),
         Bar {
             label: format!(
                 "tape ≤ {TAPE_BYTES_PER_RECORD_MAX:.0} B per timer record (worst of W1, W1ms, W2)"

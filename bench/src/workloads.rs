@@ -1,4 +1,4 @@
-//! The four reference workloads (W1, W1ms, W2, W3), their pseudo-random durations, and the event
+//! The reference workloads (W1, W1ms, W2, W3, W4), their pseudo-random durations, and the event
 //! count and virtual end time each must produce, computed from the draws alone.
 //!
 //! Every framework draws the same durations: task `i` owns a SplitMix64 stream seeded
@@ -75,11 +75,20 @@ pub enum Workload {
     W2,
     /// Many spawned tasks, each sleeping once for 1..1000 µs.
     W3,
+    /// A realistic mix: clients that think, spawn a handler per request, send it the request
+    /// over a channel and await the reply under a timeout that fires or is cancelled.
+    W4,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 4] = [Workload::W1, Workload::W1ms, Workload::W2, Workload::W3];
+    pub const ALL: [Workload; 5] = [
+        Workload::W1,
+        Workload::W1ms,
+        Workload::W2,
+        Workload::W3,
+        Workload::W4,
+    ];
 
     /// Returns the name used in tables, JSON and `--only`.
     pub fn name(self) -> &'static str {
@@ -88,6 +97,7 @@ impl Workload {
             Workload::W1ms => "W1ms",
             Workload::W2 => "W2",
             Workload::W3 => "W3",
+            Workload::W4 => "W4",
         }
     }
 
@@ -112,6 +122,14 @@ impl Workload {
                 tasks: if full { 100_000 } else { 1_000 },
                 unit_ns: MICROSECOND_NS,
             }),
+            // Milliseconds, as W1ms: tokio's wheel then fires every deadline exactly, so the
+            // race between a reply and its timeout ends the same way on every framework.
+            Workload::W4 => Shape::Mix(Mix {
+                clients: if full { 2_000 } else { 50 },
+                requests_per_client: 4,
+                unit_ns: MILLISECOND_NS,
+                timeout_units: MIX_TIMEOUT_UNITS,
+            }),
         }
     }
 }
@@ -129,14 +147,16 @@ impl FromStr for Workload {
         Workload::ALL
             .into_iter()
             .find(|w| w.name().eq_ignore_ascii_case(text.trim()))
-            .ok_or_else(|| format!("unknown workload {text:?}; expected one of W1, W1ms, W2, W3"))
+            .ok_or_else(|| {
+                format!("unknown workload {text:?}; expected one of W1, W1ms, W2, W3, W4")
+            })
     }
 }
 
 /// How big each workload is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Size {
-    /// The full sizes: 1M timer events for W1/W1ms/W2, 100k tasks for W3.
+    /// The full sizes: 1M timer events for W1/W1ms/W2, 100k tasks for W3, 10k for W4.
     Full,
     /// Sizes that run in milliseconds in a debug build, for tests and smoke runs.
     Small,
@@ -183,6 +203,57 @@ pub struct FanOut {
     pub unit_ns: u64,
 }
 
+/// W4's timeout on each reply, in units. Service times are odd (`2·draw − 1`) and the timeout
+/// is even, so a reply never ties with its timeout: about half the timeouts fire, the others
+/// are cancelled by the reply.
+pub const MIX_TIMEOUT_UNITS: u64 = 1000;
+
+/// W4: `clients` client tasks each make `requests_per_client` requests in sequence. A request
+/// is: sleep a think time (one draw), spawn a handler task, send it the service time
+/// (`2·draw − 1`) over a fresh channel, and await its reply on the client's reply channel under
+/// a timeout of `timeout_units`. The handler receives, sleeps the service time, replies and
+/// ends. A fired timeout is counted and the client then awaits the late reply; a reply in time
+/// cancels the timeout. Tasks: `clients · (1 + requests_per_client)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mix {
+    /// Client tasks (spawned by the main task).
+    pub clients: u64,
+    /// Requests each client makes, each served by a handler task it spawns.
+    pub requests_per_client: u64,
+    /// Nanoseconds in one unit of a draw.
+    pub unit_ns: u64,
+    /// The timeout on each reply, in units.
+    pub timeout_units: u64,
+}
+
+/// One request of a W4 client, as its stream draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// The client's sleep before it sends the request, in units.
+    pub think_units: u64,
+    /// The handler's sleep before it replies, in units (odd).
+    pub service_units: u64,
+}
+
+impl Request {
+    /// Draws the next request of a client's stream: the think time, then the service time.
+    pub fn draw(stream: &mut SplitMix64) -> Request {
+        let think_units = stream.draw();
+        let service_units = 2 * stream.draw() - 1;
+        Request {
+            think_units,
+            service_units,
+        }
+    }
+}
+
+impl Mix {
+    /// Returns the tasks a run spawns besides the main task: the clients and their handlers.
+    pub fn tasks(&self) -> u64 {
+        self.clients * (1 + self.requests_per_client)
+    }
+}
+
 /// A workload's dimensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -192,6 +263,8 @@ pub enum Shape {
     PingPong(PingPong),
     /// W3.
     FanOut(FanOut),
+    /// W4.
+    Mix(Mix),
 }
 
 /// What a correct run of a workload produces: the benchmark's definition of "the same work".
@@ -249,6 +322,33 @@ impl Shape {
                     .unwrap_or(0);
                 Expected {
                     events: fan_out.tasks,
+                    end_ns,
+                }
+            }
+            Shape::Mix(mix) => {
+                // Events: every think and every service sleep, plus each timeout that fires.
+                let mut fired = 0;
+                let mut end_ns = 0;
+                for client in 0..mix.clients {
+                    let mut stream = SplitMix64::for_task(client);
+                    let mut now = 0;
+                    for _ in 0..mix.requests_per_client {
+                        let request = Request::draw(&mut stream);
+                        let sent =
+                            deadline_ns(now, request.think_units * mix.unit_ns, resolution_ns);
+                        let timeout =
+                            deadline_ns(sent, mix.timeout_units * mix.unit_ns, resolution_ns);
+                        let replied =
+                            deadline_ns(sent, request.service_units * mix.unit_ns, resolution_ns);
+                        if timeout < replied {
+                            fired += 1;
+                        }
+                        now = replied;
+                    }
+                    end_ns = end_ns.max(now);
+                }
+                Expected {
+                    events: 2 * mix.clients * mix.requests_per_client + fired,
                     end_ns,
                 }
             }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use simtape_bench::frameworks::{Framework, Outcome};
 use simtape_bench::report;
 use simtape_bench::runner::{self, Plan};
-use simtape_bench::workloads::{Shape, Size, SplitMix64, Workload, MICROSECOND_NS, MILLISECOND_NS};
+use simtape_bench::workloads::{
+    Request, Shape, Size, SplitMix64, Workload, MICROSECOND_NS, MILLISECOND_NS, MIX_TIMEOUT_UNITS,
+};
 
 /// Returns a fresh directory for this test's tapes.
 fn tape_dir(test: &str) -> PathBuf {
@@ -96,7 +98,21 @@ fn full_size_expectations_are_pinned() {
     assert_eq!((w2.events, w2.end_ns), (1_000_000, 1_000_000_000));
     let w3 = Workload::W3.shape(Size::Full).expected(1);
     assert_eq!((w3.events, w3.end_ns), (100_000, 1_000_000));
+    let Shape::Mix(w4_shape) = Workload::W4.shape(Size::Full) else {
+        panic!("W4 is the mix");
+    };
+    assert_eq!(w4_shape.tasks(), 10_000);
+    let w4 = Workload::W4.shape(Size::Full).expected(1);
+    assert_eq!((w4.events, w4.end_ns), W4_FULL);
+    assert_eq!(
+        Workload::W4.shape(Size::Full).expected(MILLISECOND_NS),
+        w4,
+        "tokio's ms wheel fires W4's ms deadlines exactly"
+    );
 }
+
+/// W4 at full size: 16,000 sleeps plus the 4,075 timeouts that fire, and the virtual end (ns).
+const W4_FULL: (u64, u64) = (20_075, 9_437_000_000);
 
 #[test]
 fn w1_runs_exactly_on_every_framework() {
@@ -141,6 +157,45 @@ fn w3_runs_exactly_on_every_framework() {
     assert_workload_on_every_framework(Workload::W3, 1_000, exact, MILLISECOND_NS);
 }
 
+/// Returns W4's events and end by hand, one client after another: the client thinks, the
+/// handler serves, and the timeout fires when the service outlasts it.
+fn mix_by_hand(clients: u64, requests: u64, unit_ns: u64) -> (u64, u64, u64) {
+    let (mut fired, mut end_ns) = (0, 0);
+    for client in 0..clients {
+        let mut stream = SplitMix64::for_task(client);
+        let mut now = 0;
+        for _ in 0..requests {
+            let think = stream.draw();
+            let service = 2 * stream.draw() - 1;
+            assert_ne!(
+                service, MIX_TIMEOUT_UNITS,
+                "a reply never ties with its timeout"
+            );
+            fired += u64::from(service > MIX_TIMEOUT_UNITS);
+            now += (think + service) * unit_ns;
+        }
+        end_ns = end_ns.max(now);
+    }
+    (2 * clients * requests + fired, fired, end_ns)
+}
+
+#[test]
+fn w4_runs_exactly_on_every_framework() {
+    // Goal: 50 clients × 4 requests (250 tasks) fire every think and service sleep and the
+    // timeouts the draws say fire, and end where the slowest client's chain ends.
+    let (events, fired, end_ns) = mix_by_hand(50, 4, MILLISECOND_NS);
+    assert!(
+        fired > 0 && fired < 200,
+        "some timeouts fire and some are cancelled: {fired} of 200 fired"
+    );
+    let mut stream = SplitMix64::for_task(0);
+    assert_eq!(
+        Request::draw(&mut stream).think_units,
+        SplitMix64::for_task(0).draw()
+    );
+    assert_workload_on_every_framework(Workload::W4, events, end_ns, end_ns);
+}
+
 #[test]
 fn simtape_fingerprint_ignores_the_tape_and_sees_the_work() {
     // Goal: the tape mode leaves simtape's fingerprint alone, while different work changes it.
@@ -161,7 +216,7 @@ fn simtape_fingerprint_ignores_the_tape_and_sees_the_work() {
 
 #[test]
 fn runner_reports_every_case_with_ratios_and_bars() {
-    // Goal: a two-round small run yields one checked row per case, tokio at 1.0×, and six bars.
+    // Goal: a two-round small run yields one checked row per case, tokio at 1.0×, and ten bars.
     let plan = Plan {
         size: Size::Small,
         rounds: 2,
@@ -172,9 +227,9 @@ fn runner_reports_every_case_with_ratios_and_bars() {
     let mut runs = 0;
     let measurements = runner::run(&plan, &dir, |_, _, _| runs += 1).expect("every run checks out");
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(runs, 2 * 16);
+    assert_eq!(runs, 2 * 20);
     let rows = report::rows(&measurements);
-    assert_eq!(rows.len(), 16);
+    assert_eq!(rows.len(), 20);
     for row in &rows {
         assert_eq!(row.rounds, 2);
         assert!(row.events_per_s > 0.0);
@@ -182,6 +237,9 @@ fn runner_reports_every_case_with_ratios_and_bars() {
         assert_eq!(row.fingerprint.is_some(), row.framework == "simtape");
         if row.framework == "tokio" {
             assert_eq!(row.ratio_to_tokio, Some(1.0));
+        }
+        if row.framework == "nexosim" {
+            assert_eq!(row.ratio_to_nexosim, Some(1.0));
         }
     }
     let json: serde_json::Value = serde_json::to_value(&rows).expect("rows serialise");
@@ -192,6 +250,7 @@ fn runner_reports_every_case_with_ratios_and_bars() {
         "tape",
         "events_per_s",
         "ratio_to_tokio",
+        "ratio_to_nexosim",
         "virtual_end_us",
         "bytes_per_record",
         "rounds",
@@ -202,15 +261,16 @@ fn runner_reports_every_case_with_ratios_and_bars() {
         first["virtual_end_us"],
         serde_json::json!(timers_end_ns(100, 20, 1, 1) as f64)
     );
-    assert_eq!(report::bars(&rows).len(), 6);
-    assert!(report::table(&rows).lines().count() == 18);
+    assert_eq!(report::bars(&rows).len(), 10);
+    assert!(report::table(&rows).lines().count() == 22);
 }
 
 #[test]
 fn names_parse_for_the_command_line() {
     // Goal: `--only`, `--size` and `--frameworks` accept the names the report prints.
     assert_eq!("w1ms".parse::<Workload>(), Ok(Workload::W1ms));
-    assert!("W4".parse::<Workload>().is_err());
+    assert_eq!("w4".parse::<Workload>(), Ok(Workload::W4));
+    assert!("W5".parse::<Workload>().is_err());
     assert_eq!("small".parse::<Size>(), Ok(Size::Small));
     assert_eq!(
         "simtape+tape".parse::<Framework>(),

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use ::simtape::limits::Limits;
 use ::simtape::sync::bounded;
-use ::simtape::time::sleep;
+use ::simtape::time::{sleep, timeout};
 use ::simtape::{spawn, Sim};
 
 use super::{Outcome, TapeStats};
-use crate::workloads::{FanOut, PingPong, Shape, SplitMix64, Timers};
+use crate::workloads::{FanOut, Mix, PingPong, Request, Shape, SplitMix64, Timers};
 
 /// Runs `shape` once, streaming the tape to `tape_path` when there is one.
 pub fn run(shape: Shape, tape_path: Option<&Path>) -> Outcome {
@@ -48,6 +48,7 @@ async fn workload(shape: Shape) {
         Shape::Timers(timers_shape) => timers(timers_shape).await,
         Shape::PingPong(ping_pong_shape) => ping_pong(ping_pong_shape).await,
         Shape::FanOut(fan_out_shape) => fan_out(fan_out_shape).await,
+        Shape::Mix(mix_shape) => mix(mix_shape).await,
     }
 }
 
@@ -113,5 +114,55 @@ async fn fan_out(shape: FanOut) {
         .collect();
     for handle in handles {
         handle.await.expect("no task is aborted");
+    }
+}
+
+async fn mix(shape: Mix) {
+    let clients: Vec<_> = (0..shape.clients)
+        .map(|client| spawn("client", mix_client(shape, client)))
+        .collect();
+    for client in clients {
+        client.await.expect("no client is aborted");
+    }
+}
+
+/// One W4 client: think, spawn a handler, send it the request, await the reply under a
+/// timeout (and the late reply after a timeout that fired).
+async fn mix_client(shape: Mix, client: u64) {
+    let unit_ns = shape.unit_ns;
+    let unit = move |units: u64| Duration::from_nanos(units * unit_ns);
+    let mut stream = SplitMix64::for_task(client);
+    // Capacity 1: each handler sends one reply, and the client takes it before the next.
+    let (reply_to, mut replies) = bounded::<u64>("replies", 1);
+    for _ in 0..shape.requests_per_client {
+        let request = Request::draw(&mut stream);
+        sleep(unit(request.think_units)).await;
+        let (to_handler, mut at_handler) = bounded::<u64>("request", 1);
+        let reply_to = reply_to.clone();
+        spawn("handler", async move {
+            let service_units = at_handler
+                .recv()
+                .await
+                .expect("the client sends one request");
+            sleep(unit(service_units)).await;
+            reply_to
+                .send(service_units)
+                .await
+                .expect("the client awaits every reply");
+        })
+        .detach();
+        to_handler
+            .send(request.service_units)
+            .await
+            .expect("the handler receives its request");
+        let reply = match timeout(unit(shape.timeout_units), replies.recv()).await {
+            Ok(reply) => reply,
+            Err(_elapsed) => replies.recv().await,
+        };
+        assert_eq!(
+            reply,
+            Some(request.service_units),
+            "each reply answers its request"
+        );
     }
 }

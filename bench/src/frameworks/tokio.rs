@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use ::tokio::runtime::Builder;
 use ::tokio::sync::mpsc::unbounded_channel;
-use ::tokio::time::{sleep, Instant};
+use ::tokio::time::{sleep, timeout, Instant};
 
 use super::Outcome;
-use crate::workloads::{FanOut, PingPong, Shape, SplitMix64, Timers};
+use crate::workloads::{FanOut, Mix, PingPong, Request, Shape, SplitMix64, Timers};
 
 /// Runs `shape` once on a fresh runtime (its construction is part of the measured time).
 pub fn run(shape: Shape) -> Outcome {
@@ -28,6 +28,7 @@ pub fn run(shape: Shape) -> Outcome {
             Shape::Timers(timers_shape) => timers(timers_shape).await,
             Shape::PingPong(ping_pong_shape) => ping_pong(ping_pong_shape).await,
             Shape::FanOut(fan_out_shape) => fan_out(fan_out_shape).await,
+            Shape::Mix(mix_shape) => mix(mix_shape).await,
         };
         let end_ns =
             u64::try_from(start.elapsed().as_nanos()).expect("the run ends within 584 years");
@@ -106,6 +107,60 @@ async fn fan_out(shape: FanOut) -> u64 {
     for handle in handles {
         handle.await.expect("no task panics");
         events += 1;
+    }
+    events
+}
+
+async fn mix(shape: Mix) -> u64 {
+    let clients: Vec<_> = (0..shape.clients)
+        .map(|client| ::tokio::spawn(mix_client(shape, client)))
+        .collect();
+    let mut events = 0;
+    for client in clients {
+        events += client.await.expect("no client panics");
+    }
+    events
+}
+
+/// One W4 client (see `Mix`); returns its events: its thinks, its handlers' services (one
+/// per reply) and its fired timeouts.
+async fn mix_client(shape: Mix, client: u64) -> u64 {
+    let unit_ns = shape.unit_ns;
+    let unit = move |units: u64| Duration::from_nanos(units * unit_ns);
+    let mut stream = SplitMix64::for_task(client);
+    let (reply_to, mut replies) = unbounded_channel::<u64>();
+    let mut events = 0;
+    for _ in 0..shape.requests_per_client {
+        let request = Request::draw(&mut stream);
+        sleep(unit(request.think_units)).await;
+        let (to_handler, mut at_handler) = unbounded_channel::<u64>();
+        let reply_to = reply_to.clone();
+        drop(::tokio::spawn(async move {
+            let service_units = at_handler
+                .recv()
+                .await
+                .expect("the client sends one request");
+            sleep(unit(service_units)).await;
+            reply_to
+                .send(service_units)
+                .expect("the client awaits every reply");
+        }));
+        to_handler
+            .send(request.service_units)
+            .expect("the handler receives its request");
+        let reply = match timeout(unit(shape.timeout_units), replies.recv()).await {
+            Ok(reply) => reply,
+            Err(_elapsed) => {
+                events += 1;
+                replies.recv().await
+            }
+        };
+        assert_eq!(
+            reply,
+            Some(request.service_units),
+            "each reply answers its request"
+        );
+        events += 2;
     }
     events
 }

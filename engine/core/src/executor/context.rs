@@ -30,7 +30,7 @@ thread_local! {
     /// The task being polled (0 between polls). A plain cell, not a core field, so the hot
     /// loop does not borrow the core around every poll.
     pub(super) static CURRENT_TASK: Cell<TaskId> = const { Cell::new(0) };
-    /// Set when the run has failed or a task has ended: the loop then consults the core.
+    /// Set when the run has failed: the loop then consults the core.
     pub(super) static ATTENTION: Cell<bool> = const { Cell::new(false) };
 }
 

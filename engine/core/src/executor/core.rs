@@ -18,9 +18,16 @@ use crate::timers::TimerQueue;
 pub(super) struct TaskInfo {
     pub(super) name: Cow<'static, str>,
     pub(super) awaiting: Awaiting,
-    pub(super) alive: bool,
-    /// A waker of the task, kept while it lives (see `spawn`).
+    /// A waker of the task, kept while it lives (see `spawn`): `Some` exactly while the task
+    /// lives, so it also says whether it does (one field less per task: W3 keeps 100,000).
     pub(super) waker: Option<Waker>,
+}
+
+impl TaskInfo {
+    /// Returns true from the task's spawn until its future ends (or teardown cancels it).
+    pub(super) fn alive(&self) -> bool {
+        self.waker.is_some()
+    }
 }
 
 /// The state of one running simulation.
@@ -62,7 +69,6 @@ impl Core {
             tasks: vec![TaskInfo {
                 name: "engine".into(),
                 awaiting: Awaiting::Static("nothing"),
-                alive: false,
                 waker: None,
             }],
             tasks_alive: 0,
@@ -161,7 +167,7 @@ impl Core {
         self.tasks.push(TaskInfo {
             name,
             awaiting: Awaiting::Static("its first poll"),
-            alive: true,
+            // Set by `spawn` under the same borrow, once the task is allocated.
             waker: None,
         });
         self.tasks_alive += 1;
@@ -199,7 +205,7 @@ impl Core {
         self.tasks
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.alive)
+            .filter(|(_, t)| t.alive())
             .map(|(id, t)| {
                 let probed = t.waker.as_ref().and_then(|waker| {
                     held.iter()

@@ -158,13 +158,7 @@ fn drain_run_queue() -> Option<SimError> {
             }));
         }
         if ATTENTION.with(|a| a.replace(false)) {
-            let (failure, finished) = with_core(|core| {
-                let info = &mut core.tasks[id as usize];
-                let finished = if info.alive { None } else { info.waker.take() };
-                (core.failure.take(), finished)
-            });
-            drop(finished);
-            if let Some(error) = failure {
+            if let Some(error) = with_core(|core| core.failure.take()) {
                 return Some(error);
             }
         }

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use super::context::{raise_attention, schedule, try_with_core, with_core};
+use super::context::{schedule, try_with_core, with_core};
 use super::TaskId;
 use crate::actor::ENGINE_ACTOR;
 use crate::tape::encode::SmallPayload;
@@ -111,7 +111,9 @@ impl<T> Future for JoinHandle<T> {
             Poll::Ready(output) => {
                 with_core(|core| core.set_awaiting(Awaiting::Static(UNSEEN)));
                 // A finished `Task` must not be polled again; `None` now means "taken".
-                std::mem::forget(self.task.take());
+                // Dropping it (not forgetting it) releases the handle's claim on the task's
+                // allocation, which is freed here if no waker of the task is left.
+                drop(self.task.take());
                 Poll::Ready(Ok(output))
             }
             Poll::Pending => {
@@ -139,25 +141,30 @@ impl Drop for ExitGuard {
             "aborted"
         };
         let id = self.id;
+        let mut waker = None;
         try_with_core(|core| {
             if core.shutting_down {
                 return;
             }
             if let Some(info) = core.tasks.get_mut(id as usize) {
-                info.alive = false;
+                // The task ends: the core lets go of its waker (dropped below, outside the
+                // borrow; the runnable that runs this drop still holds the task).
+                waker = info.waker.take();
                 core.tasks_alive -= 1;
-                // The loop drops the task's waker after this poll returns.
-                raise_attention();
             }
             let t_ns = core.now_ns;
-            let payload = SmallPayload::exit(status);
-            let written =
+            let written = if self.completed {
+                core.recorder.exit_ok(t_ns, id)
+            } else {
+                let payload = SmallPayload::exit(status);
                 core.recorder
-                    .encoded(t_ns, ENGINE_ACTOR, id, RecordKind::Exit, payload.as_bytes());
+                    .encoded(t_ns, ENGINE_ACTOR, id, RecordKind::Exit, payload.as_bytes())
+            };
             if let Err(e) = written {
                 core.fail(e);
             }
         });
+        drop(waker);
     }
 }
 
@@ -176,23 +183,28 @@ where
     F::Output: 'static,
 {
     let name = name.into();
-    let id = with_core(|core| core.register_task(name));
-    let wrapped = async move {
-        let mut guard = ExitGuard {
-            id,
-            completed: false,
+    // One visit to the core per spawn: registering the task, allocating it (which does not
+    // touch the core) and keeping its waker.
+    let (id, runnable, task) = with_core(|core| {
+        let id = core.register_task(name);
+        let wrapped = async move {
+            let mut guard = ExitGuard {
+                id,
+                completed: false,
+            };
+            let output = future.await;
+            guard.completed = true;
+            output
         };
-        let output = future.await;
-        guard.completed = true;
-        output
-    };
-    let (runnable, task) = async_task::Builder::new()
-        .metadata(id)
-        .spawn_local(move |_| wrapped, schedule);
-    // The core keeps a waker of every live task: at teardown, waking each one and dropping
-    // its runnable drops its future, which breaks reference cycles between blocked tasks.
-    let waker = runnable.waker();
-    with_core(|core| core.tasks[id as usize].waker = Some(waker));
+        let (runnable, task) = async_task::Builder::new()
+            .metadata(id)
+            .spawn_local(move |_| wrapped, schedule);
+        // The core keeps a waker of every live task: at teardown, waking each one and
+        // dropping its runnable drops its future, which breaks reference cycles between
+        // blocked tasks.
+        core.tasks[id as usize].waker = Some(runnable.waker());
+        (id, runnable, task)
+    });
     runnable.schedule();
     JoinHandle {
         id,
