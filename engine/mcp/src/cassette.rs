@@ -175,12 +175,17 @@ impl Cassette {
                 path: path.into(),
                 source: error.into_io(),
             })?;
+        Cassette::parse(&bytes, path)
+    }
+
+    /// Checks cassette bytes as [`Cassette::load`] does; `path` only names them in errors.
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<Cassette, McpError> {
         let invalid = |reason: String| McpError::CassetteInvalid {
             path: path.into(),
             reason,
         };
         let cassette: Cassette =
-            serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
         if cassette.format != FORMAT {
             return Err(invalid(format!(
                 "format is {:?}, expected {FORMAT:?}",
