@@ -2,8 +2,9 @@
 //! an agent program's calls through `simtape serve`), as one cassette per `[[mcp]]` server
 //! that answers the same requests the same way (`simtape fixtures from-tape`).
 //!
-//! Each `mcp:<server>` actor writes a `request` record (the [`McpRequest`]) and, when the
-//! answer is decided, a `reply` record ([`McpReply`]: the result or JSON-RPC error whole, and
+//! Each `mcp:<server>` actor writes a `request` record (the
+//! [`McpRequest`](crate::actor::McpRequest)) and, when the answer is decided, a `reply` record
+//! ([`McpReply`](crate::actor::McpReply): the result or JSON-RPC error whole, and
 //! the latency in milliseconds). Calls of one server may overlap (concurrent tool calls), so
 //! a reply is paired with the open request of the same task: a task waits for its call. Each
 //! answered call becomes a client request and the server's response, `latency_ms` apart, so
@@ -37,8 +38,12 @@ pub struct TapeCassette {
     pub cassette: Cassette,
     /// The calls written: one exchange each.
     pub exchanges: usize,
-    /// The calls left out (unmatched, unanswered, server-request round trips).
+    /// The calls left out (unmatched, unanswered).
     pub skipped: usize,
+    /// Calls whose server spoke during them (notifications, requests to the client), by the
+    /// `requestState` of their last step: the call's method, params and start, until its
+    /// result arrives. The rebuilt cassette answers such a call with its result alone.
+    dialogues: BTreeMap<String, (String, Option<Value>, u64)>,
 }
 
 /// Reads the MCP calls of the tape `reader` reads into one cassette per server (actors named
@@ -60,6 +65,7 @@ pub fn cassettes_from_tape<R: Read>(
             cassette: Cassette::new(line),
             exchanges: 0,
             skipped: 0,
+            dialogues: BTreeMap::new(),
         };
         servers.insert(id, cassette);
     }
@@ -82,20 +88,22 @@ pub fn cassettes_from_tape<R: Read>(
         .collect())
 }
 
-/// Returns the method and params of a request record's body (an [`McpRequest`] as the tape
-/// holds it: a variant name, or `{variant: [fields]}`), or `None` for one a cassette cannot
-/// replay from a reply alone.
+/// Returns the method and params of a request record's body that starts a call (an
+/// [`McpRequest`] as the tape holds it: a variant name, or `{variant: [fields]}`).
 ///
 /// [`McpRequest`]: crate::actor::McpRequest
-fn call_of(body: &Value) -> Result<Option<(String, Option<Value>)>, String> {
+fn call_of(body: &Value) -> Result<(String, Option<Value>), String> {
     if let Some(unit) = body.as_str() {
         return match unit {
-            "ListTools" => Ok(Some(("tools/list".into(), None))),
-            "Describe" => Ok(Some(("initialize".into(), None))),
+            "ListTools" | "ListToolsAnswering" => Ok(("tools/list".into(), None)),
+            "Describe" => Ok(("initialize".into(), None)),
             other => Err(format!("an unknown MCP request {other:?}")),
         };
     }
-    if let Some(fields) = body.get("CallTool") {
+    if let Some(fields) = body
+        .get("CallTool")
+        .or_else(|| body.get("CallToolAnswering"))
+    {
         let name = fields.get(0).and_then(Value::as_str);
         let name = name.ok_or("a CallTool request without a tool name")?;
         let mut params = Map::new();
@@ -104,12 +112,32 @@ fn call_of(body: &Value) -> Result<Option<(String, Option<Value>)>, String> {
             None | Some(Value::Null) => {}
             Some(arguments) => drop(params.insert("arguments".into(), arguments.clone())),
         }
-        return Ok(Some(("tools/call".into(), Some(Value::Object(params)))));
-    }
-    if body.get("CallToolAnswering").is_some() || body.get("Answer").is_some() {
-        return Ok(None);
+        return Ok(("tools/call".into(), Some(Value::Object(params))));
     }
     Err(format!("an unknown MCP request {body}"))
+}
+
+/// The `requestState` a dialogue's continuation (`Continue`, `Answer`) names, as the tape
+/// holds it (`{variant: [request_state, …]}`).
+fn continued_state(body: &Value) -> Option<&str> {
+    ["Continue", "Answer"]
+        .iter()
+        .find_map(|variant| body.get(*variant))
+        .and_then(|fields| fields.get(0).or(Some(fields)))
+        .and_then(|state| {
+            state
+                .as_str()
+                .or_else(|| state.get("request_state")?.as_str())
+        })
+}
+
+/// The `requestState` of a result that is a step of a dialogue (the server spoke during the
+/// call), not the call's result.
+fn step_state(result: &Value) -> Option<&str> {
+    let kind = result.get("resultType")?.as_str()?;
+    (kind == "notification" || kind == "input_required")
+        .then(|| result.get("requestState")?.as_str())
+        .flatten()
 }
 
 impl TapeCassette {
@@ -142,10 +170,27 @@ impl TapeCassette {
                 return Ok(());
             }
         };
-        let Some((method, params)) = call_of(&call.request)? else {
-            self.skipped += 1;
-            return Ok(());
+        // A dialogue's steps carry the call along to its result, which is written with the
+        // request that started it.
+        let (method, params, at_ns) = match continued_state(&call.request) {
+            Some(state) => match self.dialogues.remove(state) {
+                Some(started) => started,
+                None => {
+                    self.skipped += 1;
+                    return Ok(());
+                }
+            },
+            None => {
+                let (method, params) = call_of(&call.request)?;
+                (method, params, call.request_t_ns)
+            }
         };
+        if let Some(state) = response.get("result").and_then(step_state) {
+            self.dialogues
+                .insert(state.to_string(), (method, params, at_ns));
+            return Ok(());
+        }
+        let latency_ms = latency_ms + (call.request_t_ns - at_ns) / NS_PER_MS;
         self.exchanges += 1;
         let id = self.exchanges;
         let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
@@ -155,7 +200,7 @@ impl TapeCassette {
         let mut response = response;
         response["jsonrpc"] = json!("2.0");
         response["id"] = json!(id);
-        let at_ms = call.request_t_ns / NS_PER_MS;
+        let at_ms = at_ns / NS_PER_MS;
         self.cassette.push(Direction::Client, at_ms, request);
         self.cassette
             .push(Direction::Server, at_ms + latency_ms, response);
@@ -169,27 +214,31 @@ mod tests {
 
     #[test]
     fn requests_as_the_tape_holds_them_become_json_rpc_calls() {
-        // Goal: each request variant the actor records maps to its method and params (no
-        // `arguments` for null ones), and the round trips a reply cannot replay are `None`.
+        // Goal: each request variant that starts a call maps to its method and params (no
+        // `arguments` for null ones); a dialogue's continuations name the step they go on
+        // from, and a step is told from a result by its `resultType`.
         let call = call_of(&json!({"CallTool": ["get-sum", {"a": 2}]})).unwrap();
-        assert_eq!(
-            call,
-            Some((
-                "tools/call".into(),
-                Some(json!({"name": "get-sum", "arguments": {"a": 2}}))
-            ))
+        let expected = (
+            "tools/call".to_string(),
+            Some(json!({"name": "get-sum", "arguments": {"a": 2}})),
         );
+        assert_eq!(call, expected);
+        let answering = call_of(&json!({"CallToolAnswering": ["get-sum", {"a": 2}]})).unwrap();
+        assert_eq!(answering, expected);
         let bare = call_of(&json!({"CallTool": ["ping", null]})).unwrap();
-        assert_eq!(bare.unwrap().1, Some(json!({"name": "ping"})));
-        assert_eq!(
-            call_of(&json!("ListTools")).unwrap(),
-            Some(("tools/list".into(), None))
-        );
-        assert_eq!(
-            call_of(&json!({"Answer": ["s", {}]})).unwrap(),
-            None,
-            "a server-request answer"
-        );
+        assert_eq!(bare.1, Some(json!({"name": "ping"})));
+        for list in ["ListTools", "ListToolsAnswering"] {
+            assert_eq!(call_of(&json!(list)).unwrap(), ("tools/list".into(), None));
+        }
         assert!(call_of(&json!("Nope")).is_err());
+        assert_eq!(
+            continued_state(&json!({"Answer": ["s/1", {}]})),
+            Some("s/1")
+        );
+        assert_eq!(continued_state(&json!({"Continue": ["s/2"]})), Some("s/2"));
+        assert_eq!(continued_state(&json!({"CallTool": ["x", null]})), None);
+        let step = json!({"resultType": "notification", "requestState": "s/3"});
+        assert_eq!(step_state(&step), Some("s/3"));
+        assert_eq!(step_state(&json!({"content": []})), None);
     }
 }

@@ -21,7 +21,7 @@
 //! The seeded faults ([`policy::HarnessFaults`]): a crash kills a session part-way (during its
 //! turns, or between its work and the validation) and leaves no checkpoint; the next session
 //! resumes from the last one. A flaky health check fails a session once. The invariants
-//! ([`invariants`]) are checked after every session; each broken one is a named FAIL.
+//! (`invariants.rs`) are checked after every session; each broken one is a named FAIL.
 
 pub mod error;
 pub mod files;

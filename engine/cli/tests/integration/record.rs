@@ -441,4 +441,24 @@ fn fixtures_from_a_tape_replay_its_model_programs_and_mcp_servers() {
     let (recorded, replayed) = (traffic(&dir, "t.tape"), traffic(&dir, "t2.tape"));
     assert!(recorded.len() > 20, "{recorded:?}");
     assert_eq!(recorded, replayed);
+
+    // A server that spoke during its calls (notifications, requests to the agent): each call
+    // is one exchange in the cassette, its result after the whole dialogue, and the run
+    // pointed at it gives the same verdict and answer.
+    let first = run("mcp-sampling.toml", "s.tape");
+    assert!(first[0].starts_with("result: PASS"), "{first:?}");
+    from_tape(
+        "s.tape",
+        "sfx",
+        "mcp-everything.cassette.json (3 exchange(s) for [[mcp]] \"everything\"; 0 call(s)",
+    );
+    let source = std::fs::read_to_string(project.join("mcp-sampling.toml")).unwrap();
+    let pointed = source.replace(
+        "data/mcp-sampling/everything.json",
+        "../sfx/mcp-everything.cassette.json",
+    );
+    std::fs::write(project.join("sampling-from-tape.toml"), pointed).unwrap();
+    let again = run("sampling-from-tape.toml", "s2.tape");
+    assert!(again[0].starts_with("result: PASS"), "{again:?}");
+    assert_eq!(again.last(), first.last(), "the same answer");
 }
