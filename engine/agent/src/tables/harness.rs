@@ -137,7 +137,11 @@ pub(crate) fn harness(
         ResumeFrom::LastCheckpoint,
     );
     let crash = optional_ratio(decoded, &mut fields, "crash");
-    let health_check_flake = optional_ratio(decoded, &mut fields, "health_check_flake");
+    let flake_field = fields.take("health_check_flake");
+    let health_check_flake = match &flake_field {
+        Some(field) => ratio(decoded, field).map(Some),
+        None => Some(None),
+    };
     let health_check = match fields.take("health_check") {
         Some(field) => super::verify::verify(decoded, &field, servers, tables, false),
         None => Some(Vec::new()),
@@ -159,6 +163,12 @@ pub(crate) fn harness(
             at.found()
         );
         decoded.problem(at.span.clone(), at.path.clone(), message);
+        return None;
+    }
+    // A flaky health check needs a health check to make fail.
+    if let (Some(field), Some([])) = (&flake_field, health_check.as_deref()) {
+        let message = "expected a `health_check` for `health_check_flake` to fail, found none";
+        decoded.problem(field.span.clone(), field.path.clone(), message.to_string());
         return None;
     }
     let features = features?;

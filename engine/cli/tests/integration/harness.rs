@@ -508,6 +508,11 @@ fn a_harness_policy_that_contradicts_itself_is_refused_by_check() {
             TWO_FEATURES.to_string(),
             "expected an integer from 1 to 1000, found 0",
         ),
+        (
+            "health_check_flake = \"1/2\"",
+            TWO_FEATURES.to_string(),
+            "expected a `health_check` for `health_check_flake` to fail, found none",
+        ),
     ];
     for (index, (harness, features, expected)) in cases.into_iter().enumerate() {
         let path = scenario(&dir.join(index.to_string()), harness, "", &features);
