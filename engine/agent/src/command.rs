@@ -62,3 +62,43 @@ pub struct CommandEnd {
 
 /// The name of the verifier that judges the agent's exit.
 pub const EXIT_VERIFIER: &str = "agent exits 0";
+
+/// One session of an agent program that a `[harness]` run asks its driver for: the driver
+/// starts the program in a directory that mirrors the run's filesystem, with `task` as its
+/// task, and ends it when it asks for a model turn past `max_turns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRequest {
+    /// The session (1 for the first task session).
+    pub session: u32,
+    /// The features it takes on.
+    pub features: Vec<String>,
+    /// Its task: the objective, its features, where the state is.
+    pub task: String,
+    /// The model turns it may take: the turn budget, or the turn a seeded crash kills it at.
+    pub max_turns: u32,
+}
+
+/// How one session of an agent program ended, built from the run's recorded inputs only
+/// (so a replay rebuilds it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEnd {
+    /// Its turns, tool calls and answer, from the program's native output.
+    pub transcript: Transcript,
+    /// How the process ended.
+    pub exit: AgentExit,
+    /// Whether the driver ended it because it asked for a turn past its `max_turns`.
+    pub turns_spent: bool,
+    /// The first request no recording matched: the run is an ERROR.
+    pub unmatched: Option<String>,
+}
+
+/// The driver's side of an agent program inside the simulation, for a `[harness]` run: one
+/// session at a time, each a process of its own (`simtape-serve` implements it).
+pub trait ProgramSessions {
+    /// Runs one session; its changes to the working directory are in the run's overlay when
+    /// the future ends.
+    fn session(
+        &self,
+        request: SessionRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = SessionEnd>>>;
+}

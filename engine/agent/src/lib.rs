@@ -70,7 +70,9 @@ mod verify;
 
 pub use report::{AgentError, EvalFailure, EvalReport, ToolFailure, WorldOutcome};
 // The verdict belongs to simtape-eval; the harness decides it, so its users find it here too.
-pub use command::{AgentExit, CommandEnd, GateRun, EXIT_VERIFIER};
+pub use command::{
+    AgentExit, CommandEnd, GateRun, ProgramSessions, SessionEnd, SessionRequest, EXIT_VERIFIER,
+};
 pub use pipeline::RunOutput;
 pub use scenario::{mcp_actor_name, CommandRun, EvalScenario, EvalSpec};
 pub use simtape_eval::{Verdict, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};

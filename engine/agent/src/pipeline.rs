@@ -20,7 +20,7 @@ use simtape::{Capabilities, Host};
 use crate::log::{self, AgentEvent};
 use simtape_eval::{Verdict, VerifierResult};
 
-use crate::command::{AgentExit, CommandEnd, GateRun, EXIT_VERIFIER};
+use crate::command::{AgentExit, CommandEnd, GateRun, ProgramSessions, EXIT_VERIFIER};
 use crate::report::{AgentError, EvalFailure};
 use crate::retry::Retries;
 use crate::scenario::Shared;
@@ -105,8 +105,14 @@ impl RunOutput {
     }
 }
 
-/// The body of the main task.
-pub(crate) async fn run(host: Host, shared: Arc<Shared>, state: Rc<RunState>) -> RunOutput {
+/// The body of the main task. `program` is the driver's side of an agent program whose
+/// sessions a `[harness]` runs; without it, the built-in agent works.
+pub(crate) async fn run(
+    host: Host,
+    shared: Arc<Shared>,
+    state: Rc<RunState>,
+    program: Option<Rc<dyn ProgramSessions>>,
+) -> RunOutput {
     *state.capabilities.borrow_mut() = Some(host.capabilities().clone());
     let ctx = Rc::new(Ctx {
         retries: Retries::new(shared.eval.agent.as_ref()),
@@ -115,13 +121,18 @@ pub(crate) async fn run(host: Host, shared: Arc<Shared>, state: Rc<RunState>) ->
         state,
     });
     let tasks = ctx.shared.scenario.tasks(ctx.host.clone());
-    let agent = ctx.shared.eval.agent.as_ref().map(|_| {
+    let has_agent = ctx.shared.eval.agent.is_some() || program.is_some();
+    let agent = has_agent.then(|| {
         let ctx = Rc::clone(&ctx);
         async move {
             let Some(spec) = &ctx.shared.eval.harness else {
                 return crate::agent::run(ctx).await;
             };
-            let ended = crate::harness::run(&ctx, spec).await?;
+            let worker = match program {
+                Some(sessions) => crate::harness::Worker::Program(sessions),
+                None => crate::harness::Worker::BuiltIn,
+            };
+            let ended = crate::harness::run(&ctx, spec, &worker).await?;
             *ctx.state.harness.borrow_mut() = Some(ended);
             Ok(())
         }

@@ -300,7 +300,7 @@ impl EvalScenario {
             )
         } else {
             sim.run_with_verdict(
-                move |host| pipeline::run(host, shared, run_state),
+                move |host| pipeline::run(host, shared, run_state, None),
                 verdict_line,
             )
         };
@@ -331,6 +331,33 @@ impl EvalScenario {
         let run = sim.start(move |host| {
             let agent = agent(host.clone());
             pipeline::run_command(host, shared, run_state, agent)
+        });
+        Ok(CommandRun { run, state })
+    }
+
+    /// Starts a `[harness]` run whose sessions are an agent program's (`[agent] kind =
+    /// "command"` with `[harness]`): `sessions` makes the driver's side inside the simulation,
+    /// which runs one process per session the harness asks for. The harness, its validation
+    /// and the verifiers run inside, as for the built-in agent. The driver steps the returned
+    /// run and ends it with [`EvalScenario::finish_command`].
+    pub fn start_command_sessions<F>(
+        &self,
+        builder: &mut Builder,
+        sessions: F,
+    ) -> Result<CommandRun, Box<EvalReport>>
+    where
+        F: FnOnce(Host) -> Rc<dyn crate::command::ProgramSessions> + 'static,
+    {
+        let seed = builder.seed_value();
+        let sim = builder
+            .build()
+            .map_err(|error| Box::new(unbuilt(seed, error)))?;
+        let state = Rc::new(RunState::default());
+        let shared = Arc::clone(&self.shared);
+        let run_state = Rc::clone(&state);
+        let run = sim.start(move |host| {
+            let sessions = sessions(host.clone());
+            pipeline::run(host, shared, run_state, Some(sessions))
         });
         Ok(CommandRun { run, state })
     }

@@ -77,7 +77,9 @@ pub(crate) async fn run_list(
                 server,
                 allow_collateral,
             } => world_goal(ctx, server, *allow_collateral),
-            Check::Gate { exit_code, .. } if ctx.shared.eval.command.is_some() => {
+            Check::Gate { exit_code, .. }
+                if ctx.shared.eval.command.is_some() && ctx.shared.eval.harness.is_none() =>
+            {
                 gates_run += 1;
                 recorded_gate(ctx, gates_run - 1, *exit_code)
             }

@@ -30,6 +30,7 @@ use crate::gateway::{self, GatewayInput, HttpResponse};
 use crate::limits::{EVENTS_MAX, GATE_TIMEOUT, OUTPUT_DRAIN};
 use crate::normalize::Normalizer;
 use crate::process::{self, AgentProcess, Exit, Spawn};
+use crate::sessions::{GatewaySessions, SessionOrder, SessionStart};
 use crate::workdir::{FileChange, Workdir};
 use crate::{ServeError, SETTLE_DEFAULT};
 
@@ -227,6 +228,29 @@ struct ProgramRun<'a> {
     responses: Outbox<HttpResponse>,
 }
 
+/// What every process of a run shares: the scratch directory, the endpoints and the
+/// environment (a `[harness]` run starts one process per session).
+struct Outside {
+    workdir: Workdir,
+    base_url: String,
+    /// The `[[mcp]]` servers' names, and the config file that names their endpoints.
+    servers: Vec<String>,
+    mcp_config: crate::mcp_http::McpConfig,
+    /// The endpoints' variables, and the virtual clock's when the agent reads one.
+    env: Vec<(String, String)>,
+    requests: smol::channel::Receiver<driver::Pending>,
+    _acceptor: smol::Task<()>,
+}
+
+/// One process of a run, once it ended and its exit was delivered.
+struct Ran {
+    exit: AgentExit,
+    args: Vec<String>,
+    wall_ms: u64,
+    stderr: Vec<u8>,
+    stderr_dropped: u64,
+}
+
 impl ProgramRun<'_> {
     async fn run(
         self,
@@ -238,30 +262,14 @@ impl ProgramRun<'_> {
         let workdir = Workdir::create(fs_root.as_deref(), &label).map_err(ServeError::Workdir)?;
         let (listener, mut endpoints) = crate::bind(self.options.addr).await?;
         // The scenario's MCP servers at /mcp/NAME, and the config file naming them
-        // (SIMTAPE_MCP_CONFIG), removed when the session ends.
+        // (SIMTAPE_MCP_CONFIG), removed when the run ends.
         let (mcp, mcp_config) =
             crate::mcp_http::setup(&builder.capabilities(), endpoints.addr, &mut endpoints.env)?;
-        let (tx, rx) = smol::channel::unbounded();
+        let (tx, requests) = smol::channel::unbounded();
         let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx, mcp));
-        let base_url = format!("http://{}", endpoints.addr);
-        let home = workdir.home();
-        let servers: Vec<String> = self
-            .scenario
-            .eval()
-            .mcp
-            .iter()
-            .map(|server| server.name.clone())
-            .collect();
-        let launch = adapter::launch(
-            &self.spec,
-            &Places {
-                base_url: &base_url,
-                home: &home,
-                mcp: (!servers.is_empty()).then_some((&servers[..], mcp_config.path())),
-            },
-        );
+        let servers = self.scenario.eval().mcp.iter();
+        let servers: Vec<String> = servers.map(|server| server.name.clone()).collect();
         let mut env = endpoints.env.clone();
-        env.extend(launch.env);
         let clock = match self.spec.clock {
             AgentClock::Host => None,
             AgentClock::Virtual => {
@@ -275,30 +283,160 @@ impl ProgramRun<'_> {
                 Some(clock)
             }
         };
+        let mut outside = Outside {
+            base_url: format!("http://{}", endpoints.addr),
+            servers,
+            mcp_config,
+            env,
+            requests,
+            _acceptor: acceptor,
+            workdir,
+        };
+        // A `[harness]` run asks for its sessions through an outbox of its own.
+        let orders = self
+            .scenario
+            .eval()
+            .harness
+            .is_some()
+            .then(|| crate::sessions::register(builder));
+        let events_seen = Rc::new(RefCell::new(Vec::new()));
+        let (inputs, responses, seen) = (self.inputs, self.responses, Rc::clone(&events_seen));
+        let started = match orders {
+            None => self.scenario.start_command(builder, move |host| {
+                command_side(host, inputs, responses, seen)
+            }),
+            Some(orders) => self.scenario.start_command_sessions(builder, move |host| {
+                Rc::new(GatewaySessions {
+                    host,
+                    inputs,
+                    responses,
+                    orders,
+                    seen,
+                })
+            }),
+        };
+        let mut command = started.map_err(ServeError::Unbuilt)?;
+        // The adapter's rules, the caller's, the scenario's, then the agent's places.
+        let (work, home) = (outside.workdir.work(), outside.workdir.home());
+        let normalizer = adapter::rules(self.spec.adapter)
+            .then(self.options.normalizer.clone())
+            .with_scenario_rules(&self.scenario.eval().normalize)
+            .for_agent(Some(&work), Some(&home.display().to_string()));
+        let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);
+        driver.clock = clock;
+        driver.orders = orders;
+        let requests_log = self
+            .options
+            .evidence
+            .as_ref()
+            .map(|d| d.join(SESSION_FILES[2]));
+        if let Some(dir) = &self.options.evidence {
+            std::fs::create_dir_all(dir).map_err(|source| ServeError::SessionLog {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        driver.session_log = crate::session_log(requests_log.as_deref())?;
+        let run = command.run();
+        let mut processes = Vec::new();
+        match orders {
+            None => {
+                let ran = self
+                    .process(&executor, &outside, &mut driver, run, &self.spec.task)
+                    .await?;
+                if ran.exit != AgentExit::TimedOut {
+                    self.deliver_changes(&outside, &mut driver, run);
+                    let gates = run_gates(self.scenario, &work, &outside.env).await;
+                    driver.deliver_input(run, GatewayInput::Gates(gates));
+                }
+                processes.push(ran);
+            }
+            Some(orders) => {
+                // Each session the harness asks for: its files laid out, one process, its
+                // exit and changes delivered; until the run asks for no more.
+                while let Some(start) = next_session(run, orders) {
+                    outside
+                        .workdir
+                        .mirror(&start.files)
+                        .map_err(ServeError::Workdir)?;
+                    let ran = self
+                        .process(&executor, &outside, &mut driver, run, &start.task)
+                        .await?;
+                    self.deliver_changes(&outside, &mut driver, run);
+                    processes.push(ran);
+                }
+            }
+        }
+        driver.close(run);
+        let report = self.scenario.finish_command(command);
+        drop(outside.mcp_config);
+        let last = processes.last();
+        let mut stderr = Vec::new();
+        for ran in &processes {
+            stderr.extend_from_slice(&ran.stderr);
+        }
+        let session = CommandSession {
+            report,
+            meta: SessionMeta {
+                adapter: self.spec.adapter,
+                program: self.program.clone(),
+                args: last.map(|ran| ran.args.clone()).unwrap_or_default(),
+                exit: last.map(|ran| ran.exit),
+                wall_ms: processes.iter().map(|ran| ran.wall_ms).sum(),
+                stderr_dropped: processes.iter().map(|ran| ran.stderr_dropped).sum(),
+            },
+            events: events_seen.take(),
+            stderr,
+        };
+        if let Some(dir) = &self.options.evidence {
+            write_evidence(dir, &session).map_err(|source| ServeError::SessionLog {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        Ok(session)
+    }
+
+    /// Runs the program once with `task`: starts it in the working directory, drives the
+    /// run while it works, stops it when it runs over its timeout or the run orders it
+    /// stopped, then delivers the rest of its output and its exit.
+    async fn process<T: 'static>(
+        &self,
+        executor: &smol::LocalExecutor<'static>,
+        outside: &Outside,
+        driver: &mut Driver,
+        run: &mut simtape::run::Run<T>,
+        task: &str,
+    ) -> Result<Ran, ServeError> {
+        let home = outside.workdir.home();
+        let spec = CommandAgentSpec {
+            task: task.to_string(),
+            ..self.spec.clone()
+        };
+        let mcp = (!outside.servers.is_empty())
+            .then_some((&outside.servers[..], outside.mcp_config.path()));
+        let launch = adapter::launch(
+            &spec,
+            &Places {
+                base_url: &outside.base_url,
+                home: &home,
+                mcp,
+            },
+        );
+        let mut env = outside.env.clone();
+        env.extend(launch.env);
         env.extend(self.spec.env.iter().cloned());
-        let work = workdir.work();
         let started = Instant::now();
         let mut agent = AgentProcess::start(&Spawn {
             program: &self.program,
             args: &launch.args,
             env: &env,
-            cwd: &work,
+            cwd: &outside.workdir.work(),
         })
         .map_err(|source| ServeError::Spawn {
             program: self.program.display().to_string(),
             source,
         })?;
-        let events_seen = Rc::new(RefCell::new(Vec::new()));
-        let (inputs, responses, seen) = (self.inputs, self.responses, Rc::clone(&events_seen));
-        let mut command = match self.scenario.start_command(builder, move |host| {
-            command_side(host, inputs, responses, seen)
-        }) {
-            Ok(command) => command,
-            Err(report) => {
-                drop(agent);
-                return Err(ServeError::Unbuilt(report));
-            }
-        };
         // The agent's output: events to the driver as they are read; stderr kept, capped.
         let (event_tx, event_rx) = smol::channel::unbounded();
         let stdout = agent.stdout();
@@ -332,26 +470,7 @@ impl ProgramRun<'_> {
                 None => (Vec::new(), 0),
             }
         });
-        // The adapter's rules, the caller's, the scenario's, then the agent's places.
-        let normalizer = adapter::rules(self.spec.adapter)
-            .then(self.options.normalizer.clone())
-            .with_scenario_rules(&self.scenario.eval().normalize)
-            .for_agent(Some(&work), Some(&home.display().to_string()));
-        let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);
         driver.events = Some(event_rx);
-        driver.clock = clock;
-        let requests_log = self
-            .options
-            .evidence
-            .as_ref()
-            .map(|d| d.join(SESSION_FILES[2]));
-        if let Some(dir) = &self.options.evidence {
-            std::fs::create_dir_all(dir).map_err(|source| ServeError::SessionLog {
-                path: dir.clone(),
-                source,
-            })?;
-        }
-        driver.session_log = crate::session_log(requests_log.as_deref())?;
         let timeout = Duration::from_millis(self.spec.timeout_ms);
         let ending = async {
             smol::future::or(
@@ -363,7 +482,7 @@ impl ProgramRun<'_> {
             )
             .await
         };
-        let ended = driver.drive(command.run(), &rx, ending).await;
+        let ended = driver.drive(run, &outside.requests, ending).await;
         let exit = match ended {
             Some(Ending::AgentExited(exit)) => {
                 agent.sweep();
@@ -374,59 +493,61 @@ impl ProgramRun<'_> {
                 agent.stop().await;
                 AgentExit::TimedOut
             }
-            None => exit_of(agent.stop().await),
+            // The harness ended the session at its turn budget: as it would be killed.
+            Some(Ending::TurnsSpent) | None => exit_of(agent.stop().await),
         };
         let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        // The rest of its output, then its exit, changes and gates, in that order.
+        // The rest of its output, then its exit, in that order.
         smol::future::or(reader, async {
             smol::Timer::after(OUTPUT_DRAIN).await;
         })
         .await;
-        let run = command.run();
         driver.deliver_events(run);
         driver.deliver_input(run, GatewayInput::AgentExited(exit));
-        if exit != AgentExit::TimedOut {
-            // A directory that cannot be read is said on the tape; the run still finishes.
-            let (changes, skipped) = workdir.changes().unwrap_or_else(|error| {
-                let message = format!("the working directory could not be compared: {error}");
-                let event = vec![EventKind::Error { message }];
-                driver.deliver_input(run, GatewayInput::Session(event));
-                (Vec::new(), Vec::new())
-            });
-            driver.deliver_input(run, GatewayInput::Workdir { changes, skipped });
-            let gates = run_gates(self.scenario, &work, &env).await;
-            driver.deliver_input(run, GatewayInput::Gates(gates));
-        }
-        driver.close(run);
-        drop(acceptor);
-        let report = self.scenario.finish_command(command);
         // A process that left the group may hold stderr open: wait only so long for it.
         let (stderr, stderr_dropped) = smol::future::or(stderr_reader, async {
             smol::Timer::after(OUTPUT_DRAIN).await;
             (Vec::new(), 0)
         })
         .await;
-        let session = CommandSession {
-            report,
-            meta: SessionMeta {
-                adapter: self.spec.adapter,
-                program: self.program.clone(),
-                args: launch.args,
-                exit: Some(exit),
-                wall_ms,
-                stderr_dropped,
-            },
-            events: events_seen.take(),
+        Ok(Ran {
+            exit,
+            args: launch.args,
+            wall_ms,
             stderr,
-        };
-        if let Some(dir) = &self.options.evidence {
-            write_evidence(dir, &session).map_err(|source| ServeError::SessionLog {
-                path: dir.clone(),
-                source,
-            })?;
-        }
-        Ok(session)
+            stderr_dropped,
+        })
     }
+
+    /// Delivers what the agent changed in its working directory. A directory that cannot
+    /// be read is said on the tape; the run still goes on.
+    fn deliver_changes<T: 'static>(
+        &self,
+        outside: &Outside,
+        driver: &mut Driver,
+        run: &mut simtape::run::Run<T>,
+    ) {
+        let (changes, skipped) = outside.workdir.changes().unwrap_or_else(|error| {
+            let message = format!("the working directory could not be compared: {error}");
+            let event = vec![EventKind::Error { message }];
+            driver.deliver_input(run, GatewayInput::Session(event));
+            (Vec::new(), Vec::new())
+        });
+        driver.deliver_input(run, GatewayInput::Workdir { changes, skipped });
+    }
+}
+
+/// Runs `run` until it awaits input, and returns the session it asks for next, if any.
+fn next_session<T: 'static>(
+    run: &mut simtape::run::Run<T>,
+    orders: Outbox<SessionOrder>,
+) -> Option<SessionStart> {
+    run.run_until_idle();
+    // A stop order of the session that just ended was acted on already.
+    run.take(orders).into_iter().find_map(|order| match order {
+        SessionOrder::Start(start) => Some(start),
+        SessionOrder::Stop { .. } => None,
+    })
 }
 
 fn exit_of(exit: Exit) -> AgentExit {
@@ -445,18 +566,34 @@ pub fn replay_command(
 ) -> Result<EvalReport, crate::ReplayError> {
     use simtape::run::{recorded_inputs, ReplayInputError};
     use simtape::tape::TapeReader;
-    let inputs = recorded_inputs(TapeReader::open(tape)?.keep_blobs(true))?;
-    let (inbox, outbox) = crate::register(builder);
+    let recorded = recorded_inputs(TapeReader::open(tape)?.keep_blobs(true))?;
+    let (inputs, responses) = crate::register(builder);
     let seen = Rc::new(RefCell::new(Vec::new()));
-    let mut command = scenario
-        .start_command(builder, move |host| command_side(host, inbox, outbox, seen))
-        .map_err(|report| {
-            crate::ReplayError::Inputs(ReplayInputError::BadInput {
-                index: 0,
-                detail: report.verdict.to_string(),
+    // Registered in the order the run registered them: the gateway's, then the sessions'.
+    let started = match scenario.eval().harness {
+        None => scenario.start_command(builder, move |host| {
+            command_side(host, inputs, responses, seen)
+        }),
+        Some(_) => {
+            let orders = crate::sessions::register(builder);
+            scenario.start_command_sessions(builder, move |host| {
+                Rc::new(GatewaySessions {
+                    host,
+                    inputs,
+                    responses,
+                    orders,
+                    seen,
+                })
             })
-        })?;
-    command.run().replay_inputs(&inputs)?;
+        }
+    };
+    let mut command = started.map_err(|report| {
+        crate::ReplayError::Inputs(ReplayInputError::BadInput {
+            index: 0,
+            detail: report.verdict.to_string(),
+        })
+    })?;
+    command.run().replay_inputs(&recorded)?;
     Ok(scenario.finish_command(command))
 }
 
@@ -534,9 +671,7 @@ async fn command_side(
     seen: Rc<RefCell<Vec<SessionEvent>>>,
 ) -> CommandEnd {
     let outcome = gateway::gateway(host.clone(), inputs, responses).await;
-    if let Some(fs) = host.capabilities().fs() {
-        fs.with_state(|fs| apply(fs.overlay_mut(), &outcome.workdir));
-    }
+    apply_changes(&host, &outcome.workdir);
     *seen.borrow_mut() = outcome.events.clone();
     let mut transcript = transcript(&outcome.events);
     // An agent program's retries are its own; what simtape sees is each faulted answer it had
@@ -545,12 +680,24 @@ async fn command_side(
     CommandEnd {
         transcript,
         exit: outcome.agent_exit.unwrap_or(AgentExit::Signaled),
+        unmatched: unmatched(&outcome),
         gates: outcome.gates,
-        unmatched: match (outcome.unmatched, outcome.mcp_unmatched) {
-            (Some(digest), _) => Some(format!("a model request, sha256:{digest}")),
-            (None, Some(mcp)) => Some(format!("an MCP request: {mcp}")),
-            (None, None) => None,
-        },
+    }
+}
+
+/// The first request of a session that no recording matched, as the run's error says it.
+pub(crate) fn unmatched(outcome: &gateway::GatewayOutcome) -> Option<String> {
+    match (&outcome.unmatched, &outcome.mcp_unmatched) {
+        (Some(digest), _) => Some(format!("a model request, sha256:{digest}")),
+        (None, Some(mcp)) => Some(format!("an MCP request: {mcp}")),
+        (None, None) => None,
+    }
+}
+
+/// Applies the agent's changes to the run's overlay (when it has `[fs]`).
+pub(crate) fn apply_changes(host: &simtape::Host, changes: &[FileChange]) {
+    if let Some(fs) = host.capabilities().fs() {
+        fs.with_state(|fs| apply(fs.overlay_mut(), changes));
     }
 }
 

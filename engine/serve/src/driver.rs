@@ -139,6 +139,9 @@ pub(crate) enum Ending {
     /// The user asked to stop (Ctrl-C without an agent command), or the agent ran over its
     /// timeout.
     Stopped,
+    /// A `[harness]` session asked for a model turn past its budget: the run ordered it
+    /// stopped.
+    TurnsSpent,
 }
 
 /// The driver loop: batches requests by the settle rule, feeds the run, answers. It does
@@ -156,6 +159,8 @@ pub(crate) struct Driver {
     pub(crate) events: Option<Receiver<EventKind>>,
     /// The agent's clock, when it reads virtual time (`[agent] clock = "virtual"`).
     pub(crate) clock: Option<crate::clock::ClockFile>,
+    /// A `[harness]` run's session orders: a stop order ends the session being driven.
+    pub(crate) orders: Option<Outbox<crate::sessions::SessionOrder>>,
 }
 
 impl Driver {
@@ -176,6 +181,7 @@ impl Driver {
             waiting: BTreeMap::new(),
             events: None,
             clock: None,
+            orders: None,
         }
     }
 
@@ -208,7 +214,22 @@ impl Driver {
             if self.deliver(run, batch) != Progress::AwaitingInput {
                 return None;
             }
+            if self.stop_ordered(run) {
+                return Some(Ending::TurnsSpent);
+            }
         }
+    }
+
+    /// Whether the run ordered the running session stopped (its other orders come only
+    /// between sessions).
+    fn stop_ordered<T: 'static>(&mut self, run: &mut Run<T>) -> bool {
+        let Some(orders) = self.orders else {
+            return false;
+        };
+        let taken = run.take(orders);
+        taken
+            .iter()
+            .any(|order| matches!(order, crate::sessions::SessionOrder::Stop { .. }))
     }
 
     /// Collects every request that arrives until the agent has been quiet for the window.

@@ -108,6 +108,9 @@ pub struct GatewayOutcome {
     /// The first MCP request a cassette-backed server had no recording for: the server and
     /// why. Such a run is an ERROR, as for a model request.
     pub mcp_unmatched: Option<String>,
+    /// A `[harness]` session's: whether it asked for a model turn past its budget (and was
+    /// stopped there).
+    pub turns_spent: bool,
 }
 
 impl GatewayOutcome {
@@ -132,6 +135,92 @@ pub async fn gateway(
     host: Host,
     inputs: Inbox<GatewayInput>,
     responses: Outbox<HttpResponse>,
+) -> GatewayOutcome {
+    let outcome = serve(&host, inputs, responses, None).await;
+    host.outcome(
+        "gateway",
+        &json!({"requests": outcome.requests, "model_calls": outcome.model_calls}),
+    );
+    outcome
+}
+
+/// The gateway for one session of a `[harness]` run: answers requests within `budget` until
+/// the driver says what the session changed in its working directory (its last input).
+pub(crate) async fn session(
+    host: &Host,
+    inputs: Inbox<GatewayInput>,
+    responses: Outbox<HttpResponse>,
+    budget: TurnBudget,
+) -> GatewayOutcome {
+    serve(host, inputs, responses, Some(std::rc::Rc::new(budget))).await
+}
+
+/// The model turns a session may take. The request for one more is not answered: the
+/// session ends there, as a session killed at that turn (a seeded crash) or out of context
+/// (its turn budget), and the driver is told to stop the agent.
+#[derive(Debug)]
+pub(crate) struct TurnBudget {
+    /// The session, for the stop order.
+    pub(crate) session: u32,
+    /// The turns it may take.
+    pub(crate) max_turns: u32,
+    /// Where the stop order goes.
+    pub(crate) orders: Outbox<crate::sessions::SessionOrder>,
+    /// Turns begun: model requests let through, less those answered with a provider error
+    /// (a retry is the same turn).
+    begun: std::cell::Cell<u32>,
+    /// Whether the stop was ordered.
+    spent: std::cell::Cell<bool>,
+}
+
+impl TurnBudget {
+    /// A budget of `max_turns` for `session`.
+    pub(crate) fn new(
+        session: u32,
+        max_turns: u32,
+        orders: Outbox<crate::sessions::SessionOrder>,
+    ) -> TurnBudget {
+        TurnBudget {
+            session,
+            max_turns,
+            orders,
+            begun: std::cell::Cell::new(0),
+            spent: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Takes a turn; `false` (and the stop ordered, once) when none is left.
+    fn take(&self) -> bool {
+        if self.begun.get() < self.max_turns && !self.spent.get() {
+            self.begun.set(self.begun.get() + 1);
+            return true;
+        }
+        if !self.spent.replace(true) {
+            let session = self.session;
+            self.orders
+                .send(crate::sessions::SessionOrder::Stop { session });
+        }
+        false
+    }
+
+    /// Gives a turn back: its request got a provider error, and the retry is the same turn.
+    fn give_back(&self) {
+        self.begun.set(self.begun.get().saturating_sub(1));
+    }
+
+    /// Whether the session asked for a turn past its budget.
+    pub(crate) fn spent(&self) -> bool {
+        self.spent.get()
+    }
+}
+
+/// Answers requests until the inbox closes or, in a session (`budget`), until the session's
+/// working-directory changes arrive.
+async fn serve(
+    host: &Host,
+    inputs: Inbox<GatewayInput>,
+    responses: Outbox<HttpResponse>,
+    budget: Option<std::rc::Rc<TurnBudget>>,
 ) -> GatewayOutcome {
     let outcome = std::rc::Rc::new(std::cell::RefCell::new(GatewayOutcome::default()));
     let mut tasks = Vec::new();
@@ -162,6 +251,9 @@ pub async fn gateway(
                     outcome.events.push(SessionEvent { timestamp_ms, kind });
                 }
                 outcome.workdir = changes;
+                if budget.is_some() {
+                    break;
+                }
                 continue;
             }
             GatewayInput::Gates(gates) => {
@@ -170,21 +262,21 @@ pub async fn gateway(
             }
         };
         let (host_for_task, outcome) = (host.clone(), outcome.clone());
+        let budget = budget.clone();
         let name = format!("request-{}", request.id);
         tasks.push(host.spawn(&name, async move {
-            let response = answer(&host_for_task, &request, &outcome).await;
-            responses.send(response);
+            let budget = budget.as_deref();
+            if let Some(response) = answer(&host_for_task, &request, &outcome, budget).await {
+                responses.send(response);
+            }
         }));
     }
     for task in tasks {
         // A task ends only by answering; an abort would be the engine's own doing.
         let _ = task.await;
     }
-    let outcome = outcome.borrow().clone();
-    host.outcome(
-        "gateway",
-        &json!({"requests": outcome.requests, "model_calls": outcome.model_calls}),
-    );
+    let mut outcome = outcome.borrow().clone();
+    outcome.turns_spent = budget.is_some_and(|budget| budget.spent());
     outcome
 }
 
@@ -216,15 +308,36 @@ fn error_shape(path: &str) -> Provider {
     }
 }
 
+/// Answers one request; `None` leaves it unanswered (a session's turn past its budget).
 async fn answer(
     host: &Host,
     request: &HttpRequest,
     outcome: &std::cell::RefCell<GatewayOutcome>,
-) -> HttpResponse {
+    budget: Option<&TurnBudget>,
+) -> Option<HttpResponse> {
     outcome.borrow_mut().requests += 1;
     if let Some(server) = crate::mcp_http::server_of(&request.path) {
-        return crate::mcp_http::answer(host, request, server, outcome).await;
+        return Some(crate::mcp_http::answer(host, request, server, outcome).await);
     }
+    let endpoint = endpoint(&request.method, &request.path);
+    let turn = match (&endpoint, budget) {
+        (Some(Endpoint::Model(_)), Some(budget)) if !budget.take() => return None,
+        (Some(Endpoint::Model(_)), Some(budget)) => Some(budget),
+        _ => None,
+    };
+    let response = answer_model(host, request, outcome, endpoint).await;
+    if let Some(budget) = turn.filter(|_| response.status >= 400) {
+        budget.give_back();
+    }
+    Some(response)
+}
+
+async fn answer_model(
+    host: &Host,
+    request: &HttpRequest,
+    outcome: &std::cell::RefCell<GatewayOutcome>,
+    endpoint: Option<Endpoint>,
+) -> HttpResponse {
     let error = |status: u16, message: &str| {
         json_response(
             request.id,
@@ -232,7 +345,7 @@ async fn answer(
             &error_shape(&request.path).error_body(status, message),
         )
     };
-    let Some(endpoint) = endpoint(&request.method, &request.path) else {
+    let Some(endpoint) = endpoint else {
         let message = format!(
             "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages/count_tokens, GET /v1/models, POST /mcp/NAME)",
             request.method, request.path

@@ -51,6 +51,9 @@ pub enum WorkdirError {
 #[derive(Debug)]
 pub struct Workdir {
     root: PathBuf,
+    /// The `[fs]` root the directory was copied from.
+    origin: Option<PathBuf>,
+    /// What the changes are against: the origin, or the files a session started with.
     base: Option<PathBuf>,
 }
 
@@ -76,22 +79,41 @@ impl Workdir {
         let _ = std::fs::remove_dir_all(&root);
         let workdir = Workdir {
             root: root.clone(),
+            origin: base.map(Path::to_path_buf),
             base: base.map(Path::to_path_buf),
         };
         std::fs::create_dir_all(workdir.work()).map_err(io(&root))?;
         std::fs::create_dir_all(workdir.home()).map_err(io(&root))?;
         if let Some(base) = base {
-            for (relative, entry) in walk(base, false)? {
-                let (from, to) = (base.join(&relative), workdir.work().join(&relative));
-                match entry {
-                    Entry::Dir => std::fs::create_dir_all(&to).map_err(io(&to))?,
-                    Entry::File(_) => {
-                        std::fs::copy(&from, &to).map_err(io(&from))?;
-                    }
-                }
-            }
+            copy_tree(base, &workdir.work())?;
         }
         Ok(workdir)
+    }
+
+    /// Lays out a session's directory afresh: `work/` holds the origin with `files` applied
+    /// (the run's files as the simulation's overlay holds them), `home/` is empty, and the
+    /// changes are from now on against that layout.
+    pub fn mirror(&mut self, files: &[FileChange]) -> Result<(), WorkdirError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| WorkdirError::Io { path, source }
+        };
+        let layout = self.root.join("base");
+        for dir in [&layout, &self.work(), &self.home()] {
+            if dir.exists() {
+                std::fs::remove_dir_all(dir).map_err(io(dir))?;
+            }
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        if let Some(origin) = &self.origin {
+            copy_tree(origin, &layout)?;
+        }
+        for change in files {
+            apply(&layout, change)?;
+        }
+        copy_tree(&layout, &self.work())?;
+        self.base = Some(layout);
+        Ok(())
     }
 
     /// The agent's working directory.
@@ -177,6 +199,66 @@ impl Drop for Workdir {
     }
 }
 
+/// Copies the tree under `from` into the existing directory `to`.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), WorkdirError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| WorkdirError::Io { path, source }
+    };
+    for (relative, entry) in walk(from, false)? {
+        let (source, target) = (from.join(&relative), to.join(&relative));
+        match entry {
+            Entry::Dir => std::fs::create_dir_all(&target).map_err(io(&target))?,
+            Entry::File(_) => {
+                std::fs::copy(&source, &target).map_err(io(&source))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies one change under `dir`. A path that would leave `dir` is refused.
+fn apply(dir: &Path, change: &FileChange) -> Result<(), WorkdirError> {
+    let relative = match change {
+        FileChange::Mkdir(path)
+        | FileChange::Write(path, _)
+        | FileChange::Delete(path)
+        | FileChange::RemoveDir(path) => path,
+    };
+    let inside = Path::new(relative)
+        .components()
+        .all(|part| matches!(part, std::path::Component::Normal(_)));
+    let path = dir.join(relative);
+    let io = |source| WorkdirError::Io {
+        path: path.clone(),
+        source,
+    };
+    if !inside {
+        let refused = std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a relative path inside the directory",
+        );
+        return Err(io(refused));
+    }
+    match change {
+        FileChange::Mkdir(_) => std::fs::create_dir_all(&path).map_err(io),
+        FileChange::Write(_, bytes) => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            std::fs::write(&path, bytes).map_err(io)
+        }
+        FileChange::Delete(_) => match std::fs::remove_file(&path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io(error)),
+            _ => Ok(()),
+        },
+        FileChange::RemoveDir(_) => match std::fs::remove_dir_all(&path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io(error)),
+            _ => Ok(()),
+        },
+    }
+}
+
 /// Each ancestor of a relative path, nearest first.
 fn parents(relative: &str) -> impl Iterator<Item = &str> {
     let mut rest = relative;
@@ -257,6 +339,55 @@ mod bytes_as_text {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mirrored_session_holds_the_runs_files_and_its_changes_are_against_them() {
+        // A harness session's directory is the origin with the overlay's files laid over it
+        // (a deletion too); what the next process changes is relative to that layout, and a
+        // fresh HOME carries nothing over.
+        let origin =
+            std::env::temp_dir().join(format!("simtape-mirror-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&origin);
+        std::fs::create_dir_all(&origin).unwrap();
+        std::fs::write(origin.join("a.txt"), "a\n").unwrap();
+        std::fs::write(origin.join("b.txt"), "b\n").unwrap();
+        let mut workdir = Workdir::create(Some(&origin), "mirror").unwrap();
+        std::fs::write(workdir.home().join(".history"), "session 1").unwrap();
+        std::fs::write(workdir.work().join("stray.txt"), "left by a killed process").unwrap();
+        let files = [
+            FileChange::Write("b.txt".into(), b"b, changed\n".to_vec()),
+            FileChange::Write(".harness/state.json".into(), b"{}".to_vec()),
+            FileChange::Delete("a.txt".into()),
+        ];
+        workdir.mirror(&files).unwrap();
+        let work = workdir.work();
+        assert!(!work.join("a.txt").exists());
+        assert!(!work.join("stray.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(work.join("b.txt")).unwrap(),
+            "b, changed\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(work.join(".harness/state.json")).unwrap(),
+            "{}"
+        );
+        assert!(std::fs::read_dir(workdir.home()).unwrap().next().is_none());
+        assert_eq!(workdir.changes().unwrap(), (Vec::new(), Vec::new()));
+        std::fs::write(work.join("c.txt"), "c\n").unwrap();
+        std::fs::remove_file(work.join("b.txt")).unwrap();
+        let (changes, _) = workdir.changes().unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                FileChange::Write("c.txt".into(), b"c\n".to_vec()),
+                FileChange::Delete("b.txt".into()),
+            ]
+        );
+        // A path that would leave the directory is refused.
+        let escape = [FileChange::Write("../out.txt".into(), Vec::new())];
+        assert!(workdir.mirror(&escape).is_err());
+        std::fs::remove_dir_all(&origin).unwrap();
+    }
 
     #[test]
     fn changes_name_what_the_agent_added_changed_and_removed_in_path_order() {

@@ -1,6 +1,7 @@
 //! Multi-session runs (`[harness]`): an initializer session, then task sessions, each a fresh
-//! conversation of the built-in agent on one or more pending features, until the completion
-//! gate holds or a limit stops the run. All inside one simulation: one seed, one tape.
+//! conversation of the built-in agent, or a fresh process of an agent program, on one or more
+//! pending features, until the completion gate holds or a limit stops the run. All inside one
+//! simulation: one seed, one tape.
 //!
 //! ```text
 //! initialize: manifest, feature_list.json, progress.log, checkpoint 0   (idempotent)
@@ -9,6 +10,7 @@
 //!               crash and resume from the last checkpoint; run the health check
 //!     select:   pending features (the selector; 1 in strict mode, ≤ max_features_per_run)
 //!     work:     the agent, a fresh conversation, ≤ max_turns_per_run turns (a task of its own)
+//!               (an agent program: one process, through `ProgramSessions`)
 //!     validate: each feature, by the validator (a task of its own)
 //!     record:   mark passing only when validated; progress line; checkpoint
 //!     check:    the invariants; the gate: every required feature passing
@@ -46,23 +48,47 @@ use invariants::{check_invariants, Book, Stop, INVARIANT_RESUME};
 use parts::{HarnessCx, Health, Validated};
 use policy::{Feature, HarnessMode, HarnessSpec, MarkOrder, ResumeFrom};
 
+use crate::command::{AgentExit, ProgramSessions, SessionEnd, SessionRequest};
 use crate::log::AgentEvent;
 use crate::pipeline::Ctx;
 use crate::report::AgentError;
 use crate::transcript::{EndReason, TranscriptSession};
 
-/// Runs `spec` with the scenario's built-in agent; the results are the harness's verifiers
-/// (the invariants and the gate), the outcome what reports count.
+/// Who does a session's work.
+pub(crate) enum Worker {
+    /// The built-in agent loop, inside the simulation.
+    BuiltIn,
+    /// An agent program, one process per session, through its driver.
+    Program(Rc<dyn ProgramSessions>),
+}
+
+/// What a session's work came to, when it did not stop the run.
+enum Worked {
+    /// The agent ended (it answered, or ran out of turns or retries).
+    Ended(EndReason),
+    /// The session failed without its work: a model error no retry absorbed, or an agent
+    /// program that exited non-zero. `chat` fails fast.
+    Failed {
+        /// How the transcript's section ends (`model error`).
+        ended: String,
+        /// The checkpoint's note.
+        note: String,
+    },
+}
+
+/// Runs `spec` with `worker` doing each session's work; the results are the harness's
+/// verifiers (the invariants and the gate), the outcome what reports count.
 pub(crate) async fn run(
     ctx: &Rc<Ctx>,
     spec: &HarnessSpec,
+    worker: &Worker,
 ) -> Result<(Vec<VerifierResult>, HarnessOutcome), AgentError> {
-    let agent = ctx
-        .shared
-        .eval
-        .agent
-        .as_ref()
-        .expect("a harness runs the built-in agent");
+    let eval = &ctx.shared.eval;
+    let objective = match (&eval.agent, &eval.command) {
+        (Some(agent), _) => agent.task.clone(),
+        (None, Some(command)) => command.task.clone(),
+        (None, None) => unreachable!("a harness runs an [agent]: the check refuses one without"),
+    };
     let present = ctx.host.capabilities().fs().is_some();
     ctx.require(present, "a [harness]'s state files", "[fs]")?;
     let fs = ctx.host.fs();
@@ -80,7 +106,7 @@ pub(crate) async fn run(
     })
     .await;
     section(ctx, 0, Vec::new(), "initialized");
-    initialize(&fs, &agent.task, spec).await.map_err(state)?;
+    initialize(&fs, &objective, spec).await.map_err(state)?;
     book.progress = files::read_text(&fs, PROGRESS).await.map_err(state)?;
 
     let mut failures = 0;
@@ -152,13 +178,12 @@ pub(crate) async fn run(
             Some(turn) if turn <= u64::from(turns) => turn as u32,
             _ => turns,
         };
-        let task = session_task(&agent.task, &picked);
+        let task = session_task(&objective, &picked);
         ctx.retries.refill();
-        let ended_by = match work(ctx, session, &ids, task, cap).await {
-            Ok(end) => end,
-            Err(AgentError::Model { turn, error }) => {
-                let note = format!("model error at turn {turn}: {error}");
-                end_section(ctx, "failed: model error");
+        let ended_by = match work(ctx, worker, session, &ids, task, cap).await? {
+            Worked::Ended(end) => end,
+            Worked::Failed { ended, note } => {
+                end_section(ctx, &format!("failed: {ended}"));
                 if policy.fail_fast.chat {
                     break Stop::FailFast(note);
                 }
@@ -171,7 +196,6 @@ pub(crate) async fn run(
                 }
                 continue;
             }
-            Err(other) => return Err(other),
         };
         // A session the crash kills during its turns ends there; one killed after its work
         // has done that work, and a harness that marks before validating has marked it.
@@ -429,18 +453,70 @@ fn session_task(objective: &str, features: &[&Feature]) -> String {
 /// Runs the session's work in a task of its own, named after the session and its features.
 async fn work(
     ctx: &Rc<Ctx>,
+    worker: &Worker,
     session: u32,
     ids: &[String],
     task: String,
     max_turns: u32,
-) -> Result<EndReason, AgentError> {
+) -> Result<Worked, AgentError> {
     let owned = Rc::clone(ctx);
-    let future = Box::pin(async move { crate::agent::session(&owned, &task, max_turns).await });
+    let future: std::pin::Pin<Box<dyn std::future::Future<Output = _>>> = match worker {
+        Worker::BuiltIn => Box::pin(async move {
+            match crate::agent::session(&owned, &task, max_turns).await {
+                Ok(end) => Ok(Worked::Ended(end)),
+                Err(AgentError::Model { turn, error }) => Ok(Worked::Failed {
+                    ended: "model error".into(),
+                    note: format!("model error at turn {turn}: {error}"),
+                }),
+                Err(other) => Err(other),
+            }
+        }),
+        Worker::Program(sessions) => {
+            let request = SessionRequest {
+                session,
+                features: ids.to_vec(),
+                task,
+                max_turns,
+            };
+            let ended = sessions.session(request);
+            Box::pin(async move { program_session(&owned, ended.await) })
+        }
+    };
     let name = format!("session {session}: {}", ids.join(","));
     ctx.host
         .spawn(&name, future)
         .await
         .expect("harness session tasks are never aborted")
+}
+
+/// Folds an agent program's session into the run's transcript and says what it came to.
+fn program_session(ctx: &Ctx, end: SessionEnd) -> Result<Worked, AgentError> {
+    let mut transcript = ctx.state.transcript.borrow_mut();
+    for mut turn in end.transcript.turns {
+        turn.turn = u32::try_from(transcript.turns.len() + 1).unwrap_or(u32::MAX);
+        transcript.turns.push(turn);
+    }
+    transcript.retries = transcript.retries.saturating_add(end.transcript.retries);
+    transcript.answer = end.transcript.answer;
+    transcript.end = end.transcript.end;
+    drop(transcript);
+    if let Some(request) = end.unmatched {
+        return Err(AgentError::Unmatched { request });
+    }
+    match end.exit {
+        // Stopped at its turn budget (or where a seeded crash kills it): as the built-in
+        // agent's session, it ran out of turns.
+        _ if end.turns_spent => Ok(Worked::Ended(EndReason::MaxTurns)),
+        AgentExit::Exited(0) => Ok(Worked::Ended(EndReason::FinalAnswer)),
+        AgentExit::TimedOut => {
+            let timeout_ms = ctx.shared.eval.command.as_ref().map_or(0, |c| c.timeout_ms);
+            Err(AgentError::Timeout { timeout_ms })
+        }
+        other => Ok(Worked::Failed {
+            ended: format!("the agent {}", other.describe()),
+            note: format!("the agent {}", other.describe()),
+        }),
+    }
 }
 
 /// Validates each of `picked` in a task of its own, in order.

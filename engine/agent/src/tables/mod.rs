@@ -77,7 +77,11 @@ impl Extension for EvalTables {
             Some(field) => agent::agent(decoded, field, tables.line(field), &servers).map(Some),
             None => Some(None),
         };
-        let command_agent = matches!(agent, Some(Some(agent::AgentTable::Command(_))));
+        // An agent program's `gate` runs in its working directory after it exits; in a
+        // `[harness]` run, whose sessions are validated between processes, through
+        // `[process]` against the run's filesystem, as for the built-in agent.
+        let command_agent = matches!(agent, Some(Some(agent::AgentTable::Command(_))))
+            && tables.get("harness").is_none();
         let mcp_faults = match tables.fault("mcp") {
             Some(field) => faults::mcp_rules(decoded, field, &servers),
             None => Some(Vec::new()),
@@ -92,14 +96,17 @@ impl Extension for EvalTables {
         };
         let harness = match (tables.get("harness"), &agent) {
             (None, _) => Some(None),
-            (Some(field), Some(Some(agent::AgentTable::Builtin(builtin)))) => {
-                let starter = (builtin.task.as_str(), verify.as_deref().unwrap_or_default());
+            (Some(field), Some(Some(table))) => {
+                let task = match table {
+                    agent::AgentTable::Builtin(builtin) => builtin.task.as_str(),
+                    agent::AgentTable::Command(command) => command.task.as_str(),
+                };
+                let starter = (task, verify.as_deref().unwrap_or_default());
                 let line = tables.line(field);
                 harness::harness(decoded, field, line, &servers, tables, starter).map(Some)
             }
-            (Some(field), Some(_)) => {
-                let message =
-                    "[harness] runs the built-in agent: it needs an [agent] table without kind = \"command\"";
+            (Some(field), Some(None)) => {
+                let message = "[harness] runs an agent's sessions: it needs an [agent] table (the built-in agent, or kind = \"command\")";
                 decoded.problem(field.span.clone(), field.path.clone(), message.into());
                 None
             }

@@ -11,6 +11,7 @@ mod bad_inputs;
 mod cli;
 mod evidence;
 mod harness;
+mod harness_agents;
 mod mcp;
 mod mcp_asks;
 mod mcp_conformance;
