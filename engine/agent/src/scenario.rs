@@ -321,18 +321,10 @@ impl EvalScenario {
         F: FnOnce(Host) -> Fut + 'static,
         Fut: std::future::Future<Output = CommandEnd> + 'static,
     {
-        let seed = builder.seed_value();
-        let sim = builder
-            .build()
-            .map_err(|error| Box::new(unbuilt(seed, error)))?;
-        let state = Rc::new(RunState::default());
-        let shared = Arc::clone(&self.shared);
-        let run_state = Rc::clone(&state);
-        let run = sim.start(move |host| {
+        self.start_open(builder, move |host, shared, state| {
             let agent = agent(host.clone());
-            pipeline::run_command(host, shared, run_state, agent)
-        });
-        Ok(CommandRun { run, state })
+            pipeline::run_command(host, shared, state, agent)
+        })
     }
 
     /// Starts a `[harness]` run whose sessions are an agent program's (`[agent] kind =
@@ -348,6 +340,22 @@ impl EvalScenario {
     where
         F: FnOnce(Host) -> Rc<dyn crate::command::ProgramSessions> + 'static,
     {
+        self.start_open(builder, move |host, shared, state| {
+            let sessions = sessions(host.clone());
+            pipeline::run(host, shared, state, Some(sessions))
+        })
+    }
+
+    /// Builds the run and starts `main` as its main task, open to a driver.
+    fn start_open<F, Fut>(
+        &self,
+        builder: &mut Builder,
+        main: F,
+    ) -> Result<CommandRun, Box<EvalReport>>
+    where
+        F: FnOnce(Host, Arc<Shared>, Rc<RunState>) -> Fut + 'static,
+        Fut: std::future::Future<Output = RunOutput> + 'static,
+    {
         let seed = builder.seed_value();
         let sim = builder
             .build()
@@ -355,10 +363,7 @@ impl EvalScenario {
         let state = Rc::new(RunState::default());
         let shared = Arc::clone(&self.shared);
         let run_state = Rc::clone(&state);
-        let run = sim.start(move |host| {
-            let sessions = sessions(host.clone());
-            pipeline::run(host, shared, run_state, Some(sessions))
-        });
+        let run = sim.start(move |host| main(host, shared, run_state));
         Ok(CommandRun { run, state })
     }
 

@@ -19,8 +19,8 @@ use serde::Serialize;
 use simtape::inbox::{Inbox, Outbox};
 use simtape::Builder;
 use simtape_agent::{
-    AdapterKind, AgentClock, AgentExit, Check, CommandAgentSpec, CommandEnd, EvalReport,
-    EvalScenario, GateRun, Transcript, TranscriptCall, TranscriptTurn,
+    AdapterKind, AgentClock, AgentExit, Check, CommandAgentSpec, CommandEnd, CommandRun,
+    EvalReport, EvalScenario, GateRun, Transcript, TranscriptCall, TranscriptTurn,
 };
 
 use crate::adapter::{self, EventKind, Places, SessionEvent};
@@ -292,30 +292,10 @@ impl ProgramRun<'_> {
             _acceptor: acceptor,
             workdir,
         };
-        // A `[harness]` run asks for its sessions through an outbox of its own.
-        let orders = self
-            .scenario
-            .eval()
-            .harness
-            .is_some()
-            .then(|| crate::sessions::register(builder));
         let events_seen = Rc::new(RefCell::new(Vec::new()));
-        let (inputs, responses, seen) = (self.inputs, self.responses, Rc::clone(&events_seen));
-        let started = match orders {
-            None => self.scenario.start_command(builder, move |host| {
-                command_side(host, inputs, responses, seen)
-            }),
-            Some(orders) => self.scenario.start_command_sessions(builder, move |host| {
-                Rc::new(GatewaySessions {
-                    host,
-                    inputs,
-                    responses,
-                    orders,
-                    seen,
-                })
-            }),
-        };
-        let mut command = started.map_err(ServeError::Unbuilt)?;
+        let gateway = (self.inputs, self.responses);
+        let (mut command, orders) = start(self.scenario, builder, gateway, Rc::clone(&events_seen))
+            .map_err(ServeError::Unbuilt)?;
         // The adapter's rules, the caller's, the scenario's, then the agent's places.
         let (work, home) = (outside.workdir.work(), outside.workdir.home());
         let normalizer = adapter::rules(self.spec.adapter)
@@ -567,27 +547,9 @@ pub fn replay_command(
     use simtape::run::{recorded_inputs, ReplayInputError};
     use simtape::tape::TapeReader;
     let recorded = recorded_inputs(TapeReader::open(tape)?.keep_blobs(true))?;
-    let (inputs, responses) = crate::register(builder);
+    let gateway = crate::register(builder);
     let seen = Rc::new(RefCell::new(Vec::new()));
-    // Registered in the order the run registered them: the gateway's, then the sessions'.
-    let started = match scenario.eval().harness {
-        None => scenario.start_command(builder, move |host| {
-            command_side(host, inputs, responses, seen)
-        }),
-        Some(_) => {
-            let orders = crate::sessions::register(builder);
-            scenario.start_command_sessions(builder, move |host| {
-                Rc::new(GatewaySessions {
-                    host,
-                    inputs,
-                    responses,
-                    orders,
-                    seen,
-                })
-            })
-        }
-    };
-    let mut command = started.map_err(|report| {
+    let (mut command, _) = start(scenario, builder, gateway, seen).map_err(|report| {
         crate::ReplayError::Inputs(ReplayInputError::BadInput {
             index: 0,
             detail: report.verdict.to_string(),
@@ -595,6 +557,34 @@ pub fn replay_command(
     })?;
     command.run().replay_inputs(&recorded)?;
     Ok(scenario.finish_command(command))
+}
+
+/// Starts the run of an agent program: the driver's side inside it is the gateway for one
+/// session, or, in a `[harness]` run, the gateway for each session the harness asks for,
+/// through an outbox of orders (returned) registered after the gateway's own.
+fn start(
+    scenario: &EvalScenario,
+    builder: &mut Builder,
+    (inputs, responses): (Inbox<GatewayInput>, Outbox<HttpResponse>),
+    seen: Rc<RefCell<Vec<SessionEvent>>>,
+) -> Result<(CommandRun, Option<Outbox<SessionOrder>>), Box<EvalReport>> {
+    if scenario.eval().harness.is_none() {
+        let command = scenario.start_command(builder, move |host| {
+            command_side(host, inputs, responses, seen)
+        })?;
+        return Ok((command, None));
+    }
+    let orders = crate::sessions::register(builder);
+    let command = scenario.start_command_sessions(builder, move |host| {
+        Rc::new(GatewaySessions {
+            host,
+            inputs,
+            responses,
+            orders,
+            seen,
+        })
+    })?;
+    Ok((command, Some(orders)))
 }
 
 /// Runs each `gate` verifier's program in the agent's directory, in file order.

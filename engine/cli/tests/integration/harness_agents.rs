@@ -168,20 +168,7 @@ fn an_agent_program_works_a_harness_run_one_process_per_session() {
         std::fs::read(dir.join("b.tape")).unwrap(),
     );
     assert!(a == b, "two runs of one seed wrote different tapes");
-    let replay = simtape()
-        .arg("replay")
-        .arg(dir.join("a.tape"))
-        .arg("--scenario")
-        .arg(&scenario)
-        .env("PATH", "")
-        .output()
-        .unwrap();
-    assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
-    assert!(
-        text(&replay).contains("byte-identical"),
-        "{}",
-        text(&replay)
-    );
+    replays_without_the_program(&dir.join("a.tape"), &scenario);
 }
 
 #[test]
@@ -251,20 +238,7 @@ fn seeded_crashes_kill_agent_processes_and_a_broken_harness_is_caught() {
         .map(|entry| entry.unwrap().path())
         .find(|path| path.extension().is_some_and(|e| e == "tape"))
         .expect("a failing seed's tape is kept");
-    let replay = simtape()
-        .arg("replay")
-        .arg(&kept)
-        .arg("--scenario")
-        .arg(&broken)
-        .env("PATH", "")
-        .output()
-        .unwrap();
-    assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
-    assert!(
-        text(&replay).contains("byte-identical"),
-        "{}",
-        text(&replay)
-    );
+    replays_without_the_program(&kept, &broken);
 }
 
 #[test]
@@ -303,17 +277,23 @@ fn claude_code_builds_the_feature_list_session_by_session() {
     }
     assert!(tapes[0] == tapes[1], "the tapes differ");
     // The replay needs no Claude Code: every session's inputs are on the tape.
+    replays_without_the_program(&dir.join("run-0.tape"), &scenario);
+}
+
+/// Checks that `tape` replays byte-identical with `scenario` and no program on `PATH`.
+fn replays_without_the_program(tape: &Path, scenario: &Path) {
     let replay = simtape()
         .arg("replay")
-        .arg(&tapes_path(&dir))
+        .arg(tape)
+        .arg("--scenario")
+        .arg(scenario)
         .env("PATH", "")
         .output()
         .unwrap();
     assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
-    assert!(text(&replay).contains("byte-identical"), "{}", text(&replay));
-}
-
-/// The first tape `claude_code_builds_the_feature_list_session_by_session` wrote.
-fn tapes_path(dir: &Path) -> PathBuf {
-    dir.join("run-0.tape")
+    assert!(
+        text(&replay).contains("byte-identical"),
+        "{}",
+        text(&replay)
+    );
 }
