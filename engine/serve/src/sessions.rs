@@ -73,8 +73,8 @@ impl ProgramSessions for GatewaySessions {
             (self.host.clone(), self.inputs, self.responses, self.orders);
         let seen = Rc::clone(&self.seen);
         Box::pin(async move {
-            // The overlay's diff reads the `[fs]` root; a root that became unreadable during
-            // the run leaves the session with the root as the copy made at the start has it.
+            // The overlay's diff reads the `[fs]` root: one that became unreadable gives no
+            // files here, and the driver's copy of that root then fails, naming the path.
             let files = host
                 .capabilities()
                 .fs()
