@@ -1,6 +1,6 @@
 //! An agent program as the worker of a `[harness]` run: one process per session.
 //!
-//! Inside the simulation, the harness asks [`GatewaySessions`] for a session; it leaves a
+//! Inside the simulation, the harness asks `GatewaySessions` for a session; it leaves a
 //! [`SessionOrder::Start`] in the `gateway-sessions` outbox, with the task and the run's
 //! files as the overlay holds them, and serves the session's requests through the gateway
 //! within the session's turn budget. The driver outside takes the order, lays the files out
