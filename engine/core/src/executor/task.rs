@@ -28,7 +28,7 @@ pub(crate) enum Awaiting {
 }
 
 /// What a deadlock report says of a task waiting on a future simtape cannot see into.
-const UNSEEN: &str = "a future outside simtape's channels, timers and joins";
+pub(super) const UNSEEN: &str = "a future outside simtape's channels, timers and joins";
 
 /// Something tasks wait on (a channel, a oneshot). At a deadlock the executor asks each live
 /// probe which wakers it holds and matches them to tasks, so the hot paths (send, receive,
@@ -109,7 +109,9 @@ impl<T> Future for JoinHandle<T> {
         };
         match Pin::new(task).poll(cx) {
             Poll::Ready(output) => {
-                with_core(|core| core.set_awaiting(Awaiting::Static(UNSEEN)));
+                // What the task awaits stays `Join(id)`: a deadlock report renders a join of
+                // a task that has ended as `UNSEEN` (see `Core::describe`), so the hot path
+                // spends no visit to the core on it.
                 // A finished `Task` must not be polled again; `None` now means "taken".
                 // Dropping it (not forgetting it) releases the handle's claim on the task's
                 // allocation, which is freed here if no waker of the task is left.
