@@ -110,9 +110,7 @@ fn spawn_allocations() -> Vec<usize> {
         .run(|_host| async {
             // Grow the executor's vectors well past what one more task needs, then free
             // those tasks, so that the measured spawn allocates only the task itself.
-            let warm: Vec<_> = (0..64)
-                .map(|_| simtape::spawn("warm", async {}))
-                .collect();
+            let warm: Vec<_> = (0..64).map(|_| simtape::spawn("warm", async {})).collect();
             for handle in warm {
                 handle.await.unwrap();
             }
@@ -139,7 +137,7 @@ fn spawn_allocations() -> Vec<usize> {
 fn a_spawn_allocates_its_task_once_and_small() {
     // Goal: spawning a task makes one allocation (async-task's, holding the future), and the
     // future is held once: an `async` wrapper around it held it twice (the captured future
-    // and the awaited copy), 176 bytes for this sleeping task.
+    // and the awaited copy), which made this sleeping task's allocation 160 bytes.
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let sizes = spawn_allocations();
     eprintln!("spawn allocations: {sizes:?}");
