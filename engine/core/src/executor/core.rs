@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::task::Waker;
 
 use super::context::{current_task, raise_attention};
-use super::task::{Awaiting, WaitProbe};
+use super::task::{Awaiting, WaitProbe, UNSEEN};
 use super::TaskId;
 use crate::actor::{ActorSlot, ENGINE_ACTOR};
 use crate::error::{SimError, WaitingTask};
@@ -185,6 +185,11 @@ impl Core {
             Awaiting::Static(text) => (*text).to_string(),
             Awaiting::Recv(channel) => format!("recv on channel {channel:?}"),
             Awaiting::Send(channel) => format!("send on full channel {channel:?}"),
+            // The join of a task that has ended is over (the joining task went on to await
+            // something simtape cannot see into; a join that completes leaves this behind).
+            Awaiting::Join(id) if !self.tasks.get(*id as usize).is_some_and(TaskInfo::alive) => {
+                UNSEEN.to_string()
+            }
             Awaiting::Join(id) => format!("join of task {:?} (#{id})", self.task_name(*id)),
             Awaiting::Input(actor) => {
                 let name = self

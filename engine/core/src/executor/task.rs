@@ -28,7 +28,7 @@ pub(crate) enum Awaiting {
 }
 
 /// What a deadlock report says of a task waiting on a future simtape cannot see into.
-const UNSEEN: &str = "a future outside simtape's channels, timers and joins";
+pub(super) const UNSEEN: &str = "a future outside simtape's channels, timers and joins";
 
 /// Something tasks wait on (a channel, a oneshot). At a deadlock the executor asks each live
 /// probe which wakers it holds and matches them to tasks, so the hot paths (send, receive,
@@ -109,7 +109,9 @@ impl<T> Future for JoinHandle<T> {
         };
         match Pin::new(task).poll(cx) {
             Poll::Ready(output) => {
-                with_core(|core| core.set_awaiting(Awaiting::Static(UNSEEN)));
+                // What the task awaits stays `Join(id)`: a deadlock report renders a join of
+                // a task that has ended as `UNSEEN` (see `Core::describe`), so the hot path
+                // spends no visit to the core on it.
                 // A finished `Task` must not be polled again; `None` now means "taken".
                 // Dropping it (not forgetting it) releases the handle's claim on the task's
                 // allocation, which is freed here if no waker of the task is left.
@@ -125,14 +127,19 @@ impl<T> Future for JoinHandle<T> {
 }
 
 /// Marks a task's end on the tape: "ok" when it completed, "aborted" when its future was
-/// dropped unfinished, "panicked" when it unwound.
+/// dropped unfinished, "panicked" when it unwound. A task dropped before its first poll
+/// ends unrecorded (and stays counted as live until teardown).
 struct ExitGuard {
     id: TaskId,
+    started: bool,
     completed: bool,
 }
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
+        if !self.started {
+            return;
+        }
         let status = if self.completed {
             "ok"
         } else if std::thread::panicking() {
@@ -168,6 +175,44 @@ impl Drop for ExitGuard {
     }
 }
 
+/// A task's future with its exit record: what async-task allocates and polls per task.
+///
+/// A struct, not an `async` block that awaits `future`: such a block keeps the captured
+/// future *and* the awaited copy of it (rustc does not overlap the two), so each task's
+/// allocation held its future twice (W3: 144 bytes of future instead of 72, and 40 bytes of
+/// async-task's header on top). The behaviour is the block's: the first poll starts the
+/// guard, and when the task ends the future is dropped first and the exit record written
+/// after it (fields drop in declaration order), within the same `Runnable::run`.
+struct Tracked<F> {
+    future: F,
+    guard: ExitGuard,
+}
+
+impl<F: Future> Future for Tracked<F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `future` is structurally pinned and `guard` is not. `future` is never moved
+        // out of a `Tracked`: nothing here moves it, `Tracked` has no `Drop` of its own (its
+        // fields drop in place), and it is `Unpin` only when `F` is (the auto trait, as
+        // `ExitGuard` is `Unpin`). So while `self` is pinned, `future` stays where it is
+        // until it is dropped, which is what `Pin::new_unchecked` requires; `guard` is only
+        // written through a plain `&mut`, never pinned.
+        #[allow(unsafe_code)]
+        let (future, guard) = unsafe {
+            let this = self.get_unchecked_mut();
+            (Pin::new_unchecked(&mut this.future), &mut this.guard)
+        };
+        guard.started = true;
+        let poll = future.poll(cx);
+        if poll.is_ready() {
+            guard.completed = true;
+        }
+        poll
+    }
+}
+
 /// Spawns a named task on the running simulation.
 ///
 /// ```
@@ -187,14 +232,13 @@ where
     // touch the core) and keeping its waker.
     let (id, runnable, task) = with_core(|core| {
         let id = core.register_task(name);
-        let wrapped = async move {
-            let mut guard = ExitGuard {
+        let wrapped = Tracked {
+            future,
+            guard: ExitGuard {
                 id,
+                started: false,
                 completed: false,
-            };
-            let output = future.await;
-            guard.completed = true;
-            output
+            },
         };
         let (runnable, task) = async_task::Builder::new()
             .metadata(id)
