@@ -7,5 +7,8 @@ fn main() {
         eprintln!("usage: simtape-afl TARGET (one of {})", names.join(", "));
         std::process::exit(2);
     };
+    // Fixtures and lazily built tables load here, in the fork server's parent, not in the
+    // first execution of each child (docs/fuzzing.md, "Speed and stability").
+    simtape_fuzz_targets::warm_up(&name);
     afl::fuzz!(|data: &[u8]| run(data));
 }

@@ -44,6 +44,28 @@ pub fn target(name: &str) -> Option<Target> {
         .map(|(_, run)| *run)
 }
 
+/// Runs target `name` once over each of its seeds (`fuzz/corpus/<name>/`), so that what a
+/// target loads once per process (the fixtures in its `OnceLock`s, the parsers' and JSON
+/// Schema's own lazily built tables) is loaded before AFL's fork server starts: every
+/// execution AFL then counts does the same work for the same input. Returns the number of
+/// seeds run.
+pub fn warm_up(name: &str) -> usize {
+    let Some(run) = target(name) else {
+        return 0;
+    };
+    let Ok(entries) = std::fs::read_dir(repo().join("fuzz/corpus").join(name)) else {
+        return 0;
+    };
+    let mut seeds = 0;
+    for entry in entries.flatten() {
+        if let Ok(data) = std::fs::read(entry.path()) {
+            run(&data);
+            seeds += 1;
+        }
+    }
+    seeds
+}
+
 /// Returns the repository's root (the targets read the repository's own fixtures).
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

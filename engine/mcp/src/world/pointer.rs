@@ -9,6 +9,13 @@ pub struct NotAPointer {
     pub pointer: String,
 }
 
+/// The most tokens a path an effect writes may have. An effect creates the objects its path
+/// names, so a path of thousands of tokens built a state thousands of levels deep, and
+/// copying, dropping or writing that state exhausted the stack (fuzzing found it:
+/// `fuzz/regressions/world_spec/effect-path-11900-levels-deep.json`). 128 is as deep as
+/// `serde_json` reads a document.
+pub const PATH_DEPTH_MAX: usize = 128;
+
 /// Splits a JSON pointer into unescaped tokens. `""` is the whole document.
 ///
 /// ```

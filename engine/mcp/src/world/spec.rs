@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::effects::Operation;
 use super::faults::FaultRule;
-use super::pointer::tokens;
+use super::pointer::{tokens, PATH_DEPTH_MAX};
 use super::template::placeholders;
 
 /// The value of the optional `format` field (specs without it are accepted).
@@ -378,7 +378,15 @@ fn check_tool(spec: &WorldSpec, index: usize, tool: &ToolSpec) -> Result<(), Pro
         let path = operation.path();
         // Check the pointer shape with placeholders filled by a harmless token.
         let filled = fill(path);
-        tokens(&filled).map_err(|m| (format!("{op_at}/path"), m.to_string()))?;
+        let depth = tokens(&filled)
+            .map_err(|m| (format!("{op_at}/path"), m.to_string()))?
+            .len();
+        if depth > PATH_DEPTH_MAX {
+            return Err((
+                format!("{op_at}/path"),
+                format!("the path is {depth} levels deep; an effect's path may have at most {PATH_DEPTH_MAX}"),
+            ));
+        }
         if filled.is_empty() {
             return Err((
                 format!("{op_at}/path"),
@@ -455,6 +463,21 @@ mod tests {
     const BASE: &str = r#"{"name":"w","initial_state":{},"goal":{"assertions":[]},"tools":[
         {"name":"t","inputSchema":{"type":"object","properties":{"id":{"type":"string"}}},
          "effects":[{"op":"set","path":"/x/{{id}}","value":1}]}]"#;
+
+    #[test]
+    fn an_effect_path_deeper_than_the_cap_is_refused_at_its_field() {
+        // Goal: a path of thousands of empty tokens (fuzzing found one) built a state so deep
+        // that copying or dropping it overflowed the stack; now the spec is refused where the
+        // path is, and a path at the cap still loads.
+        let at_cap = format!("/x{}", "/y".repeat(PATH_DEPTH_MAX - 1));
+        let spec = |path: &str| format!("{}}}", BASE.replace("/x/{{id}}", path));
+        assert!(World::parse(&spec(&at_cap), Path::new("w.json")).is_ok());
+        let deep = error(&spec(&"/".repeat(15_000)));
+        assert!(
+            deep.contains("at /tools/0/effects/0/path") && deep.contains("15000 levels deep"),
+            "{deep}"
+        );
+    }
 
     #[test]
     fn malformed_specs_say_what_and_where() {
