@@ -272,7 +272,16 @@ impl Driver {
     /// Delivers `batch` in content order, runs the simulation until it awaits input again,
     /// and answers every request it answered.
     fn deliver<T: 'static>(&mut self, run: &mut Run<T>, batch: Vec<Pending>) -> Progress {
-        self.deliver_events(run);
+        // The agent's output goes in with its requests to the model (and at its exit), not
+        // with its MCP requests: an agent may print a turn's text on either side of the
+        // tool's MCP request, as its own scheduling falls, and the output must not land in
+        // a different delivery because of that. By its next model request it has printed it.
+        if batch
+            .iter()
+            .any(|pending| crate::mcp_http::server_of(&pending.path).is_none())
+        {
+            self.deliver_events(run);
+        }
         let mut batch: Vec<(String, Pending)> = batch
             .into_iter()
             .map(|pending| (self.normalizer.apply(&pending.body), pending))
