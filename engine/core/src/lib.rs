@@ -53,6 +53,7 @@ pub mod inbox;
 pub mod input;
 pub mod limits;
 pub mod oracle;
+mod prefetch;
 mod recorder;
 pub mod rng;
 pub mod run;

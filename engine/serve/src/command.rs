@@ -88,6 +88,23 @@ pub struct SessionMeta {
     pub wall_ms: u64,
     /// Bytes of stderr it wrote beyond the kept [`crate::limits::STDERR_BYTES_MAX`].
     pub stderr_dropped: u64,
+    /// Each process of the program, in the order they ran: one for a plain run, one per
+    /// session for a `[harness]` run. The fields above sum them (`wall_ms`,
+    /// `stderr_dropped`) or are the last one's (`args`, `exit`).
+    pub processes: Vec<ProcessMeta>,
+}
+
+/// One process of an agent program, for people (not on the tape).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessMeta {
+    /// Its arguments (a harness session's task is among them).
+    pub args: Vec<String>,
+    /// How it ended.
+    pub exit: AgentExit,
+    /// Wall-clock milliseconds it ran.
+    pub wall_ms: u64,
+    /// Bytes of its stderr beyond what was kept.
+    pub stderr_dropped: u64,
 }
 
 /// One run of an agent program.
@@ -364,6 +381,15 @@ impl ProgramRun<'_> {
                 exit: last.map(|ran| ran.exit),
                 wall_ms: processes.iter().map(|ran| ran.wall_ms).sum(),
                 stderr_dropped: processes.iter().map(|ran| ran.stderr_dropped).sum(),
+                processes: processes
+                    .iter()
+                    .map(|ran| ProcessMeta {
+                        args: ran.args.clone(),
+                        exit: ran.exit,
+                        wall_ms: ran.wall_ms,
+                        stderr_dropped: ran.stderr_dropped,
+                    })
+                    .collect(),
             },
             events: events_seen.take(),
             stderr,

@@ -87,7 +87,13 @@ pub(crate) async fn run(
     let objective = match (&eval.agent, &eval.command) {
         (Some(agent), _) => agent.task.clone(),
         (None, Some(command)) => command.task.clone(),
-        (None, None) => unreachable!("a harness runs an [agent]: the check refuses one without"),
+        // `check` refuses a harness without an `[agent]`; a scenario built in code can still
+        // have one, and gets the check's answer instead of a panic.
+        (None, None) => {
+            return Err(AgentError::Setup(
+                "a [harness] needs an [agent] to work its sessions".into(),
+            ))
+        }
     };
     let present = ctx.host.capabilities().fs().is_some();
     ctx.require(present, "a [harness]'s state files", "[fs]")?;
@@ -512,8 +518,9 @@ fn program_session(ctx: &Ctx, end: SessionEnd) -> Result<Worked, AgentError> {
             let timeout_ms = ctx.shared.eval.command.as_ref().map_or(0, |c| c.timeout_ms);
             Err(AgentError::Timeout { timeout_ms })
         }
+        // The section says what ended it, the note says how, as for a model error.
         other => Ok(Worked::Failed {
-            ended: format!("the agent {}", other.describe()),
+            ended: "agent exit".into(),
             note: format!("the agent {}", other.describe()),
         }),
     }

@@ -160,6 +160,17 @@ fn an_agent_program_works_a_harness_run_one_process_per_session() {
     assert!(diff.contains("feature_list.json"), "{diff}");
     // The real directory is never touched.
     assert!(!dir.join("repo/calc.txt").exists());
+    // The sidecar lists each session's process, in order.
+    let meta = load_json(&dir.join("a-evidence/session.meta.json"));
+    let processes = meta["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 2, "{meta}");
+    for process in processes {
+        assert_eq!(process["exit"], serde_json::json!({"exited": 0}), "{meta}");
+        assert!(
+            process["args"][0].as_str().unwrap().ends_with("agent.py"),
+            "{meta}"
+        );
+    }
     // Same seed, same bytes; and the tape replays without the program.
     let (code, shown) = run(&scenario, 0, &dir, "b");
     assert_eq!(code, 0, "{shown}");
@@ -169,6 +180,38 @@ fn an_agent_program_works_a_harness_run_one_process_per_session() {
     );
     assert!(a == b, "two runs of one seed wrote different tapes");
     replays_without_the_program(&dir.join("a.tape"), &scenario);
+}
+
+#[test]
+fn a_session_whose_program_exits_non_zero_fails_without_its_work() {
+    // A process that exits 3 fails its session as a model error does: the section ends
+    // "failed: agent exit", the checkpoint's note says how (once), and the harness goes on
+    // to the next session until its retries are spent.
+    let dir = scratch("harness-agents", "exits");
+    let scenario = scenario(&dir, "max_turns_per_run = 3");
+    std::fs::write(
+        dir.join("agent.py"),
+        "import sys\nprint('giving up', flush=True)\nsys.exit(3)\n",
+    )
+    .unwrap();
+    let (code, shown) = run(&scenario, 0, &dir, "a");
+    assert_eq!(code, 1, "{shown}");
+    assert!(
+        shown.contains("session 1 (add): 1 turn(s), 0 tool call(s), failed: agent exit\n"),
+        "{shown}"
+    );
+    assert!(!shown.contains("failed: the agent exited"), "{shown}");
+    let diff = std::fs::read_to_string(dir.join("a-evidence/fs.diff")).unwrap();
+    assert!(diff.contains("the agent exited with status 3"), "{diff}");
+    let meta = load_json(&dir.join("a-evidence/session.meta.json"));
+    let processes = meta["processes"].as_array().unwrap();
+    assert!(
+        processes.len() > 1,
+        "the harness went on after a failed session: {meta}"
+    );
+    for process in processes {
+        assert_eq!(process["exit"], serde_json::json!({"exited": 3}), "{meta}");
+    }
 }
 
 #[test]

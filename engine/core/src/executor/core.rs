@@ -236,6 +236,13 @@ impl Core {
                 waiting: self.waiting_tasks(),
             });
         };
+        if let Some(task) = self.timers.prefetch_ahead() {
+            // The task a timer a few places on wakes will likely end or wait in this loop:
+            // its `TaskInfo` is read then (see `TimerQueue::prefetch_ahead`).
+            if let Some(info) = self.tasks.get(task as usize) {
+                crate::prefetch::read_soon(&info.waker);
+            }
+        }
         let Some(waker) = fired.waker else {
             return Ok(None);
         };
