@@ -574,6 +574,11 @@ fn check_parts(eval: &EvalSpec, report: &mut dyn FnMut(String, String)) {
             _ => {}
         }
     }
+    if eval.harness.is_some() && eval.agent.is_none() && eval.command.is_none() {
+        let message = "a [harness] runs an agent's sessions: it needs an agent (the built-in \
+                       agent, or an agent program)";
+        report("harness".into(), message.into());
+    }
     for (index, verifier) in eval.verify.iter().enumerate() {
         if let Check::WorldGoal { server, .. } = &verifier.check {
             if !matches!(source(server), Some(McpSource::World(_))) {

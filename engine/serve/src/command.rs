@@ -261,11 +261,8 @@ struct Outside {
 
 /// One process of a run, once it ended and its exit was delivered.
 struct Ran {
-    exit: AgentExit,
-    args: Vec<String>,
-    wall_ms: u64,
+    meta: ProcessMeta,
     stderr: Vec<u8>,
-    stderr_dropped: u64,
 }
 
 impl ProgramRun<'_> {
@@ -341,7 +338,7 @@ impl ProgramRun<'_> {
                 let ran = self
                     .process(&executor, &outside, &mut driver, run, &self.spec.task)
                     .await?;
-                if ran.exit != AgentExit::TimedOut {
+                if ran.meta.exit != AgentExit::TimedOut {
                     self.deliver_changes(&outside, &mut driver, run);
                     let gates = run_gates(self.scenario, &work, &outside.env).await;
                     driver.deliver_input(run, GatewayInput::Gates(gates));
@@ -367,11 +364,12 @@ impl ProgramRun<'_> {
         driver.close(run);
         let report = self.scenario.finish_command(command);
         drop(outside.mcp_config);
-        let last = processes.last();
         let mut stderr = Vec::new();
         for ran in &processes {
             stderr.extend_from_slice(&ran.stderr);
         }
+        let processes: Vec<ProcessMeta> = processes.into_iter().map(|ran| ran.meta).collect();
+        let last = processes.last();
         let session = CommandSession {
             report,
             meta: SessionMeta {
@@ -381,15 +379,7 @@ impl ProgramRun<'_> {
                 exit: last.map(|ran| ran.exit),
                 wall_ms: processes.iter().map(|ran| ran.wall_ms).sum(),
                 stderr_dropped: processes.iter().map(|ran| ran.stderr_dropped).sum(),
-                processes: processes
-                    .iter()
-                    .map(|ran| ProcessMeta {
-                        args: ran.args.clone(),
-                        exit: ran.exit,
-                        wall_ms: ran.wall_ms,
-                        stderr_dropped: ran.stderr_dropped,
-                    })
-                    .collect(),
+                processes,
             },
             events: events_seen.take(),
             stderr,
@@ -517,11 +507,13 @@ impl ProgramRun<'_> {
         })
         .await;
         Ok(Ran {
-            exit,
-            args: launch.args,
-            wall_ms,
+            meta: ProcessMeta {
+                args: launch.args,
+                exit,
+                wall_ms,
+                stderr_dropped,
+            },
             stderr,
-            stderr_dropped,
         })
     }
 

@@ -87,8 +87,8 @@ pub(crate) async fn run(
     let objective = match (&eval.agent, &eval.command) {
         (Some(agent), _) => agent.task.clone(),
         (None, Some(command)) => command.task.clone(),
-        // `check` refuses a harness without an `[agent]`; a scenario built in code can still
-        // have one, and gets the check's answer instead of a panic.
+        // Loading refuses a harness without an agent (`check`, and `check_parts` for parts
+        // given in Rust); should the two ever disagree, the run fails, it does not panic.
         (None, None) => {
             return Err(AgentError::Setup(
                 "a [harness] needs an [agent] to work its sessions".into(),

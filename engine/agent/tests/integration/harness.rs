@@ -44,6 +44,19 @@ fn with_parts(parts: HarnessParts) -> EvalScenario {
     EvalScenario::from_parts(loaded.scenario().clone(), eval).unwrap()
 }
 
+#[test]
+fn a_harness_without_an_agent_is_refused_when_its_parts_are_taken() {
+    // Goal: parts given in Rust get the check a scenario file gets: a [harness] with no
+    // agent to work its sessions is refused at `harness`, before any run.
+    let loaded = shipped();
+    let mut eval = loaded.eval().clone();
+    eval.agent = None;
+    eval.command = None;
+    let problem = EvalScenario::from_parts(loaded.scenario().clone(), eval).unwrap_err();
+    assert_eq!(problem.field, "harness", "{problem}");
+    assert!(problem.message.contains("needs an agent"), "{problem}");
+}
+
 fn run(eval: &EvalScenario) -> EvalReport {
     let mut builder = eval.builder(1);
     builder.tape_in_memory();
