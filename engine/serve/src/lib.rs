@@ -31,6 +31,7 @@ pub mod limits;
 pub mod mcp_http;
 pub mod normalize;
 pub mod process;
+pub mod sandbox;
 pub mod sessions;
 pub mod streamable;
 pub mod workdir;

@@ -28,3 +28,15 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 pub const GATE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the agent's output may go on after it ended (a grandchild holding its stdout).
 pub const OUTPUT_DRAIN: Duration = Duration::from_secs(5);
+
+/// Bytes the sandbox's root file system may hold: its `/tmp`, its `HOME`, the project's
+/// changes (the overlay's upper layer) and anything else a program writes.
+pub const SANDBOX_ROOT_BYTES: u64 = 1 << 30;
+/// Files and directories the sandbox's root file system may hold.
+pub const SANDBOX_ROOT_INODES: u64 = 200_000;
+/// How long setting a sandbox up may take before it is an error.
+pub const SANDBOX_SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lookups and connection attempts one sandbox records; past it they are counted only.
+pub const SANDBOX_ATTEMPTS_MAX: usize = 10_000;
+/// How long dialling a host the `[network]` policy allows may take.
+pub const SANDBOX_DIAL_TIMEOUT: Duration = Duration::from_secs(10);
