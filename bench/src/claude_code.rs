@@ -115,6 +115,7 @@ pub fn bare_run(eval: &EvalScenario, claude: &Path) -> Result<(), String> {
             base_url: &base_url,
             home: &home,
             mcp: None,
+            sandboxed: false,
         },
     );
     // The scenario's timeout bounds a bare run too: an agent that hangs is killed (on drop).

@@ -265,6 +265,7 @@ pub fn measure_simtape(settle_ms: u64, requests: usize) -> Result<(Latencies, La
             command: None,
             normalizer: Normalizer::agent_defaults(),
             session_log: None,
+            sandbox: None,
         };
         let session = simtape_serve::serve(&mut builder, options, stop, |endpoints| {
             let _ = addr_tx.send(endpoints.addr);

@@ -58,6 +58,9 @@ pub struct CommandEnd {
     /// The first request no recording matched (a model request's digest, an MCP server and
     /// why): such a run is an ERROR whatever the verifiers say.
     pub unmatched: Option<String>,
+    /// The first connection the `[network]` policy refused the program (in its sandbox):
+    /// such a run is BLOCKED.
+    pub denied: Option<simtape::cap::net::NetError>,
 }
 
 /// The name of the verifier that judges the agent's exit.
@@ -90,6 +93,8 @@ pub struct SessionEnd {
     pub turns_spent: bool,
     /// The first request no recording matched: the run is an ERROR.
     pub unmatched: Option<String>,
+    /// The first connection the `[network]` policy refused: the run is BLOCKED.
+    pub denied: Option<simtape::cap::net::NetError>,
 }
 
 /// The driver's side of an agent program inside the simulation, for a `[harness]` run: one

@@ -200,6 +200,9 @@ where
             if let Some(request) = end.unmatched {
                 return Err(AgentError::Unmatched { request });
             }
+            if let Some(denied) = end.denied {
+                return Err(AgentError::NetDenied { denied });
+            }
             if end.exit == AgentExit::TimedOut {
                 return Err(AgentError::Timeout {
                     timeout_ms: spec.timeout_ms,

@@ -69,6 +69,12 @@ pub enum AgentError {
         /// Which request: the model request's digest, or the MCP server and why.
         request: String,
     },
+    /// The agent program tried a connection the `[network]` policy does not allow.
+    #[error("the agent program's connection was refused: {denied}")]
+    NetDenied {
+        /// The policy's refusal (host, port, rules).
+        denied: simtape::cap::net::NetError,
+    },
     /// An `fs` verifier's path escaped the overlay root (through a symlink).
     #[error("verifier {verifier:?}: {error}")]
     VerifierEscape {
@@ -126,6 +132,7 @@ impl AgentError {
             AgentError::Harness(error) => error.kind(),
             AgentError::Timeout { .. } => "agent_timeout",
             AgentError::Unmatched { .. } => "llm_unmatched",
+            AgentError::NetDenied { .. } => "net_denied",
         }
     }
 }
@@ -219,6 +226,9 @@ pub struct EvalReport {
     /// Each `gate` verifier's run that happened, in file order of the gates: its exit code,
     /// or why it did not run (the evidence's `tests.json`).
     pub gates: Vec<GateRun>,
+    /// How an agent program was contained (`namespaces`, `off`), as the tape header says;
+    /// `None` for the built-in agent.
+    pub sandbox: Option<String>,
 }
 
 /// A world server's end of a run: its final state, and its goal and collateral-damage report.
@@ -242,6 +252,7 @@ impl EvalReport {
         });
         let mut json = RunJson::new(scenario, &self.summary, &self.verdict, error);
         json.verifiers = self.verifiers.clone();
+        json.sandbox = self.sandbox.clone();
         json.outcomes = self
             .outcomes
             .iter()

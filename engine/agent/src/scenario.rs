@@ -471,6 +471,7 @@ fn completed(
         worlds,
         harness: output.harness,
         gates: Vec::new(),
+        sandbox: None,
     }
 }
 
@@ -504,6 +505,7 @@ fn stopped(
         worlds,
         harness: None,
         gates: Vec::new(),
+        sandbox: None,
     }
 }
 
@@ -521,6 +523,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
         worlds: Vec::new(),
         harness: None,
         gates: Vec::new(),
+        sandbox: None,
     }
 }
 

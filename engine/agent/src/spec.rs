@@ -39,8 +39,9 @@ pub struct AgentSpec {
 
 /// `[agent] kind = "command"`: an agent program outside the simulation (Claude Code, Codex,
 /// OpenCode or any other) that reaches the scenario's model and MCP servers through
-/// `simtape serve`'s endpoints. It works in a scratch copy of the `[fs]` root; what it
-/// leaves there becomes the run's fs diff, so the verifiers judge it like the built-in agent.
+/// `simtape serve`'s endpoints. It works on the `[fs]` root through an overlay in its
+/// sandbox (or a scratch copy without one); what it changes there becomes the run's fs diff,
+/// so the verifiers judge it like the built-in agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandAgentSpec {
     /// Which CLI it is: how to pass the task and permissions, and how to read its output.
@@ -59,8 +60,24 @@ pub struct CommandAgentSpec {
     pub permission: Permission,
     /// Which time the agent's own clock reads.
     pub clock: AgentClock,
+    /// Whether it runs in simtape's namespace sandbox (docs/sandbox.md).
+    pub sandbox: AgentSandbox,
+    /// Host paths shown to it read-only inside the sandbox, as written (relative to the
+    /// scenario file's directory, or absolute).
+    pub expose: Vec<String>,
     /// The 1-based line of `[agent]` in the scenario file (names the agent's exit check).
     pub line: u64,
+}
+
+/// Whether an agent program runs in simtape's namespace sandbox (`[agent] sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentSandbox {
+    /// In the sandbox: its own view of the files, loopback only, nothing outlives it (the
+    /// default).
+    On,
+    /// On the host, unconfined: the verdict line and the tape say so.
+    Off,
 }
 
 /// `[normalize]`: how the scenario's agent program's requests are normalized before fixtures

@@ -87,6 +87,10 @@ pub(crate) struct RunArgs {
     /// and the adapter's usual binary (docs/agents.md).
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
+    /// Run an agent program on the host, unconfined, instead of in simtape's namespace
+    /// sandbox (docs/sandbox.md); the verdict line and the tape say so.
+    #[arg(long)]
+    pub(crate) no_sandbox: bool,
     /// Where to write the tape (default: no tape file).
     #[arg(long)]
     pub(crate) tape: Option<PathBuf>,
@@ -329,6 +333,10 @@ pub(crate) struct SweepArgs {
     /// The agent program of `[agent] kind = "command"` scenarios (docs/agents.md).
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
+    /// Run an agent program on the host, unconfined, instead of in simtape's namespace
+    /// sandbox (docs/sandbox.md); the verdict line and the tape say so.
+    #[arg(long)]
+    pub(crate) no_sandbox: bool,
     /// The seeds: `A..B` (B excluded) or `A..=B`.
     #[arg(long, required = true, value_parser = simtape_eval::sweep::parse_seeds)]
     pub(crate) seeds: Option<simtape_eval::sweep::SeedRange>,

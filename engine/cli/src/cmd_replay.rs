@@ -75,8 +75,19 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
                 "--rerun-agent: the tape's scenario has no [agent] kind = \"command\"".into(),
             ));
         }
-        // The program runs again, live: byte-identical only when it asks the same again.
-        crate::common::run_eval(&scenario, &mut builder, args.agent_bin.as_deref(), None)?;
+        // The program runs again, live, contained as the tape says it was: byte-identical
+        // only when it asks the same again.
+        let sandbox = match header.sandbox.as_deref() {
+            Some("off") => Some(simtape_serve::sandbox::SandboxMode::Off),
+            _ => None,
+        };
+        crate::common::run_eval(
+            &scenario,
+            &mut builder,
+            args.agent_bin.as_deref(),
+            None,
+            sandbox,
+        )?;
     } else if scenario.eval().command.is_some() {
         // An agent program's run: its requests, output, exit, changes and gate runs are
         // inputs on the tape, so the eval pipeline runs again from them; no program starts.

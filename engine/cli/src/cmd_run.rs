@@ -84,6 +84,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         &mut builder,
         args.agent_bin.as_deref(),
         args.evidence.as_deref(),
+        no_sandbox(args.no_sandbox),
     )?;
     // A tape that could not be written (a full disk) is not the scenario's verdict.
     if let Some(EvalFailure::Sim(SimError::Tape(TapeError::Io { .. }))) = report.failure.as_deref()
@@ -157,13 +158,20 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         args.scenario.display()
     );
     let summary = &report.summary;
-    let at = format!(
+    let mut at = format!(
         "at t={} (virtual), {} events, {} records, fingerprint {:016x}",
         format_ns(summary.end_ns),
         summary.events,
         summary.records,
         summary.fingerprint
     );
+    // An agent program's containment belongs to the verdict: a run outside the sandbox
+    // guarantees nothing about the host.
+    match report.sandbox.as_deref() {
+        Some("off") => at.push_str(", sandbox off (the agent ran on the host, unconfined)"),
+        Some(label) => at.push_str(&format!(", sandbox {label}")),
+        None => {}
+    }
     match &report.verdict {
         Verdict::Pass => println!("result: PASS {at}"),
         Verdict::Fail { verifier, saw } => {
@@ -253,6 +261,11 @@ fn note(args: &RunArgs, line: &str) {
     }
 }
 
+/// `--no-sandbox` as the sandbox override it is.
+pub(crate) fn no_sandbox(flag: bool) -> Option<simtape_serve::sandbox::SandboxMode> {
+    flag.then_some(simtape_serve::sandbox::SandboxMode::Off)
+}
+
 /// Runs the scenario twice more into temporary tapes and compares them byte for byte.
 fn check_determinism(args: &RunArgs, eval: &EvalScenario, seed: u64) -> CliResult {
     let agent_bin = args.agent_bin.as_deref();
@@ -262,7 +275,13 @@ fn check_determinism(args: &RunArgs, eval: &EvalScenario, seed: u64) -> CliResul
         let mut builder = eval.builder(seed);
         builder.tape(tape);
         // Every verdict is part of the behaviour under test: its tape is compared too.
-        run_eval(eval, &mut builder, agent_bin, None)?;
+        run_eval(
+            eval,
+            &mut builder,
+            agent_bin,
+            None,
+            no_sandbox(args.no_sandbox),
+        )?;
     }
     if read(&tapes[0])? == read(&tapes[1])? {
         note(

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use simtape_agent::EvalScenario;
-use simtape_serve::{AgentCommand, Normalizer, ServeOptions};
+use simtape_serve::{AgentCommand, Normalizer, ServeOptions, ServeSandbox};
 
 use crate::exit::{CliError, CliResult, Outcome};
 
@@ -40,6 +40,10 @@ pub(crate) struct ServeArgs {
     pub(crate) normalize_pointers: Vec<String>,
     #[command(flatten)]
     pub(crate) record: crate::common::record::RecordLlmArgs,
+    /// Run the agent on the host, unconfined, instead of in simtape's namespace sandbox
+    /// (docs/sandbox.md); the tape says so.
+    #[arg(long)]
+    pub(crate) no_sandbox: bool,
     /// The agent to run, with its arguments, after `--`; without it, serve until Ctrl-C.
     #[arg(last = true)]
     pub(crate) command: Vec<String>,
@@ -85,12 +89,31 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             .pointer(pointer)
             .map_err(|e| CliError::Input(e.to_string()))?;
     }
+    // The agent works on the scenario's [fs] root, or the current directory, through an
+    // overlay in its sandbox: the host's copy is never changed.
+    let sandbox = match (&command, args.no_sandbox) {
+        (Some(_), false) => {
+            let project = match eval.scenario().fs_root() {
+                Some(root) => root,
+                None => std::env::current_dir()
+                    .map_err(|e| CliError::Usage(format!("the current directory: {e}")))?,
+            };
+            let network = eval.scenario().network().cloned();
+            Some(ServeSandbox {
+                project,
+                network: network.unwrap_or_else(simtape::cap::net::Network::deny),
+                expose: Vec::new(),
+            })
+        }
+        _ => None,
+    };
     let options = ServeOptions {
         addr: args.addr,
         settle: Duration::from_millis(args.settle_ms),
         command,
         normalizer,
         session_log: args.session_log.clone(),
+        sandbox,
     };
     let (stop_tx, stop) = smol::channel::bounded(1);
     if interactive {

@@ -51,6 +51,9 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         shard: shard.unwrap_or(Shard::ALL),
         out: args.out.as_deref(),
         agent_bin: args.agent_bin.as_deref(),
+        sandbox: args
+            .no_sandbox
+            .then_some(simtape_serve::sandbox::SandboxMode::Off),
     };
     let runs = plan.runs();
     if runs > SWEEP_RUNS_MAX {

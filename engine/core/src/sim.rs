@@ -55,6 +55,7 @@ pub struct Builder {
     sidecar_blobs: bool,
     blob_threshold_bytes: usize,
     scenario: ScenarioStamp,
+    sandbox: Option<String>,
     inputs: Option<Arc<Inputs>>,
     inputs_store: Option<InputStore>,
     actors: Vec<(String, ActorFactory)>,
@@ -83,6 +84,7 @@ impl Default for Builder {
             sidecar_blobs: false,
             blob_threshold_bytes: BLOB_THRESHOLD_DEFAULT_BYTES,
             scenario: ScenarioStamp::default(),
+            sandbox: None,
             inputs: None,
             inputs_store: None,
             actors: Vec::new(),
@@ -151,6 +153,13 @@ impl Builder {
     /// Stamps the tape header with the scenario the run comes from.
     pub fn scenario(&mut self, stamp: ScenarioStamp) -> &mut Self {
         self.scenario = stamp;
+        self
+    }
+
+    /// Names, on the tape header, how the programs the run starts outside the simulation are
+    /// contained (`"namespaces"`, `"off"`); a run that starts none leaves it unset.
+    pub fn sandbox(&mut self, label: &str) -> &mut Self {
+        self.sandbox = Some(label.to_string());
         self
     }
 
@@ -274,6 +283,7 @@ impl Builder {
             .to_string(),
             blob_threshold_bytes: self.blob_threshold_bytes as u64,
             checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
+            sandbox: self.sandbox.clone(),
         }
     }
 

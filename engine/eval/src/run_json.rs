@@ -44,6 +44,10 @@ pub struct RunJson {
     pub outcomes: Vec<OutcomeJson>,
     /// The agent's numbers, when the scenario has `[agent]`.
     pub agent: Option<AgentJson>,
+    /// How an agent program was contained: `namespaces` (simtape's sandbox) or `off` (on
+    /// the host, unconfined); absent for the built-in agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// What stopped a run.
@@ -112,6 +116,7 @@ impl RunJson {
             final_hash: tape.map(|t| format!("{:016x}", t.final_hash)),
             outcomes: Vec::new(),
             agent: None,
+            sandbox: None,
         }
     }
 }

@@ -27,7 +27,17 @@ impl ClockFile {
     /// Makes the clock file at `path`, set to `start_unix_ns`; returns it with the variables
     /// that give a program this clock, or `None` when libfaketime is not installed.
     pub fn create(path: &Path, start_unix_ns: i64) -> std::io::Result<Option<(ClockFile, Env)>> {
-        let Some(library) = libfaketime() else {
+        ClockFile::create_at(path, path, start_unix_ns)
+    }
+
+    /// As [`ClockFile::create`], for a program that sees the file at `seen_as` (in its
+    /// sandbox).
+    pub fn create_at(
+        path: &Path,
+        seen_as: &Path,
+        start_unix_ns: i64,
+    ) -> std::io::Result<Option<(ClockFile, Env)>> {
+        let Some(env) = variables(seen_as) else {
             return Ok(None);
         };
         let clock = ClockFile {
@@ -35,14 +45,6 @@ impl ClockFile {
             start_unix_ns,
         };
         clock.write(0)?;
-        let env = [
-            ("LD_PRELOAD", library.display().to_string()),
-            ("FAKETIME_TIMESTAMP_FILE", path.display().to_string()),
-            // Read the file on every call, so each new instant is seen at once.
-            ("FAKETIME_NO_CACHE", "1".to_string()),
-            ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_string()),
-        ];
-        let env = env.map(|(k, v)| (k.to_string(), v)).to_vec();
         Ok(Some((clock, env)))
     }
 
@@ -64,6 +66,20 @@ impl ClockFile {
         std::fs::write(&partial, text)?;
         std::fs::rename(&partial, &self.path)
     }
+}
+
+/// The variables that give a program the clock in the file it sees at `seen_as`, or `None`
+/// when libfaketime is not installed.
+pub fn variables(seen_as: &Path) -> Option<Env> {
+    let library = libfaketime()?;
+    let env = [
+        ("LD_PRELOAD", library.display().to_string()),
+        ("FAKETIME_TIMESTAMP_FILE", seen_as.display().to_string()),
+        // Read the file on every call, so each new instant is seen at once.
+        ("FAKETIME_NO_CACHE", "1".to_string()),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_string()),
+    ];
+    Some(env.map(|(k, v)| (k.to_string(), v)).to_vec())
 }
 
 /// Returns the libfaketime library, if installed.

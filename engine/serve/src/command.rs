@@ -19,19 +19,20 @@ use serde::Serialize;
 use simtape::inbox::{Inbox, Outbox};
 use simtape::Builder;
 use simtape_agent::{
-    AdapterKind, AgentClock, AgentExit, Check, CommandAgentSpec, CommandEnd, CommandRun,
-    EvalReport, EvalScenario, GateRun, Transcript, TranscriptCall, TranscriptTurn,
+    AdapterKind, AgentExit, AgentSandbox, CommandAgentSpec, CommandEnd, CommandRun, EvalReport,
+    EvalScenario, Transcript, TranscriptCall, TranscriptTurn,
 };
 
 use crate::adapter::{self, EventKind, Places, SessionEvent};
-use crate::clock::ClockFile;
 use crate::driver::{self, Driver, Ending};
-use crate::gateway::{self, GatewayInput, HttpResponse};
-use crate::limits::{EVENTS_MAX, GATE_TIMEOUT, OUTPUT_DRAIN};
+use crate::gateway::{self, GatewayInput, HttpResponse, SandboxSeen};
+use crate::limits::{EVENTS_MAX, OUTPUT_DRAIN};
 use crate::normalize::Normalizer;
-use crate::process::{self, AgentProcess, Exit, Spawn};
+use crate::place::{Launch, Place, Setting};
+use crate::process::{self, Exit};
+use crate::sandbox::SandboxMode;
 use crate::sessions::{GatewaySessions, SessionOrder, SessionStart};
-use crate::workdir::{FileChange, Workdir};
+use crate::workdir::FileChange;
 use crate::{ServeError, SETTLE_DEFAULT};
 
 /// The files of an agent program's session in an evidence directory: its events, their
@@ -58,6 +59,9 @@ pub struct CommandOptions {
     /// Where to write the session's evidence: `session.ndjson` (its events),
     /// `session.meta.json`, `requests.ndjson` (raw requests) and `agent.stderr`.
     pub evidence: Option<PathBuf>,
+    /// The sandbox, overriding the scenario's `[agent] sandbox` (`--no-sandbox` is
+    /// `Some(Off)`).
+    pub sandbox: Option<SandboxMode>,
 }
 
 impl Default for CommandOptions {
@@ -68,6 +72,7 @@ impl Default for CommandOptions {
             program: None,
             normalizer: Normalizer::default(),
             evidence: None,
+            sandbox: None,
         }
     }
 }
@@ -92,6 +97,11 @@ pub struct SessionMeta {
     /// session for a `[harness]` run. The fields above sum them (`wall_ms`,
     /// `stderr_dropped`) or are the last one's (`args`, `exit`).
     pub processes: Vec<ProcessMeta>,
+    /// How the program was contained: in simtape's sandbox, or on the host.
+    pub sandbox: SandboxMode,
+    /// What each sandboxed process did outside its project (lookups, connections, writes),
+    /// as on the tape; empty on the host.
+    pub outside: Vec<SandboxSeen>,
 }
 
 /// One process of an agent program, for people (not on the tape).
@@ -245,20 +255,6 @@ struct ProgramRun<'a> {
     responses: Outbox<HttpResponse>,
 }
 
-/// What every process of a run shares: the scratch directory, the endpoints and the
-/// environment (a `[harness]` run starts one process per session).
-struct Outside {
-    workdir: Workdir,
-    base_url: String,
-    /// The `[[mcp]]` servers' names, and the config file that names their endpoints.
-    servers: Vec<String>,
-    mcp_config: crate::mcp_http::McpConfig,
-    /// The endpoints' variables, and the virtual clock's when the agent reads one.
-    env: Vec<(String, String)>,
-    requests: smol::channel::Receiver<driver::Pending>,
-    _acceptor: smol::Task<()>,
-}
-
 /// One process of a run, once it ended and its exit was delivered.
 struct Ran {
     meta: ProcessMeta,
@@ -271,53 +267,49 @@ impl ProgramRun<'_> {
         executor: Rc<smol::LocalExecutor<'static>>,
         builder: &mut Builder,
     ) -> Result<CommandSession, ServeError> {
-        let fs_root = self.scenario.scenario().fs_root();
-        let label = self.scenario.scenario().name().to_string();
-        let workdir = Workdir::create(fs_root.as_deref(), &label).map_err(ServeError::Workdir)?;
-        let (listener, mut endpoints) = crate::bind(self.options.addr).await?;
-        // The scenario's MCP servers at /mcp/NAME, and the config file naming them
-        // (SIMTAPE_MCP_CONFIG), removed when the run ends.
-        let (mcp, mcp_config) =
-            crate::mcp_http::setup(&builder.capabilities(), endpoints.addr, &mut endpoints.env)?;
         let (tx, requests) = smol::channel::unbounded();
-        let acceptor = executor.spawn(driver::accept(executor.clone(), listener, tx, mcp));
-        let servers = self.scenario.eval().mcp.iter();
-        let servers: Vec<String> = servers.map(|server| server.name.clone()).collect();
-        let mut env = endpoints.env.clone();
-        let clock = match self.spec.clock {
-            AgentClock::Host => None,
-            AgentClock::Virtual => {
-                let start = self.scenario.scenario().start_unix_ns();
-                let path = workdir.home().with_file_name("clock");
-                let created = ClockFile::create(&path, start).map_err(|source| {
-                    ServeError::Workdir(crate::workdir::WorkdirError::Io { path, source })
-                })?;
-                let (clock, clock_env) = created.ok_or(ServeError::MissingFaketime)?;
-                env.extend(clock_env);
-                Some(clock)
-            }
+        let mode = sandbox_mode(&self.spec, self.options);
+        let program = match mode {
+            SandboxMode::On => crate::place::unshim(&self.program),
+            SandboxMode::Off => self.program.clone(),
         };
-        let mut outside = Outside {
-            base_url: format!("http://{}", endpoints.addr),
-            servers,
-            mcp_config,
-            env,
-            requests,
-            _acceptor: acceptor,
-            workdir,
+        ProgramRun { program, ..self }
+            .run_in(executor, builder, mode, tx, requests)
+            .await
+    }
+
+    async fn run_in(
+        self,
+        executor: Rc<smol::LocalExecutor<'static>>,
+        builder: &mut Builder,
+        mode: SandboxMode,
+        tx: smol::channel::Sender<driver::Pending>,
+        requests: smol::channel::Receiver<driver::Pending>,
+    ) -> Result<CommandSession, ServeError> {
+        let setting = Setting {
+            scenario: self.scenario,
+            capabilities: &builder.capabilities(),
+            program: &self.program,
+            addr: self.options.addr,
+            executor: executor.clone(),
+            requests: tx,
         };
+        let mut place = match mode {
+            SandboxMode::On => Place::sandboxed(setting)?,
+            SandboxMode::Off => Place::host(setting).await?,
+        };
+        builder.sandbox(place.mode().label());
         let events_seen = Rc::new(RefCell::new(Vec::new()));
         let gateway = (self.inputs, self.responses);
         let (mut command, orders) = start(self.scenario, builder, gateway, Rc::clone(&events_seen))
             .map_err(ServeError::Unbuilt)?;
         // The adapter's rules, the caller's, the scenario's, then the agent's places.
-        let (work, home) = (outside.workdir.work(), outside.workdir.home());
+        let sight = place.sight().clone();
         let normalizer = adapter::rules(self.spec.adapter)
             .then(self.options.normalizer.clone())
             .with_scenario_rules(&self.scenario.eval().normalize)
-            .for_agent(Some(&work), Some(&home.display().to_string()));
+            .for_agent(Some(&sight.work), Some(&sight.home.display().to_string()));
         let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);
-        driver.clock = clock;
         driver.orders = orders;
         let requests_log = self
             .options
@@ -333,37 +325,58 @@ impl ProgramRun<'_> {
         driver.session_log = crate::session_log(requests_log.as_deref())?;
         let run = command.run();
         let mut processes = Vec::new();
+        let mut outside = Vec::new();
         match orders {
             None => {
+                let task = self.spec.task.clone();
                 let ran = self
-                    .process(&executor, &outside, &mut driver, run, &self.spec.task)
+                    .process(
+                        &mut place,
+                        &executor,
+                        &requests,
+                        &mut driver,
+                        run,
+                        &task,
+                        None,
+                    )
                     .await?;
+                outside.extend(place.seen());
                 if ran.meta.exit != AgentExit::TimedOut {
-                    self.deliver_changes(&outside, &mut driver, run);
-                    let gates = run_gates(self.scenario, &work, &outside.env).await;
+                    self.deliver_changes(&place, &mut driver, run);
+                    let gates = place.gates(self.scenario).await;
                     driver.deliver_input(run, GatewayInput::Gates(gates));
                 }
+                place.end();
                 processes.push(ran);
             }
             Some(orders) => {
                 // Each session the harness asks for: its files laid out, one process, its
                 // exit and changes delivered; until the run asks for no more.
                 while let Some(start) = next_session(run, orders) {
-                    outside
-                        .workdir
-                        .mirror(&start.files)
-                        .map_err(ServeError::Workdir)?;
+                    let files = Some(start.files.as_slice());
                     let ran = self
-                        .process(&executor, &outside, &mut driver, run, &start.task)
+                        .process(
+                            &mut place,
+                            &executor,
+                            &requests,
+                            &mut driver,
+                            run,
+                            &start.task,
+                            files,
+                        )
                         .await?;
-                    self.deliver_changes(&outside, &mut driver, run);
+                    outside.extend(place.seen());
+                    self.deliver_changes(&place, &mut driver, run);
+                    place.end();
                     processes.push(ran);
                 }
             }
         }
         driver.close(run);
-        let report = self.scenario.finish_command(command);
-        drop(outside.mcp_config);
+        let mut report = self.scenario.finish_command(command);
+        let mode = place.mode();
+        report.sandbox = Some(mode.label().to_string());
+        drop(place);
         let mut stderr = Vec::new();
         for ran in &processes {
             stderr.extend_from_slice(&ran.stderr);
@@ -380,6 +393,8 @@ impl ProgramRun<'_> {
                 wall_ms: processes.iter().map(|ran| ran.wall_ms).sum(),
                 stderr_dropped: processes.iter().map(|ran| ran.stderr_dropped).sum(),
                 processes,
+                sandbox: mode,
+                outside,
             },
             events: events_seen.take(),
             stderr,
@@ -393,49 +408,51 @@ impl ProgramRun<'_> {
         Ok(session)
     }
 
-    /// Runs the program once with `task`: starts it in the working directory, drives the
-    /// run while it works, stops it when it runs over its timeout or the run orders it
-    /// stopped, then delivers the rest of its output and its exit.
+    /// Runs the program once with `task`: starts it in its place, drives the run while it
+    /// works, stops it when it runs over its timeout or the run orders it stopped, then
+    /// delivers the rest of its output, what it did outside its project (sandboxed) and its
+    /// exit.
+    #[allow(clippy::too_many_arguments)]
     async fn process<T: 'static>(
         &self,
+        place: &mut Place,
         executor: &smol::LocalExecutor<'static>,
-        outside: &Outside,
+        requests: &smol::channel::Receiver<driver::Pending>,
         driver: &mut Driver,
         run: &mut simtape::run::Run<T>,
         task: &str,
+        files: Option<&[FileChange]>,
     ) -> Result<Ran, ServeError> {
-        let home = outside.workdir.home();
+        let sight = place.sight().clone();
         let spec = CommandAgentSpec {
             task: task.to_string(),
             ..self.spec.clone()
         };
-        let mcp = (!outside.servers.is_empty())
-            .then_some((&outside.servers[..], outside.mcp_config.path()));
+        let servers = self.scenario.eval().mcp.iter();
+        let servers: Vec<String> = servers.map(|server| server.name.clone()).collect();
         let launch = adapter::launch(
             &spec,
             &Places {
-                base_url: &outside.base_url,
-                home: &home,
-                mcp,
+                base_url: &sight.base_url,
+                home: &sight.home,
+                mcp: (!servers.is_empty()).then_some((&servers[..], sight.mcp_config.as_path())),
+                sandboxed: place.mode() == SandboxMode::On,
             },
         );
-        let mut env = outside.env.clone();
-        env.extend(launch.env);
+        let mut env = launch.env;
         env.extend(self.spec.env.iter().cloned());
         let started = Instant::now();
-        let mut agent = AgentProcess::start(&Spawn {
-            program: &self.program,
-            args: &launch.args,
-            env: &env,
-            cwd: &outside.workdir.work(),
-        })
-        .map_err(|source| ServeError::Spawn {
-            program: self.program.display().to_string(),
-            source,
-        })?;
+        let (stdout, stderr) = place
+            .start(Launch {
+                program: &self.program,
+                args: &launch.args,
+                env,
+                files,
+            })
+            .await?;
+        driver.clock = place.clock();
         // The agent's output: events to the driver as they are read; stderr kept, capped.
         let (event_tx, event_rx) = smol::channel::unbounded();
-        let stdout = agent.stdout();
         let adapter_kind = self.spec.adapter;
         let reader = executor.spawn(async move {
             let mut parser = adapter::parser(adapter_kind);
@@ -451,54 +468,52 @@ impl ProgramRun<'_> {
                     std::cmp::Ordering::Greater => {}
                 }
             };
-            if let Some(stdout) = stdout {
-                process::read_lines(stdout, |line| {
-                    parser.line(line).into_iter().for_each(&mut send)
-                })
-                .await;
-            }
+            process::read_lines(stdout, |line| {
+                parser.line(line).into_iter().for_each(&mut send)
+            })
+            .await;
             parser.finish().into_iter().for_each(send);
         });
-        let stderr = agent.stderr();
-        let stderr_reader = executor.spawn(async move {
-            match stderr {
-                Some(stderr) => process::read_capped(stderr).await,
-                None => (Vec::new(), 0),
-            }
-        });
+        let stderr_reader = executor.spawn(process::read_capped(stderr));
         driver.events = Some(event_rx);
         let timeout = Duration::from_millis(self.spec.timeout_ms);
-        let ending = async {
-            smol::future::or(
-                async { Ending::AgentExited(exit_of(agent.wait().await)) },
-                async {
-                    smol::Timer::after(timeout).await;
-                    Ending::Stopped
-                },
-            )
-            .await
+        let ended = {
+            let ending = async {
+                smol::future::or(
+                    async { Ending::AgentExited(exit_of(place.wait().await)) },
+                    async {
+                        smol::Timer::after(timeout).await;
+                        Ending::Stopped
+                    },
+                )
+                .await
+            };
+            driver.drive(run, requests, ending).await
         };
-        let ended = driver.drive(run, &outside.requests, ending).await;
         let exit = match ended {
             Some(Ending::AgentExited(exit)) => {
-                agent.sweep();
+                place.sweep();
                 exit
             }
             // Over its timeout (or the run ended first): the whole group is stopped.
             Some(Ending::Stopped) => {
-                agent.stop().await;
+                place.stop().await;
                 AgentExit::TimedOut
             }
             // The harness ended the session at its turn budget: as it would be killed.
-            Some(Ending::TurnsSpent) | None => exit_of(agent.stop().await),
+            Some(Ending::TurnsSpent) | None => exit_of(place.stop().await),
         };
         let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        // The rest of its output, then its exit, in that order.
+        // The rest of its output, what it did outside its project, then its exit, in that
+        // order.
         smol::future::or(reader, async {
             smol::Timer::after(OUTPUT_DRAIN).await;
         })
         .await;
         driver.deliver_events(run);
+        if let Some(seen) = place.seen() {
+            driver.deliver_input(run, GatewayInput::Sandbox(seen));
+        }
         driver.deliver_input(run, GatewayInput::AgentExited(exit));
         // A process that left the group may hold stderr open: wait only so long for it.
         let (stderr, stderr_dropped) = smol::future::or(stderr_reader, async {
@@ -517,21 +532,31 @@ impl ProgramRun<'_> {
         })
     }
 
-    /// Delivers what the agent changed in its working directory. A directory that cannot
-    /// be read is said on the tape; the run still goes on.
+    /// Delivers what the agent changed in its project. A directory that cannot be read is
+    /// said on the tape; the run still goes on.
     fn deliver_changes<T: 'static>(
         &self,
-        outside: &Outside,
+        place: &Place,
         driver: &mut Driver,
         run: &mut simtape::run::Run<T>,
     ) {
-        let (changes, skipped) = outside.workdir.changes().unwrap_or_else(|error| {
+        let (changes, skipped) = place.changes().unwrap_or_else(|error| {
             let message = format!("the working directory could not be compared: {error}");
             let event = vec![EventKind::Error { message }];
             driver.deliver_input(run, GatewayInput::Session(event));
             (Vec::new(), Vec::new())
         });
         driver.deliver_input(run, GatewayInput::Workdir { changes, skipped });
+    }
+}
+
+/// Whether `spec`'s program runs sandboxed: `--no-sandbox` turns it off, else the scenario's
+/// `[agent] sandbox` decides.
+fn sandbox_mode(spec: &CommandAgentSpec, options: &CommandOptions) -> SandboxMode {
+    match (options.sandbox, spec.sandbox) {
+        (Some(mode), _) => mode,
+        (None, AgentSandbox::On) => SandboxMode::On,
+        (None, AgentSandbox::Off) => SandboxMode::Off,
     }
 }
 
@@ -564,7 +589,13 @@ pub fn replay_command(
 ) -> Result<EvalReport, crate::ReplayError> {
     use simtape::run::{recorded_inputs, ReplayInputError};
     use simtape::tape::TapeReader;
-    let recorded = recorded_inputs(TapeReader::open(tape)?.keep_blobs(true))?;
+    let reader = TapeReader::open(tape)?;
+    // The tape says how the program was contained; the replay's header says the same.
+    let sandbox = reader.header().sandbox.clone();
+    if let Some(label) = &sandbox {
+        builder.sandbox(label);
+    }
+    let recorded = recorded_inputs(reader.keep_blobs(true))?;
     let gateway = crate::register(builder);
     let seen = Rc::new(RefCell::new(Vec::new()));
     let (mut command, _) = start(scenario, builder, gateway, seen).map_err(|report| {
@@ -574,7 +605,9 @@ pub fn replay_command(
         })
     })?;
     command.run().replay_inputs(&recorded)?;
-    Ok(scenario.finish_command(command))
+    let mut report = scenario.finish_command(command);
+    report.sandbox = sandbox;
+    Ok(report)
 }
 
 /// Starts the run of an agent program: the driver's side inside it is the gateway for one
@@ -605,71 +638,6 @@ fn start(
     Ok((command, Some(orders)))
 }
 
-/// Runs each `gate` verifier's program in the agent's directory, in file order.
-async fn run_gates(scenario: &EvalScenario, work: &Path, env: &[(String, String)]) -> Vec<GateRun> {
-    let mut runs = Vec::new();
-    for verifier in &scenario.eval().verify {
-        let Check::Gate { program, args, .. } = &verifier.check else {
-            continue;
-        };
-        let spawn = Spawn {
-            program: Path::new(program),
-            args,
-            env,
-            cwd: work,
-        };
-        let run = match AgentProcess::start(&spawn) {
-            Ok(mut gate) => {
-                let (out, err) = (gate.stdout(), gate.stderr());
-                // Its output is not kept (timings make it differ per run); it is read so the
-                // program never blocks on a full pipe.
-                let drain = async {
-                    if let Some(out) = out {
-                        process::read_capped(out).await;
-                    }
-                    if let Some(err) = err {
-                        process::read_capped(err).await;
-                    }
-                };
-                let waited = smol::future::or(
-                    async {
-                        drain.await;
-                        Some(gate.wait().await)
-                    },
-                    async {
-                        smol::Timer::after(GATE_TIMEOUT).await;
-                        None
-                    },
-                )
-                .await;
-                match waited {
-                    Some(Exit::Code(code)) => GateRun {
-                        exit_code: Some(code),
-                        error: None,
-                    },
-                    Some(Exit::Signal) => GateRun {
-                        exit_code: None,
-                        error: None,
-                    },
-                    None => {
-                        gate.stop().await;
-                        GateRun {
-                            exit_code: None,
-                            error: Some(format!("ran over {} s", GATE_TIMEOUT.as_secs())),
-                        }
-                    }
-                }
-            }
-            Err(error) => GateRun {
-                exit_code: None,
-                error: Some(format!("cannot start {program:?}: {error}")),
-            },
-        };
-        runs.push(run);
-    }
-    runs
-}
-
 /// The driver's side inside the simulation: serves the agent's requests, then applies its
 /// changes to the overlay and says how the session ended.
 async fn command_side(
@@ -690,6 +658,7 @@ async fn command_side(
         exit: outcome.agent_exit.unwrap_or(AgentExit::Signaled),
         unmatched: unmatched(&outcome),
         gates: outcome.gates,
+        denied: outcome.denied,
     }
 }
 
@@ -819,6 +788,8 @@ mod tests {
             timeout_ms: 1000,
             permission: Permission::Full,
             clock: simtape_agent::AgentClock::Host,
+            sandbox: AgentSandbox::On,
+            expose: Vec::new(),
             line: 1,
         }
     }

@@ -50,6 +50,24 @@ pub enum GatewayInput {
     },
     /// After the agent ended: each `gate` verifier's run in its working directory.
     Gates(Vec<GateRun>),
+    /// Before the agent's exit: what it did outside its project in its sandbox (names it
+    /// looked up, connections it tried, files it wrote elsewhere). Each connection is judged
+    /// by the `[network]` policy inside the run.
+    Sandbox(SandboxSeen),
+}
+
+/// What a sandboxed program did outside its project, as sets in sorted order (the same
+/// program gives the same sets whatever its threads' timing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSeen {
+    /// Every name it looked up (simtape's DNS answered each).
+    pub lookups: Vec<crate::sandbox::Lookup>,
+    /// Every connection it attempted past simtape's own endpoints.
+    pub connects: Vec<crate::sandbox::Connect>,
+    /// Attempts past the limit, counted only.
+    pub dropped: u64,
+    /// Files it created, changed or removed outside the project (in its sandbox only).
+    pub writes_outside: Vec<crate::sandbox::view::OutsideWrite>,
 }
 
 /// The gateway's answer to the request with the same `id`.
@@ -111,6 +129,11 @@ pub struct GatewayOutcome {
     /// A `[harness]` session's: whether it asked for a model turn past its budget (and was
     /// stopped there).
     pub turns_spent: bool,
+    /// The first connection of a sandboxed agent the `[network]` policy refused: such a run
+    /// is BLOCKED.
+    pub denied: Option<simtape::cap::net::NetError>,
+    /// What a sandboxed agent did outside its project.
+    pub sandbox: Option<SandboxSeen>,
 }
 
 impl GatewayOutcome {
@@ -122,6 +145,9 @@ impl GatewayOutcome {
         }
         if let Some(miss) = &self.mcp_unmatched {
             return format!("error: unmatched MCP request to {miss}");
+        }
+        if let Some(denied) = &self.denied {
+            return format!("blocked: the agent's connection was refused: {denied}");
         }
         match self.agent_exit {
             Some(AgentExit::Exited(0)) | None => "ok".to_string(),
@@ -260,6 +286,15 @@ async fn serve(
                 outcome.borrow_mut().gates = gates;
                 continue;
             }
+            GatewayInput::Sandbox(seen) => {
+                let denied = judge_connects(host, &seen).await;
+                let mut outcome = outcome.borrow_mut();
+                if outcome.denied.is_none() {
+                    outcome.denied = denied;
+                }
+                outcome.sandbox = Some(seen);
+                continue;
+            }
         };
         let (host_for_task, outcome) = (host.clone(), outcome.clone());
         let budget = budget.clone();
@@ -278,6 +313,28 @@ async fn serve(
     let mut outcome = outcome.borrow().clone();
     outcome.turns_spent = budget.is_some_and(|budget| budget.spent());
     outcome
+}
+
+/// Puts each connection a sandboxed program attempted through the run's network actor (a
+/// `connect` request and the policy's reply on the tape, as for the built-in agent's); returns
+/// the first the policy refused. A run without a network actor denies all, as its default.
+async fn judge_connects(host: &Host, seen: &SandboxSeen) -> Option<simtape::cap::net::NetError> {
+    let mut first = None;
+    for connect in &seen.connects {
+        let decision = match host.capabilities().net() {
+            Some(net) => {
+                let net = simtape::cap::net::NetHandle::new(net);
+                net.connect(&connect.host, connect.port).await.map(|_| ())
+            }
+            None => simtape::cap::net::Network::deny()
+                .check(&connect.host, connect.port)
+                .map(|_| ()),
+        };
+        if let Err(denied) = decision {
+            first.get_or_insert(denied);
+        }
+    }
+    first
 }
 
 /// The endpoints, by method and path.

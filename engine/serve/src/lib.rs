@@ -30,6 +30,7 @@ pub mod gateway;
 pub mod limits;
 pub mod mcp_http;
 pub mod normalize;
+mod place;
 pub mod process;
 pub mod sandbox;
 pub mod sessions;
@@ -37,6 +38,7 @@ pub mod streamable;
 pub mod workdir;
 
 mod body;
+mod contained;
 mod driver;
 
 use std::net::SocketAddr;
@@ -91,6 +93,20 @@ pub struct ServeOptions {
     pub normalizer: Normalizer,
     /// Where to write the raw requests, one JSON line each (the tape holds them normalized).
     pub session_log: Option<std::path::PathBuf>,
+    /// Runs the agent command in simtape's sandbox, over this project; `None` runs it on the
+    /// host (`--no-sandbox`).
+    pub sandbox: Option<ServeSandbox>,
+}
+
+/// The sandbox of a `serve -- CMD` agent.
+#[derive(Debug, Clone)]
+pub struct ServeSandbox {
+    /// The project at `/project` (an overlay: the host's copy is never changed).
+    pub project: std::path::PathBuf,
+    /// The policy for the agent's own connections.
+    pub network: simtape::cap::net::Network,
+    /// Host paths shown to it read-only, beyond its program and interpreter.
+    pub expose: Vec<std::path::PathBuf>,
 }
 
 /// The endpoints of a serve session, as an agent's environment names them.
@@ -103,7 +119,7 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    fn new(addr: SocketAddr) -> Endpoints {
+    pub(crate) fn new(addr: SocketAddr) -> Endpoints {
         let base = format!("http://{addr}");
         Endpoints {
             addr,
@@ -170,6 +186,9 @@ pub enum ServeError {
         /// Why.
         source: std::io::Error,
     },
+    /// The agent's sandbox could not be had, or failed.
+    #[error(transparent)]
+    Sandbox(crate::sandbox::SandboxError),
     /// The agent command could not be started.
     #[error("cannot start the agent {program:?}: {source}")]
     Spawn {
@@ -229,6 +248,13 @@ async fn session(
     stop: smol::channel::Receiver<()>,
     listening: impl FnOnce(&Endpoints),
 ) -> Result<Session, ServeError> {
+    if let (Some(command), Some(sandbox)) = (&options.command, &options.sandbox) {
+        let contained = contained::Contained::start(builder, command, sandbox)?;
+        listening(&contained.endpoints);
+        return contained
+            .session(executor, builder, inputs, responses, &options)
+            .await;
+    }
     let (listener, mut endpoints) = bind(options.addr).await?;
     let (mcp, mcp_config) =
         mcp_http::setup(&builder.capabilities(), endpoints.addr, &mut endpoints.env)?;
@@ -241,6 +267,9 @@ async fn session(
         Some(command) => Some(spawn_agent(command, &endpoints)?),
         None => None,
     };
+    if child.is_some() {
+        builder.sandbox(sandbox::SandboxMode::Off.label());
+    }
     let sim = builder.build().map_err(ServeError::Build)?;
     let mut run = sim.start(move |host| gateway::gateway(host, inputs, responses));
     let mut normalizer = options.normalizer.clone();
@@ -345,7 +374,7 @@ fn spawn_agent(
 }
 
 /// The footer verdict of a serve run.
-fn verdict(outcome: Result<&GatewayOutcome, &simtape::SimError>) -> String {
+pub(crate) fn verdict(outcome: Result<&GatewayOutcome, &simtape::SimError>) -> String {
     match outcome {
         Ok(outcome) => outcome.verdict(),
         Err(error) => format!("error: {error}"),
@@ -369,7 +398,11 @@ pub fn replay(
     builder: &mut Builder,
     tape: &Path,
 ) -> Result<Result<RunReport<GatewayOutcome>, RunError>, ReplayError> {
-    let inputs = recorded_inputs(TapeReader::open(tape)?.keep_blobs(true))?;
+    let reader = TapeReader::open(tape)?;
+    if let Some(label) = &reader.header().sandbox {
+        builder.sandbox(label);
+    }
+    let inputs = recorded_inputs(reader.keep_blobs(true))?;
     let (inbox, outbox) = register(builder);
     let sim = builder.build().map_err(|e| {
         ReplayError::Inputs(ReplayInputError::BadInput {

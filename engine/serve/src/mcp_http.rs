@@ -392,6 +392,20 @@ pub struct McpConfig {
     path: PathBuf,
 }
 
+/// The MCP config naming `servers` at `addr`, in Claude Code's `--mcp-config` shape.
+pub(crate) fn config_text(addr: SocketAddr, servers: &[String]) -> String {
+    let entries: serde_json::Map<String, Value> = servers
+        .iter()
+        .map(|name| {
+            let entry = json!({"type": "http", "url": server_url(addr, name)});
+            (name.clone(), entry)
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&json!({ "mcpServers": entries }))
+        .expect("a JSON value serializes");
+    text + "\n"
+}
+
 impl McpConfig {
     /// Writes the config for `servers` at `addr` into a new directory under `parent`.
     pub fn write(
@@ -405,17 +419,8 @@ impl McpConfig {
             addr.port()
         ));
         std::fs::create_dir_all(&dir)?;
-        let entries: serde_json::Map<String, Value> = servers
-            .iter()
-            .map(|name| {
-                let entry = json!({"type": "http", "url": server_url(addr, name)});
-                (name.clone(), entry)
-            })
-            .collect();
         let path = dir.join("mcp.json");
-        let text = serde_json::to_string_pretty(&json!({ "mcpServers": entries }))
-            .expect("a JSON value serializes");
-        std::fs::write(&path, text + "\n")?;
+        std::fs::write(&path, config_text(addr, servers))?;
         Ok(McpConfig { dir, path })
     }
 

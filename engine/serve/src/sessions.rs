@@ -100,6 +100,7 @@ impl ProgramSessions for GatewaySessions {
                 exit: outcome.agent_exit.unwrap_or(AgentExit::Signaled),
                 turns_spent: outcome.turns_spent,
                 unmatched: crate::command::unmatched(&outcome),
+                denied: outcome.denied.clone(),
             }
         })
     }

@@ -131,17 +131,44 @@ impl Workdir {
     /// compare (files over [`FILE_BYTES_MAX`]).
     pub fn changes(&self) -> Result<(Vec<FileChange>, Vec<String>), WorkdirError> {
         let before = match &self.base {
-            Some(base) => walk(base, true)?,
-            None => BTreeMap::new(),
+            Some(base) => Snapshot::of(base)?,
+            None => Snapshot::default(),
         };
-        let work = self.work();
-        let after = walk(&work, true)?;
+        before.changes(&self.work())
+    }
+}
+
+/// What a directory tree held at one moment: its directories, and its files' sizes and
+/// content digests (`.git` directories left out), to tell later what changed in it.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    entries: BTreeMap<String, Entry>,
+    digests: BTreeMap<String, [u8; 32]>,
+}
+
+impl Snapshot {
+    /// Reads the tree under `dir`.
+    pub fn of(dir: &Path) -> Result<Snapshot, WorkdirError> {
+        let entries = walk(dir, true)?;
+        let mut digests = BTreeMap::new();
+        for (relative, entry) in &entries {
+            if let Entry::File(size) = entry {
+                if *size <= FILE_BYTES_MAX {
+                    digests.insert(relative.clone(), digest(&read(dir, relative)?));
+                }
+            }
+        }
+        Ok(Snapshot { entries, digests })
+    }
+
+    /// Returns what changed under `dir` since the snapshot, in path order (a new directory
+    /// before what it holds, a removed one after), and the paths it could not compare
+    /// (files over [`FILE_BYTES_MAX`]).
+    pub fn changes(&self, dir: &Path) -> Result<(Vec<FileChange>, Vec<String>), WorkdirError> {
+        let before = &self.entries;
+        let after = walk(dir, true)?;
         let mut changes = Vec::new();
         let mut skipped = Vec::new();
-        let read = |dir: &Path, relative: &str| {
-            let path = dir.join(relative);
-            std::fs::read(&path).map_err(|source| WorkdirError::Io { path, source })
-        };
         for (relative, entry) in &after {
             let changed = match (before.get(relative), entry) {
                 (Some(Entry::Dir), Entry::Dir) => continue,
@@ -157,22 +184,20 @@ impl Workdir {
                     continue;
                 }
                 (Some(Entry::File(_)), Entry::File(_)) => {
-                    let base = self.base.as_deref().expect("a file before needs a base");
-                    let now = read(&work, relative)?;
-                    (read(base, relative)? != now).then_some(now)
+                    let now = read(dir, relative)?;
+                    (self.digests.get(relative) != Some(&digest(&now))).then_some(now)
                 }
                 (Some(Entry::Dir), Entry::File(_)) => {
                     changes.push(FileChange::RemoveDir(relative.clone()));
-                    Some(read(&work, relative)?)
+                    Some(read(dir, relative)?)
                 }
-                (None, Entry::File(_)) => Some(read(&work, relative)?),
+                (None, Entry::File(_)) => Some(read(dir, relative)?),
             };
             if let Some(bytes) = changed {
                 changes.push(FileChange::Write(relative.clone(), bytes));
             }
         }
-        // Removed entries, deepest first is not needed: a removed directory takes its
-        // children, so only the topmost removed entry is listed.
+        // Only the topmost removed entry is listed: a removed directory takes its children.
         let mut removed: Vec<(&String, &Entry)> = before
             .iter()
             .filter(|(relative, _)| !after.contains_key(*relative))
@@ -191,6 +216,16 @@ impl Workdir {
         }
         Ok((changes, skipped))
     }
+}
+
+fn read(dir: &Path, relative: &str) -> Result<Vec<u8>, WorkdirError> {
+    let path = dir.join(relative);
+    std::fs::read(&path).map_err(|source| WorkdirError::Io { path, source })
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
 }
 
 impl Drop for Workdir {
@@ -218,7 +253,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), WorkdirError> {
 }
 
 /// Applies one change under `dir`. A path that would leave `dir` is refused.
-fn apply(dir: &Path, change: &FileChange) -> Result<(), WorkdirError> {
+pub(crate) fn apply(dir: &Path, change: &FileChange) -> Result<(), WorkdirError> {
     let relative = match change {
         FileChange::Mkdir(path)
         | FileChange::Write(path, _)

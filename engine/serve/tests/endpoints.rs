@@ -34,6 +34,7 @@ fn options(
         }),
         normalizer: Normalizer::agent_defaults(),
         session_log: None,
+        sandbox: None,
     }
 }
 

@@ -45,6 +45,7 @@ fn serve(
         command: Some(command),
         normalizer: Normalizer::agent_defaults(),
         session_log: None,
+        sandbox: None,
     };
     let (_stop, stop) = smol::channel::bounded(1);
     let session = simtape_serve::serve(&mut builder, options, stop, |_| {}).expect("serves");

@@ -48,6 +48,7 @@ fn serve_scenario(python: &str, scenario: &Path, agent: &str, tape: &Path) -> Se
         }),
         normalizer: simtape_serve::Normalizer::agent_defaults(),
         session_log: None,
+        sandbox: None,
     };
     let (_stop, stop) = smol::channel::bounded(1);
     let session = simtape_serve::serve(&mut builder, options, stop, |_| {}).expect("serves");

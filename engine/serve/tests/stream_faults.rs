@@ -56,6 +56,7 @@ fn serve_once(python: &str, scenario: &str, sdk: &str, dir: &Path, name: &str) -
         }),
         normalizer: Normalizer::agent_defaults(),
         session_log: Some(log.clone()),
+        sandbox: None,
     };
     let (_stop, stop) = smol::channel::bounded(1);
     let session = simtape_serve::serve(&mut builder, options, stop, |_| {}).expect("serves");

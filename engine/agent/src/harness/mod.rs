@@ -509,6 +509,9 @@ fn program_session(ctx: &Ctx, end: SessionEnd) -> Result<Worked, AgentError> {
     if let Some(request) = end.unmatched {
         return Err(AgentError::Unmatched { request });
     }
+    if let Some(denied) = end.denied {
+        return Err(AgentError::NetDenied { denied });
+    }
     match end.exit {
         // Stopped at its turn budget (or where a seeded crash kills it): as the built-in
         // agent's session, it ran out of turns.

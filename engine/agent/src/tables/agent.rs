@@ -4,7 +4,9 @@
 use simtape::scenario::decoder::{one_of, Capability, Decoder, Field, Fields};
 
 use super::mcp::{Lookup, Servers};
-use crate::spec::{AdapterKind, AgentClock, AgentSpec, CommandAgentSpec, Permission, ToolSource};
+use crate::spec::{
+    AdapterKind, AgentClock, AgentSandbox, AgentSpec, CommandAgentSpec, Permission, ToolSource,
+};
 
 /// What `[agent]` decodes to: the built-in loop, or an agent program outside the simulation.
 #[derive(Debug)]
@@ -18,7 +20,7 @@ pub(crate) enum AgentTable {
 /// The agent kinds of `[agent] kind`.
 const AGENT_KINDS: [(&str, &str); 2] = [("builtin", "builtin"), ("command", "command")];
 /// The keys of `[agent] kind = "command"`.
-const COMMAND_KEYS: [&str; 9] = [
+const COMMAND_KEYS: [&str; 11] = [
     "kind",
     "adapter",
     "command",
@@ -28,6 +30,8 @@ const COMMAND_KEYS: [&str; 9] = [
     "timeout",
     "permission",
     "clock",
+    "sandbox",
+    "expose",
 ];
 /// The clocks of `[agent] clock`.
 const CLOCKS: [(&str, AgentClock); 2] =
@@ -35,6 +39,7 @@ const CLOCKS: [(&str, AgentClock); 2] =
 /// An external agent's wall-clock limit when `timeout` is not given.
 const COMMAND_TIMEOUT_DEFAULT_MS: u64 = 600_000;
 /// The permission modes of `[agent] permission`.
+const SANDBOXES: [(&str, AgentSandbox); 2] = [("on", AgentSandbox::On), ("off", AgentSandbox::Off)];
 const PERMISSIONS: [(&str, Permission); 2] = [
     ("full", Permission::Full),
     ("read-only", Permission::ReadOnly),
@@ -139,6 +144,14 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         Some(field) => choice(decoded, &field, &CLOCKS, "a clock"),
         None => Some(AgentClock::Host),
     };
+    let sandbox = match fields.take("sandbox") {
+        Some(field) => choice(decoded, &field, &SANDBOXES, "a sandbox setting"),
+        None => Some(AgentSandbox::On),
+    };
+    let expose = match fields.take("expose") {
+        Some(field) => strings(decoded, &field, "an array of paths to show the program"),
+        None => Some(Vec::new()),
+    };
     fields.finish(
         decoded,
         &format!(
@@ -155,6 +168,8 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         timeout_ms: timeout_ms?,
         permission: permission?,
         clock: clock?,
+        sandbox: sandbox?,
+        expose: expose?,
         line,
     })
 }

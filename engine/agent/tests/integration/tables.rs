@@ -873,6 +873,8 @@ args = ["-m", "unittest"]
             timeout_ms: 600_000,
             permission: Permission::Full,
             clock: AgentClock::Host,
+            sandbox: simtape_agent::AgentSandbox::On,
+            expose: Vec::new(),
             line: 7,
         }
     );

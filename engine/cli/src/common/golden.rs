@@ -17,7 +17,7 @@ pub(crate) fn tape_bytes(eval: &EvalScenario, seed: u64) -> Result<Vec<u8>, CliE
     let mut builder = eval.builder(seed);
     builder.tape_in_memory();
     // Every verdict is behaviour the golden tape pins, an expected FAIL or ERROR included.
-    let report = super::run_eval(eval, &mut builder, None, None)?;
+    let report = super::run_eval(eval, &mut builder, None, None, None)?;
     report.summary.tape.and_then(|t| t.memory).ok_or_else(|| {
         CliError::Input(format!(
             "{} seed {seed}: the run produced no tape",

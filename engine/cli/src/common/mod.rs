@@ -40,10 +40,12 @@ pub(crate) fn run_eval(
     builder: &mut simtape::Builder,
     agent_bin: Option<&Path>,
     evidence: Option<&Path>,
+    sandbox: Option<simtape_serve::sandbox::SandboxMode>,
 ) -> Result<simtape_agent::EvalReport, CliError> {
     let options = simtape_serve::command::CommandOptions {
         program: agent_bin.map(Path::to_path_buf),
         evidence: evidence.map(Path::to_path_buf),
+        sandbox,
         ..Default::default()
     };
     simtape_serve::command::run_eval(eval, builder, &options)

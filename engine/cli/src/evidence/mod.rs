@@ -98,7 +98,7 @@ pub(crate) fn base_tree_gates(eval: &EvalScenario, seed: u64) -> Before {
         return Err("not run: no `true` program on PATH to stand in for the agent".to_string());
     };
     let mut builder = eval.builder(seed);
-    crate::common::run_eval(eval, &mut builder, Some(&noop), None)
+    crate::common::run_eval(eval, &mut builder, Some(&noop), None, None)
         .map(|report| report.gates)
         .map_err(|error| format!("not run: {error}"))
 }

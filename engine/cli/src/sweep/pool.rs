@@ -59,6 +59,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) out: Option<&'a Path>,
     /// The agent program of `[agent] kind = "command"` scenarios, when given.
     pub(crate) agent_bin: Option<&'a Path>,
+    /// The sandbox override (`--no-sandbox`).
+    pub(crate) sandbox: Option<simtape_serve::sandbox::SandboxMode>,
 }
 
 impl Plan<'_> {
@@ -91,15 +93,16 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
         keep_tape(&mut builder, loaded, out, path);
     }
     let path = path.map(|(_, path)| path);
-    let report = match crate::common::run_eval(eval, &mut builder, plan.agent_bin, None) {
-        Ok(report) => report,
-        Err(error) => {
-            let verdict = Verdict::Error {
-                reason: error.to_string(),
-            };
-            return SeedResult::of(&RunSummary::unstarted(seed), &verdict, Some("config"));
-        }
-    };
+    let report =
+        match crate::common::run_eval(eval, &mut builder, plan.agent_bin, None, plan.sandbox) {
+            Ok(report) => report,
+            Err(error) => {
+                let verdict = Verdict::Error {
+                    reason: error.to_string(),
+                };
+                return SeedResult::of(&RunSummary::unstarted(seed), &verdict, Some("config"));
+            }
+        };
     let mut result = result_of(&report);
     if result.verdict == VerdictKind::Pass {
         if let Some(path) = &path {

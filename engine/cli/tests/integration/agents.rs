@@ -285,56 +285,55 @@ fn a_sweep_of_an_agent_program_reports_pass_at_k_and_keeps_failing_tapes() {
 
 #[test]
 fn an_agent_program_over_its_timeout_is_stopped_with_its_whole_group() {
-    let dir = scratch("agents", "timeout");
-    let pid_file = dir.join("sleeper.pid");
-    let scenario = scenario(&dir, "");
-    // The same scenario, its agent replaced by a shell that ignores SIGTERM and leaves a
-    // child of its own.
-    let source = std::fs::read_to_string(&scenario).unwrap();
-    let start = source.find("command = ").unwrap();
-    let end = source.find("task = ").unwrap();
-    let script = format!(
-        "trap '' TERM; sleep 300 & echo $! > {}; wait",
-        pid_file.display()
-    );
-    let hung = format!(
-        "{}command = \"sh\"\nargs = [\"-c\", {script:?}]\ntimeout = \"1s\"\n{}",
-        &source[..start],
-        &source[end..]
-    );
-    std::fs::write(&scenario, hung).unwrap();
-    let started = Instant::now();
-    let tape = dir.join("timeout.tape");
-    let output = simtape()
-        .arg("run")
-        .arg(&scenario)
-        .arg("--tape")
-        .arg(&tape)
-        .output()
-        .unwrap();
-    let shown = text(&output);
-    assert_eq!(output.status.code(), Some(3), "a run error: {shown}");
-    // The tape of a run that ended in error is whole and verifies.
-    let verify = simtape()
-        .arg("tape")
-        .arg("verify")
-        .arg(&tape)
-        .output()
-        .unwrap();
-    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
-    assert!(shown.contains("ran over its timeout of 1000 ms"), "{shown}");
-    assert!(started.elapsed() < Duration::from_secs(20), "{shown}");
-    let sleeper: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
-    assert!(
-        stat.is_empty() || stat.contains(") Z "),
-        "the agent's child was killed with it: {stat}"
-    );
+    // In its sandbox (the default) and on the host (--no-sandbox): the shell ignores SIGTERM
+    // and leaves a child of its own; after the timeout neither is alive.
+    for (case, flags) in [("sandboxed", &[][..]), ("host", &["--no-sandbox"][..])] {
+        let dir = scratch("agents", &format!("timeout-{case}"));
+        let scenario = scenario(&dir, "");
+        let marker = format!("30{}{}", flags.len(), std::process::id() % 1000);
+        let source = std::fs::read_to_string(&scenario).unwrap();
+        let start = source.find("command = ").unwrap();
+        let end = source.find("task = ").unwrap();
+        let script = format!("trap '' TERM; sleep {marker} & wait");
+        let hung = format!(
+            "{}command = \"sh\"\nargs = [\"-c\", {script:?}]\ntimeout = \"1s\"\n{}",
+            &source[..start],
+            &source[end..]
+        );
+        std::fs::write(&scenario, hung).unwrap();
+        let started = Instant::now();
+        let tape = dir.join("timeout.tape");
+        let output = simtape()
+            .arg("run")
+            .arg(&scenario)
+            .args(flags)
+            .arg("--tape")
+            .arg(&tape)
+            .output()
+            .unwrap();
+        let shown = text(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "{case}: a run error: {shown}"
+        );
+        // The tape of a run that ended in error is whole and verifies.
+        let verify = simtape()
+            .arg("tape")
+            .arg("verify")
+            .arg(&tape)
+            .output()
+            .unwrap();
+        assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+        assert!(shown.contains("ran over its timeout of 1000 ms"), "{shown}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{shown}");
+        std::thread::sleep(Duration::from_millis(200));
+        let sleepers = crate::common::processes_with(&format!("sleep {marker}"));
+        assert!(
+            sleepers.is_empty(),
+            "{case}: the agent's child was killed with it: {sleepers:?}"
+        );
+    }
 }
 
 #[test]

@@ -100,3 +100,19 @@ pub(crate) fn check_doc_block(doc: &str, anchor: &str, actual: &str) {
         "{doc}: the example after {anchor:?} is stale (SIMTAPE_BLESS_DOCS=1 rewrites it); now:\n{actual}"
     );
 }
+
+/// The host's live processes whose command line holds `marker` (zombies left out).
+pub(crate) fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Ok(bytes) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&bytes).replace('\0', " ");
+        if line.contains(marker) && !stat.contains(") Z ") {
+            found.push(line);
+        }
+    }
+    found
+}

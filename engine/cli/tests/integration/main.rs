@@ -19,6 +19,8 @@ mod mcp_http;
 mod mcp_signals;
 mod mcp_world;
 mod record;
+#[cfg(target_os = "linux")]
+mod sandbox;
 mod serve_mcp;
 #[cfg(unix)]
 mod slurm;

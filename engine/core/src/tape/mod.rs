@@ -140,6 +140,11 @@ pub struct TapeHeader {
     pub blob_threshold_bytes: u64,
     /// Records between checkpoints.
     pub checkpoint_interval_records: u64,
+    /// How the programs the run started outside the simulation were contained:
+    /// `"namespaces"` (simtape's sandbox) or `"off"` (on the host). Absent for a run that
+    /// started none, so such tapes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// The decoded footer.

@@ -55,16 +55,20 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
             allowed.push_str(&format!(",mcp__{server}"));
         }
     }
-    let permissions = match may_write(spec.permission) {
-        true => [
+    // In simtape's sandbox it runs as an unprivileged user with its own full-access mode (a
+    // read-only project is a read-only mount there); on the host, as root may be, the tool
+    // lists stand in (root cannot use bypassPermissions).
+    let permissions = match (places.sandboxed, may_write(spec.permission)) {
+        (true, _) => vec!["--permission-mode", "bypassPermissions"],
+        (false, true) => vec![
             "--permission-mode",
             "acceptEdits",
             "--allowedTools",
             &allowed,
         ],
-        false => ["--allowedTools", &allowed, "--disallowedTools", WRITE_TOOLS],
+        (false, false) => vec!["--allowedTools", &allowed, "--disallowedTools", WRITE_TOOLS],
     };
-    args.extend(permissions.map(String::from));
+    args.extend(permissions.into_iter().map(String::from));
     let env = [
         // No update checks, telemetry or other calls past the endpoints.
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),

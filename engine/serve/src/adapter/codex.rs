@@ -42,10 +42,12 @@ const PROVIDER: &str = "simtape";
 const UNKNOWN_MODEL_NOTICE: &str = "Model metadata for `simtape` not found";
 
 pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
-    let sandbox = if may_write(spec.permission) {
-        "workspace-write"
-    } else {
-        "read-only"
+    // In simtape's sandbox Codex needs no sandbox of its own (a read-only project is a
+    // read-only mount there); on the host its own sandbox contains it.
+    let sandbox: &[&str] = match (places.sandboxed, may_write(spec.permission)) {
+        (true, _) => &["--dangerously-bypass-approvals-and-sandbox"],
+        (false, true) => &["--sandbox", "workspace-write"],
+        (false, false) => &["--sandbox", "read-only"],
     };
     // Codex ignores OPENAI_BASE_URL for its built-in provider (it dials the real host), so
     // a provider of our own names the endpoint; such a provider speaks Responses over HTTP
@@ -60,8 +62,6 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         "--json",
         "--skip-git-repo-check",
         "--ephemeral",
-        "--sandbox",
-        sandbox,
         "-c",
         &format!("model_provider={PROVIDER}"),
         "-c",
@@ -71,6 +71,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     ]
     .map(String::from)
     .to_vec();
+    args.extend(sandbox.iter().map(|arg| arg.to_string()));
     // The scenario's MCP servers, each at its Streamable HTTP endpoint (Codex reads no MCP
     // config file of ours: its servers are config keys).
     for server in places.mcp.map(|(servers, _)| servers).unwrap_or_default() {

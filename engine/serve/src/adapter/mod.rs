@@ -123,6 +123,9 @@ pub struct Places<'a> {
     pub home: &'a std::path::Path,
     /// The scenario's MCP servers, by name, and the config file naming their endpoints.
     pub mcp: Option<(&'a [String], &'a std::path::Path)>,
+    /// Whether the agent runs in simtape's sandbox: a CLI's own full-access mode is then
+    /// safe to use (Claude Code's bypassPermissions, Codex without its own sandbox).
+    pub sandboxed: bool,
 }
 
 /// UUIDs anywhere: every CLI and SDK puts request and session ids in its requests.

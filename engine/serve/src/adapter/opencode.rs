@@ -13,8 +13,10 @@ use super::{count, cut, may_write, EventKind, Launch, Parser, Places};
 
 pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     // An OpenAI-compatible provider whose baseURL is the endpoint, and the session's model;
-    // read-only denies edits and commands. OpenCode reads the whole config from this variable.
-    let permission = if may_write(spec.permission) {
+    // read-only denies edits and commands (in simtape's sandbox a read-only project is a
+    // read-only mount, and everything is allowed). OpenCode reads the whole config from this
+    // variable.
+    let permission = if places.sandboxed || may_write(spec.permission) {
         serde_json::json!({"edit": "allow", "bash": "allow", "external_directory": "allow"})
     } else {
         serde_json::json!({"edit": "deny", "bash": "deny"})

@@ -29,11 +29,13 @@ use std::os::fd::RawFd;
 #[derive(Debug)]
 pub(super) enum Step {
     /// Clones the mount tree at `source` (before the new root hides anything) into slot
-    /// `slot`, read-only, nosuid and nodev. A missing source is skipped when `optional`.
+    /// `slot`, read-only and nosuid, and nodev unless it is a `device` node. A missing
+    /// source is skipped when `optional`.
     Capture {
         source: CString,
         slot: usize,
         optional: bool,
+        device: bool,
     },
     /// Mounts the new root: a size-capped tmpfs at [`Plan::root`].
     Root,
@@ -367,6 +369,7 @@ unsafe fn run_step(plan: &Plan, step: &Step, slots: &mut [RawFd; 256], code: u32
                 source,
                 slot,
                 optional,
+                device,
             } => {
                 let flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE;
                 let tree =
@@ -378,8 +381,9 @@ unsafe fn run_step(plan: &Plan, step: &Step, slots: &mut [RawFd; 256], code: u32
                     }
                     fail(status, code);
                 }
+                let nodev = if *device { 0 } else { MOUNT_ATTR_NODEV };
                 let attr = MountAttr {
-                    attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | nodev,
                     attr_clr: 0,
                     propagation: 0,
                     userns_fd: 0,

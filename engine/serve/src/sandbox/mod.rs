@@ -688,7 +688,8 @@ mod tests {
     fn a_program_runs_as_agent_in_a_view_of_its_own() {
         let (out, err, exit, _sandbox) = sh(
             None,
-            "id -u; id -g; hostname; pwd; echo $HOME; grep -c . /etc/passwd; ls /",
+            "id -u; id -g; hostname; pwd; echo $HOME; grep -c . /etc/passwd; ls /; \
+             echo x > /dev/null && head -c 4 /dev/zero | wc -c",
         );
         assert_eq!(exit, JobExit::Code(0), "{err}");
         let lines: Vec<&str> = out.lines().collect();

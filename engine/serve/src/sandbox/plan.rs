@@ -224,6 +224,7 @@ impl Steps {
             source: c_path(source)?,
             slot,
             optional,
+            device: source.starts_with("/dev"),
         };
         let name = format!("expose {} (read-only)", source.display());
         self.captures.push((capture, name));

@@ -129,6 +129,7 @@ pub(crate) fn serve_in_scratch(
         }),
         normalizer: Normalizer::agent_defaults(),
         session_log: Some(log.clone()),
+        sandbox: None,
     };
     let (_stop, stop) = smol::channel::bounded(1);
     let session = simtape_serve::serve(&mut builder, options, stop, |_| {}).expect("serves");

@@ -446,6 +446,7 @@ mod tests {
             blob_mode: "embedded".into(),
             blob_threshold_bytes: 4096,
             checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
+            sandbox: None,
         };
         let sink = TapeSink::Memory(Vec::new());
         TapeWriter::new(sink, &header, BlobMode::Embedded, u64::MAX).unwrap()
