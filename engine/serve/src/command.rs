@@ -102,6 +102,9 @@ pub struct SessionMeta {
     /// What each sandboxed process did outside its project (lookups, connections, writes),
     /// as on the tape; empty on the host.
     pub outside: Vec<SandboxSeen>,
+    /// What each sandboxed process wrote in its HOME (not on the tape: see
+    /// [`crate::sandbox::Sandbox::writes_outside`]).
+    pub home_writes: Vec<Vec<crate::sandbox::view::OutsideWrite>>,
 }
 
 /// One process of an agent program, for people (not on the tape).
@@ -309,8 +312,13 @@ impl ProgramRun<'_> {
             .then(self.options.normalizer.clone())
             .with_scenario_rules(&self.scenario.eval().normalize)
             .for_agent(Some(&sight.work), Some(&sight.home.display().to_string()));
-        let mut driver = Driver::new(self.inputs, self.responses, self.options.settle, normalizer);
+        let settle = self
+            .options
+            .settle
+            .max(adapter::settle_min(self.spec.adapter));
+        let mut driver = Driver::new(self.inputs, self.responses, settle, normalizer);
         driver.orders = orders;
+        driver.events_at_exit = adapter::events_at_exit(self.spec.adapter);
         let requests_log = self
             .options
             .evidence
@@ -326,6 +334,7 @@ impl ProgramRun<'_> {
         let run = command.run();
         let mut processes = Vec::new();
         let mut outside = Vec::new();
+        let mut home_writes = Vec::new();
         match orders {
             None => {
                 let task = self.spec.task.clone();
@@ -340,7 +349,10 @@ impl ProgramRun<'_> {
                         None,
                     )
                     .await?;
-                outside.extend(place.seen());
+                if let Some((seen, home)) = place.seen() {
+                    outside.push(seen);
+                    home_writes.push(home);
+                }
                 if ran.meta.exit != AgentExit::TimedOut {
                     self.deliver_changes(&place, &mut driver, run);
                     let gates = place.gates(self.scenario).await;
@@ -365,7 +377,10 @@ impl ProgramRun<'_> {
                             files,
                         )
                         .await?;
-                    outside.extend(place.seen());
+                    if let Some((seen, home)) = place.seen() {
+                        outside.push(seen);
+                        home_writes.push(home);
+                    }
                     self.deliver_changes(&place, &mut driver, run);
                     place.end();
                     processes.push(ran);
@@ -395,6 +410,7 @@ impl ProgramRun<'_> {
                 processes,
                 sandbox: mode,
                 outside,
+                home_writes,
             },
             events: events_seen.take(),
             stderr,
@@ -511,7 +527,7 @@ impl ProgramRun<'_> {
         })
         .await;
         driver.deliver_events(run);
-        if let Some(seen) = place.seen() {
+        if let Some((seen, _)) = place.seen() {
             driver.deliver_input(run, GatewayInput::Sandbox(seen));
         }
         driver.deliver_input(run, GatewayInput::AgentExited(exit));

@@ -11,7 +11,7 @@ use simtape::inbox::{Inbox, Outbox};
 use simtape::Builder;
 use simtape_agent::AgentExit;
 
-use crate::gateway::{self, GatewayInput, HttpResponse, SandboxSeen};
+use crate::gateway::{self, GatewayInput, HttpResponse};
 use crate::sandbox::{self, Job, JobExit, Sandbox, SandboxMode, SandboxSpec};
 use crate::{driver, mcp_http, AgentCommand, Endpoints, ServeError, ServeOptions, ServeSandbox};
 
@@ -145,13 +145,7 @@ impl Contained {
         if timed_out {
             self.sandbox.kill();
         }
-        let network = self.sandbox.network_seen();
-        let seen = SandboxSeen {
-            lookups: network.lookups.into_iter().collect(),
-            connects: network.connects.into_iter().collect(),
-            dropped: network.dropped,
-            writes_outside: self.sandbox.writes_outside(),
-        };
+        let (seen, _home) = crate::place::seen_in(&self.sandbox);
         driver.deliver_input(&mut run, GatewayInput::Sandbox(seen));
         if let Some(driver::Ending::AgentExited(exit)) = ended {
             driver.deliver_input(&mut run, GatewayInput::AgentExited(exit));

@@ -161,6 +161,9 @@ pub(crate) struct Driver {
     pub(crate) clock: Option<crate::clock::ClockFile>,
     /// A `[harness]` run's session orders: a stop order ends the session being driven.
     pub(crate) orders: Option<Outbox<crate::sessions::SessionOrder>>,
+    /// Whether the agent's output is delivered only when it exits (an agent whose output
+    /// lands on either side of its next request as its own scheduling falls).
+    pub(crate) events_at_exit: bool,
 }
 
 impl Driver {
@@ -182,6 +185,7 @@ impl Driver {
             events: None,
             clock: None,
             orders: None,
+            events_at_exit: false,
         }
     }
 
@@ -276,10 +280,10 @@ impl Driver {
         // with its MCP requests: an agent may print a turn's text on either side of the
         // tool's MCP request, as its own scheduling falls, and the output must not land in
         // a different delivery because of that. By its next model request it has printed it.
-        if batch
+        let model_request = batch
             .iter()
-            .any(|pending| crate::mcp_http::server_of(&pending.path).is_none())
-        {
+            .any(|pending| crate::mcp_http::server_of(&pending.path).is_none());
+        if model_request && !self.events_at_exit {
             self.deliver_events(run);
         }
         let mut batch: Vec<(String, Pending)> = batch

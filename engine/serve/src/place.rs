@@ -21,6 +21,7 @@ use crate::gateway::SandboxSeen;
 use crate::limits::{GATE_TIMEOUT, KILL_GRACE};
 use crate::mcp_http::McpTransport;
 use crate::process::{self, AgentProcess, Exit, Spawn};
+use crate::sandbox::view::OutsideWrite;
 use crate::sandbox::{self, Job, JobExit, Sandbox, SandboxSpec};
 use crate::workdir::{FileChange, Snapshot, Workdir, WorkdirError};
 use crate::ServeError;
@@ -304,19 +305,13 @@ impl Place {
         }
     }
 
-    /// What a sandboxed process did outside its project (`None` on the host).
-    pub(crate) fn seen(&self) -> Option<SandboxSeen> {
+    /// What a sandboxed process did outside its project, for the tape, and what it wrote in
+    /// its HOME, for people (`None` on the host).
+    pub(crate) fn seen(&self) -> Option<(SandboxSeen, Vec<OutsideWrite>)> {
         let Place::Sandboxed(place) = self else {
             return None;
         };
-        let sandbox = place.current.as_ref()?;
-        let network = sandbox.network_seen();
-        Some(SandboxSeen {
-            lookups: network.lookups.into_iter().collect(),
-            connects: network.connects.into_iter().collect(),
-            dropped: network.dropped,
-            writes_outside: sandbox.writes_outside(),
-        })
+        Some(seen_in(place.current.as_ref()?))
     }
 
     /// Runs each `gate` verifier's program in the project, in file order.
@@ -493,6 +488,20 @@ impl SandboxPlace {
         }
         runs
     }
+}
+
+/// What the program in `sandbox` did outside its project, for the tape; and what it wrote
+/// in its HOME, for people.
+pub(crate) fn seen_in(sandbox: &Sandbox) -> (SandboxSeen, Vec<OutsideWrite>) {
+    let network = sandbox.network_seen();
+    let (writes_outside, home) = sandbox.writes_outside();
+    let seen = SandboxSeen {
+        lookups: network.lookups.into_iter().collect(),
+        connects: network.connects.into_iter().collect(),
+        dropped: network.dropped,
+        writes_outside,
+    };
+    (seen, home)
 }
 
 async fn sandbox_exit(sandbox: &mut Sandbox, job: usize) -> Exit {

@@ -13,12 +13,14 @@ use crate::clients::{claude, codex, opencode};
 use crate::common::{repo, scratch, simtape, text};
 
 /// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
-/// it asks the model once (its process id in the request: per-process noise that the
-/// scenario's `[normalize]` rule removes), writes the answer to notes.txt, deletes old.txt,
-/// prints the answer; a model error makes it exit 1.
+/// it asks the model once (a number from the OS's entropy in the request: per-process noise
+/// that the scenario's `[normalize]` rule removes; its process id would not do, the sandbox's
+/// pid namespace makes that the same every run), writes the answer to notes.txt, deletes
+/// old.txt, prints the answer; a model error makes it exit 1.
 const AGENT: &str = r#"
-import json, os, sys, urllib.request, urllib.error
-task = "%s (agent pid %d)" % (os.environ["SIMTAPE_TASK"], os.getpid())
+import json, os, random, sys, urllib.request, urllib.error
+nonce = random.SystemRandom().randrange(10**12)
+task = "%s (agent run %d)" % (os.environ["SIMTAPE_TASK"], nonce)
 body = {"model": "m", "messages": [{"role": "user", "content": task}]}
 request = urllib.request.Request(
     os.environ["OPENAI_BASE_URL"] + "/chat/completions",
@@ -70,7 +72,7 @@ args = [{agent:?}]
 task = "Write the notes."
 
 [normalize]
-patterns = [{{ match = "agent pid [0-9]+", replace = "agent pid <pid>" }}]
+patterns = [{{ match = "agent run [0-9]+", replace = "agent run <nonce>" }}]
 
 [[verify]]
 kind = "fs"
@@ -215,7 +217,7 @@ fn an_agent_program_is_judged_by_the_verifiers_and_its_tape_replays() {
 
 #[test]
 fn a_scenario_normalize_rule_keeps_per_process_noise_off_the_tape() {
-    // Goal: without its `[normalize]` rule the agent's process id reaches the tape and
+    // Goal: without its `[normalize]` rule the agent's nonce reaches the tape and
     // --check-determinism names the difference; with it, the runs are byte-identical.
     let dir = scratch("agents", "normalize");
     let scenario = scenario(&dir, "");

@@ -163,13 +163,24 @@ contains = "escaped"
     assert!(!Path::new("/tmp/simtape-escape-test.txt").exists());
     // The project write is the run's fs diff (the verifier held); the others are on the tape.
     let recorded = tape_text(&tape);
-    for path in [
-        "/tmp/simtape-escape-test.txt",
-        "/home/agent/escape.txt",
-        "/repo/escaped.txt",
-    ] {
-        assert!(recorded.contains(path), "{path} on the tape");
-    }
+    assert!(recorded.contains("/repo/escaped.txt"), "on the tape");
+    // Its scratch places (HOME, /tmp) are its own state, written by background tasks as
+    // their timing falls: their files are in the evidence, not on the tape.
+    assert!(!recorded.contains("/home/agent/escape.txt"));
+    assert!(!recorded.contains("/tmp/simtape-escape-test.txt"));
+    let evidence = dir.join("evidence");
+    let output = simtape()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--evidence")
+        .arg(&evidence)
+        .env("HOME", &host_home)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let meta = std::fs::read_to_string(evidence.join("session.meta.json")).unwrap();
+    assert!(meta.contains("/home/agent/escape.txt"), "{meta}");
+    assert!(meta.contains("/tmp/simtape-escape-test.txt"), "{meta}");
     assert!(
         recorded.contains("\"sandbox\":\"namespaces\""),
         "the header says it"

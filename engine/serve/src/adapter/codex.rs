@@ -66,6 +66,15 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         &format!("model_provider={PROVIDER}"),
         "-c",
         &provider,
+        // Its usage metrics, its update check and its plugin marketplace's sync go to its
+        // vendor's hosts, past the endpoints: off (the sandbox would refuse them and block
+        // the run).
+        "-c",
+        "analytics.enabled=false",
+        "-c",
+        "check_for_update_on_startup=false",
+        "-c",
+        "features.plugins=false",
         "-m",
         PROVIDER,
     ]

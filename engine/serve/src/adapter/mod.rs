@@ -184,6 +184,26 @@ pub fn usual_binary(adapter: AdapterKind) -> Option<(&'static str, &'static str)
     }
 }
 
+/// Whether `adapter`'s output is delivered only at the agent's exit. OpenCode prints a tool
+/// call's events on either side of its next model request as its own scheduling falls
+/// (measured: two runs of one seed in the sandbox put the same events in different
+/// deliveries); delivered at its exit, they are the same every run. The others print a
+/// turn's output before they ask for the next one.
+pub fn events_at_exit(adapter: AdapterKind) -> bool {
+    adapter == AdapterKind::Opencode
+}
+
+/// The shortest settle window `adapter`'s CLI is driven with. OpenCode opens its MCP
+/// sessions and asks for its session title at once, at start, and its requests arrive up
+/// to tens of milliseconds apart (measured in the sandbox: two runs of one seed batched them
+/// differently at the default 20 ms); a wider window batches them the same every run.
+pub fn settle_min(adapter: AdapterKind) -> std::time::Duration {
+    match adapter {
+        AdapterKind::Opencode => std::time::Duration::from_millis(200),
+        _ => std::time::Duration::ZERO,
+    }
+}
+
 /// Whether the agent may change its working directory.
 pub(crate) fn may_write(permission: Permission) -> bool {
     permission == Permission::Full

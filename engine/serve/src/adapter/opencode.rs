@@ -54,7 +54,18 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         args: ["run", "--format", "json", &spec.task]
             .map(String::from)
             .to_vec(),
-        env: vec![("OPENCODE_CONFIG_CONTENT".into(), config.to_string())],
+        env: [
+            ("OPENCODE_CONFIG_CONTENT", config.to_string()),
+            // No calls past the endpoints: the models catalog, updates, language servers
+            // and sharing each dial their own hosts (the sandbox would refuse them).
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
+            ("OPENCODE_DISABLE_AUTOUPDATE", "1".into()),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".into()),
+            ("OPENCODE_DISABLE_SHARE", "1".into()),
+            ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
+        ]
+        .map(|(name, value)| (name.to_string(), value))
+        .to_vec(),
     }
 }
 

@@ -269,7 +269,6 @@ impl Sandbox {
             })?,
         );
         sandbox.start_watch(spec, notify, std::net::UdpSocket::from(dns))?;
-        sandbox.baseline = view::Listing::of(&sandbox.root());
         Ok(sandbox)
     }
 
@@ -337,6 +336,11 @@ impl Sandbox {
             .and_then(Option::take)
             .ok_or_else(|| SandboxError::Spec(format!("job {job} was started already")))?;
         let index = u8::try_from(job).map_err(|_| SandboxError::Spec("too many jobs".into()))?;
+        // What simtape itself put in the sandbox (its MCP config, the clock) is not the
+        // program's writing: the listing that tells those starts with the first job.
+        if job == 0 {
+            self.baseline = view::Listing::of(&self.root());
+        }
         self.command(&[child::command::RUN, index]);
         let visible = self.host_path(&program.display().to_string()).exists();
         let exec_error = |errno: i32| SandboxError::Exec {
@@ -434,10 +438,20 @@ impl Sandbox {
             .clone()
     }
 
-    /// The files written (or removed) outside the project since the sandbox was set up:
-    /// paths inside, in path order.
-    pub fn writes_outside(&self) -> Vec<view::OutsideWrite> {
-        view::Listing::of(&self.root()).changes_since(&self.baseline)
+    /// The files written (or removed) outside the project since the first job started, in
+    /// path order: those elsewhere, then those in the program's scratch places (its HOME,
+    /// `/tmp`, `/var/tmp`). The scratch places hold the program's own state (session files,
+    /// caches, locks, watcher probes), which CLIs write from background tasks as their
+    /// timing falls (measured: Claude Code's file-watch probe under /tmp, Codex's SQLite
+    /// journal in its HOME): they are for people (the evidence), not for the tape.
+    pub fn writes_outside(&self) -> (Vec<view::OutsideWrite>, Vec<view::OutsideWrite>) {
+        let all = view::Listing::of(&self.root()).changes_since(&self.baseline);
+        let scratch = [format!("{HOME_DIR}/"), "/tmp/".into(), "/var/tmp/".into()];
+        all.into_iter().partition(|write| {
+            !scratch
+                .iter()
+                .any(|place| write.path.starts_with(place.as_str()))
+        })
     }
 
     /// The project as simtape reads it.
@@ -751,25 +765,19 @@ mod tests {
             "new\n"
         );
         // The others are listed.
-        let outside: Vec<String> = sandbox
-            .writes_outside()
+        let (elsewhere, scratch) = sandbox.writes_outside();
+        let outside: Vec<String> = elsewhere
             .into_iter()
             .map(|write| format!("{} {}", write.change, write.path))
             .collect();
-        assert!(
-            outside.contains(&"created /tmp/t.txt".to_string()),
-            "{outside:?}"
-        );
-        assert!(
-            outside.contains(&format!("created {HOME_DIR}/h.txt")),
-            "{outside:?}"
-        );
         assert!(
             outside
                 .iter()
                 .any(|write| write.ends_with("/repo/escape.txt")),
             "{outside:?}"
         );
+        let scratch: Vec<String> = scratch.into_iter().map(|write| write.path).collect();
+        assert_eq!(scratch, [format!("{HOME_DIR}/h.txt"), "/tmp/t.txt".into()]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -144,6 +144,9 @@ pub fn base_env(path_first: &[PathBuf]) -> Vec<(String, String)> {
         ("LANG", "C.UTF-8".to_string()),
         ("TMPDIR", "/tmp".to_string()),
         ("TZ", "UTC".to_string()),
+        // A bytecode cache holds its source file's modification time, a wall-clock read
+        // that would make the project's changes differ run to run.
+        ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
     ]
     .map(|(k, v)| (k.to_string(), v))
     .to_vec()
@@ -567,7 +570,18 @@ mod tests {
         let names: Vec<&str> = env.iter().map(|(name, _)| name.as_str()).collect();
         assert_eq!(
             names,
-            ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR", "TZ"]
+            [
+                "PATH",
+                "HOME",
+                "USER",
+                "LOGNAME",
+                "SHELL",
+                "TERM",
+                "LANG",
+                "TMPDIR",
+                "TZ",
+                "PYTHONDONTWRITEBYTECODE"
+            ]
         );
         assert!(env[0].1.starts_with("/opt/venv/bin:/usr/local/sbin"));
         assert_eq!(env[1].1, HOME_DIR);
