@@ -410,6 +410,44 @@ fn claude_code_fixes_the_failing_test_and_retries_the_seeded_529s() {
     assert!(shown.contains("529"), "the fault is on the tape");
 }
 
+#[test]
+fn claude_code_runs_unrestricted_in_its_sandbox_and_ten_runs_give_one_tape() {
+    // In the sandbox Claude Code runs as uid 1000 with bypassPermissions, which it refuses
+    // to root (simtape runs as root in CI); seed 2 ten times over gives one tape.
+    let Some(claude) = claude() else {
+        return;
+    };
+    let dir = scratch("agents", "claude-code-ten");
+    let scenario = repo().join("scenarios/claude-code-fix-test.toml");
+    let mut digests = std::collections::BTreeSet::new();
+    for run in 0..10 {
+        let tape = dir.join(format!("run-{run}.tape"));
+        let evidence = dir.join(format!("evidence-{run}"));
+        let output = simtape()
+            .args(["run", "--seed", "2", "--tape"])
+            .arg(&tape)
+            .arg("--evidence")
+            .arg(&evidence)
+            .arg("--agent-bin")
+            .arg(&claude)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        let shown = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{shown}");
+        assert!(shown.contains("sandbox namespaces"), "{shown}");
+        let meta = crate::common::load_json(&evidence.join("session.meta.json"));
+        let args = meta["args"].to_string();
+        assert!(
+            args.contains(r#""--permission-mode","bypassPermissions""#),
+            "{args}"
+        );
+        assert_eq!(meta["sandbox"], "on", "{meta}");
+        digests.insert(std::fs::read(&tape).unwrap());
+    }
+    assert_eq!(digests.len(), 1, "ten runs, one tape");
+}
+
 /// Runs an example's agent-program scenario twice with `program`; checks it passes with
 /// `held` among its verifiers, that its session log holds `logged`, and that the two tapes
 /// are the same bytes.

@@ -346,3 +346,40 @@ fn nothing_an_agent_started_outlives_its_run_however_the_run_ends() {
         assert!(left.is_empty(), "{ending}: temp directories left: {left:?}");
     }
 }
+
+#[test]
+fn without_user_namespaces_a_run_is_refused_naming_the_cause_and_the_opt_out() {
+    // A user namespace whose limit of nested user namespaces is 0 stands in for a system
+    // without them: the run exits 2 before anything starts, naming the cause and
+    // --no-sandbox; with --no-sandbox it runs, and says it ran unconfined.
+    let dir = scratch("sandbox", "unavailable");
+    let scenario = scenario(&dir, "print('hi')\n", "", "");
+    let probe = Command::new("unshare").args(["-Ur", "true"]).status();
+    if !probe.is_ok_and(|status| status.success()) {
+        eprintln!("skipped: unshare -Ur is not available here");
+        return;
+    }
+    let run = |flags: &str| {
+        let script = format!(
+            "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" run \"$1\" {flags}"
+        );
+        Command::new("unshare")
+            .args(["-Ur", "sh", "-c", &script])
+            .arg(env!("CARGO_BIN_EXE_simtape"))
+            .arg(&scenario)
+            .output()
+            .unwrap()
+    };
+    let refused = run("");
+    let shown = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{shown}");
+    assert!(shown.contains("user namespaces are disabled"), "{shown}");
+    assert!(shown.contains("--no-sandbox"), "{shown}");
+    let unconfined = run("--no-sandbox");
+    let shown = text(&unconfined);
+    assert_eq!(unconfined.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("sandbox off (the agent ran on the host, unconfined)"),
+        "{shown}"
+    );
+}
