@@ -7,7 +7,9 @@
 //! - [`report`]: the table, its JSON, and the performance bars.
 //! - [`scenario`]: the reference eval scenario: runs per second, and a sweep on 1 and 2 threads.
 //! - [`serve`]: `simtape serve`'s round trip for a 50 KB request, JSON and SSE, beside aimock.
-//! - [`claude_code`]: Claude Code's runs per minute under simtape and against a bare mock.
+//! - [`claude_code`]: Claude Code's runs per minute under simtape (in its sandbox and on the
+//!   host) and against a bare mock.
+//! - [`sandbox`]: the agent sandbox's cost on a trivial program.
 //! - [`wasi`]: the WASI sandbox: a cached 24 h sleeper guest per run, and its fuel.
 //! - [`scale`]: what the scale bars share (peak memory, PASS/MISS).
 //!
@@ -25,6 +27,7 @@ pub mod claude_code;
 pub mod frameworks;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod scale;
 pub mod scenario;
 pub mod serve;

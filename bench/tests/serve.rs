@@ -65,9 +65,21 @@ fn claude_code_passes_under_simtape_and_against_the_bare_mock() {
     // One run per side and pool size (plus one warm-up run each): every simtape run must
     // PASS, every bare run must answer all four turns and pass the gate.
     let rates = claude_code::measure(&claude, 1, 1).expect("every run passes");
-    assert_eq!(rates.rows.len(), 4);
+    assert_eq!(rates.rows.len(), 6);
     assert!(rates.rows.iter().all(|row| row.runs_per_min() > 0.0));
     let bars = claude_code::bars(&rates);
-    assert_eq!(bars.len(), 2);
+    assert_eq!(bars.len(), 4);
     assert!(bars.iter().all(|bar| bar.measured.is_some()));
+}
+
+#[test]
+fn a_trivial_program_runs_in_the_sandbox_and_as_a_plain_child() {
+    // The sandbox bench, small: both ways run and give figures (their size is the bench's
+    // to report, not this test's to judge).
+    let trivial = simtape_bench::sandbox::measure(3).expect("both ways run");
+    assert!(trivial.sandboxed_ms.is_finite() && trivial.sandboxed_ms > 0.0);
+    assert!(trivial.plain_ms.is_finite() && trivial.plain_ms > 0.0);
+    let bar = simtape_bench::sandbox::bar(&trivial);
+    assert_eq!(bar.measured, Some(trivial.sandboxed_ms));
+    assert!(simtape_bench::sandbox::table(&trivial).contains("| in the sandbox | 3 |"));
 }

@@ -66,13 +66,23 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         }
         builder.tape(tape);
     }
+    // The scenario's task, as `run` hands it to an agent program.
+    let task = match (&eval.eval().command, &eval.eval().agent) {
+        (Some(command), _) => Some(command.task.clone()),
+        (None, Some(agent)) => Some(agent.task.clone()),
+        (None, None) => None,
+    };
+    let env: Vec<(String, String)> = task
+        .map(|task| ("SIMTAPE_TASK".to_string(), task))
+        .into_iter()
+        .collect();
     let command = args
         .command
         .split_first()
         .map(|(program, rest)| AgentCommand {
             program: program.clone(),
             args: rest.to_vec(),
-            env: Vec::new(),
+            env: env.clone(),
             cwd: None,
             timeout: Some(Duration::from_secs(args.timeout_s)),
         });
