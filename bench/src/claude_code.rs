@@ -473,6 +473,21 @@ pub fn measure(claude: &Path, runs: u64, rounds: usize) -> Result<Rates, String>
     Ok(Rates { rows })
 }
 
+/// Measures as [`measure`] when Claude Code is installed and `runs` is not 0; `Ok(None)`
+/// (with a notice) when the part is skipped.
+pub fn measure_if_installed(runs: u64, rounds: usize) -> Result<Option<Rates>, String> {
+    if runs == 0 {
+        return Ok(None);
+    }
+    match claude_bin() {
+        Err(why) => {
+            eprintln!("skipping Claude Code: {why}");
+            Ok(None)
+        }
+        Ok(claude) => measure(&claude, runs, rounds).map(Some),
+    }
+}
+
 /// Renders the rates as a Markdown table.
 pub fn table(rates: &Rates) -> String {
     let mut out = String::from(

@@ -58,19 +58,12 @@ fn main() -> ExitCode {
     };
     print!("{}", sandbox::table(&trivial));
     let mut bars = vec![sandbox::bar(&trivial)];
-    let rates = match (args.runs, claude_code::claude_bin()) {
-        (0, _) => None,
-        (_, Err(why)) => {
-            eprintln!("skipping Claude Code: {why}");
-            None
+    let rates = match claude_code::measure_if_installed(args.runs, args.rounds) {
+        Ok(rates) => rates,
+        Err(failure) => {
+            eprintln!("error: Claude Code runs: {failure}");
+            return ExitCode::FAILURE;
         }
-        (runs, Ok(claude)) => match claude_code::measure(&claude, runs, args.rounds) {
-            Ok(rates) => Some(rates),
-            Err(failure) => {
-                eprintln!("error: Claude Code runs: {failure}");
-                return ExitCode::FAILURE;
-            }
-        },
     };
     if let Some(rates) = &rates {
         println!();

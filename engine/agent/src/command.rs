@@ -61,6 +61,9 @@ pub struct CommandEnd {
     /// The first connection the `[network]` policy refused the program (in its sandbox):
     /// such a run is BLOCKED.
     pub denied: Option<simtape::cap::net::NetError>,
+    /// The program's sandbox failed after the run began (the step, and why): such a run is
+    /// an ERROR.
+    pub sandbox_failed: Option<String>,
 }
 
 /// The name of the verifier that judges the agent's exit.
@@ -95,6 +98,8 @@ pub struct SessionEnd {
     pub unmatched: Option<String>,
     /// The first connection the `[network]` policy refused: the run is BLOCKED.
     pub denied: Option<simtape::cap::net::NetError>,
+    /// The session's sandbox failed (the step, and why): the run is an ERROR.
+    pub sandbox_failed: Option<String>,
 }
 
 /// The driver's side of an agent program inside the simulation, for a `[harness]` run: one

@@ -200,6 +200,9 @@ where
             if let Some(request) = end.unmatched {
                 return Err(AgentError::Unmatched { request });
             }
+            if let Some(reason) = end.sandbox_failed {
+                return Err(AgentError::Sandbox { reason });
+            }
             if let Some(denied) = end.denied {
                 return Err(AgentError::NetDenied { denied });
             }

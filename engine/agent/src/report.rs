@@ -69,6 +69,12 @@ pub enum AgentError {
         /// Which request: the model request's digest, or the MCP server and why.
         request: String,
     },
+    /// The agent program's sandbox failed after the run began.
+    #[error("the agent program's sandbox failed: {reason}")]
+    Sandbox {
+        /// The step that failed, and why.
+        reason: String,
+    },
     /// The agent program tried a connection the `[network]` policy does not allow.
     #[error("the agent program's connection was refused: {denied}")]
     NetDenied {
@@ -133,6 +139,7 @@ impl AgentError {
             AgentError::Timeout { .. } => "agent_timeout",
             AgentError::Unmatched { .. } => "llm_unmatched",
             AgentError::NetDenied { .. } => "net_denied",
+            AgentError::Sandbox { .. } => "sandbox",
         }
     }
 }
@@ -296,5 +303,19 @@ mod tests {
         });
         assert_eq!(unmatched.policy(), None);
         assert_eq!(unmatched.verdict().label(), "error");
+        // An agent program's connection refused in its sandbox blocks the run; its sandbox
+        // failing is an error.
+        let program = EvalFailure::Agent(AgentError::NetDenied {
+            denied: Network::deny().check("api.openai.com", 443).unwrap_err(),
+        });
+        assert_eq!(program.policy(), Some("net_denied"));
+        assert_eq!(program.verdict().label(), "blocked");
+        let broken = EvalFailure::Agent(AgentError::Sandbox {
+            reason: "mount overlay at /project: No space left on device".into(),
+        });
+        assert_eq!(
+            (broken.kind(), broken.verdict().label()),
+            ("sandbox", "error")
+        );
     }
 }

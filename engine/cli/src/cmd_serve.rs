@@ -72,10 +72,14 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         (None, Some(agent)) => Some(agent.task.clone()),
         (None, None) => None,
     };
-    let env: Vec<(String, String)> = task
+    let mut env: Vec<(String, String)> = task
         .map(|task| ("SIMTAPE_TASK".to_string(), task))
         .into_iter()
         .collect();
+    // An agent program's scenario names its variables too.
+    if let Some(command) = &eval.eval().command {
+        env.extend(command.env.iter().cloned());
+    }
     let command = args
         .command
         .split_first()

@@ -262,6 +262,10 @@ struct ProgramRun<'a> {
 struct Ran {
     meta: ProcessMeta,
     stderr: Vec<u8>,
+    /// Whether its sandbox failed before it started (the run is an ERROR).
+    failed: bool,
+    /// What it did outside its project (sandboxed): for the tape, and in its scratch places.
+    seen: Option<(SandboxSeen, Vec<crate::sandbox::view::OutsideWrite>)>,
 }
 
 impl ProgramRun<'_> {
@@ -289,6 +293,10 @@ impl ProgramRun<'_> {
         tx: smol::channel::Sender<driver::Pending>,
         requests: smol::channel::Receiver<driver::Pending>,
     ) -> Result<CommandSession, ServeError> {
+        // Namespaces that cannot be had are an input error before anything starts (no tape).
+        if mode == SandboxMode::On {
+            crate::sandbox::probe().map_err(ServeError::Sandbox)?;
+        }
         let setting = Setting {
             scenario: self.scenario,
             capabilities: &builder.capabilities(),
@@ -333,8 +341,6 @@ impl ProgramRun<'_> {
         driver.session_log = crate::session_log(requests_log.as_deref())?;
         let run = command.run();
         let mut processes = Vec::new();
-        let mut outside = Vec::new();
-        let mut home_writes = Vec::new();
         match orders {
             None => {
                 let task = self.spec.task.clone();
@@ -349,11 +355,7 @@ impl ProgramRun<'_> {
                         None,
                     )
                     .await?;
-                if let Some((seen, home)) = place.seen() {
-                    outside.push(seen);
-                    home_writes.push(home);
-                }
-                if ran.meta.exit != AgentExit::TimedOut {
+                if ran.meta.exit != AgentExit::TimedOut && !ran.failed {
                     self.deliver_changes(&place, &mut driver, run);
                     let gates = place.gates(self.scenario).await;
                     driver.deliver_input(run, GatewayInput::Gates(gates));
@@ -377,10 +379,6 @@ impl ProgramRun<'_> {
                             files,
                         )
                         .await?;
-                    if let Some((seen, home)) = place.seen() {
-                        outside.push(seen);
-                        home_writes.push(home);
-                    }
                     self.deliver_changes(&place, &mut driver, run);
                     place.end();
                     processes.push(ran);
@@ -395,6 +393,13 @@ impl ProgramRun<'_> {
         let mut stderr = Vec::new();
         for ran in &processes {
             stderr.extend_from_slice(&ran.stderr);
+        }
+        let (mut outside, mut home_writes) = (Vec::new(), Vec::new());
+        for ran in &mut processes {
+            if let Some((seen, home)) = ran.seen.take() {
+                outside.push(seen);
+                home_writes.push(home);
+            }
         }
         let processes: Vec<ProcessMeta> = processes.into_iter().map(|ran| ran.meta).collect();
         let last = processes.last();
@@ -458,14 +463,39 @@ impl ProgramRun<'_> {
         let mut env = launch.env;
         env.extend(self.spec.env.iter().cloned());
         let started = Instant::now();
-        let (stdout, stderr) = place
+        let started_in = place
             .start(Launch {
                 program: &self.program,
                 args: &launch.args,
                 env,
                 files,
             })
-            .await?;
+            .await;
+        let (stdout, stderr) = match started_in {
+            Ok(streams) => streams,
+            // A program that cannot be started is the scenario's to fix (exit 2, naming it);
+            // a sandbox that fails otherwise once the run has begun ends the run as an ERROR
+            // naming the step, and its tape is whole.
+            Err(ServeError::Sandbox(error @ crate::sandbox::SandboxError::Exec { .. })) => {
+                return Err(ServeError::Sandbox(error));
+            }
+            Err(error) if place.mode() == SandboxMode::On => {
+                driver.deliver_input(run, GatewayInput::SandboxFailed(error.to_string()));
+                driver.deliver_input(run, GatewayInput::AgentExited(AgentExit::Signaled));
+                return Ok(Ran {
+                    meta: ProcessMeta {
+                        args: launch.args,
+                        exit: AgentExit::Signaled,
+                        wall_ms: 0,
+                        stderr_dropped: 0,
+                    },
+                    stderr: error.to_string().into_bytes(),
+                    failed: true,
+                    seen: None,
+                });
+            }
+            Err(other) => return Err(other),
+        };
         driver.clock = place.clock();
         // The agent's output: events to the driver as they are read; stderr kept, capped.
         let (event_tx, event_rx) = smol::channel::unbounded();
@@ -527,8 +557,9 @@ impl ProgramRun<'_> {
         })
         .await;
         driver.deliver_events(run);
-        if let Some((seen, _)) = place.seen() {
-            driver.deliver_input(run, GatewayInput::Sandbox(seen));
+        let seen = place.seen();
+        if let Some((tape, _)) = &seen {
+            driver.deliver_input(run, GatewayInput::Sandbox(tape.clone()));
         }
         driver.deliver_input(run, GatewayInput::AgentExited(exit));
         // A process that left the group may hold stderr open: wait only so long for it.
@@ -545,6 +576,8 @@ impl ProgramRun<'_> {
                 stderr_dropped,
             },
             stderr,
+            failed: false,
+            seen,
         })
     }
 
@@ -675,6 +708,7 @@ async fn command_side(
         unmatched: unmatched(&outcome),
         gates: outcome.gates,
         denied: outcome.denied,
+        sandbox_failed: outcome.sandbox_failed,
     }
 }
 

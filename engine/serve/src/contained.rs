@@ -30,9 +30,19 @@ impl Contained {
         command: &AgentCommand,
         setting: &ServeSandbox,
     ) -> Result<Contained, ServeError> {
-        let program = resolve(&command.program);
+        sandbox::probe().map_err(ServeError::Sandbox)?;
+        let program = crate::place::unshim(&resolve(&command.program));
         let (mut expose, path_first) = crate::place::program_exposure(&program);
         expose.extend(setting.expose.iter().cloned());
+        // The files its command line names by absolute path (a script given to an
+        // interpreter) are part of the program: shown read-only too.
+        for arg in &command.args {
+            let path = Path::new(arg);
+            if path.is_absolute() && path.is_file() {
+                expose.extend(std::fs::canonicalize(path).ok());
+                expose.push(path.to_path_buf());
+            }
+        }
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], sandbox::SERVE_PORT));
         let mut endpoints = Endpoints::new(addr);
         let config = Path::new(sandbox::RUN_DIR).join("mcp.json");

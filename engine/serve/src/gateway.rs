@@ -54,6 +54,9 @@ pub enum GatewayInput {
     /// looked up, connections it tried, files it wrote elsewhere). Each connection is judged
     /// by the `[network]` policy inside the run.
     Sandbox(SandboxSeen),
+    /// The program's sandbox failed after the run began (the step, and why): no process
+    /// ran, and the run is an ERROR.
+    SandboxFailed(String),
 }
 
 /// What a sandboxed program did outside its project, as sets in sorted order (the same
@@ -134,6 +137,8 @@ pub struct GatewayOutcome {
     pub denied: Option<simtape::cap::net::NetError>,
     /// What a sandboxed agent did outside its project.
     pub sandbox: Option<SandboxSeen>,
+    /// The agent's sandbox failed after the run began (the step, and why).
+    pub sandbox_failed: Option<String>,
 }
 
 impl GatewayOutcome {
@@ -145,6 +150,9 @@ impl GatewayOutcome {
         }
         if let Some(miss) = &self.mcp_unmatched {
             return format!("error: unmatched MCP request to {miss}");
+        }
+        if let Some(reason) = &self.sandbox_failed {
+            return format!("error: the agent's sandbox failed: {reason}");
         }
         if let Some(denied) = &self.denied {
             return format!("blocked: the agent's connection was refused: {denied}");
@@ -293,6 +301,10 @@ async fn serve(
                     outcome.denied = denied;
                 }
                 outcome.sandbox = Some(seen);
+                continue;
+            }
+            GatewayInput::SandboxFailed(reason) => {
+                outcome.borrow_mut().sandbox_failed = Some(reason);
                 continue;
             }
         };
@@ -544,4 +556,37 @@ fn models(id: u64, host: &Host) -> HttpResponse {
 fn count_tokens(id: u64, body: &Value) -> HttpResponse {
     let bytes = body.to_string().len() as u64;
     json_response(id, 200, &json!({"input_tokens": bytes.div_ceil(4)}))
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_sandbox_is_an_error_and_a_refused_connection_blocks() {
+        let failed = GatewayOutcome {
+            sandbox_failed: Some("mount overlay at /project: No space left on device".into()),
+            agent_exit: Some(AgentExit::Signaled),
+            ..GatewayOutcome::default()
+        };
+        assert_eq!(
+            failed.verdict(),
+            "error: the agent's sandbox failed: mount overlay at /project: No space left on device"
+        );
+        let denied = GatewayOutcome {
+            denied: simtape::cap::net::Network::deny()
+                .check("example.org", 443)
+                .err(),
+            agent_exit: Some(AgentExit::Exited(0)),
+            ..GatewayOutcome::default()
+        };
+        assert!(denied
+            .verdict()
+            .starts_with("blocked: the agent's connection was refused"));
+        assert!(
+            denied.verdict().contains("example.org:443"),
+            "{}",
+            denied.verdict()
+        );
+    }
 }

@@ -101,6 +101,7 @@ impl ProgramSessions for GatewaySessions {
                 turns_spent: outcome.turns_spent,
                 unmatched: crate::command::unmatched(&outcome),
                 denied: outcome.denied.clone(),
+                sandbox_failed: outcome.sandbox_failed.clone(),
             }
         })
     }

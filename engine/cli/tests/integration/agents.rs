@@ -448,6 +448,68 @@ fn claude_code_runs_unrestricted_in_its_sandbox_and_ten_runs_give_one_tape() {
     assert_eq!(digests.len(), 1, "ten runs, one tape");
 }
 
+#[test]
+fn claude_codes_background_bash_children_do_not_outlive_its_run() {
+    // Claude Code's Bash tool runs each command in a session of its own: a double-forked
+    // daemon and a background child that ignores SIGTERM, started by the model's command,
+    // are gone when the run ends, though Claude Code never ends them.
+    let Some(claude) = claude() else {
+        return;
+    };
+    let dir = scratch("agents", "claude-code-lingerers");
+    std::fs::create_dir_all(dir.join("repo")).unwrap();
+    std::fs::write(dir.join("repo/readme.txt"), "a project\n").unwrap();
+    let marker = format!("45{}", std::process::id() % 10_000);
+    let command = format!(
+        "(setsid sleep {marker}1 > /dev/null 2>&1 &); (trap '' TERM; sleep {marker}2 > /dev/null 2>&1) & echo started"
+    );
+    let fixture = format!(
+        "{{\"simtape_llm\": 1}}\n{}\n{}\n",
+        serde_json::json!({"id": "start", "match": {"last_message": {"contains": "background"}},
+            "response": {"text": "Starting them.", "tool_calls": [{"name": "Bash",
+            "arguments": {"command": command, "description": "Start the helpers"}}]}}),
+        serde_json::json!({"id": "answer", "match": {"last_tool_result": {"contains": "started"}},
+            "response": {"text": "Both helpers run in the background."}}),
+    );
+    std::fs::write(dir.join("llm.jsonl"), fixture).unwrap();
+    let scenario = dir.join("lingerers.toml");
+    std::fs::write(
+        &scenario,
+        r#"[scenario]
+name = "lingerers"
+seeds = [0]
+[fs]
+root = "repo"
+[llm]
+fixture = "llm.jsonl"
+[agent]
+kind = "command"
+adapter = "claude-code"
+task = "Start the helpers in the background."
+timeout = "120s"
+[[verify]]
+kind = "answer"
+contains = "background"
+"#,
+    )
+    .unwrap();
+    let output = simtape()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--agent-bin")
+        .arg(&claude)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    std::thread::sleep(Duration::from_millis(300));
+    let left = crate::common::processes_with(&format!("sleep {marker}"));
+    assert!(
+        left.is_empty(),
+        "Claude Code's background children outlived it: {left:?}"
+    );
+}
+
 /// Runs an example's agent-program scenario twice with `program`; checks it passes with
 /// `held` among its verifiers, that its session log holds `logged`, and that the two tapes
 /// are the same bytes.

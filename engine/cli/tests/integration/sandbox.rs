@@ -383,3 +383,76 @@ fn without_user_namespaces_a_run_is_refused_naming_the_cause_and_the_opt_out() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_program_whose_interpreter_is_not_visible_is_an_input_error_naming_it() {
+    let dir = scratch("sandbox", "invisible");
+    let scenario = scenario(&dir, "print('hi')\n", "", "");
+    std::fs::write(
+        dir.join("agent.sh"),
+        "#!/opt/simtape-nowhere/python3\nprint('hi')\n",
+    )
+    .unwrap();
+    let text_of = std::fs::read_to_string(&scenario).unwrap();
+    let start = text_of.find("command = ").unwrap();
+    let end = text_of.find("task = ").unwrap();
+    let changed = format!(
+        "{}command = \"./agent.sh\"\n{}",
+        &text_of[..start],
+        &text_of[end..]
+    );
+    std::fs::write(&scenario, changed).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = simtape().arg("run").arg(&scenario).output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("/opt/simtape-nowhere/python3 is not visible inside"),
+        "{shown}"
+    );
+    assert!(shown.contains("[agent] expose"), "{shown}");
+}
+
+#[test]
+fn serve_runs_its_command_in_the_sandbox() {
+    // `simtape serve … -- CMD`: the command's escapes leave the host as it was, and the
+    // tape header says the sandbox.
+    let dir = scratch("sandbox", "serve");
+    let host_home = dir.join("host-home");
+    std::fs::create_dir_all(&host_home).unwrap();
+    let env = format!(
+        "REAL_ROOT = {:?}, SECRET = {:?}, HOST_HOME = {:?}",
+        dir.join("repo").display().to_string(),
+        dir.join("secret.txt").display().to_string(),
+        host_home.display().to_string(),
+    );
+    std::fs::write(dir.join("secret.txt"), "s3cret").unwrap();
+    let scenario = scenario(&dir, ESCAPES, &env, "");
+    let before = tree(&dir);
+    let tape = dir.join("serve.tape");
+    let output = simtape()
+        .arg("serve")
+        .arg(&scenario)
+        .arg("--tape")
+        .arg(&tape)
+        .arg("--")
+        .arg("python3")
+        .arg(dir.join("agent.py"))
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains(r#""read_secret": "FileNotFoundError""#),
+        "{shown}"
+    );
+    let after: Vec<(PathBuf, Vec<u8>)> = tree(&dir)
+        .into_iter()
+        .filter(|(path, _)| !path.starts_with(&tape))
+        .collect();
+    assert_eq!(after, before, "the host is as it was");
+    assert!(tape_text(&tape).contains("\"sandbox\":\"namespaces\""));
+    let verified = simtape().args(["tape", "verify"]).arg(&tape).output().unwrap();
+    assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+}

@@ -156,12 +156,13 @@ pub enum SandboxError {
         source: std::io::Error,
     },
     /// A program could not be started inside.
-    #[error("cannot start {program} in the agent sandbox: {source}{}", hint(*.visible))]
+    #[error("cannot start {program} in the agent sandbox: {source}{}", hint(.missing.as_deref()))]
     Exec {
         /// The program's path.
         program: PathBuf,
-        /// Whether the path is visible inside (when not, it must be exposed).
-        visible: bool,
+        /// The path it needs that is not visible inside (itself, or its script's
+        /// interpreter): it must be exposed.
+        missing: Option<PathBuf>,
         /// Why.
         source: std::io::Error,
     },
@@ -170,10 +171,13 @@ pub enum SandboxError {
     Spec(String),
 }
 
-fn hint(visible: bool) -> &'static str {
-    match visible {
-        true => "",
-        false => "; it is not visible inside: expose its directory with [agent] expose = [\"DIR\"] (read-only, at the same path)",
+fn hint(missing: Option<&Path>) -> String {
+    match missing {
+        None => String::new(),
+        Some(path) => format!(
+            "; {} is not visible inside: expose its directory with [agent] expose = [\"DIR\"] (read-only, at the same path)",
+            path.display()
+        ),
     }
 }
 
@@ -228,11 +232,17 @@ impl Sandbox {
         let keeper = fork_keeper(&plan)?;
         let plan::Pipes {
             status_read,
+            status_write,
+            control_read,
             control_write,
             pass_read,
+            pass_write,
             outputs,
-            ..
+            inputs,
         } = pipes;
+        // The children's ends are theirs alone: a keeper or init that dies during setup
+        // then shows as the status pipe's end, at once.
+        drop((status_write, control_read, pass_write, inputs));
         drop(plan);
         let mut sandbox = Sandbox {
             keeper,
@@ -251,8 +261,7 @@ impl Sandbox {
             baseline: view::Listing::default(),
         };
         let mut status = File::from(status_read);
-        sandbox.init = setup_message(&mut status, &steps, child::tag::INIT_PID)?;
-        setup_message(&mut status, &steps, child::tag::READY)?;
+        sandbox.init = setup(&mut status, &steps)?;
         let mut fds = receive_fds(&pass_read)?;
         // init sent the TCP listeners, the DNS socket, then the seccomp listener.
         let notify = fds
@@ -342,9 +351,15 @@ impl Sandbox {
             self.baseline = view::Listing::of(&self.root());
         }
         self.command(&[child::command::RUN, index]);
-        let visible = self.host_path(&program.display().to_string()).exists();
+        let inside = self.host_path(&program.display().to_string());
+        let missing = match inside.exists() {
+            false => Some(program.clone()),
+            // A script whose interpreter is not there fails as if it were missing itself.
+            true => interpreter(&inside)
+                .filter(|interpreter| !self.host_path(&interpreter.display().to_string()).exists()),
+        };
         let exec_error = |errno: i32| SandboxError::Exec {
-            visible,
+            missing: missing.clone(),
             program: program.clone(),
             source: std::io::Error::from_raw_os_error(errno),
         };
@@ -481,6 +496,39 @@ impl Drop for Sandbox {
     }
 }
 
+/// The interpreter a script names on its `#!` line.
+fn interpreter(script: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let read = File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..read].split(|&byte| byte == b'\n').next()?;
+    let line = std::str::from_utf8(line.strip_prefix(b"#!")?).ok()?;
+    line.split_whitespace().next().map(PathBuf::from)
+}
+
+/// Whether this system gives the sandbox's namespaces: a sandbox with nothing in it is set
+/// up and torn down once per process (a few milliseconds), and the answer kept.
+pub fn probe() -> Result<(), SandboxError> {
+    static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let probed = PROBED.get_or_init(|| {
+        let spec = SandboxSpec {
+            project: None,
+            read_only: false,
+            expose: Vec::new(),
+            network: Network::deny(),
+            jobs: Vec::new(),
+        };
+        Sandbox::start(&spec)
+            .map(drop)
+            .map_err(|error| match error {
+                SandboxError::Unavailable { cause } => cause,
+                other => format!("a trial sandbox failed: {other}"),
+            })
+    });
+    probed
+        .clone()
+        .map_err(|cause| SandboxError::Unavailable { cause })
+}
+
 fn setup_error(step: &str) -> SandboxError {
     SandboxError::Setup {
         step: step.into(),
@@ -497,40 +545,45 @@ fn message_of(bytes: &[u8; 12]) -> child::Message {
     }
 }
 
-/// Reads setup messages until `want`; a failure names its step. Returns `want`'s `a`.
-fn setup_message(
-    status: &mut File,
-    steps: &[String],
-    want: u32,
-) -> Result<libc::pid_t, SandboxError> {
-    loop {
+/// Reads setup messages until both the keeper's (init's pid) and init's (ready) came, in
+/// whichever order they do (init may be ready before the keeper has reported); a failure
+/// names its step. Returns init's pid.
+fn setup(status: &mut File, steps: &[String]) -> Result<libc::pid_t, SandboxError> {
+    let (mut init, mut ready) = (None, false);
+    let deadline = std::time::Instant::now() + SANDBOX_SETUP_TIMEOUT;
+    while init.is_none() || !ready {
         let mut polled = libc::pollfd {
             fd: status.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
-        let timeout = i32::try_from(SANDBOX_SETUP_TIMEOUT.as_millis()).unwrap_or(i32::MAX);
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let timeout = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
         #[allow(unsafe_code)]
         // SAFETY: `polled` is one live pollfd.
-        let ready = unsafe { libc::poll(&mut polled, 1, timeout) };
-        if ready == 0 {
+        let polled = unsafe { libc::poll(&mut polled, 1, timeout) };
+        if polled == 0 {
             return Err(SandboxError::Setup {
                 step: "start".into(),
                 source: std::io::Error::from(std::io::ErrorKind::TimedOut),
             });
+        }
+        if polled < 0 {
+            continue;
         }
         let mut bytes = [0u8; 12];
         status
             .read_exact(&mut bytes)
             .map_err(|_| setup_error("start"))?;
         let message = message_of(&bytes);
-        if message.tag == want {
-            return Ok(message.a as libc::pid_t);
-        }
-        if message.tag == child::tag::FAILED {
-            return Err(failure(message.a, message.b, steps));
+        match message.tag {
+            child::tag::INIT_PID => init = Some(message.a as libc::pid_t),
+            child::tag::READY => ready = true,
+            child::tag::FAILED => return Err(failure(message.a, message.b, steps)),
+            _ => {}
         }
     }
+    Ok(init.unwrap_or_default())
 }
 
 /// The error of setup step `step` failing with `errno`: namespaces refused are
@@ -764,20 +817,17 @@ mod tests {
             std::fs::read_to_string(project.join("b.txt")).unwrap(),
             "new\n"
         );
-        // The others are listed.
+        // The others are listed: the scratch places (HOME, /tmp, where this test's real
+        // root is too) apart from the rest.
+        std::fs::write(sandbox.host_path("/opt-made-up.txt"), "x").unwrap();
         let (elsewhere, scratch) = sandbox.writes_outside();
-        let outside: Vec<String> = elsewhere
-            .into_iter()
-            .map(|write| format!("{} {}", write.change, write.path))
-            .collect();
-        assert!(
-            outside
-                .iter()
-                .any(|write| write.ends_with("/repo/escape.txt")),
-            "{outside:?}"
-        );
+        let elsewhere: Vec<String> = elsewhere.into_iter().map(|write| write.path).collect();
+        assert_eq!(elsewhere, ["/opt-made-up.txt"]);
         let scratch: Vec<String> = scratch.into_iter().map(|write| write.path).collect();
-        assert_eq!(scratch, [format!("{HOME_DIR}/h.txt"), "/tmp/t.txt".into()]);
+        assert_eq!(scratch.len(), 3, "{scratch:?}");
+        assert_eq!(scratch[0], format!("{HOME_DIR}/h.txt"));
+        assert!(scratch[1].ends_with("/repo/escape.txt"), "{scratch:?}");
+        assert_eq!(scratch[2], "/tmp/t.txt");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
