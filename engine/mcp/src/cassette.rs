@@ -249,16 +249,6 @@ impl Cassette {
         }
         Ok(())
     }
-
-    /// Writes the cassette as pretty JSON with a trailing newline.
-    pub fn save(&self, path: &Path) -> Result<(), McpError> {
-        let mut text = serde_json::to_string_pretty(self).expect("a Value tree always serializes");
-        text.push('\n');
-        crate::files::write_atomic(path, text.as_bytes()).map_err(|source| McpError::CassetteIo {
-            path: path.into(),
-            source,
-        })
-    }
 }
 
 fn is_progress_for(message: &Value, token: &Value) -> bool {

@@ -9,7 +9,7 @@
 //! cannot be asked (it is gone, it answered without a JSON-RPC body) gets a JSON-RPC error
 //! naming the URL, so the client is never left waiting.
 //!
-//! Stdin is read on its own thread ([`simtape_mcp::stdio::Inbox`]) and the POSTs run on
+//! Stdin is read on its own thread ([`crate::mcp_stdio::stdio::Inbox`]) and the POSTs run on
 //! another, so a signal ends the bridge at once, even mid-request; at stdin EOF the requests
 //! already read are answered first, then the session is closed (`DELETE`).
 
@@ -17,12 +17,12 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::mcp_stdio::serve::write_messages;
+use crate::mcp_stdio::stdio::{Ending, Event, Inbox};
 use serde_json::Value;
 use simtape_mcp::jsonrpc::{error_response, parse_line, Message};
 use simtape_mcp::limits::LINE_BYTES_MAX;
 use simtape_mcp::lines::LineRead;
-use simtape_mcp::serve::write_messages;
-use simtape_mcp::stdio::{Ending, Event, Inbox};
 use simtape_mcp::ReplayServer;
 
 use crate::mcp_http::SESSION_HEADER;

@@ -3,7 +3,6 @@
 mod api;
 mod cap_fs;
 mod cap_llm;
-mod cap_llm_record;
 mod cap_net;
 mod cap_process;
 mod capabilities;

@@ -17,16 +17,16 @@
 //! * [`server::WorldServer`] is the pure dual-era MCP server: one line in, messages out.
 //! * [`mod@score`] checks a final state against the goal and lists collateral damage; the world
 //!   report and `eval` both use it.
-//! * [`outputs`] writes what `simtape mcp world` owes (final state, report) when the session
-//!   ends, journals each call as it is answered, and rebuilds the outputs from a journal left
-//!   by a killed server.
+//!
+//! What `simtape mcp world` owes on disk (final state, report, the journal of each call, the
+//! rebuild from a journal a killed server left) is the gateway's: `simtape-serve`'s
+//! `mcp_stdio::world`.
 //!
 //! The same [`WorldServer`] answers inside a simulation, behind the world-backed
 //! [`crate::actor::McpActor`]; there the spec's `latency` models each answer's virtual time.
 
 pub mod effects;
 pub mod faults;
-pub mod outputs;
 pub mod pointer;
 pub mod score;
 pub mod server;

@@ -14,7 +14,6 @@
 //! `outputSchema` (a mismatch is a bug in the spec: JSON-RPC `-32603`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -25,13 +24,9 @@ use super::score::{score, Scored};
 use super::spec::{tool_listing, World};
 use super::template::{render, Bindings};
 use crate::era::{self, LATEST_HANDSHAKE_VERSION, META_SERVER_INFO, MODERN_VERSIONS};
-use crate::journal::Journal;
 use crate::jsonrpc::{
     error_response, parse_line, result_response, Message, INVALID_PARAMS, METHOD_NOT_FOUND,
 };
-use crate::lines::LineRead;
-use crate::replay::ReplayServer;
-use crate::stdio::{serve_lines, Ending, Inbox};
 
 /// The error code of a simulated timeout: the one the MCP SDKs use for a request timeout.
 pub const TIMEOUT_CODE: i64 = -32001;
@@ -133,32 +128,6 @@ impl WorldServer {
     pub fn score(&self) -> Scored {
         let spec = &self.world.spec;
         score(&spec.goal, &spec.initial_state, &self.state)
-    }
-
-    /// Serves until the session ends (EOF, a signal, a client that went away) and says why.
-    /// Each `tools/call` is appended to `journal` (when given) before it is answered, so every
-    /// answered call can be replayed after a kill ([`super::outputs`]).
-    pub fn serve<W: Write>(
-        &mut self,
-        inbox: &Inbox,
-        output: W,
-        mut journal: Option<&mut Journal>,
-    ) -> Ending {
-        serve_lines(inbox, output, |read| match read {
-            LineRead::Line(line) => self.answer_journaled(&line, journal.as_deref_mut()),
-            LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
-        })
-    }
-
-    /// Handles one input line as [`WorldServer::handle_line`] does, and appends the call it
-    /// made, if any, to `journal` before the answer goes out.
-    pub fn answer_journaled(&mut self, line: &[u8], journal: Option<&mut Journal>) -> Vec<Value> {
-        let calls_before = self.calls.len();
-        let answers = self.handle_line(line);
-        if let (Some(journal), Some(call)) = (journal, self.calls.get(calls_before)) {
-            super::outputs::note_call(journal, call, line);
-        }
-        answers
     }
 
     /// Handles one input line and returns the messages to send back.

@@ -326,7 +326,7 @@ impl<'a> Lines<'a> {
 }
 
 /// Returns a short description of a JSON value's kind, for "found …".
-pub(crate) fn json_kind(value: &serde_json::Value) -> String {
+pub fn json_kind(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::Null => "null".to_owned(),
         serde_json::Value::Bool(b) => format!("the boolean {b}"),

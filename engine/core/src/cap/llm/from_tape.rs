@@ -15,8 +15,8 @@ use std::io::Read;
 use serde_json::{json, Value};
 
 use super::fixture::HttpFailure;
-use super::record::{fixture_entry, CallMatch};
 use super::request::ChatResponse;
+use super::written::{fixture_entry, CallMatch};
 pub use crate::tape::FromTapeError;
 use crate::tape::{payload_to_json, RecordKind, TapeReader};
 

@@ -236,7 +236,7 @@ fn check_header(line: &str) -> Result<(), HeaderMismatch> {
 }
 
 /// Returns the header line of a new process tape (without the newline).
-pub(super) fn header_line() -> String {
+pub fn header_line() -> String {
     format!("{{\"simtape_process\": {PROCESS_TAPE_VERSION}}}")
 }
 
