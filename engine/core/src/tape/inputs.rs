@@ -438,7 +438,7 @@ mod tests {
     #[test]
     fn a_sidecar_section_holds_only_the_manifest_and_loads_its_files_from_the_store() {
         // Goal: sidecar files go to the content directory once and come back checked.
-        let dir = std::env::temp_dir().join(format!("simtape-inputs-{}", std::process::id()));
+        let dir = crate::testing::unit_test_dir("inputs");
         let _ = std::fs::remove_dir_all(&dir);
         let store = InputStore::Sidecar {
             relative: "cas".into(),

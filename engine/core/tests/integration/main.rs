@@ -1,6 +1,7 @@
 //! The engine's one integration-test binary: one module per area.
 
 mod api;
+mod ban_list;
 mod cap_fs;
 mod cap_llm;
 mod cap_net;
