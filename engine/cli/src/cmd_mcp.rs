@@ -554,8 +554,8 @@ fn eval(args: &EvalArgs) -> CliResult {
             .map_err(|e| CliError::Usage(format!("{}: not JSON: {e}", path.display())))?;
         states.push((path.clone(), state));
     }
-    let report =
-        simtape_mcp::eval::evaluate(&world, &states).map_err(|e| CliError::Input(e.to_string()))?;
+    let report = simtape_eval::world_eval::evaluate(&world, &states)
+        .map_err(|e| CliError::Input(e.to_string()))?;
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&report).expect("the report serializes");
         json.push('\n');

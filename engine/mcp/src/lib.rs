@@ -18,7 +18,8 @@
 //!   added or removed, schema and annotation changes, changed results, new errors and latency.
 //! * [`world`] serves a seeded simulated world (state, tools with JSON Schemas, effects as
 //!   JSON-pointer operations, faults, a goal) and reports goal match and collateral damage;
-//!   [`eval`] scores many final states with pass rate, pass@k and pass^k.
+//!   `simtape-eval`'s `world_eval` scores many final states with pass rate, pass@k and
+//!   pass^k (it sits above this crate).
 //! * [`actor::McpActor`] answers `tools/list` and `tools/call` from a cassette or a seeded world
 //!   inside a simtape simulation, in virtual time; pipelines call it through
 //!   [`actor::McpHandle`]; [`from_tape`] turns the calls on a run's tape back into a
@@ -39,7 +40,6 @@ pub mod cassette;
 pub mod drift;
 pub mod era;
 pub mod error;
-pub mod eval;
 pub mod from_tape;
 pub mod http;
 pub mod jsonrpc;

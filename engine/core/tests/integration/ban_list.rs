@@ -21,7 +21,9 @@ fn drifted(engine: &Path, list: &str) -> Vec<String> {
     BANNED
         .iter()
         .filter(|name| {
-            std::fs::read_to_string(engine.join(name).join("clippy.toml")).ok().as_deref()
+            std::fs::read_to_string(engine.join(name).join("clippy.toml"))
+                .ok()
+                .as_deref()
                 != Some(list)
         })
         .map(|name| name.to_string())
