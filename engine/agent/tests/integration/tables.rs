@@ -426,7 +426,8 @@ fn a_complete_eval_scenario_decodes_every_table() {
 #[test]
 fn an_mcp_fault_rate_reaches_the_world_as_a_ratio() {
     // Goal: `rate = "1/3"` in [[faults.mcp]] becomes the world's fault rule with the same typed
-    // ratio and kind a world spec's `"probability": "1/3"` loads to: no text in between.
+    // trigger and kind a world spec's `"rate": "1/3"` loads to (and its deprecated name
+    // `probability`): one trigger type, no text in between.
     let dir = eval_dir("mcp-rate");
     let source = format!(
         "{HEAD}{CAPABILITIES}[[mcp]]\nname = \"tickets\"\nworld = \"worlds/tickets.json\"\n[agent]\ntask = \"Do it.\"\n[[faults.mcp]]\nserver = \"tickets\"\ntool = \"create_ticket\"\nrate = \"1/3\"\nkind = \"timeout\"\nafter = \"2s\"\n"
@@ -438,11 +439,14 @@ fn an_mcp_fault_rate_reaches_the_world_as_a_ratio() {
     assert_eq!(fault.trigger, Trigger::Rate(Ratio::new(1, 3).unwrap()));
     assert_eq!(fault.kind, FaultKind::Timeout { after_ms: 2_000 });
     let rule = fault.world_rule();
-    assert_eq!(rule.probability, Ratio::new(1, 3));
-    assert_eq!(rule.on_call, None);
-    let written = r#"{"tool": "create_ticket", "probability": "1/3",
-        "fault": {"kind": "timeout", "after_ms": 2000}}"#;
-    assert_eq!(rule, serde_json::from_str::<FaultRule>(written).unwrap());
+    assert_eq!(rule.trigger, fault.trigger);
+    for name in ["rate", "probability"] {
+        let written = format!(
+            r#"{{"tool": "create_ticket", "{name}": "1/3",
+            "fault": {{"kind": "timeout", "after_ms": 2000}}}}"#
+        );
+        assert_eq!(rule, serde_json::from_str::<FaultRule>(&written).unwrap());
+    }
 }
 
 #[test]

@@ -12,8 +12,8 @@
 //! * [`template`] substitutes `{{arg}}` placeholders from the call arguments.
 //! * [`effects`] applies a tool's operations (read, set, merge, append, delete, add, subtract)
 //!   to a copy of the state, so a failing call changes nothing.
-//! * [`faults`] decides, per call, whether a fault fires: by call number or by a seeded
-//!   integer-ratio probability, one ChaCha stream per fault rule.
+//! * [`faults`] says what each fault kind does; whether one fires on a call (by call number or
+//!   a seeded integer-ratio rate) is the core's one fault engine, `simtape::cap::fault_rules`.
 //! * [`server::WorldServer`] is the pure dual-era MCP server: one line in, messages out.
 //! * [`mod@score`] checks a final state against the goal and lists collateral damage; the world
 //!   report and `eval` both use it.
