@@ -14,7 +14,7 @@ use simtape_agent::{
     AdapterKind, AgentClock, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault,
     McpServerSpec, McpSource, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
-use simtape_mcp::world::faults::{FaultKind, FaultRule};
+use simtape_mcp::world::faults::{FaultKind, FaultRule, KINDS};
 
 /// Returns the TOML block of docs/scenario-format.md that follows `<!-- {name} -->`.
 fn doc_example(name: &str) -> String {
@@ -643,7 +643,8 @@ signal = 9
             "15:1: field `faults.mcp[1].message`: expected the tool error's text, found nothing",
             "17:11: field `faults.mcp[1].on_call`: expected a call number from 1, found 0",
             "21:8: field `faults.mcp[2].rate`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found \"0.5\"",
-            "22:8: field `faults.mcp[2].kind`: expected a fault kind `rpc_error`, `timeout`, `tool_error`, `partial_write`, found \"crash\"",
+            // The kinds are the world's list (a new kind is added there alone).
+            &format!("22:8: field `faults.mcp[2].kind`: expected a fault kind {}, found \"crash\"", kinds()),
             "23:1: field `faults.fs[0]`: [[faults.fs]] needs an [fs] table",
             "24:6: field `faults.fs[0].op`: expected an operation `read`, `write`, `append`, `remove`, `rename`, `mkdir`, `list`, `stat`, `*`, found \"delete\"",
             "26:8: field `faults.fs[0].kind`: expected a fault kind `eio` or `enospc`, found \"eperm\"",
@@ -970,4 +971,10 @@ fn normalize_rules_decode_and_their_problems_are_placed() {
         found[3].contains("field `normalize.colour`: unknown key"),
         "{found:?}"
     );
+}
+
+/// The MCP fault kinds as a message lists them: `` `a`, `b`, `c` ``.
+fn kinds() -> String {
+    let quoted: Vec<String> = KINDS.iter().map(|(kind, _)| format!("`{kind}`")).collect();
+    quoted.join(", ")
 }

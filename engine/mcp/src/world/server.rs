@@ -45,7 +45,8 @@ pub struct CallRecord {
     pub call: u64,
     /// The tool called.
     pub tool: String,
-    /// `ok`, `tool_error`, `invalid_arguments`, `rpc_error`, `timeout` or `partial_write`.
+    /// `ok`, `tool_error`, `invalid_arguments`, `rpc_error`, or the outcome an injected fault
+    /// gave the call (its kind's name, see `faults.rs`).
     pub outcome: String,
     /// The injected fault's kind, when one fired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
