@@ -60,6 +60,12 @@ pub enum FaultKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// Run the call as usual (its effects land), and answer only the first `chars` characters
+    /// of its text, without `structuredContent`, as a server that hit its output limit would.
+    Truncated {
+        /// How many characters of the answer's text arrive.
+        chars: usize,
+    },
 }
 
 /// A timeout fault's wait when the rule gives none.
@@ -67,11 +73,12 @@ pub const TIMEOUT_DEFAULT_MS: u64 = 30_000;
 
 /// The fault kinds of a scenario's `[[faults.mcp]]` rules, with the keys each adds beside the
 /// rule's own (`server`, `tool`, the trigger, `kind`); [`decode_kind`] reads them.
-pub const KINDS: [(&str, &[&str]); 4] = [
+pub const KINDS: [(&str, &[&str]); 5] = [
     ("rpc_error", &["code", "message", "retry_after"]),
     ("timeout", &["after"]),
     ("tool_error", &["message"]),
     ("partial_write", &["ops"]),
+    ("truncated", &["chars"]),
 ];
 /// The JSON-RPC error code of an `rpc_error` rule that names none.
 const RPC_CODE_DEFAULT: i64 = 429;
@@ -116,6 +123,19 @@ pub fn decode_kind(
             let message = required_text(decoded, fields, "message", "the tool error's text");
             Some(FaultKind::ToolError { message: message? })
         }
+        "truncated" => {
+            const WHAT: &str = "how many characters of the answer arrive, an integer from 0";
+            let chars = match fields.take("chars") {
+                Some(chars) => decoded.integer(&chars, 0, i64::MAX, WHAT),
+                None => {
+                    decoded.missing(fields, "chars", WHAT);
+                    None
+                }
+            };
+            Some(FaultKind::Truncated {
+                chars: usize::try_from(chars?).unwrap_or(usize::MAX),
+            })
+        }
         _ => {
             const WHAT: &str = "how many operations land, an integer from 0";
             let ops = match fields.take("ops") {
@@ -146,8 +166,6 @@ pub(super) enum Before {
     /// [`FaultKind::limited`].
     Limit(usize),
     /// Run the call as usual, then let [`FaultKind::after`] change its answer.
-    // The hook of a kind that changes a served answer; no kind uses it yet.
-    #[allow(dead_code)]
     Run,
 }
 
@@ -169,6 +187,7 @@ impl FaultKind {
                 Before::Answer("tool_error", Ok(tool_error(message)))
             }
             FaultKind::PartialWrite { ops, .. } => Before::Limit(*ops),
+            FaultKind::Truncated { .. } => Before::Run,
         }
     }
 
@@ -191,7 +210,18 @@ impl FaultKind {
     /// Returns what a call that ran as usual answers under this fault: its `outcome` and
     /// `result`, or what the fault makes of them.
     pub(super) fn after(&self, outcome: &'static str, result: Value) -> (&'static str, Value) {
-        (outcome, result)
+        match self {
+            FaultKind::Truncated { chars } => {
+                let text = result["content"][0]["text"].as_str().unwrap_or("");
+                let cut: String = text.chars().take(*chars).collect();
+                let answer = serde_json::json!({
+                    "content": [{"type": "text", "text": cut}],
+                    "isError": false,
+                });
+                ("truncated", answer)
+            }
+            _ => (outcome, result),
+        }
     }
 
     /// Returns the fault kind's name as written in specs and reports.
@@ -201,6 +231,7 @@ impl FaultKind {
             FaultKind::Timeout { .. } => "timeout",
             FaultKind::ToolError { .. } => "tool_error",
             FaultKind::PartialWrite { .. } => "partial_write",
+            FaultKind::Truncated { .. } => "truncated",
         }
     }
 }
@@ -381,5 +412,31 @@ mod tests {
             .map(|tool| plan.fire(tool, &mut rng).is_some())
             .collect();
         assert_eq!(fired, vec![false, false, false, true, true]);
+    }
+
+    #[test]
+    fn a_truncated_answer_keeps_its_effects_and_loses_its_tail() {
+        // Goal: a `truncated` rule lets the call land (the state changes) and answers only the
+        // first `chars` characters of its text, without structuredContent; the call record
+        // names the outcome and the fault.
+        let spec = r#"{"name":"w","initial_state":{"n":1},"goal":{"assertions":[{"path":"/n","equals":2}]},
+            "tools":[{"name":"set","inputSchema":{"type":"object","properties":{"v":{"type":"integer"}}},
+                      "effects":[{"op":"set","path":"/n","value":"{{v}}"}],"result":{"n":"{{v}}","note":"set"}}],
+            "faults":[{"tool":"set","on_call":1,"fault":{"kind":"truncated","chars":5}}]}"#;
+        let world = super::super::World::parse(spec, std::path::Path::new("w.json")).unwrap();
+        let mut server = super::super::WorldServer::new(world, 0);
+        let call = serde_json::json!({"name": "set", "arguments": {"v": 2}});
+        let answer = server.call_tool(&call).unwrap();
+        assert_eq!(answer["content"][0]["text"], r#"{"n":"#);
+        assert!(answer.get("structuredContent").is_none());
+        assert_eq!(answer["isError"], false);
+        assert_eq!(server.state(), &serde_json::json!({"n": 2}));
+        let record = &server.calls()[0];
+        assert_eq!(
+            (record.outcome.as_str(), record.fault.as_deref()),
+            ("truncated", Some("truncated"))
+        );
+        let whole = server.call_tool(&call).unwrap();
+        assert_eq!(whole["structuredContent"]["note"], "set");
     }
 }
