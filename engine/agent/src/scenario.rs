@@ -637,7 +637,7 @@ pub(crate) fn open_server(
             cassette.check_servable().map_err(|reason| {
                 OpenError::Cassette(simtape_mcp::McpError::CassetteInvalid {
                     path: path.clone(),
-                    reason,
+                    reason: reason.to_string(),
                 })
             })?;
             return Ok(McpActor::from_cassette(cassette));

@@ -21,6 +21,7 @@ pub struct InputError {
 
 /// Why an input file cannot be read whole (the message does not repeat the path).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InputProblem {
     /// The file does not open or read.
     #[error(transparent)]

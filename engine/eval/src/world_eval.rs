@@ -64,6 +64,7 @@ pub struct WorldEvalReport {
 
 /// Why states cannot be scored: a usage error, fatal to the eval only.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EvalError {
     /// No state was given.
     #[error("eval needs at least one --state")]

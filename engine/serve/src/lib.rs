@@ -127,6 +127,7 @@ impl Endpoints {
 
 /// What stopped a session before it could serve.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The address could not be bound (in use, not local, no permission).
     #[error("cannot listen on {addr}: {source}")]
@@ -361,6 +362,7 @@ fn verdict(outcome: Result<&GatewayOutcome, &simtape::SimError>) -> String {
 
 /// Why a serve tape could not be replayed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayError {
     /// The tape's inputs could not be read or fed.
     #[error(transparent)]

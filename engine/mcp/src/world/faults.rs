@@ -6,10 +6,10 @@
 //! platform). `probability` is the old name of `rate`, still read and deprecated. Which rule
 //! fires is the core's one fault engine (`simtape::cap::fault_rules`): every rate rule a call
 //! matches takes one `chance`, in rule order, whether or not an earlier rule fired, from the
-//! world's stream (inside a simulation the MCP actor's own [`RngStream`]; served on its own,
+//! world's stream (inside a simulation the MCP actor's own `RngStream`; served on its own,
 //! a stream forked from the world seed). The first rule in spec order that triggers wins.
 //!
-//! What each kind does lives here too ([`FaultKind::before`], [`FaultKind::after`]), beside
+//! What each kind does lives here too (`FaultKind::before`, `FaultKind::after`), beside
 //! its `[[faults.mcp]]` keys ([`KINDS`], [`decode_kind`]): a new kind is added in this module
 //! alone (and its docs).
 

@@ -155,6 +155,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 
 /// Why a spec cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpecError {
     /// The file could not be read.
     #[error("{path}: {source}")]

@@ -28,6 +28,7 @@ pub const UNMATCHED_HEAD_CHARS_MAX: usize = 240;
 
 /// Why a model call failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum LlmError {
     /// No fixture entry matched the request. Fatal for a replay: add an entry (the digest and
     /// the head of the last message say which request it is).

@@ -14,6 +14,7 @@ pub const ENTRIES_MAX: usize = 100_000;
 
 /// A fixture that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FixtureError {
     /// The file cannot be read. Fatal for the run being built.
     #[error("{path}: cannot read the LLM fixture: {detail}")]

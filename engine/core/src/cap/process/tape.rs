@@ -18,6 +18,7 @@ pub const PROCESS_TAPE_VERSION: u64 = 1;
 /// Why a process tape cannot be read or written. Fatal for the run that needs it: fix the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProcessTapeError {
     /// The file cannot be opened, read or written.
     #[error("{path}: {detail}")]
