@@ -29,11 +29,12 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use serde::Serialize;
 use serde_json::{json, Value};
-use simtape::cap::llm::{ChatRequest, ChatResponse, Provider, ServedRequest, ToolCall, Usage};
+use simtape::cap::llm::{ChatRequest, ChatResponse, Provider, ToolCall, Usage};
 use simtape_agent::{CommandAgentSpec, EvalScenario, Verdict};
 use simtape_serve::adapter::{self, Places};
 use simtape_serve::command::{run_command, CommandOptions};
 use simtape_serve::sandbox::SandboxMode;
+use simtape_serve::wire::{ServedRequest, Wire};
 use simtape_serve::workdir::Workdir;
 
 use crate::runner::timed;

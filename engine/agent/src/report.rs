@@ -20,6 +20,7 @@ use crate::transcript::Transcript;
 /// Why the agent stopped the run. These are never handed to the model: a replay that cannot
 /// answer, or a policy the pipeline broke, makes the run itself meaningless.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// A model call failed in a way no retry helps: no fixture entry matched, an HTTP error
     /// that is not retryable (4xx other than 429), a denied or failed recording.
@@ -102,6 +103,7 @@ pub enum AgentError {
 
 /// The capability error behind an [`AgentError::Tool`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolFailure {
     /// An fs call escaped the overlay root.
     #[error(transparent)]
@@ -156,6 +158,7 @@ fn model_kind(error: &LlmError) -> &'static str {
 /// What stopped a run. Every variant is fatal to the run; its verdict is `blocked` when a
 /// policy stopped it ([`EvalFailure::policy`]), else `error`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EvalFailure {
     /// The engine stopped the run (deadlock, limit, task panic, tape, configuration).
     #[error(transparent)]

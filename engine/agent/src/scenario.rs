@@ -68,7 +68,8 @@ pub(crate) struct Refs {
 }
 
 /// What every run of one scenario shares, read-only.
-#[derive(Debug)]
+// Clone only for `set_process_runner` on a scenario already shared (copy on write).
+#[derive(Debug, Clone)]
 pub(crate) struct Shared {
     pub(crate) scenario: Scenario,
     pub(crate) eval: EvalSpec,
@@ -227,6 +228,15 @@ impl EvalScenario {
     /// Returns the scenario.
     pub fn scenario(&self) -> &Scenario {
         &self.shared.scenario
+    }
+
+    /// Gives the programs `[process]` puts in `real` or `record` mode what runs them
+    /// ([`Scenario::set_process_runner`]): the `simtape` command passes the gateway's
+    /// spawner to every scenario it loads.
+    pub fn set_process_runner(&mut self, runner: Arc<dyn simtape::cap::process::ProcessRunner>) {
+        Arc::make_mut(&mut self.shared)
+            .scenario
+            .set_process_runner(runner);
     }
 
     /// Returns the eval parts the runs use.
@@ -630,7 +640,7 @@ pub(crate) fn open_server(
             cassette.check_servable().map_err(|reason| {
                 OpenError::Cassette(simtape_mcp::McpError::CassetteInvalid {
                     path: path.clone(),
-                    reason,
+                    reason: reason.to_string(),
                 })
             })?;
             return Ok(McpActor::from_cassette(cassette));

@@ -196,17 +196,11 @@ pub struct McpFault {
 }
 
 impl McpFault {
-    /// Returns the world server's fault rule: the trigger in the world's two-field form (a
-    /// rate stays a typed [`Ratio`](simtape::rng::Ratio)), the kind as it is.
+    /// Returns the world server's fault rule: the same trigger and kind.
     pub fn world_rule(&self) -> FaultRule {
-        let (on_call, probability) = match self.trigger {
-            Trigger::OnCall(call) => (Some(call), None),
-            Trigger::Rate(ratio) => (None, Some(ratio)),
-        };
         FaultRule {
             tool: self.tool.clone(),
-            on_call,
-            probability,
+            trigger: self.trigger,
             fault: self.kind.clone(),
         }
     }

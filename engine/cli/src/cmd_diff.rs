@@ -42,6 +42,7 @@ fn write_html(args: &DiffArgs, mode: Mode, html: &Path) -> Result<(), CliError> 
                 error,
             },
             ViewError::Io(error) => CliError::io(path)(error),
+            other => CliError::Input(format!("{}: {other}", path.display())),
         })
     };
     let page = render(

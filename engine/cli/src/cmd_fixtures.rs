@@ -67,9 +67,7 @@ fn from_tape(tape: &Path, dir: &Path) -> CliResult {
     }
     for server in cassettes_from_tape(reader()?, &origin).map_err(call_error)? {
         let path = dir.join(format!("mcp-{}.cassette.json", server.server));
-        server
-            .cassette
-            .save(&path)
+        simtape_serve::mcp_stdio::files::save_cassette(&server.cassette, &path)
             .map_err(|error| CliError::Input(error.to_string()))?;
         println!(
             "wrote {} ({} exchange(s) for [[mcp]] {:?}; {} call(s) with nothing to replay left \

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use clap::{Args, Subcommand};
-use simtape_mcp::journal::Journal;
-use simtape_mcp::record::{Recorder, SessionRecorder, Written};
-use simtape_mcp::stdio::{Ending, Inbox};
-use simtape_mcp::world::outputs::{self, Outputs, Recovered};
 use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
+use simtape_serve::mcp_stdio::journal::Journal;
+use simtape_serve::mcp_stdio::record::{Recorder, SessionRecorder, Written};
+use simtape_serve::mcp_stdio::stdio::{Ending, Inbox};
+use simtape_serve::mcp_stdio::world::{self as outputs, Outputs, Recovered};
 use simtape_serve::streamable::{McpServer, Push};
 
 use simtape::limits::InputKind;
@@ -275,8 +275,8 @@ fn print_written(what: &str, written: &Written) {
 
 fn record(args: &RecordArgs) -> CliResult {
     if let Some(journal) = &args.recover {
-        let written =
-            simtape_mcp::record::recover(journal, args.cassette.as_deref()).map_err(failed)?;
+        let written = simtape_serve::mcp_stdio::record::recover(journal, args.cassette.as_deref())
+            .map_err(failed)?;
         print_written("recovered", &written);
         return Ok(Outcome::Success);
     }
@@ -284,7 +284,7 @@ fn record(args: &RecordArgs) -> CliResult {
         .cassette
         .as_deref()
         .expect("clap requires --cassette without --recover");
-    if let Some(left) = simtape_mcp::record::recover_left(cassette).map_err(failed)? {
+    if let Some(left) = simtape_serve::mcp_stdio::record::recover_left(cassette).map_err(failed)? {
         print_written("a killed recording left a journal; recovered", &left);
     }
     let redactor = redactor(&args.redact_env);
@@ -307,7 +307,8 @@ fn record(args: &RecordArgs) -> CliResult {
     }
     let inbox = stdio_session()?;
     let (ending, written) =
-        simtape_mcp::record::record(&recorder, &inbox, io::stdout()).map_err(failed)?;
+        simtape_serve::mcp_stdio::record::record(&recorder, &inbox, io::stdout())
+            .map_err(failed)?;
     print_written(&format!("{ending}; wrote"), &written);
     ended("record", ending)
 }
@@ -320,7 +321,7 @@ fn replay(args: &ReplayArgs) -> CliResult {
         return ended("replay", ending);
     }
     let inbox = stdio_session()?;
-    let ending = simtape_mcp::serve::serve(&mut server, &inbox, io::stdout().lock());
+    let ending = simtape_serve::mcp_stdio::serve::serve(&mut server, &inbox, io::stdout().lock());
     ended("replay", ending)
 }
 
@@ -398,7 +399,7 @@ impl McpServer for HttpWorld {
 
     fn answer(&mut self, _: u64, line: &[u8]) -> Vec<serde_json::Value> {
         let (server, journal) = &mut *self.0.borrow_mut();
-        server.answer_journaled(line, journal.as_mut())
+        outputs::answer_journaled(server, line, journal.as_mut())
     }
 }
 
@@ -417,7 +418,7 @@ fn http_session(
     let (stop, stopped) = smol::channel::bounded(1);
     let (ended_tx, ended_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || loop {
-        if let simtape_mcp::stdio::Event::End(ending) = inbox.next() {
+        if let simtape_serve::mcp_stdio::stdio::Event::End(ending) = inbox.next() {
             let _ = ended_tx.send(ending);
             let _ = stop.send_blocking(());
             return;
@@ -436,10 +437,12 @@ fn verify(args: &VerifyArgs) -> CliResult {
     let recorded = load(&args.cassette)?;
     let candidate = match (&args.candidate, args.server.is_empty()) {
         (Some(path), _) => load(path)?,
-        (None, false) => {
-            simtape_mcp::live::rerun(&recorded, &args.server, &redactor(&args.redact_env))
-                .map_err(failed)?
-        }
+        (None, false) => simtape_serve::mcp_stdio::live::rerun(
+            &recorded,
+            &args.server,
+            &redactor(&args.redact_env),
+        )
+        .map_err(failed)?,
         (None, true) => {
             return Err(CliError::Usage(
                 "verify needs --candidate B.json or a server command after `--`".into(),
@@ -519,7 +522,7 @@ fn world(args: &WorldArgs) -> CliResult {
         ending
     } else {
         let inbox = stdio_session()?;
-        server.serve(&inbox, io::stdout().lock(), journal.as_mut())
+        outputs::serve(&mut server, &inbox, io::stdout().lock(), journal.as_mut())
     };
     let report = outputs::finish(&server, &targets, journal).map_err(failed)?;
     let verdict = if report.scored.passed {
@@ -551,8 +554,8 @@ fn eval(args: &EvalArgs) -> CliResult {
             .map_err(|e| CliError::Usage(format!("{}: not JSON: {e}", path.display())))?;
         states.push((path.clone(), state));
     }
-    let report =
-        simtape_mcp::eval::evaluate(&world, &states).map_err(|e| CliError::Input(e.to_string()))?;
+    let report = simtape_eval::world_eval::evaluate(&world, &states)
+        .map_err(|e| CliError::Input(e.to_string()))?;
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&report).expect("the report serializes");
         json.push('\n');

@@ -335,8 +335,8 @@ fn record_to(
     });
     std::fs::create_dir_all(&dir).map_err(CliError::io(&dir))?;
     let path = dir.join(format!("{}.process.jsonl", scenario.name()));
-    builder
-        .process_record_to(&path)
+    let tape = simtape_serve::outside::ProcessTapeWriter::create(&path)
         .map_err(|error| CliError::Input(format!("{}: {error}", path.display())))?;
+    builder.process_record_to(tape);
     Ok(Some(path))
 }

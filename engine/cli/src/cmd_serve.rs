@@ -50,7 +50,9 @@ pub(crate) struct ServeArgs {
 }
 
 pub(crate) fn run(args: &ServeArgs) -> CliResult {
-    let eval = EvalScenario::load(&args.scenario).map_err(|e| CliError::Input(e.to_string()))?;
+    let mut eval =
+        EvalScenario::load(&args.scenario).map_err(|e| CliError::Input(e.to_string()))?;
+    eval.set_process_runner(std::sync::Arc::new(simtape_serve::outside::Spawner));
     let seed = args
         .seed
         .unwrap_or_else(|| eval.scenario().seeds().first().copied().unwrap_or(0));

@@ -149,6 +149,7 @@ fn view_error(path: &Path, error: ViewError) -> CliError {
             error,
         },
         ViewError::Io(error) => CliError::write("writing the view")(error),
+        other => CliError::Input(format!("{}: {other}", path.display())),
     }
 }
 

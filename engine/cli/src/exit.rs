@@ -8,7 +8,7 @@ use simtape::oracle::OracleError;
 use simtape::scenario::ScenarioError;
 use simtape::tape::TapeError;
 use simtape_eval::sweep::{MergeError, ReportWriteError};
-use simtape_mcp::eval::EvalError;
+use simtape_eval::world_eval::EvalError;
 use simtape_mcp::world::SpecError;
 use simtape_mcp::McpError;
 

@@ -33,7 +33,7 @@ use crate::actor::{Actor, ActorRef};
 use crate::cap::fs::{FsActor, FsDiff, FsError, FsHandle};
 use crate::cap::llm::{LlmActor, LlmHandle};
 use crate::cap::net::{NetActor, NetHandle, Network};
-use crate::cap::process::{ProcessActor, ProcessHandle};
+use crate::cap::process::{ProcessActor, ProcessHandle, ProcessRecorder, ProcessRunner};
 use crate::sim::{Builder, Host, RunReport};
 
 /// The actor names the builder registers capabilities under (they appear in the tape's
@@ -212,33 +212,34 @@ impl Builder {
         self
     }
 
-    /// Gives the programs in record mode their process tape at `path`, created (or truncated)
-    /// now: each real run of one appends an entry (`simtape run` of a scenario whose
-    /// `[process]` puts a program in `record` mode). Without a process actor, nothing to do.
-    pub fn process_record_to(
-        &mut self,
-        path: impl AsRef<std::path::Path>,
-    ) -> Result<&mut Self, crate::cap::process::ProcessTapeError> {
-        let Some(process) = self.capabilities.process() else {
-            return Ok(self);
-        };
-        // The tape is created once, here; every run built from this builder appends to it.
-        let recording = ProcessActor::hermetic().recording_to(path)?;
-        self.update_actor(process, |actor| actor.recording_like(&recording));
-        Ok(self)
+    /// Gives the programs in record mode their process tape: each real run of one appends an
+    /// entry to `recorder` (`simtape run` of a scenario whose `[process]` puts a program in
+    /// `record` mode gives it the gateway's `ProcessTapeWriter`). Every run built from this
+    /// builder appends to the same one. Without a process actor, nothing to do.
+    pub fn process_record_to(&mut self, recorder: Arc<dyn ProcessRecorder>) -> &mut Self {
+        if let Some(process) = self.capabilities.process() {
+            self.update_actor(process, |actor| actor.with_recorder(recorder));
+        }
+        self
     }
 
     /// Puts the programs in replay mode in record mode ([`ProcessActor::record_replayed`])
-    /// and gives them, with those already in record mode, the process tape at `path`
+    /// and gives them, with those already in record mode, `recorder`
     /// ([`Builder::process_record_to`]): what `simtape run --record` does.
-    pub fn process_record_replayed(
-        &mut self,
-        path: impl AsRef<std::path::Path>,
-    ) -> Result<&mut Self, crate::cap::process::ProcessTapeError> {
+    pub fn process_record_replayed(&mut self, recorder: Arc<dyn ProcessRecorder>) -> &mut Self {
         if let Some(process) = self.capabilities.process() {
             self.update_actor(process, ProcessActor::record_replayed);
         }
-        self.process_record_to(path)
+        self.process_record_to(recorder)
+    }
+
+    /// Gives the programs in `real` and `record` mode what runs them
+    /// ([`ProcessActor::with_runner`]). Without a process actor, nothing to do.
+    pub fn process_runner(&mut self, runner: Arc<dyn ProcessRunner>) -> &mut Self {
+        if let Some(process) = self.capabilities.process() {
+            self.update_actor(process, |actor| actor.with_runner(runner));
+        }
+        self
     }
 
     /// Gives the run subprocesses (see [`crate::cap::process`]); without it, a pipeline has

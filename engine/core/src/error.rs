@@ -16,6 +16,7 @@ pub struct WaitingTask {
 
 /// Why a run ended without completing. Every variant is fatal to the run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimError {
     /// A task panicked.
     #[error("task {name:?} (#{task}) panicked at t={}: {message}", crate::time::format_ns(*t_ns))]

@@ -113,7 +113,7 @@ pub(crate) trait InboxSlot {
     fn has_waiter(&self) -> bool;
     fn len(&self) -> usize;
     /// Decodes a recorded `[events, "message", message]` payload and queues the message.
-    fn push_encoded(&mut self, payload: &[u8]) -> Result<Option<Waker>, String>;
+    fn push_encoded(&mut self, payload: &[u8]) -> Result<Option<Waker>, RedeliverError>;
     fn close(&mut self) -> Vec<Waker>;
     fn as_any(&mut self) -> &mut dyn Any;
 }
@@ -151,9 +151,11 @@ impl<M: Input> InboxSlot for InboxState<M> {
         self.queue.len()
     }
 
-    fn push_encoded(&mut self, payload: &[u8]) -> Result<Option<Waker>, String> {
+    fn push_encoded(&mut self, payload: &[u8]) -> Result<Option<Waker>, RedeliverError> {
         let (_, _, message): (u64, String, M) =
-            rmp_serde::from_slice(payload).map_err(|e| e.to_string())?;
+            rmp_serde::from_slice(payload).map_err(|e| RedeliverError::Decode {
+                detail: e.to_string(),
+            })?;
         Ok(self.push(message))
     }
 
@@ -242,12 +244,27 @@ pub(crate) fn close(core: &mut Core, id: u16) {
     wakers.into_iter().for_each(Waker::wake);
 }
 
+/// Why a recorded input could not be delivered again (`Run::replay_inputs`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RedeliverError {
+    /// The payload does not decode as the inbox's message type.
+    #[error("{detail}")]
+    Decode { detail: String },
+    /// The inbox already holds as many messages as it may.
+    #[error("inbox holds {len_max} messages (mailbox_len_max)")]
+    Full { len_max: usize },
+}
+
 /// Queues a recorded message payload into the inbox with actor id `id`, recording it again.
-pub(crate) fn deliver_encoded(core: &mut Core, id: u16, payload: &[u8]) -> Result<(), String> {
+pub(crate) fn deliver_encoded(
+    core: &mut Core,
+    id: u16,
+    payload: &[u8],
+) -> Result<(), RedeliverError> {
     let len_max = core.limits.mailbox_len_max;
     let slot = erased(&mut core.actors[usize::from(id)]);
     if slot.len() >= len_max {
-        return Err(format!("inbox holds {len_max} messages (mailbox_len_max)"));
+        return Err(RedeliverError::Full { len_max });
     }
     let waker = slot.push_encoded(payload)?;
     let (t_ns, task) = (core.now_ns, 0);

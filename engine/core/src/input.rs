@@ -21,6 +21,7 @@ pub struct InputError {
 
 /// Why an input file cannot be read whole (the message does not repeat the path).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InputProblem {
     /// The file does not open or read.
     #[error(transparent)]
@@ -157,7 +158,7 @@ mod tests {
     fn a_file_past_its_cap_names_the_cap_and_the_setting() {
         // Goal: one byte past the scenario cap is refused with the cap and the variable that
         // raises it; a file at the cap reads.
-        let dir = std::env::temp_dir().join(format!("simtape-input-{}", std::process::id()));
+        let dir = crate::testing::unit_test_dir("input");
         std::fs::create_dir_all(&dir).unwrap();
         let cap = InputKind::Scenario.default_bytes_max();
         let path = dir.join("big.toml");

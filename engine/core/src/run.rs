@@ -39,6 +39,7 @@ pub enum Progress {
 
 /// Why a delivery to an open run was refused. The run is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeliverError {
     /// The main task has finished or the run failed: nothing will read the input.
     #[error("the run has ended")]
@@ -72,6 +73,7 @@ pub enum DeliverError {
 
 /// Why [`Run::replay_inputs`] could not feed a tape's inputs into a run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayInputError {
     /// The tape could not be read.
     #[error(transparent)]
@@ -404,9 +406,9 @@ impl<T: 'static> Run<T> {
                 InputKind::Stop => Ok(()),
             });
             self.core = Some(core);
-            result.map_err(|detail| ReplayInputError::BadInput {
+            result.map_err(|error| ReplayInputError::BadInput {
                 index: input.index,
-                detail,
+                detail: error.to_string(),
             })?;
             if let Some(error) = failure {
                 self.ended = Some(Ended::Failed(error));

@@ -55,6 +55,7 @@ pub struct SendError<T>(pub T);
 
 /// Why [`Sender::try_send`] did not send.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TrySendError<T> {
     /// The channel is full.
     #[error("the channel is full")]

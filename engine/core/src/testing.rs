@@ -449,6 +449,15 @@ pub fn assert_test_files_declared(dir: &Path) {
     }
 }
 
+/// Returns a scratch directory for one of the core's unit tests, `<temp>/simtape-<name>-<pid>`
+/// (not created). Unit tests run outside any simulation and their files reach no tape, so the
+/// ban on the host's temp dir does not apply; this is its one exception.
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn unit_test_dir(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("simtape-{name}-{}", std::process::id()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,7 +530,7 @@ mod tests {
     fn a_failing_seed_reports_each_place_and_why_its_tape_is_missing() {
         // Goal: a seed failure renders every part it has; a tape that cannot be kept says
         // why (never finished, or the write failed at a named path) instead of failing.
-        let dir = std::env::temp_dir().join(format!("simtape-keep-{}", std::process::id()));
+        let dir = crate::testing::unit_test_dir("keep");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let blocker = dir.join("a-file");
@@ -580,7 +589,7 @@ mod tests {
     #[test]
     fn a_test_file_main_rs_does_not_declare_is_named() {
         // Goal: the guard passes when every file is declared and names the one that is not.
-        let dir = std::env::temp_dir().join(format!("simtape-guard-{}", std::process::id()));
+        let dir = crate::testing::unit_test_dir("guard");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("main.rs"), "mod declared;\n").unwrap();

@@ -63,6 +63,7 @@ pub fn format_ns(ns: u64) -> String {
 /// Why a time text does not parse. Never fatal to a run: the caller reports it where the
 /// text came from (a scenario field, a builder setting).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TimeParseError {
     /// Not an RFC 3339 instant.
     #[error("{text:?}: {source}")]

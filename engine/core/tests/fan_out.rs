@@ -70,7 +70,7 @@ fn w3_tape_off_keeps_its_fingerprint() {
 #[test]
 fn w3_tape_on_keeps_its_fingerprint() {
     // Goal: the same with the tape streamed to a file.
-    let dir = std::env::temp_dir().join(format!("simtape-fan-out-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fan-out");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("w3.tape");
     let report = fan_out(100_000, Some(&path));

@@ -193,19 +193,28 @@ pub struct GateExit {
     pub error: Option<String>,
 }
 
+/// A gate's run on the base tree, for [`GateTest::new`]: what it came to, or why it was not
+/// run there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseRun<'a> {
+    /// It ran (or failed to start, as its exit says).
+    Ran(&'a GateExit),
+    /// It was not run on the base tree, for this reason (a replay, a base run that stopped
+    /// before it).
+    NotRun(&'a str),
+}
+
 impl GateTest {
     /// Returns a gate's test: `after` on the final tree (`None`: it never ran), `before` on
     /// the base tree or why it was not run there.
-    pub fn new(
-        command: &GateCommand,
-        after: Option<&GateExit>,
-        before: Result<&GateExit, String>,
-    ) -> GateTest {
+    pub fn new(command: &GateCommand, after: Option<&GateExit>, before: BaseRun<'_>) -> GateTest {
         let expect = command.expect_exit;
         let (before_exit_code, failing_before, before) = match before {
-            Ok(run) if run.error.is_none() => (run.code, Some(run.code != Some(expect)), None),
-            Ok(run) => (None, None, run.error.clone()),
-            Err(why) => (None, None, Some(why)),
+            BaseRun::Ran(run) if run.error.is_none() => {
+                (run.code, Some(run.code != Some(expect)), None)
+            }
+            BaseRun::Ran(run) => (None, None, run.error.clone()),
+            BaseRun::NotRun(why) => (None, None, Some(why.to_string())),
         };
         GateTest {
             name: command.name.clone(),
@@ -422,7 +431,7 @@ mod tests {
                 error: None,
             },
         );
-        let test = GateTest::new(&command, Some(&passed), Ok(&failed));
+        let test = GateTest::new(&command, Some(&passed), BaseRun::Ran(&failed));
         assert_eq!(
             (
                 test.failing_before,
@@ -431,7 +440,7 @@ mod tests {
             ),
             (Some(true), Some(true), Some(1))
         );
-        let unrun = GateTest::new(&command, None, Err("replayed".into()));
+        let unrun = GateTest::new(&command, None, BaseRun::NotRun("replayed"));
         assert_eq!((unrun.failing_before, unrun.passing_after), (None, None));
         assert_eq!(unrun.before.as_deref(), Some("replayed"));
         assert!(unrun.error.is_some());

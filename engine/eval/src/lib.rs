@@ -30,6 +30,8 @@
 //! - [`harness`] — a `[harness]` run's outcome, and a sweep's summary of many.
 //! - [`view`] — seeing a run: a tape as a timeline, written as a Perfetto trace, an HTML page
 //!   (a tape, a diff, a sweep report) or a terminal tree.
+//! - [`world_eval`] — `simtape mcp eval`: pass@k and pass^k over the final states of an MCP
+//!   world (`simtape-mcp` scores each).
 //!
 //! Every rendering is a pure function of its data, so equal reports give equal bytes.
 
@@ -42,5 +44,6 @@ pub mod run_json;
 pub mod sweep;
 mod verdict;
 pub mod view;
+pub mod world_eval;
 
 pub use verdict::{Verdict, VerdictKind, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};

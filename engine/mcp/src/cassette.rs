@@ -210,16 +210,13 @@ impl Cassette {
     /// from the client, and every recorded `tools/list` result lists tools (an array of
     /// objects with a string `name`). The error names the message and the field; a cassette
     /// that fails here would give a run no tools, or fail it on its first call.
-    pub fn check_servable(&self) -> Result<(), String> {
+    pub fn check_servable(&self) -> Result<(), Unservable> {
         if !self
             .messages
             .iter()
             .any(|e| e.from == Direction::Client && is_request(&e.message))
         {
-            return Err(
-                "the cassette records no request from the client (record one with `simtape mcp record`)"
-                    .into(),
-            );
+            return Err(Unservable::NoClientRequest);
         }
         let pairs = pair_requests(&self.messages);
         for (request, response) in self.messages.iter().zip(&pairs) {
@@ -234,31 +231,61 @@ impl Cassette {
                 Some(Value::Array(tools)) => tools
                     .iter()
                     .position(|tool| !tool.get("name").is_some_and(Value::is_string))
-                    .map(|at| format!("`result.tools[{at}]` has no string `name`")),
-                Some(other) => Some(format!(
-                    "`result.tools` is {other}, expected an array of tools"
-                )),
-                None => Some("`result.tools` is missing".to_string()),
+                    .map(|at| ToolsProblem::Unnamed { at }),
+                Some(other) => Some(ToolsProblem::NotAnArray {
+                    found: other.to_string(),
+                }),
+                None => Some(ToolsProblem::Missing),
             };
             if let Some(problem) = problem {
-                return Err(format!(
-                    "message {} (the response to tools/list): {problem}",
-                    self.messages[*response].seq
-                ));
+                return Err(Unservable::ToolList {
+                    seq: self.messages[*response].seq,
+                    problem,
+                });
             }
         }
         Ok(())
     }
+}
 
-    /// Writes the cassette as pretty JSON with a trailing newline.
-    pub fn save(&self, path: &Path) -> Result<(), McpError> {
-        let mut text = serde_json::to_string_pretty(self).expect("a Value tree always serializes");
-        text.push('\n');
-        crate::files::write_atomic(path, text.as_bytes()).map_err(|source| McpError::CassetteIo {
-            path: path.into(),
-            source,
-        })
-    }
+/// Why a cassette cannot serve a simulated run ([`Cassette::check_servable`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unservable {
+    /// No request from the client: a run would have nothing to replay.
+    #[error(
+        "the cassette records no request from the client (record one with `simtape mcp record`)"
+    )]
+    NoClientRequest,
+    /// A recorded `tools/list` result does not list tools.
+    #[error("message {seq} (the response to tools/list): {problem}")]
+    ToolList {
+        /// The response's `seq` in the cassette.
+        seq: u64,
+        /// What is wrong with its `result.tools`.
+        problem: ToolsProblem,
+    },
+}
+
+/// What is wrong with a recorded `tools/list` result's `result.tools`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolsProblem {
+    /// It is not there.
+    #[error("`result.tools` is missing")]
+    Missing,
+    /// It is not an array.
+    #[error("`result.tools` is {found}, expected an array of tools")]
+    NotAnArray {
+        /// The value there, as JSON.
+        found: String,
+    },
+    /// A tool has no string `name`.
+    #[error("`result.tools[{at}]` has no string `name`")]
+    Unnamed {
+        /// The tool's index.
+        at: usize,
+    },
 }
 
 fn is_progress_for(message: &Value, token: &Value) -> bool {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// What stops a record, replay or verify command.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpError {
     /// A cassette file could not be read or written.
     #[error("{path}: {source}")]

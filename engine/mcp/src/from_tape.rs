@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 use serde_json::{json, Map, Value};
-use simtape::tape::{each_call, FromTapeError, TapeCall, TapeReader};
+use simtape::tape::{each_call, CallShape, FromTapeError, TapeCall, TapeReader};
 
 use crate::cassette::{Cassette, Direction};
 
@@ -92,12 +92,15 @@ pub fn cassettes_from_tape<R: Read>(
 /// [`McpRequest`] as the tape holds it: a variant name, or `{variant: [fields]}`).
 ///
 /// [`McpRequest`]: crate::actor::McpRequest
-fn call_of(body: &Value) -> Result<(String, Option<Value>), String> {
+fn call_of(body: &Value) -> Result<(String, Option<Value>), CallShape> {
+    let unknown = |found: &dyn std::fmt::Display| {
+        CallShape::invalid("the MCP request", format!("unknown: {found}"))
+    };
     if let Some(unit) = body.as_str() {
         return match unit {
             "ListTools" | "ListToolsAnswering" => Ok(("tools/list".into(), None)),
             "Describe" => Ok(("initialize".into(), None)),
-            other => Err(format!("an unknown MCP request {other:?}")),
+            other => Err(unknown(&format_args!("{other:?}"))),
         };
     }
     if let Some(fields) = body
@@ -105,7 +108,7 @@ fn call_of(body: &Value) -> Result<(String, Option<Value>), String> {
         .or_else(|| body.get("CallToolAnswering"))
     {
         let name = fields.get(0).and_then(Value::as_str);
-        let name = name.ok_or("a CallTool request without a tool name")?;
+        let name = name.ok_or_else(|| CallShape::missing("the CallTool request's tool name"))?;
         let mut params = Map::new();
         params.insert("name".into(), json!(name));
         match fields.get(1) {
@@ -114,7 +117,7 @@ fn call_of(body: &Value) -> Result<(String, Option<Value>), String> {
         }
         return Ok(("tools/call".into(), Some(Value::Object(params))));
     }
-    Err(format!("an unknown MCP request {body}"))
+    Err(unknown(body))
 }
 
 /// The `requestState` a dialogue's continuation (`Continue`, `Answer`) names, as the tape
@@ -143,13 +146,16 @@ fn step_state(result: &Value) -> Option<&str> {
 impl TapeCassette {
     /// Writes the exchange of one call (its reply `[request_seq, latency_ms, result]`), or
     /// counts it as left out.
-    fn add(&mut self, call: &TapeCall) -> Result<(), String> {
+    fn add(&mut self, call: &TapeCall) -> Result<(), CallShape> {
         let latency_ms = call
             .reply
             .get(1)
             .and_then(Value::as_u64)
-            .ok_or("no latency")?;
-        let result = call.reply.get(2).ok_or("no result")?;
+            .ok_or_else(|| CallShape::missing("latency"))?;
+        let result = call
+            .reply
+            .get(2)
+            .ok_or_else(|| CallShape::missing("result"))?;
         let response = match (
             result.get("Ok"),
             result.get("Err").and_then(|e| e.get("Rpc")),
@@ -158,7 +164,11 @@ impl TapeCassette {
             (None, Some(rpc)) => {
                 // `Rpc` as the tape holds it: [request_seq, code, message, data].
                 let mut error = Map::new();
-                error.insert("code".into(), rpc.get(1).cloned().ok_or("no error code")?);
+                let code = rpc.get(1).cloned();
+                error.insert(
+                    "code".into(),
+                    code.ok_or_else(|| CallShape::missing("error code"))?,
+                );
                 error.insert("message".into(), rpc.get(2).cloned().unwrap_or(json!("")));
                 if let Some(data) = rpc.get(3).filter(|data| !data.is_null()) {
                     error.insert("data".into(), data.clone());

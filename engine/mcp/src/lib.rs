@@ -13,23 +13,24 @@
 //! * [`matching`] finds the recorded exchange that answers a live request, ignoring ids and
 //!   per-request envelope keys, and names the closest one when nothing matches.
 //! * [`replay::ReplayServer`] is a pure, dual-era MCP server over a cassette: bytes of one line
-//!   in, JSON-RPC messages out. [`serve`] runs it on a reader and a writer.
+//!   in, JSON-RPC messages out.
 //! * [`drift`] compares two cassettes (or a cassette and a live session) and reports tools
 //!   added or removed, schema and annotation changes, changed results, new errors and latency.
 //! * [`world`] serves a seeded simulated world (state, tools with JSON Schemas, effects as
 //!   JSON-pointer operations, faults, a goal) and reports goal match and collateral damage;
-//!   [`eval`] scores many final states with pass rate, pass@k and pass^k.
+//!   `simtape-eval`'s `world_eval` scores many final states with pass rate, pass@k and
+//!   pass^k (it sits above this crate).
 //! * [`actor::McpActor`] answers `tools/list` and `tools/call` from a cassette or a seeded world
 //!   inside a simtape simulation, in virtual time; pipelines call it through
 //!   [`actor::McpHandle`]; [`from_tape`] turns the calls on a run's tape back into a
 //!   cassette per server.
 //!
-//! Everything above is pure (no clocks, no threads, no processes). The I/O lives apart:
-//! [`stdio`] (the reader thread and the one way a stdio session ends: EOF or a signal),
-//! [`serve`] (the replay loop), [`record`] (the recording proxy around a child process),
-//! [`live`] (a client session against a live server, for `verify`), [`journal`] (what a
-//! long-lived command owes, appended as it passes, so a kill loses nothing) and [`files`]
-//! (atomic output writes).
+//! Everything here is pure (no clocks, no threads, no processes, no sockets; the core's ban
+//! list applies, `clippy.toml`). The I/O of the stdio commands is the gateway's
+//! (`simtape-serve`, module `mcp_stdio`): the reader thread and the one way a stdio session
+//! ends, the replay and world loops, the recording proxy around a child process, a client
+//! session against a live server (for `verify`), the journals that survive a kill, and
+//! atomic output writes.
 
 #![warn(missing_docs)]
 
@@ -39,22 +40,15 @@ pub mod cassette;
 pub mod drift;
 pub mod era;
 pub mod error;
-pub mod eval;
-pub mod files;
 pub mod from_tape;
 pub mod http;
-pub mod journal;
 pub mod jsonrpc;
 pub mod limits;
 pub mod lines;
-pub mod live;
 pub mod matching;
-pub mod record;
 pub mod redact;
 pub mod replay;
 pub mod script;
-pub mod serve;
-pub mod stdio;
 pub mod world;
 
 pub use cassette::{Cassette, Direction, Entry, Exchange};

@@ -9,7 +9,7 @@
 //! cannot be asked (it is gone, it answered without a JSON-RPC body) gets a JSON-RPC error
 //! naming the URL, so the client is never left waiting.
 //!
-//! Stdin is read on its own thread ([`simtape_mcp::stdio::Inbox`]) and the POSTs run on
+//! Stdin is read on its own thread ([`crate::mcp_stdio::stdio::Inbox`]) and the POSTs run on
 //! another, so a signal ends the bridge at once, even mid-request; at stdin EOF the requests
 //! already read are answered first, then the session is closed (`DELETE`).
 
@@ -17,12 +17,12 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::mcp_stdio::serve::write_messages;
+use crate::mcp_stdio::stdio::{Ending, Event, Inbox};
 use serde_json::Value;
 use simtape_mcp::jsonrpc::{error_response, parse_line, Message};
 use simtape_mcp::limits::LINE_BYTES_MAX;
 use simtape_mcp::lines::LineRead;
-use simtape_mcp::serve::write_messages;
-use simtape_mcp::stdio::{Ending, Event, Inbox};
 use simtape_mcp::ReplayServer;
 
 use crate::mcp_http::SESSION_HEADER;
@@ -84,7 +84,7 @@ impl Bridge {
         }
     }
 
-    fn post(&mut self, line: &[u8]) -> Result<Vec<Value>, String> {
+    fn post(&mut self, line: &[u8]) -> Result<Vec<Value>, PostError> {
         let mut request = self
             .agent
             .post(&self.url)
@@ -93,7 +93,7 @@ impl Bridge {
         if let Some(session) = &self.session {
             request = request.header(SESSION_HEADER, session);
         }
-        let mut response = request.send(line).map_err(|e| e.to_string())?;
+        let mut response = request.send(line)?;
         let header = |name: &str| {
             let value = response.headers().get(name)?;
             Some(value.to_str().ok()?.to_string())
@@ -108,12 +108,11 @@ impl Bridge {
             .body_mut()
             .with_config()
             .limit(LINE_BYTES_MAX as u64)
-            .read_to_string()
-            .map_err(|e| e.to_string())?;
+            .read_to_string()?;
         if body.trim().is_empty() {
             return match status {
                 200..=299 => Ok(Vec::new()),
-                _ => Err(format!("HTTP {status} without a body")),
+                _ => Err(PostError::Empty { status }),
             };
         }
         let messages = if event_stream {
@@ -126,7 +125,7 @@ impl Bridge {
             match serde_json::from_str::<Value>(&text) {
                 Ok(Value::Array(batch)) => out.extend(batch),
                 Ok(message) => out.push(message),
-                Err(_) => return Err(format!("HTTP {status} with a body that is not JSON-RPC")),
+                Err(_) => return Err(PostError::NotJsonRpc { status }),
             }
         }
         Ok(out)
@@ -208,6 +207,20 @@ pub fn run<W: Write + Send + 'static>(mut bridge: Bridge, inbox: &Inbox, mut out
             Event::End(ending) => return ending,
         }
     }
+}
+
+/// Why a line could not be forwarded: the client gets a JSON-RPC error naming it.
+#[derive(Debug, thiserror::Error)]
+enum PostError {
+    /// The endpoint could not be reached, or its body not read.
+    #[error(transparent)]
+    Transport(#[from] ureq::Error),
+    /// An error status with no body.
+    #[error("HTTP {status} without a body")]
+    Empty { status: u16 },
+    /// A body that is neither a JSON-RPC message nor a batch of them.
+    #[error("HTTP {status} with a body that is not JSON-RPC")]
+    NotJsonRpc { status: u16 },
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use simtape::Host;
 use simtape_agent::{AgentExit, GateRun};
 
 use crate::adapter::{EventKind, SessionEvent};
+use crate::wire::Wire;
 use crate::workdir::FileChange;
 
 /// An HTTP request as the gateway sees it (and as the tape records it): what identifies the

@@ -16,6 +16,11 @@
 //! - `bridge` — `simtape mcp bridge`: a stdio MCP server forwarding to an `/mcp/NAME` endpoint.
 //! - `streamable` — Streamable HTTP for an MCP server outside any simulation
 //!   (`simtape mcp replay|world --http`), with the same transport rules as `mcp_http`.
+//! - [`wire`] — the providers' wire formats, both sides (record mode calls in them, the
+//!   gateway answers in them).
+//! - [`mcp_stdio`] — the stdio MCP commands' I/O (record, replay, verify, world).
+//! - [`outside`] — the outside world's side of the core's seams: record mode's HTTP client,
+//!   real program runs and process tapes (`simtape run --record`, `[process]` real/record).
 //!
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
@@ -29,12 +34,15 @@ pub mod command;
 pub mod gateway;
 pub mod limits;
 pub mod mcp_http;
+pub mod mcp_stdio;
 pub mod normalize;
+pub mod outside;
 mod place;
 pub mod process;
 pub mod sandbox;
 pub mod sessions;
 pub mod streamable;
+pub mod wire;
 pub mod workdir;
 
 mod body;
@@ -136,6 +144,7 @@ impl Endpoints {
 
 /// What stopped a session before it could serve.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The address could not be bound (in use, not local, no permission).
     #[error("cannot listen on {addr}: {source}")]
@@ -383,6 +392,7 @@ pub(crate) fn verdict(outcome: Result<&GatewayOutcome, &simtape::SimError>) -> S
 
 /// Why a serve tape could not be replayed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayError {
     /// The tape's inputs could not be read or fed.
     #[error(transparent)]

@@ -22,6 +22,7 @@ pub struct Normalizer {
 
 /// A rule that could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RuleError {
     /// A pointer does not start with `/`.
     #[error("normalization pointer {0:?} is not a JSON pointer (it must start with '/')")]

@@ -29,6 +29,7 @@ pub enum FileChange {
 
 /// Why the scratch directory could not be made or read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WorkdirError {
     /// A file system call failed.
     #[error("{path}: {source}")]

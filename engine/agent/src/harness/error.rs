@@ -7,6 +7,7 @@ use crate::report::AgentError;
 
 /// Why a harness run cannot go on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HarnessError {
     /// The harness was asked for something it cannot do (a state file it needs is in a
     /// place the fs actor refuses, a part asked for a capability the scenario lacks).

@@ -141,6 +141,7 @@ pub struct Validation {
 
 /// A state file that cannot be read as the harness wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StateError {
     /// The fs actor refused.
     #[error("{path}: {error}")]

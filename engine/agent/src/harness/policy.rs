@@ -136,6 +136,7 @@ pub fn starter_features(objective: &str, verify: &[VerifySpec]) -> Vec<Feature> 
 
 /// A feature list that breaks the rules: ids unique, at least one required feature.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FeatureListError {
     /// Two features share an id.
     #[error("feature id {0:?} is given twice")]

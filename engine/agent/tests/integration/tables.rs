@@ -14,7 +14,7 @@ use simtape_agent::{
     AdapterKind, AgentClock, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault,
     McpServerSpec, McpSource, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
-use simtape_mcp::world::faults::{FaultKind, FaultRule};
+use simtape_mcp::world::faults::{FaultKind, FaultRule, KINDS};
 
 /// Returns the TOML block of docs/scenario-format.md that follows `<!-- {name} -->`.
 fn doc_example(name: &str) -> String {
@@ -426,7 +426,8 @@ fn a_complete_eval_scenario_decodes_every_table() {
 #[test]
 fn an_mcp_fault_rate_reaches_the_world_as_a_ratio() {
     // Goal: `rate = "1/3"` in [[faults.mcp]] becomes the world's fault rule with the same typed
-    // ratio and kind a world spec's `"probability": "1/3"` loads to: no text in between.
+    // trigger and kind a world spec's `"rate": "1/3"` loads to (and its deprecated name
+    // `probability`): one trigger type, no text in between.
     let dir = eval_dir("mcp-rate");
     let source = format!(
         "{HEAD}{CAPABILITIES}[[mcp]]\nname = \"tickets\"\nworld = \"worlds/tickets.json\"\n[agent]\ntask = \"Do it.\"\n[[faults.mcp]]\nserver = \"tickets\"\ntool = \"create_ticket\"\nrate = \"1/3\"\nkind = \"timeout\"\nafter = \"2s\"\n"
@@ -438,11 +439,14 @@ fn an_mcp_fault_rate_reaches_the_world_as_a_ratio() {
     assert_eq!(fault.trigger, Trigger::Rate(Ratio::new(1, 3).unwrap()));
     assert_eq!(fault.kind, FaultKind::Timeout { after_ms: 2_000 });
     let rule = fault.world_rule();
-    assert_eq!(rule.probability, Ratio::new(1, 3));
-    assert_eq!(rule.on_call, None);
-    let written = r#"{"tool": "create_ticket", "probability": "1/3",
-        "fault": {"kind": "timeout", "after_ms": 2000}}"#;
-    assert_eq!(rule, serde_json::from_str::<FaultRule>(written).unwrap());
+    assert_eq!(rule.trigger, fault.trigger);
+    for name in ["rate", "probability"] {
+        let written = format!(
+            r#"{{"tool": "create_ticket", "{name}": "1/3",
+            "fault": {{"kind": "timeout", "after_ms": 2000}}}}"#
+        );
+        assert_eq!(rule, serde_json::from_str::<FaultRule>(&written).unwrap());
+    }
 }
 
 #[test]
@@ -639,7 +643,8 @@ signal = 9
             "15:1: field `faults.mcp[1].message`: expected the tool error's text, found nothing",
             "17:11: field `faults.mcp[1].on_call`: expected a call number from 1, found 0",
             "21:8: field `faults.mcp[2].rate`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found \"0.5\"",
-            "22:8: field `faults.mcp[2].kind`: expected a fault kind `rpc_error`, `timeout`, `tool_error`, `partial_write`, found \"crash\"",
+            // The kinds are the world's list (a new kind is added there alone).
+            &format!("22:8: field `faults.mcp[2].kind`: expected a fault kind {}, found \"crash\"", kinds()),
             "23:1: field `faults.fs[0]`: [[faults.fs]] needs an [fs] table",
             "24:6: field `faults.fs[0].op`: expected an operation `read`, `write`, `append`, `remove`, `rename`, `mkdir`, `list`, `stat`, `*`, found \"delete\"",
             "26:8: field `faults.fs[0].kind`: expected a fault kind `eio` or `enospc`, found \"eperm\"",
@@ -968,4 +973,10 @@ fn normalize_rules_decode_and_their_problems_are_placed() {
         found[3].contains("field `normalize.colour`: unknown key"),
         "{found:?}"
     );
+}
+
+/// The MCP fault kinds as a message lists them: `` `a`, `b`, `c` ``.
+fn kinds() -> String {
+    let quoted: Vec<String> = KINDS.iter().map(|(kind, _)| format!("`{kind}`")).collect();
+    quoted.join(", ")
 }

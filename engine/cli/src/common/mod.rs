@@ -24,13 +24,16 @@ use crate::exit::{CliError, Outcome};
 use shell::command_line;
 
 /// Loads the scenario at `path` with everything it references; with `process_wasi`, programs
-/// without a mode run as WASI modules from that directory (`--process-wasi`).
+/// without a mode run as WASI modules from that directory (`--process-wasi`). Programs in
+/// `real` or `record` mode run through the gateway's spawner: the core starts none.
 pub(crate) fn load_scenario(
     path: &Path,
     process_wasi: Option<&Path>,
 ) -> Result<EvalScenario, CliError> {
-    EvalScenario::check_all_wasi(path, process_wasi)
-        .map_err(|mut problems| CliError::Scenario(problems.swap_remove(0)))
+    let mut eval = EvalScenario::check_all_wasi(path, process_wasi)
+        .map_err(|mut problems| CliError::Scenario(problems.swap_remove(0)))?;
+    eval.set_process_runner(std::sync::Arc::new(simtape_serve::outside::Spawner));
+    Ok(eval)
 }
 
 /// Runs `eval` once at `builder`, whichever its agent (an agent program runs through

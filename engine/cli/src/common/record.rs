@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use simtape::cap::llm::{Llm, LlmActor, Provider, RecordConfig};
+use simtape::cap::llm::{LlmActor, Provider};
 use simtape_agent::{EvalScenario, McpSource};
+use simtape_serve::outside::{ProcessTapeWriter, RecordConfig};
 
 use crate::exit::CliError;
 
@@ -73,7 +74,7 @@ pub(crate) fn recorder(args: &RecordLlmArgs) -> Result<Option<LlmActor>, CliErro
     let config = RecordConfig::new(provider, fixture, network)
         .with_base_url(base_url.clone())
         .with_api_key(api_key);
-    Llm::record(config)
+    simtape_serve::outside::record(config)
         .map(Some)
         .map_err(|e| CliError::Input(format!("--record-llm: {e}")))
 }
@@ -147,8 +148,7 @@ pub(crate) fn record_sources(
     let mut files = Vec::new();
     let mut builder = match key {
         Some(key) => {
-            let llm = scenario
-                .llm_recorder(key)
+            let llm = simtape_serve::outside::scenario_recorder(scenario, key)
                 .expect("the scenario has [llm.record]")
                 .map_err(|e| CliError::Input(format!("--record: [llm.record]: {e}")))?;
             files.extend(scenario.llm_record_out());
@@ -168,9 +168,9 @@ pub(crate) fn record_sources(
                 dir.join(format!("{}.process.jsonl", scenario.name()))
             }
         };
-        builder
-            .process_record_replayed(&path)
+        let tape = ProcessTapeWriter::create(&path)
             .map_err(|error| CliError::Input(format!("{}: {error}", path.display())))?;
+        builder.process_record_replayed(tape);
         files.push(path);
     }
     Ok(Recording { builder, files })

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use simtape::tape::sha256_hex;
 use simtape_agent::{Check, EvalReport, EvalScenario, GateRun};
 use simtape_eval::evidence::{
-    normalize_log, ArtifactsJson, EnvPolicy, GateCommand, GateExit, GateTest, GatesJson,
+    normalize_log, ArtifactsJson, BaseRun, EnvPolicy, GateCommand, GateExit, GateTest, GatesJson,
     IoBoundary, NetworkPlan, PlanJson, TestsJson, TimeoutCaps, GATES_FORMAT, PLAN_FORMAT,
 };
 use simtape_eval::run_json::{to_json_pretty, ArtifactJson};
@@ -193,11 +193,11 @@ fn tests(report: &EvalReport, commands: &[GateCommand], before: &Before) -> Test
                     .ok_or_else(|| "the base tree's run stopped before this gate".to_string()),
                 Err(why) => Err(why.clone()),
             };
-            GateTest::new(
-                command,
-                after.as_ref(),
-                before.as_ref().map_err(Clone::clone),
-            )
+            let before = match &before {
+                Ok(run) => BaseRun::Ran(run),
+                Err(why) => BaseRun::NotRun(why),
+            };
+            GateTest::new(command, after.as_ref(), before)
         })
         .collect();
     TestsJson::new(&report.verdict, &report.verifiers, gates)

@@ -1,7 +1,9 @@
-//! Fault rules by call number or seeded rate, as the scenario's `[faults]` gives them to the
-//! llm, fs and process actors: the rule types, the call counts they fire on, and the one draw
-//! discipline they share. Adding a fault kind for one of these capabilities starts here; the
-//! scenario decoder (`scenario::faults_table`) reads the rules into these types.
+//! Fault rules by call number or seeded rate: the one fault engine. The scenario's `[faults]`
+//! gives rules to the llm, fs and process actors, and `simtape-mcp`'s world gives its
+//! `[[faults.mcp]]` and world-spec rules to the same engine ([`FaultRules`], through the
+//! [`FaultRule`] trait): one [`Trigger`] (`on_call = n` or `rate = "n/d"`/`"n%"`, read by
+//! [`Ratio::parse`]), the call counts they fire on, and the one draw discipline. The scenario
+//! decoder (`scenario::faults_table`) reads the core's rules into these types.
 //!
 //! A rule names a target (an fs operation, a program, or `*` for every call) and a
 //! [`Trigger`]. Each call counts once for its own target and once for `*`. Every `rate` rule
@@ -17,7 +19,42 @@ use serde::Serialize;
 
 use crate::rng::{Ratio, RngStream};
 
-/// When a fault rule fires.
+/// The deprecated name of `rate` in world specs, still read: `"probability": "1/5"`.
+pub const RATE_ALIAS_DEPRECATED: &str = "probability";
+
+/// Returns the trigger a rule's `on_call` and `rate` fields give, or what is wrong with them:
+/// exactly one, and calls count from 1. The scenario decoder and world specs share it.
+///
+/// ```
+/// use simtape::cap::fault_rules::{trigger_of, Trigger};
+/// assert_eq!(trigger_of(Some(2), None), Ok(Trigger::OnCall(2)));
+/// assert!(trigger_of(Some(0), None).is_err());
+/// assert!(trigger_of(None, None).is_err());
+/// ```
+pub fn trigger_of(on_call: Option<u64>, rate: Option<Ratio>) -> Result<Trigger, TriggerError> {
+    match (on_call, rate) {
+        (Some(0), None) => Err(TriggerError::CallZero),
+        (Some(call), None) => Ok(Trigger::OnCall(call)),
+        (None, Some(ratio)) => Ok(Trigger::Rate(ratio)),
+        _ => Err(TriggerError::NotOne),
+    }
+}
+
+/// Why a rule's trigger fields give no trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TriggerError {
+    /// `on_call = 0`: calls count from 1.
+    #[error("`on_call`: calls count from 1")]
+    CallZero,
+    /// Neither or both of `on_call` and `rate`.
+    #[error("give exactly one of `on_call` and `rate`")]
+    NotOne,
+}
+
+/// When a fault rule fires. Scenario files and world specs write it the same way: `on_call`
+/// (a number from 1) or `rate` (a ratio `"n/d"` or a percentage `"n%"`, [`Ratio::parse`]);
+/// world specs also read `probability`, the old name of `rate`, which is deprecated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
@@ -172,10 +209,12 @@ pub struct ProcessFault {
 }
 
 /// The target a rule gives to match every call.
-pub(crate) const ANY_TARGET: &str = "*";
+pub const ANY_TARGET: &str = "*";
 
-/// A fault rule as an actor sees it: what it counts, and when it fires.
-pub(crate) trait FaultRule {
+/// A fault rule as an actor sees it: what it counts, and when it fires. Each capability's rule
+/// type implements it (the llm, fs and process rules here, an MCP world's in `simtape-mcp`),
+/// so every one fires by the same engine.
+pub trait FaultRule {
     /// The calls the rule counts: an fs operation, a program, or [`ANY_TARGET`].
     fn target(&self) -> &str;
     /// When it fires.
@@ -214,7 +253,7 @@ impl FaultRule for ProcessFault {
 
 /// One actor's fault rules and the calls counted so far, per target and in all.
 #[derive(Debug, Clone)]
-pub(crate) struct FaultRules<R> {
+pub struct FaultRules<R> {
     rules: Vec<R>,
     per_target: BTreeMap<String, u64>,
     all: u64,
@@ -228,7 +267,7 @@ impl<R> Default for FaultRules<R> {
 
 impl<R> FaultRules<R> {
     /// Returns the rules' state before the first call.
-    pub(crate) fn new(rules: Vec<R>) -> FaultRules<R> {
+    pub fn new(rules: Vec<R>) -> FaultRules<R> {
         FaultRules {
             rules,
             per_target: BTreeMap::new(),
@@ -238,9 +277,14 @@ impl<R> FaultRules<R> {
 }
 
 impl<R: FaultRule> FaultRules<R> {
+    /// Returns the rules, in order.
+    pub fn rules(&self) -> &[R] {
+        &self.rules
+    }
+
     /// Counts one call of `target`, then returns the first rule that fires on it, taking the
     /// draws the module documents.
-    pub(crate) fn fire(&mut self, target: &str, rng: &mut RngStream) -> Option<&R> {
+    pub fn fire(&mut self, target: &str, rng: &mut RngStream) -> Option<&R> {
         if self.rules.is_empty() {
             return None;
         }

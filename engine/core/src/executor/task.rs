@@ -63,6 +63,7 @@ impl<T> std::fmt::Debug for JoinHandle<T> {
 
 /// Why a joined task produced no output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JoinError {
     /// The task was aborted.
     #[error("task #{0} was aborted")]

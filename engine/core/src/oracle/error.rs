@@ -27,6 +27,7 @@ impl fmt::Display for Side {
 /// Why two tapes could not be compared. Every variant is fatal to the diff (the CLI exits 2):
 /// the oracle never reports on a tape it could not read to its footer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OracleError {
     /// The tape is missing, not a tape, truncated or corrupt.
     #[error("tape {side}{}: {source}", unless_named(path, source))]

@@ -21,6 +21,7 @@ use crate::summary::RunSummary;
 
 /// The error of one capability call, as the actor answered it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// A filesystem error: an escape from the root, a missing file, an injected fault.
     #[error(transparent)]
@@ -75,6 +76,7 @@ pub struct StepError {
 
 /// What ended a scenario run. Every variant is fatal to the run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScenarioFailure {
     /// The engine stopped the run (deadlock, limit, task panic, tape, configuration).
     #[error(transparent)]

@@ -22,6 +22,7 @@ pub const INPUTS_ENTRIES_MAX: usize = 100_000;
 /// Why a scenario's inputs could not be captured or unpacked. Each is fatal to the command
 /// that asked (the run itself does not depend on it).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InputsError {
     /// A file or directory could not be read or written.
     #[error("{path}: {source}")]

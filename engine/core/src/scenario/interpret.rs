@@ -31,7 +31,7 @@ use super::channels::{Channels, SharedReceiver};
 use super::failure::{CallError, FirstFailure, StepError};
 use super::schema::{Call, RunCall, Spec, Step, ASK_MODEL};
 use crate::cap::llm::{ChatRequest, Message};
-use crate::cap::process::Command;
+use crate::cap::process::{Command, Output};
 use crate::rng::RngStream;
 use crate::sim::Host;
 use crate::sync::Sender;
@@ -153,7 +153,7 @@ impl TaskRunner {
         if let Some(cwd) = &run.cwd {
             command = command.cwd(cwd.clone());
         }
-        let output = self.host.process().run(command).await?;
+        let output: Output = self.host.process().run(command).await?;
         if let Some(log) = &run.log {
             let fields = serde_json::json!({
                 "status": output.status,

@@ -5,9 +5,9 @@
 //! The section is a setting, not a mode: a scenario with it still replays its `[llm]`
 //! fixture until a run asks to record. Recording goes through the scenario's `[network]`
 //! policy, so a policy that denies the provider's host is reported by `simtape check` at the
-//! field that names the host, before anything could be dialled. The key itself is read by
-//! the caller (the CLI, from its own environment) and handed to [`Scenario::llm_recorder`]:
-//! the core never reads the environment.
+//! field that names the host, before anything could be dialled. The recorder itself is the
+//! gateway's (`simtape-serve`, which reads the key from its caller and holds the HTTP
+//! client): the core never reads the environment and dials nothing.
 
 use std::path::PathBuf;
 
@@ -17,8 +17,8 @@ use super::fields::{one_of, Field};
 use super::schema::{PathField, Spec};
 use super::tables::path;
 use super::Scenario;
-use crate::cap::llm::record::host_and_port;
-use crate::cap::llm::{Llm, LlmActor, Provider, RecordConfig, RecordError};
+use crate::cap::fault_rules::LlmFault;
+use crate::cap::llm::{host_and_port, Provider, RecordError};
 use crate::cap::net::Network;
 
 /// The keys of `[llm.record]`.
@@ -190,30 +190,27 @@ impl Scenario {
         Some(base.join(&record.fixture_out.path))
     }
 
-    /// Returns the record-mode model `[llm.record]` describes, authenticated with `api_key`
-    /// (the caller reads it from `key_variable`; empty: no key is sent), or `None` without
-    /// the section. Calls go through the scenario's `[network]` policy (without one, a policy
-    /// that allows the provider's host alone); `[faults.llm]` apply as they do in replay, so
-    /// the replay of the fixture fails the same calls. The fixture file is created (or
-    /// truncated) now; nothing is dialled until the run's first model call.
-    pub fn llm_recorder(&self, api_key: String) -> Option<Result<LlmActor, RecordError>> {
+    /// Returns the network policy a recording of `[llm.record]` dials through: the
+    /// scenario's `[network]`, or, without one, a policy that allows the provider's host
+    /// alone; `None` without the section.
+    pub fn llm_record_network(&self) -> Option<Result<Network, RecordError>> {
         let record = self.llm_record()?;
-        let network = match &self.spec.network {
-            Some(network) => network.clone(),
-            None => match Network::deny().try_allow(&record.host) {
-                Ok(network) => network,
-                Err(error) => {
-                    return Some(Err(RecordError::BadBaseUrl {
+        Some(match &self.spec.network {
+            Some(network) => Ok(network.clone()),
+            None => {
+                Network::deny()
+                    .try_allow(&record.host)
+                    .map_err(|error| RecordError::BadBaseUrl {
                         url: record.base_url.clone(),
                         reason: error.to_string(),
-                    }))
-                }
-            },
-        };
-        let out = self.llm_record_out().expect("the section exists");
-        let config = RecordConfig::new(record.provider, out, network)
-            .with_base_url(record.base_url.clone())
-            .with_api_key(api_key);
-        Some(Llm::record(config).map(|actor| actor.with_faults(self.spec.faults.llm.clone())))
+                    })
+            }
+        })
+    }
+
+    /// Returns the scenario's `[[faults.llm]]` rules: a record-mode model applies them as a
+    /// replay does, so the replay of the fixture fails the same calls.
+    pub fn llm_faults(&self) -> &[LlmFault] {
+        &self.spec.faults.llm
     }
 }

@@ -12,7 +12,7 @@ use super::error::Problem;
 use super::schema::{PathField, ProcessSpec, Spec};
 use crate::cap::fs::{FsActor, FsError};
 use crate::cap::llm::{Llm, LlmActor};
-use crate::cap::process::{ProcessActor, ProcessTape};
+use crate::cap::process::{ProcessActor, ProcessRunner, ProcessTape};
 use crate::limits::Limits;
 
 /// The capability actors a scenario's runs start from.
@@ -183,6 +183,16 @@ impl super::Scenario {
             None => ProcessActor::wasi(dir).limits(&self.spec.limits),
         };
         resources.process = Some(actor);
+    }
+
+    /// Gives the programs `[process]` puts in `real` or `record` mode what runs them (the
+    /// gateway's `simtape_serve::outside::Spawner`, which the `simtape` command passes to
+    /// every scenario it loads); without one they fail with `ProcessError::NoRunner`.
+    pub fn set_process_runner(&mut self, runner: std::sync::Arc<dyn ProcessRunner>) {
+        let resources = std::sync::Arc::make_mut(&mut self.resources);
+        if let Some(actor) = resources.process.take() {
+            resources.process = Some(actor.with_runner(runner));
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use super::{payload_to_json, RecordKind, TapeError, TapeReader};
 
 /// Why a tape's calls could not be turned into replayable inputs.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FromTapeError {
     /// The tape does not read.
     #[error(transparent)]
@@ -27,6 +28,44 @@ pub enum FromTapeError {
         /// What was unexpected.
         detail: String,
     },
+}
+
+/// What in a call's record body is not the shape this engine writes (the reader of a
+/// capability's calls says which field); [`each_call`] reports it at the reply record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallShape {
+    /// A field is missing.
+    #[error("no {field}")]
+    Missing {
+        /// The field, as the capability names it.
+        field: String,
+    },
+    /// A field is there, but not what the engine writes.
+    #[error("{field}: {detail}")]
+    Invalid {
+        /// The field, as the capability names it.
+        field: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+}
+
+impl CallShape {
+    /// Returns a missing-field shape error.
+    pub fn missing(field: impl Into<String>) -> CallShape {
+        CallShape::Missing {
+            field: field.into(),
+        }
+    }
+
+    /// Returns an invalid-field shape error.
+    pub fn invalid(field: impl Into<String>, detail: impl std::fmt::Display) -> CallShape {
+        CallShape::Invalid {
+            field: field.into(),
+            detail: detail.to_string(),
+        }
+    }
 }
 
 /// One answered call: the bodies of its request and reply payloads (`[operation, body]` on
@@ -53,7 +92,7 @@ pub struct TapeCall {
 pub fn each_call<R: Read>(
     reader: &mut TapeReader<R>,
     wanted: impl Fn(&str) -> bool,
-    mut each: impl FnMut(TapeCall) -> Result<(), String>,
+    mut each: impl FnMut(TapeCall) -> Result<(), CallShape>,
 ) -> Result<(), FromTapeError> {
     let actors: Vec<bool> = reader.header().actors.iter().map(|a| wanted(a)).collect();
     let mut open: BTreeMap<(u16, u32), (Value, u64)> = BTreeMap::new();
@@ -89,7 +128,7 @@ pub fn each_call<R: Read>(
                     reply_t_ns: record.t_ns,
                     index: record.index,
                 };
-                each(call).map_err(bad)?;
+                each(call).map_err(|shape| bad(shape.to_string()))?;
             }
             _ => {}
         }

@@ -316,8 +316,8 @@ impl InputsSection {
 pub(crate) fn decode<R: Read>(reader: &mut R, offset: u64) -> Result<InputsSection, TapeError> {
     let corrupt = |detail: String| TapeError::CorruptInputs { offset, detail };
     let mut section = INPUTS_MAGIC.to_vec();
-    let manifest_bytes =
-        read_bin(reader, &mut section, MANIFEST_BYTES_MAX, "the manifest").map_err(&corrupt)?;
+    let manifest_bytes = read_bin(reader, &mut section, MANIFEST_BYTES_MAX, "the manifest")
+        .map_err(|e| corrupt(e.to_string()))?;
     let manifest: Manifest = rmp_serde::from_slice(&manifest_bytes)
         .map_err(|e| corrupt(format!("the manifest does not decode: {e}")))?;
     let mut inputs = Inputs::new(&manifest.scenario_file);
@@ -340,7 +340,8 @@ pub(crate) fn decode<R: Read>(reader: &mut R, offset: u64) -> Result<InputsSecti
             .collect();
         let file_max = u32::try_from(INPUT_FILE_BYTES_MAX).expect("the bound fits in u32");
         for sha256 in order {
-            let bytes = read_bin(reader, &mut section, file_max, "a file").map_err(&corrupt)?;
+            let bytes = read_bin(reader, &mut section, file_max, "a file")
+                .map_err(|e| corrupt(e.to_string()))?;
             if sha256_hex(&bytes) != sha256 {
                 return Err(corrupt(format!(
                     "the file stored as {sha256} has other content"
@@ -368,26 +369,46 @@ pub(crate) fn decode<R: Read>(reader: &mut R, offset: u64) -> Result<InputsSecti
     Ok(InputsSection { inputs, cas })
 }
 
+/// Why one bin of the inputs section does not read.
+#[derive(Debug, thiserror::Error)]
+enum BinError {
+    /// Its length or bytes do not read.
+    #[error("{what}: {detail}")]
+    Read { what: &'static str, detail: String },
+    /// It is longer than its kind may be.
+    #[error("{what} of {len} bytes exceeds the {max}-byte maximum")]
+    TooLong {
+        what: &'static str,
+        len: u32,
+        max: u32,
+    },
+    /// The section ends inside it.
+    #[error("{what} is cut short")]
+    Short { what: &'static str },
+}
+
 /// Reads one MessagePack bin of at most `max` bytes, appending its encoding to `section`.
 fn read_bin<R: Read>(
     reader: &mut R,
     section: &mut Vec<u8>,
     max: u32,
-    what: &str,
-) -> Result<Vec<u8>, String> {
-    let len = rmp::decode::read_bin_len(reader).map_err(|e| format!("{what}: {e}"))?;
+    what: &'static str,
+) -> Result<Vec<u8>, BinError> {
+    let read = |detail: &dyn std::fmt::Display| BinError::Read {
+        what,
+        detail: detail.to_string(),
+    };
+    let len = rmp::decode::read_bin_len(reader).map_err(|e| read(&e))?;
     if len > max {
-        return Err(format!(
-            "{what} of {len} bytes exceeds the {max}-byte maximum"
-        ));
+        return Err(BinError::TooLong { what, len, max });
     }
     let mut bytes = Vec::new();
     reader
         .take(u64::from(len))
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|e| read(&e))?;
     if bytes.len() != len as usize {
-        return Err(format!("{what} is cut short"));
+        return Err(BinError::Short { what });
     }
     rmp::encode::write_bin_len(section, len).expect("writes to a Vec cannot fail");
     section.extend_from_slice(&bytes);
@@ -438,7 +459,7 @@ mod tests {
     #[test]
     fn a_sidecar_section_holds_only_the_manifest_and_loads_its_files_from_the_store() {
         // Goal: sidecar files go to the content directory once and come back checked.
-        let dir = std::env::temp_dir().join(format!("simtape-inputs-{}", std::process::id()));
+        let dir = crate::testing::unit_test_dir("inputs");
         let _ = std::fs::remove_dir_all(&dir);
         let store = InputStore::Sidecar {
             relative: "cas".into(),

@@ -3,6 +3,7 @@
 /// A payload that is not one MessagePack value. Not fatal: the tape's hash chain still
 /// holds; the renderer shows the error in place of the payload.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PayloadError {
     /// The bytes do not decode as MessagePack.
     #[error("{0}")]

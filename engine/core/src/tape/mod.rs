@@ -11,7 +11,7 @@ mod json;
 mod reader;
 mod writer;
 
-pub use calls::{each_call, FromTapeError, TapeCall};
+pub use calls::{each_call, CallShape, FromTapeError, TapeCall};
 pub use inputs::{
     InputEntry, InputStore, Inputs, InputsSection, INPUTS_MAGIC, INPUT_FILE_BYTES_MAX,
 };

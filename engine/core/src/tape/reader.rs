@@ -18,6 +18,7 @@ const PAYLOAD_BYTES_MAX: u32 = 64 << 20;
 /// What can go wrong writing or reading a tape. Every variant that concerns a record names
 /// its index (0-based, counting every record including checkpoints) and its byte offset.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TapeError {
     /// The file could not be read or written.
     #[error("{path}: {source}")]

@@ -19,6 +19,7 @@ use super::{SEEDS_ENV, SEED_ENV};
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}={:?} is not {}", self.variable(), self.value(), self.expected())]
+#[non_exhaustive]
 pub enum SeedOverrideError {
     /// `SIMTAPE_SEED` is not a `u64`.
     Seed {
@@ -99,6 +100,7 @@ impl fmt::Display for SeedFailure {
 
 /// Why a failing seed's tape is not on disk. Not fatal: the failure is reported without it.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TapeKeepError {
     /// The run ended without a finished tape (its writer had failed).
     #[error("the run's tape could not be finished")]

@@ -1,36 +1,14 @@
-//! The subprocess capability: record and replay through the process tape, matching,
-//! divergence, exhaustion, the output cap, process-group cleanup, hermetic mode and
-//! normalization.
+//! The subprocess capability inside the core: replay through the process tape, matching,
+//! divergence, exhaustion, hermetic mode, normalization, and the seam to real runs (which are
+//! the gateway's: `engine/serve/tests/outside/process.rs` records and runs for real).
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
 
 use simtape::cap::process::{
-    process_tape_from_tape, Command, ExitStatus, Normalizer, ProcessActor, ProcessError,
-    ProcessHandle, ProcessMode, ProcessTape, ProcessTapeError,
+    process_tape_from_tape, Command, Normalizer, ProcessActor, ProcessError, ProcessHandle,
+    ProcessMode, ProcessTape, ProcessTapeError,
 };
-use simtape::limits::Limits;
 use simtape::{RunReport, Sim};
-
-/// Returns an empty directory for one test under the cargo target's temp dir.
-fn fresh_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cap_process")
-        .join(name);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn script(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/process")
-        .join(name)
-        .display()
-        .to_string()
-}
 
 /// Runs `pipeline` with `actor` as the run's process actor.
 fn run<F, Fut, T>(actor: ProcessActor, pipeline: F) -> RunReport<T>
@@ -55,86 +33,6 @@ fn tape_text(entries: &[&str]) -> String {
         text.push('\n');
     }
     text
-}
-
-fn sh(command: &str) -> Command {
-    Command::new("sh").arg("-c").arg(command)
-}
-
-#[test]
-fn record_then_replay_round_trip() {
-    // Goal: a replay gives back exactly what the recording saw, and takes the same virtual time.
-    let dir = fresh_dir("round_trip");
-    let tape_path = dir.join("run.process.jsonl");
-    let commands = vec![
-        Command::new("echo").arg("hi"),
-        sh("cat; echo oops >&2; exit 3")
-            .stdin("from stdin\n")
-            .env("GREETING", "hello"),
-    ];
-    let recorded = run(ProcessActor::record(&tape_path).unwrap(), {
-        let commands = commands.clone();
-        |process| async move {
-            let mut outputs = Vec::new();
-            for command in commands {
-                outputs.push(process.run(command).await.unwrap());
-            }
-            outputs
-        }
-    });
-    let outputs = &recorded.output;
-    assert_eq!(outputs[0].stdout, b"hi\n");
-    assert_eq!(outputs[0].status, ExitStatus::Code(0));
-    assert_eq!(outputs[1].stdout, b"from stdin\n");
-    assert_eq!(outputs[1].stderr, b"oops\n");
-    assert_eq!(outputs[1].status, ExitStatus::Code(3));
-    let total_ns: u64 = outputs.iter().map(|o| o.duration_ns).sum();
-    assert_eq!(recorded.summary.end_ns, total_ns);
-
-    let tape = ProcessTape::load(&tape_path).unwrap();
-    assert_eq!(tape.entries.len(), 2);
-    assert_eq!(tape.entries[1].1.env.get("GREETING").unwrap(), "hello");
-
-    let replayed = run(ProcessActor::replay(tape), |process| async move {
-        let mut outputs = Vec::new();
-        for command in commands {
-            outputs.push(process.run(command).await.unwrap());
-        }
-        process.finish().await.unwrap();
-        outputs
-    });
-    assert_eq!(&replayed.output, outputs);
-    assert_eq!(replayed.summary.end_ns, total_ns);
-    assert!(replayed.process().unwrap().unused_entries().is_empty());
-}
-
-#[test]
-fn replay_starts_no_process() {
-    // Goal: replay answers from the tape even for programs that are absent or would leave a trace.
-    let dir = fresh_dir("no_process");
-    let marker = dir.join("marker");
-    let tape_path = dir.join("run.process.jsonl");
-    let marker_command = Command::new(script("write_marker.sh")).arg(marker.display().to_string());
-    let recorded = run(ProcessActor::record(&tape_path).unwrap(), {
-        let command = marker_command.clone();
-        |process| async move { process.run(command).await.unwrap() }
-    });
-    assert!(marker.exists(), "recording ran the script");
-    std::fs::remove_file(&marker).unwrap();
-
-    let mut text = std::fs::read_to_string(&tape_path).unwrap();
-    text.push_str(
-        r#"{"program": "/no/such/tool", "stdout": "tool output\n", "status": {"code": 0}, "duration_ns": 5}"#,
-    );
-    let tape = ProcessTape::parse("with-missing-tool", &text).unwrap();
-    let replayed = run(ProcessActor::replay(tape), |process| async move {
-        let marker_output = process.run(marker_command).await.unwrap();
-        let tool = process.run(Command::new("/no/such/tool")).await.unwrap();
-        (marker_output, tool.stdout)
-    });
-    assert_eq!(replayed.output.0, recorded.output);
-    assert_eq!(replayed.output.1, b"tool output\n");
-    assert!(!marker.exists(), "replay must not run the script");
 }
 
 #[test]
@@ -268,114 +166,6 @@ fn exhausted_tape_and_unused_entries_are_errors() {
 }
 
 #[test]
-fn output_cap_is_recorded() {
-    // Goal: output past the cap is dropped, and the drop is in the output and the process tape.
-    let dir = fresh_dir("cap");
-    let tape_path = dir.join("run.process.jsonl");
-    let limits = Limits {
-        process_output_bytes_max: 10,
-        ..Limits::default()
-    };
-    let actor = ProcessActor::record(&tape_path).unwrap().limits(&limits);
-    let report = run(actor, |process| async move {
-        process
-            .run(sh("printf 0123456789abcdef; printf 12 >&2"))
-            .await
-            .unwrap()
-    });
-    assert_eq!(report.output.stdout, b"0123456789");
-    assert_eq!(report.output.stderr, b"12");
-    assert_eq!(report.output.truncated.stdout_dropped_bytes, 6);
-    assert_eq!(report.output.truncated.stderr_dropped_bytes, 0);
-    assert!(report.output.truncated.is_truncated());
-    let tape = ProcessTape::load(&tape_path).unwrap();
-    assert_eq!(tape.entries[0].1.stdout_dropped_bytes, 6);
-    assert_eq!(tape.entries[0].1.stdout.0, b"0123456789");
-}
-
-/// Returns whether `pid` runs (exists and is not a zombie waiting for a reaper).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat[stat.rfind(')').unwrap() + 1..]
-                .split_whitespace()
-                .next()
-                .unwrap();
-            state != "Z" && state != "X"
-        }
-        Err(_) => false,
-    }
-}
-
-#[test]
-fn timeout_ends_the_whole_group() {
-    // Goal: on timeout the program and the child it forked both die; no orphan survives.
-    let actor = ProcessActor::real().timeout_ms(300).grace_ms(500);
-    let report = run(actor, |process| async move {
-        process
-            .run(Command::new(script("fork_child.sh")))
-            .await
-            .unwrap()
-    });
-    let output = report.output;
-    assert!(output.timed_out);
-    assert_eq!(output.status, ExitStatus::Signal(15));
-    let text = String::from_utf8(output.stdout).unwrap();
-    let pid: u32 = text.trim().strip_prefix("child ").unwrap().parse().unwrap();
-    assert!(!alive(pid), "the forked child {pid} survived the timeout");
-    assert!(output.duration_ns >= 300_000_000);
-}
-
-#[test]
-fn background_child_is_ended_after_a_normal_exit() {
-    // Goal: a program that exits leaving a background child behind does not leave an orphan.
-    let actor = ProcessActor::real().grace_ms(500);
-    let report = run(actor, |process| async move {
-        process.run(sh("sleep 300 & echo $!")).await.unwrap()
-    });
-    let pid: u32 = String::from_utf8(report.output.stdout)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert_eq!(report.output.status, ExitStatus::Code(0));
-    assert!(!alive(pid), "the background child {pid} survived");
-}
-
-#[test]
-fn hermetic_mode_refuses_uncovered_programs() {
-    // Goal: by default nothing runs; only programs given a mode are covered.
-    let actor = ProcessActor::hermetic().mode("echo", ProcessMode::Real);
-    let report = run(actor, |process| async move {
-        let echo = process.run(Command::new("echo").arg("ok")).await.unwrap();
-        let ls = process.run(Command::new("ls")).await.unwrap_err();
-        (echo.stdout, ls)
-    });
-    assert_eq!(report.output.0, b"ok\n");
-    assert_eq!(
-        report.output.1,
-        ProcessError::NotCovered {
-            program: "ls".into()
-        }
-    );
-    assert_eq!(
-        report.output.1.to_string(),
-        r#"program "ls" is not covered: hermetic mode runs nothing; give it a mode in [process] programs (`replay`, `record`, `real` or `wasi`), or run it as a WASI module with --process-wasi DIR"#
-    );
-    let no_tape = run(
-        ProcessActor::hermetic().mode("git", ProcessMode::Replay),
-        |process| async move { process.run(Command::new("git")).await.unwrap_err() },
-    );
-    assert_eq!(
-        no_tape.output,
-        ProcessError::NoTape {
-            program: "git".into(),
-            mode: "replay".into()
-        }
-    );
-}
-
-#[test]
 fn malformed_tapes_are_named_errors() {
     // Goal: a bad header or entry names the file, line, expected and found.
     let bad_header = ProcessTape::parse("p.jsonl", "{\"simtape_process\": 9}\n").unwrap_err();
@@ -450,66 +240,6 @@ fn normalization_rules() {
 }
 
 #[test]
-fn git_status_and_echo_record_then_replay() {
-    // Goal: the classic case: record `git status` and `echo hi`, replay with no process and exact virtual time.
-    let dir = fresh_dir("git");
-    let repo = dir.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(&repo)
-        .status()
-        .unwrap();
-    assert!(init.success());
-    std::fs::write(repo.join("notes.txt"), "draft\n").unwrap();
-    let tape_path = dir.join("git.process.jsonl");
-    let repo_text = repo.display().to_string();
-    let commands = vec![
-        Command::new("git")
-            .args(["status", "--short", "--branch"])
-            .cwd(repo_text.as_str())
-            .env("LC_ALL", "C"),
-        Command::new("echo").arg("hi"),
-    ];
-    let recorded = run(ProcessActor::record(&tape_path).unwrap(), {
-        let commands = commands.clone();
-        |process| async move {
-            let mut outputs = Vec::new();
-            for command in commands {
-                let before = simtape::time::now_ns();
-                let output = process.run(command).await.unwrap();
-                outputs.push((output, simtape::time::now_ns() - before));
-            }
-            outputs
-        }
-    });
-    let status = String::from_utf8(recorded.output[0].0.stdout.clone()).unwrap();
-    assert!(status.contains("?? notes.txt"), "{status}");
-    assert_eq!(recorded.output[1].0.stdout, b"hi\n");
-    for (output, elapsed_ns) in &recorded.output {
-        assert_eq!(*elapsed_ns, output.duration_ns);
-    }
-
-    // Without the repository, a real `git status` would fail: the replay cannot be running it.
-    std::fs::remove_dir_all(&repo).unwrap();
-    let tape = ProcessTape::load(&tape_path).unwrap();
-    let replayed = run(ProcessActor::replay(tape), |process| async move {
-        let mut outputs = Vec::new();
-        for command in commands {
-            let before = simtape::time::now_ns();
-            let output = process.run(command).await.unwrap();
-            outputs.push((output, simtape::time::now_ns() - before));
-        }
-        process.finish().await.unwrap();
-        outputs
-    });
-    assert_eq!(replayed.output, recorded.output);
-    assert_eq!(replayed.summary.end_ns, recorded.summary.end_ns);
-    let recorded_ns: u64 = recorded.output.iter().map(|(o, _)| o.duration_ns).sum();
-    assert_eq!(replayed.summary.end_ns, recorded_ns);
-}
-
-#[test]
 fn a_process_tape_from_a_run_tape_takes_output_by_digest() {
     // Goal: `process_tape_from_tape` writes an entry per run whose output it can supply: an
     // empty output needs no source, other output is found by SHA-256 in the process tapes
@@ -550,4 +280,40 @@ fn a_process_tape_from_a_run_tape_takes_output_by_digest() {
     let (replayed, replayed_tape) = tape_of(ProcessActor::replay(again));
     assert_eq!(replayed, output);
     assert_eq!(replayed_tape, tape, "the same records, byte for byte");
+}
+
+#[test]
+fn real_and_record_modes_need_a_runner_from_outside() {
+    // Goal: the core starts no process: a program in real or record mode without a runner
+    // fails with NoRunner (record first needs its tape), and an uncovered one stays refused.
+    let actor = ProcessActor::hermetic()
+        .mode("echo", ProcessMode::Real)
+        .mode("git", ProcessMode::Record);
+    let report = run(actor, |process| async move {
+        let echo = process
+            .run(Command::new("echo").arg("ok"))
+            .await
+            .unwrap_err();
+        let git = process.run(Command::new("git")).await.unwrap_err();
+        let ls = process.run(Command::new("ls")).await.unwrap_err();
+        (echo, git, ls)
+    });
+    assert_eq!(
+        report.output.0,
+        ProcessError::NoRunner {
+            program: "echo".into(),
+            mode: "real".into()
+        }
+    );
+    assert_eq!(
+        report.output.1,
+        ProcessError::NoTape {
+            program: "git".into(),
+            mode: "record".into()
+        }
+    );
+    assert_eq!(
+        report.output.2.to_string(),
+        r#"program "ls" is not covered: hermetic mode runs nothing; give it a mode in [process] programs (`replay`, `record`, `real` or `wasi`), or run it as a WASI module with --process-wasi DIR"#
+    );
 }

@@ -74,7 +74,7 @@ fn capabilities_are_found_by_name_and_type_and_listed_in_order() {
 #[should_panic(expected = "the run already has a capability named \"fs\"")]
 fn a_capability_name_is_taken_once() {
     // Goal: two capabilities under one name are a configuration bug, caught at once.
-    let dir = std::env::temp_dir();
+    let dir = crate::tempdir("capabilities", "name_taken_once");
     let mut builder = Sim::builder();
     builder.fs(FsActor::new(&dir).unwrap());
     builder.capability("fs", Counter { step: 1, total: 0 });

@@ -1,9 +1,9 @@
 //! The engine's one integration-test binary: one module per area.
 
 mod api;
+mod ban_list;
 mod cap_fs;
 mod cap_llm;
-mod cap_llm_record;
 mod cap_net;
 mod cap_process;
 mod capabilities;

@@ -218,8 +218,7 @@ fn a_tape_of_another_format_version_is_refused_by_name() {
     // Goal: a tape written under format version 1 (before the LLM request records changed
     // shape) is refused before any record is read, naming both versions.
     use simtape::tape::{BlobMode, TapeSink, TapeWriter, FORMAT_VERSION};
-    let dir = std::env::temp_dir().join(format!("simtape-tape-version-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::tempdir("tape", "version");
     let path = dir.join("v1.tape");
     let header = header_of_version(1);
     let writer = TapeWriter::new(

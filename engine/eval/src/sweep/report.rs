@@ -368,6 +368,7 @@ impl SweepReport {
 /// Why shard reports do not merge. Each is fatal to the merge only: the reports are left as
 /// they were. `report` is the 1-based position of the offending report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     /// No report was given.
     #[error("merge needs at least one report")]

@@ -13,6 +13,7 @@ pub mod tree;
 /// A view that could not be made: the tape does not read, or the output does not write.
 /// Fatal to the command that makes the view.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ViewError {
     /// The tape is damaged or missing a blob.
     #[error(transparent)]

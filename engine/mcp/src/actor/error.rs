@@ -8,6 +8,7 @@ use crate::matching::Miss;
 /// Why a call got no result. A tool error result (`isError: true`) is not one of these: it is
 /// a result, as MCP clients see it.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpCallError {
     /// The server answered with a JSON-RPC error: a recorded one, or for a world an injected
     /// fault (`rpc_error`, `timeout`) or bad params. Not fatal: a pipeline handles it as it

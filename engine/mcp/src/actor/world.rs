@@ -5,10 +5,10 @@
 //! call inside a simulation and a call over stdio give the same result and the same state. The
 //! backend adds what only a simulation has:
 //!
-//! * the fault seed, one `u64` drawn from the actor's own stream before the first answer (any
-//!   request, `tools/list` included), so the faults follow the simulation seed;
+//! * rate faults that draw from the actor's own stream (the core's fault engine, through
+//!   [`WorldServer::call_tool_drawing`]), so the faults follow the simulation seed;
 //! * the latency of each answer, from the spec's integer latency model with jitter drawn from
-//!   the same stream after that, or a `timeout` fault's `after_ms`.
+//!   the same stream (before the call's fault draws), or a `timeout` fault's `after_ms`.
 
 use serde_json::Value;
 use simtape::rng::RngStream;
@@ -22,20 +22,17 @@ use crate::world::{World, WorldServer};
 #[derive(Debug, Clone)]
 pub(super) struct WorldBackend {
     server: WorldServer,
-    /// Whether the fault streams have been seeded from the actor's stream yet.
-    seeded: bool,
     /// Requests answered so far; the next one's number is this plus one.
     requests: u64,
 }
 
 impl WorldBackend {
-    /// Starts `world` in its initial state. The spec's seed stands in until the first answer
-    /// reseeds the faults from the simulation.
+    /// Starts `world` in its initial state. Its faults draw from the actor's stream, so the
+    /// spec's seed only names the world in its report.
     pub(super) fn new(world: World) -> WorldBackend {
         let seed = world.spec.seed;
         WorldBackend {
             server: WorldServer::new(world, seed),
-            seeded: false,
             requests: 0,
         }
     }
@@ -55,7 +52,7 @@ impl WorldBackend {
         self.server.score()
     }
 
-    /// Answers `request`, drawing the fault seed (first request only) and the jitter from `rng`.
+    /// Answers `request`, drawing the jitter and the rate faults from `rng`.
     pub(super) fn answer(&mut self, request: &McpRequest, rng: &mut RngStream) -> McpReply {
         if let McpRequest::Describe = request {
             // Before the seed and without a draw: describing the server changes no later answer.
@@ -64,10 +61,6 @@ impl WorldBackend {
                 latency_ms: 0,
                 result: super::describe(|line| self.server.handle_line(line)),
             };
-        }
-        if !self.seeded {
-            self.server.reseed(rng.next_u64());
-            self.seeded = true;
         }
         self.requests += 1;
         let request_seq = self.requests;
@@ -97,7 +90,7 @@ impl WorldBackend {
             McpRequest::CallTool { .. } | McpRequest::CallToolAnswering { .. } => {
                 let params = request.params().expect("a tools/call request has params");
                 let calls_before = self.server.calls().len();
-                let answer = self.server.call_tool(&params);
+                let answer = self.server.call_tool_drawing(&params, rng);
                 let timed_out = self.server.calls().len() > calls_before
                     && self.server.calls().last().map(|c| c.outcome.as_str()) == Some("timeout");
                 answer.map_err(|(code, message, data)| {

@@ -14,6 +14,7 @@ use super::template::{render, render_path, Bindings, MissingBinding};
 /// Why an operation of a tool's effect failed. Not fatal: the call answers a tool error and
 /// the world keeps the state it had before the call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EffectError {
     /// A template names nothing bound.
     #[error(transparent)]

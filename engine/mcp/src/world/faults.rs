@@ -1,18 +1,26 @@
 //! Fault injection: which call fails, and how.
 //!
 //! A fault rule names a tool (or `*` for every tool) and a trigger: `on_call` (the n-th call
-//! to that tool, or the n-th call of any tool for `*`) or `probability`, an integer ratio such
-//! as `"1/5"` (no floats, so the same seed gives the same faults on every platform). Each rule
-//! draws from its own ChaCha stream (the world seed, stream number = the rule's index), and
-//! draws once for every call it matches, whether or not an earlier rule fired: adding a rule
-//! never shifts another rule's draws. The first rule in spec order that triggers wins.
+//! to that tool, or the n-th call of any tool for `*`) or `rate`, an integer ratio such as
+//! `"1/5"` or a percentage `"20%"` (no floats, so the same seed gives the same faults on every
+//! platform). `probability` is the old name of `rate`, still read and deprecated. Which rule
+//! fires is the core's one fault engine (`simtape::cap::fault_rules`): every rate rule a call
+//! matches takes one `chance`, in rule order, whether or not an earlier rule fired, from the
+//! world's stream (inside a simulation the MCP actor's own `RngStream`; served on its own,
+//! a stream forked from the world seed). The first rule in spec order that triggers wins.
+//!
+//! What each kind does lives here too (`FaultKind::before`, `FaultKind::after`), beside
+//! its `[[faults.mcp]]` keys ([`KINDS`], [`decode_kind`]): a new kind is added in this module
+//! alone (and its docs).
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha12Rng;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use simtape::cap::fault_rules::{self, trigger_of, Trigger, ANY_TARGET};
 use simtape::rng::Ratio;
 use simtape::scenario::decoder::{integer, required_text, retry_after, text, Decoder, Fields};
+
+use super::server::{tool_error, TIMEOUT_CODE};
+use crate::era;
 
 /// What an injected fault does to a `tools/call`. This is the one list of MCP fault kinds:
 /// a world spec's `faults` and a scenario's `[[faults.mcp]]` both decode to it, and
@@ -52,6 +60,12 @@ pub enum FaultKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// Run the call as usual (its effects land), and answer only the first `chars` characters
+    /// of its text, without `structuredContent`, as a server that hit its output limit would.
+    Truncated {
+        /// How many characters of the answer's text arrive.
+        chars: usize,
+    },
 }
 
 /// A timeout fault's wait when the rule gives none.
@@ -59,11 +73,12 @@ pub const TIMEOUT_DEFAULT_MS: u64 = 30_000;
 
 /// The fault kinds of a scenario's `[[faults.mcp]]` rules, with the keys each adds beside the
 /// rule's own (`server`, `tool`, the trigger, `kind`); [`decode_kind`] reads them.
-pub const KINDS: [(&str, &[&str]); 4] = [
+pub const KINDS: [(&str, &[&str]); 5] = [
     ("rpc_error", &["code", "message", "retry_after"]),
     ("timeout", &["after"]),
     ("tool_error", &["message"]),
     ("partial_write", &["ops"]),
+    ("truncated", &["chars"]),
 ];
 /// The JSON-RPC error code of an `rpc_error` rule that names none.
 const RPC_CODE_DEFAULT: i64 = 429;
@@ -108,6 +123,19 @@ pub fn decode_kind(
             let message = required_text(decoded, fields, "message", "the tool error's text");
             Some(FaultKind::ToolError { message: message? })
         }
+        "truncated" => {
+            const WHAT: &str = "how many characters of the answer arrive, an integer from 0";
+            let chars = match fields.take("chars") {
+                Some(chars) => decoded.integer(&chars, 0, i64::MAX, WHAT),
+                None => {
+                    decoded.missing(fields, "chars", WHAT);
+                    None
+                }
+            };
+            Some(FaultKind::Truncated {
+                chars: usize::try_from(chars?).unwrap_or(usize::MAX),
+            })
+        }
         _ => {
             const WHAT: &str = "how many operations land, an integer from 0";
             let ops = match fields.take("ops") {
@@ -129,7 +157,73 @@ fn default_timeout_ms() -> u64 {
     TIMEOUT_DEFAULT_MS
 }
 
+/// What a fault does before the tool's effects run.
+#[derive(Debug)]
+pub(super) enum Before {
+    /// Answer this (the call's outcome, its answer) instead; nothing is applied.
+    Answer(&'static str, Result<Value, era::EnvelopeError>),
+    /// Run the call with at most this many operations landing, keep what landed, and answer
+    /// [`FaultKind::limited`].
+    Limit(usize),
+    /// Run the call as usual, then let [`FaultKind::after`] change its answer.
+    Run,
+}
+
 impl FaultKind {
+    /// Returns what the fault does before the tool's effects run.
+    pub(super) fn before(&self) -> Before {
+        match self {
+            FaultKind::RpcError {
+                code,
+                message,
+                data,
+            } => Before::Answer("rpc_error", Err((*code, message.clone(), data.clone()))),
+            FaultKind::Timeout { after_ms } => {
+                let message = format!("Request timed out after {after_ms} ms (simulated)");
+                let data = serde_json::json!({"timeoutMs": after_ms, "simulated": true});
+                Before::Answer("timeout", Err((TIMEOUT_CODE, message, Some(data))))
+            }
+            FaultKind::ToolError { message } => {
+                Before::Answer("tool_error", Ok(tool_error(message)))
+            }
+            FaultKind::PartialWrite { ops, .. } => Before::Limit(*ops),
+            FaultKind::Truncated { .. } => Before::Run,
+        }
+    }
+
+    /// Returns the answer of a call [`Before::Limit`] cut short, when the tool has `effects`
+    /// operations.
+    pub(super) fn limited(&self, effects: usize) -> (&'static str, Value) {
+        let (ops, message) = match self {
+            FaultKind::PartialWrite { ops, message } => (*ops, message.as_deref()),
+            _ => (effects, None),
+        };
+        let landed = ops.min(effects);
+        let text = message.map(str::to_string).unwrap_or_else(|| {
+            format!(
+                "partial write: {landed} of {effects} operations applied, then the server failed"
+            )
+        });
+        ("partial_write", tool_error(&text))
+    }
+
+    /// Returns what a call that ran as usual answers under this fault: its `outcome` and
+    /// `result`, or what the fault makes of them.
+    pub(super) fn after(&self, outcome: &'static str, result: Value) -> (&'static str, Value) {
+        match self {
+            FaultKind::Truncated { chars } => {
+                let text = result["content"][0]["text"].as_str().unwrap_or("");
+                let cut: String = text.chars().take(*chars).collect();
+                let answer = serde_json::json!({
+                    "content": [{"type": "text", "text": cut}],
+                    "isError": false,
+                });
+                ("truncated", answer)
+            }
+            _ => (outcome, result),
+        }
+    }
+
     /// Returns the fault kind's name as written in specs and reports.
     pub fn name(&self) -> &'static str {
         match self {
@@ -137,137 +231,95 @@ impl FaultKind {
             FaultKind::Timeout { .. } => "timeout",
             FaultKind::ToolError { .. } => "tool_error",
             FaultKind::PartialWrite { .. } => "partial_write",
+            FaultKind::Truncated { .. } => "truncated",
         }
     }
 }
 
-/// One fault rule as written in a spec.
+/// One fault rule: a tool (or `*`), a trigger and what happens. A world spec writes the
+/// trigger as `on_call` or `rate` (`probability`, deprecated, is read as `rate`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RuleText", into = "RuleText")]
 pub struct FaultRule {
     /// The tool this rule applies to, or `*` for all.
-    #[serde(default = "any_tool")]
     pub tool: String,
-    /// Fire on this 1-based call number.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_call: Option<u64>,
-    /// Fire with this probability, written as an integer ratio such as `"1/5"` and parsed
-    /// once, when the spec loads.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "probability"
-    )]
-    pub probability: Option<Ratio>,
+    /// When it fires.
+    pub trigger: Trigger,
     /// What happens when the rule fires.
     pub fault: FaultKind,
 }
 
-fn any_tool() -> String {
-    "*".into()
+impl fault_rules::FaultRule for FaultRule {
+    fn target(&self) -> &str {
+        &self.tool
+    }
+
+    fn trigger(&self) -> Trigger {
+        self.trigger
+    }
 }
 
-/// Reads a rule's `probability` as the spec writes it (`"n/d"`, or `null` for none); a bad
-/// ratio is a shape error, so serde places it at its line and column.
-fn probability<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Ratio>, D::Error> {
+/// A rule as a spec writes it; [`FaultRule`] checks and types it once, when the spec loads.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleText {
+    #[serde(default = "any_tool")]
+    tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    on_call: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "probability",
+        deserialize_with = "rate"
+    )]
+    rate: Option<Ratio>,
+    fault: FaultKind,
+}
+
+impl TryFrom<RuleText> for FaultRule {
+    type Error = fault_rules::TriggerError;
+
+    fn try_from(text: RuleText) -> Result<FaultRule, Self::Error> {
+        Ok(FaultRule {
+            tool: text.tool,
+            trigger: trigger_of(text.on_call, text.rate)?,
+            fault: text.fault,
+        })
+    }
+}
+
+impl From<FaultRule> for RuleText {
+    fn from(rule: FaultRule) -> RuleText {
+        let (on_call, rate) = match rule.trigger {
+            Trigger::OnCall(call) => (Some(call), None),
+            Trigger::Rate(ratio) => (None, Some(ratio)),
+        };
+        RuleText {
+            tool: rule.tool,
+            on_call,
+            rate,
+            fault: rule.fault,
+        }
+    }
+}
+
+fn any_tool() -> String {
+    ANY_TARGET.into()
+}
+
+/// Reads a rule's `rate` as the spec writes it (`"n/d"` or `"n%"`, or `null` for none) with
+/// the core's one ratio parser; a bad ratio is a shape error, so serde places it at its line
+/// and column.
+fn rate<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Ratio>, D::Error> {
     let Some(text) = Option::<String>::deserialize(deserializer)? else {
         return Ok(None);
     };
-    let ratio = parse_ratio(&text)
-        .map_err(|error| serde::de::Error::custom(format_args!("`probability`: {error}")))?;
-    Ok(Some(ratio))
-}
-
-/// A probability that is not an integer ratio. Not fatal: the spec is refused when it loads.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{text}` is not an integer ratio `n/d` with 0 <= n <= d and d > 0")]
-pub struct RatioError {
-    /// The probability as written.
-    pub text: String,
-}
-
-/// Parses `"n/d"` with `d > 0` and `n <= d`, as written (`"2/10"` stays two tenths). Only
-/// this form: a world spec takes neither the scenario format's `"n%"` nor a bare `"1"`.
-///
-/// ```
-/// use simtape::rng::Ratio;
-/// use simtape_mcp::world::faults::parse_ratio;
-/// assert_eq!(parse_ratio("1/5"), Ok(Ratio::new(1, 5).unwrap()));
-/// assert!(parse_ratio("0.2").is_err());
-/// assert!(parse_ratio("6/5").is_err());
-/// ```
-pub fn parse_ratio(text: &str) -> Result<Ratio, RatioError> {
-    let bad = || RatioError {
-        text: text.to_string(),
-    };
-    let (n, d) = text.split_once('/').ok_or_else(bad)?;
-    let n: u64 = n.trim().parse().map_err(|_| bad())?;
-    let d: u64 = d.trim().parse().map_err(|_| bad())?;
-    Ratio::new(n, d).ok_or_else(bad)
-}
-
-#[derive(Debug, Clone)]
-enum Trigger {
-    OnCall(u64),
-    Chance { ratio: Ratio, rng: Box<ChaCha12Rng> },
-}
-
-/// The fault rules of a world, with their random streams.
-#[derive(Debug, Clone)]
-pub struct FaultPlan {
-    rules: Vec<(String, Trigger, FaultKind)>,
-}
-
-impl FaultPlan {
-    /// Builds the plan. Rules were checked when the spec was loaded; a rule with neither or
-    /// both triggers cannot reach here.
-    pub fn new(rules: &[FaultRule], seed: u64) -> FaultPlan {
-        let rules = rules
-            .iter()
-            .enumerate()
-            .map(|(index, rule)| {
-                let trigger = match (rule.on_call, rule.probability) {
-                    (Some(n), None) => Trigger::OnCall(n),
-                    (None, Some(ratio)) => {
-                        let mut rng = ChaCha12Rng::seed_from_u64(seed);
-                        rng.set_stream(index as u64);
-                        Trigger::Chance {
-                            ratio,
-                            rng: Box::new(rng),
-                        }
-                    }
-                    _ => unreachable!("the spec check demands exactly one trigger"),
-                };
-                (rule.tool.clone(), trigger, rule.fault.clone())
-            })
-            .collect();
-        FaultPlan { rules }
-    }
-
-    /// Returns the fault for this call, if any: `tool_call` counts calls to `tool`, `call`
-    /// counts all calls (both 1-based).
-    pub fn pick(&mut self, tool: &str, tool_call: u64, call: u64) -> Option<FaultKind> {
-        let mut fired = None;
-        for (rule_tool, trigger, fault) in &mut self.rules {
-            let number = match rule_tool.as_str() {
-                "*" => call,
-                name if name == tool => tool_call,
-                _ => continue,
-            };
-            let triggered = match trigger {
-                Trigger::OnCall(n) => *n == number,
-                Trigger::Chance { ratio, rng } => {
-                    // Lemire's multiply-shift maps 64 random bits onto [0, d) without floats.
-                    let denominator = u128::from(ratio.denominator());
-                    let draw = (u128::from(rng.next_u64()) * denominator) >> 64;
-                    draw < u128::from(ratio.numerator())
-                }
-            };
-            if triggered && fired.is_none() {
-                fired = Some(fault.clone());
-            }
-        }
-        fired
+    match Ratio::parse(&text) {
+        Some(ratio) => Ok(Some(ratio)),
+        None => Err(serde::de::Error::custom(format_args!(
+            "`rate`: `{text}` is not a ratio `n/d` (0 <= n <= d, d > 0) or a percentage `n%`"
+        ))),
     }
 }
 
@@ -275,11 +327,13 @@ impl FaultPlan {
 mod tests {
     use super::*;
 
-    fn rule(tool: &str, on_call: Option<u64>, probability: Option<&str>) -> FaultRule {
+    use simtape::cap::fault_rules::FaultRules;
+    use simtape::rng::RngStream;
+
+    fn rule(tool: &str, on_call: Option<u64>, rate: Option<&str>) -> FaultRule {
         FaultRule {
             tool: tool.into(),
-            on_call,
-            probability: probability.map(|text| parse_ratio(text).unwrap()),
+            trigger: trigger_of(on_call, rate.map(|text| Ratio::parse(text).unwrap())).unwrap(),
             fault: FaultKind::ToolError {
                 message: "x".into(),
             },
@@ -291,9 +345,10 @@ mod tests {
         // Goal: probability faults repeat per seed, differ across seeds, and land near n/d.
         let rules = [rule("*", None, Some("1/4"))];
         let run = |seed| {
-            let mut plan = FaultPlan::new(&rules, seed);
+            let mut plan = FaultRules::new(rules.to_vec());
+            let mut rng = RngStream::fork(seed, "test");
             (1..=400)
-                .map(|c| plan.pick("t", c, c).is_some())
+                .map(|_| plan.fire("t", &mut rng).is_some())
                 .collect::<Vec<_>>()
         };
         assert_eq!(run(7), run(7));
@@ -303,40 +358,85 @@ mod tests {
     }
 
     #[test]
-    fn a_probability_is_parsed_once_as_written() {
+    fn a_rate_is_parsed_once_as_written_and_probability_is_its_old_name() {
         // Goal: a spec's `"n/d"` loads as that exact ratio (not reduced: the draw divides by
-        // d), writes back as the same text, and anything else is refused at load.
-        let text = r#"{"tool": "t", "probability": " 2 / 10 ", "fault": {"kind": "timeout"}}"#;
+        // d) with the core's one parser, so `"n%"` reads too; it writes back as `rate`; the
+        // deprecated `probability` reads the same; anything else is refused at load.
+        let text = r#"{"tool": "t", "rate": " 2 / 10 ", "fault": {"kind": "timeout"}}"#;
         let rule: FaultRule = serde_json::from_str(text).unwrap();
-        assert_eq!(rule.probability, Ratio::new(2, 10));
+        assert_eq!(rule.trigger, Trigger::Rate(Ratio::new(2, 10).unwrap()));
         let written = serde_json::to_value(&rule).unwrap();
-        assert_eq!(written["probability"], "2/10");
-        let none: FaultRule = serde_json::from_str(
-            r#"{"on_call": 1, "probability": null, "fault": {"kind": "timeout"}}"#,
-        )
-        .unwrap();
-        assert_eq!(none.probability, None);
-        for bad in ["25%", "1", "3/2", "1/0"] {
-            let text = format!(r#"{{"probability": "{bad}", "fault": {{"kind": "timeout"}}}}"#);
+        assert_eq!(written["rate"], "2/10");
+        assert!(written.get("probability").is_none());
+        let old = r#"{"tool": "t", "probability": "25%", "fault": {"kind": "timeout"}}"#;
+        let old: FaultRule = serde_json::from_str(old).unwrap();
+        assert_eq!(old.trigger, Trigger::Rate(Ratio::new(25, 100).unwrap()));
+        let on_call: FaultRule =
+            serde_json::from_str(r#"{"on_call": 1, "rate": null, "fault": {"kind": "timeout"}}"#)
+                .unwrap();
+        assert_eq!(on_call.trigger, Trigger::OnCall(1));
+        for bad in ["0.2", "3/2", "1/0"] {
+            let text = format!(r#"{{"rate": "{bad}", "fault": {{"kind": "timeout"}}}}"#);
             let error = serde_json::from_str::<FaultRule>(&text)
                 .unwrap_err()
                 .to_string();
             assert!(
-                error.contains(&format!("`probability`: `{bad}` is not an integer ratio")),
+                error.contains(&format!("`rate`: `{bad}` is not a ratio")),
                 "{error}"
             );
+        }
+        for (bad, why) in [
+            (
+                r#"{"fault": {"kind": "timeout"}}"#,
+                "give exactly one of `on_call` and `rate`",
+            ),
+            (
+                r#"{"on_call": 0, "fault": {"kind": "timeout"}}"#,
+                "calls count from 1",
+            ),
+        ] {
+            let error = serde_json::from_str::<FaultRule>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(why), "{error}");
         }
     }
 
     #[test]
     fn on_call_counts_per_tool_or_overall() {
         // Goal: a named rule counts that tool's calls; `*` counts every call.
-        let mut plan = FaultPlan::new(&[rule("b", Some(2), None), rule("*", Some(5), None)], 0);
-        let fired: Vec<bool> = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
+        let mut plan = FaultRules::new(vec![rule("b", Some(2), None), rule("*", Some(5), None)]);
+        let mut rng = RngStream::fork(0, "test");
+        let fired: Vec<bool> = ["a", "b", "a", "b", "a"]
             .iter()
-            .enumerate()
-            .map(|(i, (tool, n))| plan.pick(tool, *n, i as u64 + 1).is_some())
+            .map(|tool| plan.fire(tool, &mut rng).is_some())
             .collect();
         assert_eq!(fired, vec![false, false, false, true, true]);
+    }
+
+    #[test]
+    fn a_truncated_answer_keeps_its_effects_and_loses_its_tail() {
+        // Goal: a `truncated` rule lets the call land (the state changes) and answers only the
+        // first `chars` characters of its text, without structuredContent; the call record
+        // names the outcome and the fault.
+        let spec = r#"{"name":"w","initial_state":{"n":1},"goal":{"assertions":[{"path":"/n","equals":2}]},
+            "tools":[{"name":"set","inputSchema":{"type":"object","properties":{"v":{"type":"integer"}}},
+                      "effects":[{"op":"set","path":"/n","value":"{{v}}"}],"result":{"n":"{{v}}","note":"set"}}],
+            "faults":[{"tool":"set","on_call":1,"fault":{"kind":"truncated","chars":5}}]}"#;
+        let world = super::super::World::parse(spec, std::path::Path::new("w.json")).unwrap();
+        let mut server = super::super::WorldServer::new(world, 0);
+        let call = serde_json::json!({"name": "set", "arguments": {"v": 2}});
+        let answer = server.call_tool(&call).unwrap();
+        assert_eq!(answer["content"][0]["text"], r#"{"n":"#);
+        assert!(answer.get("structuredContent").is_none());
+        assert_eq!(answer["isError"], false);
+        assert_eq!(server.state(), &serde_json::json!({"n": 2}));
+        let record = &server.calls()[0];
+        assert_eq!(
+            (record.outcome.as_str(), record.fault.as_deref()),
+            ("truncated", Some("truncated"))
+        );
+        let whole = server.call_tool(&call).unwrap();
+        assert_eq!(whole["structuredContent"]["note"], "set");
     }
 }

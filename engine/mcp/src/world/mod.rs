@@ -12,21 +12,21 @@
 //! * [`template`] substitutes `{{arg}}` placeholders from the call arguments.
 //! * [`effects`] applies a tool's operations (read, set, merge, append, delete, add, subtract)
 //!   to a copy of the state, so a failing call changes nothing.
-//! * [`faults`] decides, per call, whether a fault fires: by call number or by a seeded
-//!   integer-ratio probability, one ChaCha stream per fault rule.
+//! * [`faults`] says what each fault kind does; whether one fires on a call (by call number or
+//!   a seeded integer-ratio rate) is the core's one fault engine, `simtape::cap::fault_rules`.
 //! * [`server::WorldServer`] is the pure dual-era MCP server: one line in, messages out.
 //! * [`mod@score`] checks a final state against the goal and lists collateral damage; the world
 //!   report and `eval` both use it.
-//! * [`outputs`] writes what `simtape mcp world` owes (final state, report) when the session
-//!   ends, journals each call as it is answered, and rebuilds the outputs from a journal left
-//!   by a killed server.
+//!
+//! What `simtape mcp world` owes on disk (final state, report, the journal of each call, the
+//! rebuild from a journal a killed server left) is the gateway's: `simtape-serve`'s
+//! `mcp_stdio::world`.
 //!
 //! The same [`WorldServer`] answers inside a simulation, behind the world-backed
 //! [`crate::actor::McpActor`]; there the spec's `latency` models each answer's virtual time.
 
 pub mod effects;
 pub mod faults;
-pub mod outputs;
 pub mod pointer;
 pub mod score;
 pub mod server;

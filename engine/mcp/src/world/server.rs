@@ -14,24 +14,22 @@
 //! `outputSchema` (a mismatch is a bug in the spec: JSON-RPC `-32603`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::effects::apply;
-use super::faults::{FaultKind, FaultPlan};
+use super::faults::{Before, FaultKind, FaultRule};
 use super::score::{score, Scored};
 use super::spec::{tool_listing, World};
 use super::template::{render, Bindings};
+use simtape::cap::fault_rules::FaultRules;
+use simtape::rng::RngStream;
+
 use crate::era::{self, LATEST_HANDSHAKE_VERSION, META_SERVER_INFO, MODERN_VERSIONS};
-use crate::journal::Journal;
 use crate::jsonrpc::{
     error_response, parse_line, result_response, Message, INVALID_PARAMS, METHOD_NOT_FOUND,
 };
-use crate::lines::LineRead;
-use crate::replay::ReplayServer;
-use crate::stdio::{serve_lines, Ending, Inbox};
 
 /// The error code of a simulated timeout: the one the MCP SDKs use for a request timeout.
 pub const TIMEOUT_CODE: i64 = -32001;
@@ -47,7 +45,8 @@ pub struct CallRecord {
     pub call: u64,
     /// The tool called.
     pub tool: String,
-    /// `ok`, `tool_error`, `invalid_arguments`, `rpc_error`, `timeout` or `partial_write`.
+    /// `ok`, `tool_error`, `invalid_arguments`, `rpc_error`, or the outcome an injected fault
+    /// gave the call (its kind's name, see `faults.rs`).
     pub outcome: String,
     /// The injected fault's kind, when one fired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,7 +60,9 @@ pub struct WorldReport {
     pub format: String,
     /// The world's name.
     pub world: String,
-    /// The seed the faults were drawn with.
+    /// The seed of the fault stream of a world served on its own (the spec's `seed`, or
+    /// `--seed`). Inside a simulation the faults draw from the MCP actor's stream, and this is
+    /// the spec's seed.
     pub seed: u64,
     /// The goal and collateral-damage verdict.
     #[serde(flatten)]
@@ -76,20 +77,25 @@ pub struct WorldServer {
     world: World,
     seed: u64,
     state: Value,
-    faults: FaultPlan,
+    faults: FaultRules<FaultRule>,
+    /// The stream rate faults draw from when the world is served on its own; inside a
+    /// simulation they draw from the MCP actor's stream instead ([`WorldServer::call_tool_drawing`]).
+    rng: RngStream,
     calls: Vec<CallRecord>,
     tool_calls: BTreeMap<String, u64>,
 }
 
 impl WorldServer {
-    /// Starts a world in its initial state; `seed` drives the probability faults.
+    /// Starts a world in its initial state; served on its own, its rate faults draw from a
+    /// stream forked from `seed` (name [`FAULT_STREAM`]).
     pub fn new(world: World, seed: u64) -> WorldServer {
-        let faults = FaultPlan::new(&world.spec.faults, seed);
+        let faults = FaultRules::new(world.spec.faults.clone());
         WorldServer {
             state: world.spec.initial_state.clone(),
             world,
             seed,
             faults,
+            rng: RngStream::fork(seed, FAULT_STREAM),
             calls: Vec::new(),
             tool_calls: BTreeMap::new(),
         }
@@ -110,13 +116,6 @@ impl WorldServer {
         &self.calls
     }
 
-    /// Restarts the fault streams from `seed` (the simulation actor derives it from its own
-    /// random stream before its first answer); the state and the call log are kept.
-    pub fn reseed(&mut self, seed: u64) {
-        self.seed = seed;
-        self.faults = FaultPlan::new(&self.world.spec.faults, seed);
-    }
-
     /// Returns the report on the current state.
     pub fn report(&self) -> WorldReport {
         let spec = &self.world.spec;
@@ -133,32 +132,6 @@ impl WorldServer {
     pub fn score(&self) -> Scored {
         let spec = &self.world.spec;
         score(&spec.goal, &spec.initial_state, &self.state)
-    }
-
-    /// Serves until the session ends (EOF, a signal, a client that went away) and says why.
-    /// Each `tools/call` is appended to `journal` (when given) before it is answered, so every
-    /// answered call can be replayed after a kill ([`super::outputs`]).
-    pub fn serve<W: Write>(
-        &mut self,
-        inbox: &Inbox,
-        output: W,
-        mut journal: Option<&mut Journal>,
-    ) -> Ending {
-        serve_lines(inbox, output, |read| match read {
-            LineRead::Line(line) => self.answer_journaled(&line, journal.as_deref_mut()),
-            LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
-        })
-    }
-
-    /// Handles one input line as [`WorldServer::handle_line`] does, and appends the call it
-    /// made, if any, to `journal` before the answer goes out.
-    pub fn answer_journaled(&mut self, line: &[u8], journal: Option<&mut Journal>) -> Vec<Value> {
-        let calls_before = self.calls.len();
-        let answers = self.handle_line(line);
-        if let (Some(journal), Some(call)) = (journal, self.calls.get(calls_before)) {
-            super::outputs::note_call(journal, call, line);
-        }
-        answers
     }
 
     /// Handles one input line and returns the messages to send back.
@@ -261,6 +234,24 @@ impl WorldServer {
     /// validation, effects, result. `Err` is the JSON-RPC error `(code, message, data)`; a tool
     /// error is an `Ok` result with `isError: true`.
     pub fn call_tool(&mut self, params: &Value) -> Result<Value, era::EnvelopeError> {
+        self.call_tool_from(params, None)
+    }
+
+    /// Runs one `tools/call` as [`WorldServer::call_tool`] does, its rate faults drawing from
+    /// `rng` (the MCP actor's own stream, inside a simulation).
+    pub fn call_tool_drawing(
+        &mut self,
+        params: &Value,
+        rng: &mut RngStream,
+    ) -> Result<Value, era::EnvelopeError> {
+        self.call_tool_from(params, Some(rng))
+    }
+
+    fn call_tool_from(
+        &mut self,
+        params: &Value,
+        rng: Option<&mut RngStream>,
+    ) -> Result<Value, era::EnvelopeError> {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Err((
                 INVALID_PARAMS,
@@ -286,7 +277,10 @@ impl WorldServer {
         let counter = self.tool_calls.entry(name.to_string()).or_insert(0);
         *counter += 1;
         let tool_call = *counter;
-        let fault = self.faults.pick(name, tool_call, call);
+        // The engine counts the same calls as `call` and `tool_call`: one per call that
+        // reaches here, per tool and in all.
+        let rng = rng.unwrap_or(&mut self.rng);
+        let fault = self.faults.fire(name, rng).map(|rule| rule.fault.clone());
         let (outcome, answer) = self.run_call(name, &arguments, call, tool_call, fault.as_ref());
         self.calls.push(CallRecord {
             call,
@@ -305,23 +299,11 @@ impl WorldServer {
         tool_call: u64,
         fault: Option<&FaultKind>,
     ) -> (&'static str, Result<Value, era::EnvelopeError>) {
-        let mut limit = usize::MAX;
-        match fault {
-            Some(FaultKind::RpcError {
-                code,
-                message,
-                data,
-            }) => return ("rpc_error", Err((*code, message.clone(), data.clone()))),
-            Some(FaultKind::Timeout { after_ms }) => {
-                let message = format!("Request timed out after {after_ms} ms (simulated)");
-                let data = json!({"timeoutMs": after_ms, "simulated": true});
-                return ("timeout", Err((TIMEOUT_CODE, message, Some(data))));
-            }
-            Some(FaultKind::ToolError { message }) => {
-                return ("tool_error", Ok(tool_error(message)))
-            }
-            Some(FaultKind::PartialWrite { ops, .. }) => limit = *ops,
-            None => {}
+        let mut limit = None;
+        match fault.map(FaultKind::before) {
+            Some(Before::Answer(outcome, answer)) => return (outcome, answer),
+            Some(Before::Limit(ops)) => limit = Some(ops),
+            Some(Before::Run) | None => {}
         }
         let tool = self
             .world
@@ -343,17 +325,19 @@ impl WorldServer {
         }
         let effects = &tool.spec.effects;
         let mut next = self.state.clone();
-        let applied = apply(&mut next, effects, limit, arguments, call, tool_call);
-        if let Some(FaultKind::PartialWrite { ops, message }) = fault {
+        let applied = apply(
+            &mut next,
+            effects,
+            limit.unwrap_or(usize::MAX),
+            arguments,
+            call,
+            tool_call,
+        );
+        if let (Some(fault), Some(_)) = (fault, limit) {
+            // What landed stays, as on a server that failed mid-write.
             self.state = next;
-            let landed = (*ops).min(effects.len());
-            let text = message.clone().unwrap_or_else(|| {
-                format!(
-                    "partial write: {landed} of {} operations applied, then the server failed",
-                    effects.len()
-                )
-            });
-            return ("partial_write", Ok(tool_error(&text)));
+            let (outcome, answer) = fault.limited(effects.len());
+            return (outcome, Ok(answer));
         }
         let reads = match applied {
             Ok(reads) => reads,
@@ -388,11 +372,21 @@ impl WorldServer {
             "structuredContent": structured,
             "isError": false,
         });
-        ("ok", Ok(result))
+        match fault {
+            Some(fault) => {
+                let (outcome, answer) = fault.after("ok", result);
+                (outcome, Ok(answer))
+            }
+            None => ("ok", Ok(result)),
+        }
     }
 }
 
-fn tool_error(message: &str) -> Value {
+/// The name of the stream a world served on its own draws its rate faults from, forked from
+/// its seed.
+pub const FAULT_STREAM: &str = "mcp-world/faults";
+
+pub(super) fn tool_error(message: &str) -> Value {
     json!({"content": [{"type": "text", "text": message}], "isError": true})
 }
 

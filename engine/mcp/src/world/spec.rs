@@ -10,6 +10,7 @@ use super::effects::Operation;
 use super::faults::FaultRule;
 use super::pointer::{tokens, PATH_DEPTH_MAX};
 use super::template::placeholders;
+use simtape::cap::fault_rules::Trigger;
 
 /// The value of the optional `format` field (specs without it are accepted).
 pub const SPEC_FORMAT: &str = "simtape-mcp-world/1";
@@ -154,6 +155,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 
 /// Why a spec cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpecError {
     /// The file could not be read.
     #[error("{path}: {source}")]
@@ -224,8 +226,7 @@ impl World {
     /// let world = World::parse(text, "w.json".as_ref()).unwrap();
     /// let plan = vec![FaultRule {
     ///     tool: "t".into(),
-    ///     on_call: Some(1),
-    ///     probability: None,
+    ///     trigger: simtape::cap::fault_rules::Trigger::OnCall(1),
     ///     fault: FaultKind::ToolError { message: "disk full".into() },
     /// }];
     /// assert_eq!(world.with_faults(plan).unwrap().spec.faults.len(), 1);
@@ -315,10 +316,9 @@ fn check(spec: &WorldSpec) -> Result<(), Problem> {
                 format!("no tool is named `{}`", rule.tool),
             ));
         }
-        match (&rule.on_call, &rule.probability) {
-            (Some(0), None) => return Err((format!("{at}/on_call"), "calls count from 1".into())),
-            (Some(_), None) | (None, Some(_)) => {}
-            _ => return Err((at, "give exactly one of `on_call` and `probability`".into())),
+        // A spec's text was checked when it loaded; a rule given in Rust is checked here.
+        if rule.trigger == Trigger::OnCall(0) {
+            return Err((format!("{at}/on_call"), "calls count from 1".into()));
         }
     }
     for (index, assertion) in spec.goal.assertions.iter().enumerate() {
@@ -496,10 +496,10 @@ mod tests {
             "{bad_arg}"
         );
         let bad_ratio = error(&format!(
-            "{BASE},\"faults\":[{{\"probability\":\"0.2\",\"fault\":{{\"kind\":\"timeout\"}}}}]}}"
+            "{BASE},\"faults\":[{{\"rate\":\"0.2\",\"fault\":{{\"kind\":\"timeout\"}}}}]}}"
         ));
         assert!(
-            bad_ratio.contains("`probability`: `0.2` is not an integer ratio `n/d`")
+            bad_ratio.contains("`rate`: `0.2` is not a ratio `n/d`")
                 && bad_ratio.contains("line 3"),
             "{bad_ratio}"
         );

@@ -5,6 +5,7 @@ use serde::Serialize;
 /// Why a filesystem operation failed. Every variant is an answer the pipeline can act on;
 /// none ends the run. Paths are as the pipeline named them, so tapes stay machine-independent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[non_exhaustive]
 pub enum FsError {
     /// The path leaves the overlay root: through `..`, as an absolute path outside the root,
     /// or through a symlink in the real directory; `resolved` is the symlink's target text.

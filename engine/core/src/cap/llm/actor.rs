@@ -1,19 +1,19 @@
 //! The LLM actor: answers `complete` requests from a backend, in virtual time.
 //!
-//! The backend is chosen when the actor is built ([`Backend`]): replay answers from a fixture,
-//! record calls a real provider and writes the fixture ([`super::record`]). The actor, its tape
-//! records and the [`LlmHandle`] are the same for both.
+//! The backend is chosen when the actor is built ([`ModelBackend`]): the fixture replay here,
+//! or one from outside the core ([`Llm::from_backend`]; record mode is the gateway's). The
+//! actor, its tape records and the [`LlmHandle`] are the same for every backend.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::backend::{ModelBackend, RecordError};
 use super::digest::{Memo, Observed};
 use super::faults::{fire, Fired, Outage};
 use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec, ThinkingSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
-use super::record::{LlmRecorder, RecordConfig, RecordError};
 use super::request::{
     ChatRequest, ChatResponse, MatchText, Message, Thinking, ToolCall, ToolDefinition, Usage,
 };
@@ -28,6 +28,7 @@ pub const UNMATCHED_HEAD_CHARS_MAX: usize = 240;
 
 /// Why a model call failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum LlmError {
     /// No fixture entry matched the request. Fatal for a replay: add an entry (the digest and
     /// the head of the last message say which request it is).
@@ -124,20 +125,10 @@ pub struct LlmReply {
     pub stream_fault: Option<StreamFault>,
 }
 
-/// Where answers come from; chosen when the actor is built, never switched during a run.
-// One backend per actor, cloned once per run: the size of the larger variant costs nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Backend {
-    /// Answers from a fixture; never reaches a real provider.
-    Replay(Replay),
-    /// Calls a real provider and appends each answer to a fixture ([`super::record`]).
-    Record(LlmRecorder),
-}
-
 /// The replay backend's state: the fixture, which `once` entries are used, the call counters.
+/// It answers from the fixture and never reaches a real provider.
 #[derive(Debug, Clone)]
-pub struct Replay {
+struct Replay {
     /// Shared by every run built from one actor: a sweep parses (and copies) it once.
     fixture: std::sync::Arc<Fixture>,
     used: Vec<bool>,
@@ -148,7 +139,7 @@ pub struct Replay {
 /// The LLM capability as an actor; register it with `Builder::actor`.
 #[derive(Debug, Clone)]
 pub struct LlmActor {
-    backend: Backend,
+    backend: Box<dyn ModelBackend>,
     faults: FaultRules<LlmFault>,
     /// The outage a `lasts` rule started, while it lasts.
     outage: Option<Outage>,
@@ -184,35 +175,26 @@ impl Llm {
         Fixture::parse(source, text).map(Llm::from_fixture)
     }
 
-    /// Returns a record actor: each call goes to the real provider `config` names and is
-    /// appended to its fixture file, which is created (or truncated) now, with its header.
-    ///
-    /// It fails when the base URL is not an `http`/`https` URL with a host, or the fixture
-    /// file cannot be created.
-    pub fn record(config: RecordConfig) -> Result<LlmActor, RecordError> {
-        Ok(LlmActor {
-            backend: Backend::Record(LlmRecorder::new(config)?),
-            faults: FaultRules::default(),
-            outage: None,
-            memo: Memo::default(),
-            observed: None,
-        })
-    }
-
-    /// Returns a replay actor over a parsed fixture.
-    pub fn from_fixture(fixture: Fixture) -> LlmActor {
+    /// Returns an actor answered by `backend`: how a crate outside the core (the gateway's
+    /// record mode) plugs in a backend that reaches the outside world.
+    pub fn from_backend(backend: impl ModelBackend + 'static) -> LlmActor {
         LlmActor {
-            backend: Backend::Replay(Replay {
-                used: vec![false; fixture.entries.len()],
-                fixture: std::sync::Arc::new(fixture),
-                run_calls: 0,
-                scope_calls: BTreeMap::new(),
-            }),
+            backend: Box::new(backend),
             faults: FaultRules::default(),
             outage: None,
             memo: Memo::default(),
             observed: None,
         }
+    }
+
+    /// Returns a replay actor over a parsed fixture.
+    pub fn from_fixture(fixture: Fixture) -> LlmActor {
+        Llm::from_backend(Replay {
+            used: vec![false; fixture.entries.len()],
+            fixture: std::sync::Arc::new(fixture),
+            run_calls: 0,
+            scope_calls: BTreeMap::new(),
+        })
     }
 }
 
@@ -252,24 +234,9 @@ impl LlmActor {
         self
     }
 
-    /// Returns the backend.
-    pub fn backend(&self) -> &Backend {
-        &self.backend
-    }
-
     /// Returns the lines of `once` entries not used yet (a test may require none).
     pub fn unused_once_lines(&self) -> Vec<u64> {
-        match &self.backend {
-            Backend::Replay(replay) => replay
-                .fixture
-                .entries
-                .iter()
-                .zip(&replay.used)
-                .filter(|(entry, used)| entry.mode == Mode::Once && !**used)
-                .map(|(entry, _)| entry.line)
-                .collect(),
-            Backend::Record(_) => Vec::new(),
-        }
+        self.backend.unused_once_lines()
     }
 }
 
@@ -302,10 +269,7 @@ impl Actor for LlmActor {
             Some(Fired::Stream(stream)) => Some(stream),
             None => None,
         };
-        let mut answer = match &mut self.backend {
-            Backend::Replay(replay) => replay.answer(request, digest, input_bytes, cx),
-            Backend::Record(recorder) => recorder.answer(request, digest, cx),
-        };
+        let mut answer = self.backend.answer(request, digest, input_bytes, cx);
         // Only an answer streams; an error goes out as it is.
         if answer.response.result.is_ok() {
             answer.response.stream_fault = stream_fault;
@@ -332,7 +296,7 @@ impl Actor for LlmActor {
     }
 }
 
-impl Replay {
+impl ModelBackend for Replay {
     fn answer(
         &mut self,
         request: &ChatRequest,
@@ -401,6 +365,22 @@ impl Replay {
         }
     }
 
+    fn unused_once_lines(&self) -> Vec<u64> {
+        self.fixture
+            .entries
+            .iter()
+            .zip(&self.used)
+            .filter(|(entry, used)| entry.mode == Mode::Once && !**used)
+            .map(|(entry, _)| entry.line)
+            .collect()
+    }
+
+    fn clone_backend(&self) -> Box<dyn ModelBackend> {
+        Box::new(self.clone())
+    }
+}
+
+impl Replay {
     /// Counts this call in the run and in its scope, returning both turn numbers.
     fn count_call(&mut self, request: &ChatRequest) -> Turns {
         self.run_calls = self.run_calls.saturating_add(1);

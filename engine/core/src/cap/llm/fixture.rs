@@ -14,6 +14,7 @@ pub const ENTRIES_MAX: usize = 100_000;
 
 /// A fixture that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FixtureError {
     /// The file cannot be read. Fatal for the run being built.
     #[error("{path}: cannot read the LLM fixture: {detail}")]
@@ -326,7 +327,7 @@ impl<'a> Lines<'a> {
 }
 
 /// Returns a short description of a JSON value's kind, for "found …".
-pub(crate) fn json_kind(value: &serde_json::Value) -> String {
+pub fn json_kind(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::Null => "null".to_owned(),
         serde_json::Value::Bool(b) => format!("the boolean {b}"),

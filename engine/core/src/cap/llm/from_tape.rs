@@ -15,10 +15,10 @@ use std::io::Read;
 use serde_json::{json, Value};
 
 use super::fixture::HttpFailure;
-use super::record::{fixture_entry, CallMatch};
 use super::request::ChatResponse;
+use super::written::{fixture_entry, CallMatch};
 pub use crate::tape::FromTapeError;
-use crate::tape::{payload_to_json, RecordKind, TapeReader};
+use crate::tape::{payload_to_json, CallShape, RecordKind, TapeReader};
 
 /// The fixture made from a tape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,13 +77,14 @@ pub fn fixture_from_tape<R: Read>(
         let body = payload.get(1).ok_or_else(|| bad("no body".into()))?;
         match record.kind {
             RecordKind::Request => {
-                pending = Some(conversation.advance(body, record.t_ns).map_err(bad)?);
+                let advanced = conversation.advance(body, record.t_ns);
+                pending = Some(advanced.map_err(|shape| bad(shape.to_string()))?);
             }
             RecordKind::Reply => {
                 let call = pending
                     .take()
                     .ok_or_else(|| bad("a reply without its request".into()))?;
-                match entry(&call, body, record.t_ns).map_err(bad)? {
+                match entry(&call, body, record.t_ns).map_err(|shape| bad(shape.to_string()))? {
                     Some(entry) => {
                         lines.push(entry.to_string());
                         entries += 1;
@@ -105,17 +106,30 @@ pub fn fixture_from_tape<R: Read>(
 
 impl Conversation {
     /// Applies a request record `[model, scope, messages, kept, new, tools_digest, tools]`.
-    fn advance(&mut self, body: &Value, t_ns: u64) -> Result<Pending, String> {
-        let field = |index: usize| body.get(index).ok_or(format!("request field {index}"));
-        let kept = field(3)?.as_u64().ok_or("`kept` is not a count")? as usize;
+    fn advance(&mut self, body: &Value, t_ns: u64) -> Result<Pending, CallShape> {
+        let field = |index: usize| {
+            body.get(index)
+                .ok_or_else(|| CallShape::missing(format!("request field {index}")))
+        };
+        let kept = field(3)?
+            .as_u64()
+            .ok_or_else(|| CallShape::invalid("`kept`", "not a count"))?
+            as usize;
         if kept > self.messages.len() {
-            return Err(format!("keeps {kept} of {} messages", self.messages.len()));
+            let had = self.messages.len();
+            return Err(CallShape::invalid(
+                "`kept`",
+                format!("keeps {kept} of {had} messages"),
+            ));
         }
         self.messages.truncate(kept);
-        for message in field(4)?.as_array().ok_or("`new` is not a list")? {
+        let new = field(4)?
+            .as_array()
+            .ok_or_else(|| CallShape::invalid("`new`", "not a list"))?;
+        for message in new {
             let part = |i: usize| message.get(i).and_then(Value::as_str).map(str::to_string);
-            let role = part(0).ok_or("a message without a role")?;
-            let content = part(1).ok_or("a message without content")?;
+            let role = part(0).ok_or_else(|| CallShape::missing("message role"))?;
+            let content = part(1).ok_or_else(|| CallShape::missing("message content"))?;
             self.messages.push((role, content));
         }
         if let Some(tools) = field(6)?.as_array() {
@@ -142,16 +156,21 @@ impl Conversation {
 
 /// Returns the fixture entry of a reply `[digest, entry_line, alternative, usage, result]`,
 /// or `None` when no fixture entry answered it.
-fn entry(call: &Pending, body: &Value, t_ns: u64) -> Result<Option<Value>, String> {
-    let field = |index: usize| body.get(index).ok_or(format!("reply field {index}"));
+fn entry(call: &Pending, body: &Value, t_ns: u64) -> Result<Option<Value>, CallShape> {
+    let field = |index: usize| {
+        body.get(index)
+            .ok_or_else(|| CallShape::missing(format!("reply field {index}")))
+    };
     if field(1)?.is_null() {
         return Ok(None);
     }
-    let digest = field(0)?.as_str().ok_or("the request digest is not text")?;
+    let digest = field(0)?
+        .as_str()
+        .ok_or_else(|| CallShape::invalid("the request digest", "not text"))?;
     let result = field(4)?;
     let outcome = if let Some(answer) = result.get("Ok") {
-        let response: ChatResponse =
-            serde_json::from_value(answer.clone()).map_err(|e| format!("the answer: {e}"))?;
+        let response: ChatResponse = serde_json::from_value(answer.clone())
+            .map_err(|e| CallShape::invalid("the answer", e))?;
         Ok(response)
     } else if let Some(http) = result.get("Err").and_then(|e| e.get("Http")) {
         let part = |i: usize| http.get(i).cloned().unwrap_or(Value::Null);
@@ -159,7 +178,7 @@ fn entry(call: &Pending, body: &Value, t_ns: u64) -> Result<Option<Value>, Strin
             status: part(0)
                 .as_u64()
                 .and_then(|s| u16::try_from(s).ok())
-                .ok_or("a status")?,
+                .ok_or_else(|| CallShape::invalid("the HTTP error", "no status"))?,
             message: part(1).as_str().unwrap_or_default().to_string(),
             retry_after_ms: part(2).as_u64(),
         })

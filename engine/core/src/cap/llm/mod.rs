@@ -7,9 +7,10 @@
 //! the usage and the response. A request that matches nothing is [`LlmError::Unmatched`]; it
 //! never reaches a real provider. The format is documented in `docs/llm-fixtures.md`.
 //!
-//! [`Llm::record`] builds the same actor in record mode: each call goes to a real provider
-//! (OpenAI Chat Completions, OpenAI Responses or Anthropic Messages), through the network
-//! policy, and is appended to a fixture that a later run replays ([`record`]).
+//! Where the answers come from is the actor's [`ModelBackend`] ([`backend`]): the fixture
+//! replay here, or a backend from outside the core given to [`Llm::from_backend`]. Record
+//! mode (each call to a real provider, appended to a fixture a later run replays) is such a
+//! backend, and lives with the providers' wire formats in the gateway crate, `simtape-serve`.
 //!
 //! Module map:
 //! - [`request`] — the chat model: messages, roles, tool calls and results, tools, usage.
@@ -18,13 +19,15 @@
 //! - [`matcher`] — the `match` block: substrings and globs, tools, turns.
 //! - [`latency`] — the latency model and the default token rule.
 //! - `digest` — request digests and usage counts streamed from the structs; the per-run memo.
-//! - [`actor`] — [`LlmActor`], its [`Backend`] seam, [`LlmHandle`], [`LlmError`].
+//! - [`actor`] — [`LlmActor`], [`LlmHandle`], [`LlmError`], the fixture replay.
+//! - [`backend`] — the [`ModelBackend`] seam and [`RecordError`].
 //! - [`faults`] — injected HTTP errors and stream faults by call number or seeded rate
 //!   (`[[faults.llm]]`).
-//! - [`record`] — record mode: [`RecordConfig`], the recorder, the fixture it writes.
-//! - [`wire`] — the providers' wire formats ([`Provider`]): requests out, answers in.
+//! - [`written`] — fixture entries written from answered calls (record mode, from-tape).
+//! - [`provider`] — which provider a recording talks to ([`Provider`]), [`host_and_port`].
 
 pub mod actor;
+pub mod backend;
 mod digest;
 pub mod faults;
 pub mod fixture;
@@ -32,17 +35,18 @@ pub mod from_tape;
 pub mod harn;
 pub mod latency;
 pub mod matcher;
-pub mod record;
+pub mod provider;
 pub mod request;
-pub mod wire;
+pub mod written;
 
-pub use actor::{Backend, Llm, LlmActor, LlmError, LlmHandle, LlmReply, RequestRecord};
+pub use actor::{Llm, LlmActor, LlmError, LlmHandle, LlmReply, RequestRecord};
+pub use backend::{ModelBackend, RecordError};
 pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
 pub use from_tape::{fixture_from_tape, FromTapeError, TapeFixture};
 pub use latency::{LatencyModel, UsageRule};
 pub use matcher::{EntryMatch, GlobError, TextPattern};
-pub use record::{LlmRecorder, RecordConfig, RecordError};
+pub use provider::{host_and_port, Provider};
 pub use request::{
     ChatRequest, ChatResponse, MatchText, Message, Role, Thinking, ToolCall, ToolDefinition, Usage,
 };
-pub use wire::{Provider, ServedBody, ServedRequest};
+pub use written::{fixture_entry, fixture_header, recorded_entry, CallMatch};

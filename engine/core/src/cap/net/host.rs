@@ -27,6 +27,7 @@ impl fmt::Display for CanonicalHost {
 /// Why a host or a port is not one. Never fatal to a run: a bad rule is reported when the
 /// policy is built, a bad connection target is refused (and the refusal is on the tape).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
     /// The host is empty.
     #[error("the host is empty")]
@@ -92,6 +93,7 @@ pub enum HostError {
 
 /// Why a port is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PortError {
     /// The port is empty.
     #[error("the port is empty")]

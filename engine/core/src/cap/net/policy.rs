@@ -132,6 +132,7 @@ pub struct Allowed {
 /// sees it as the result of its connect, like a firewall's refusal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum NetError {
     /// No rule allows the connection.
     Denied {

@@ -24,6 +24,7 @@ use super::host::{
 /// Why a rule could not be parsed. No variant is fatal to a run: it is reported when the
 /// policy is built, before anything runs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RuleError {
     /// The rule is empty or only whitespace.
     #[error("empty network rule")]
@@ -74,6 +75,7 @@ pub enum RuleError {
 
 /// What is wrong with a URL rule besides its host and port.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum UrlError {
     /// The scheme is not a URL scheme.
     #[error("{scheme:?} is not a URL scheme")]

@@ -1,15 +1,14 @@
 //! The process actor: per-program modes behind the actor seam, and the pipeline's handle.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::sync::Arc;
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::record::ProcessTapeWriter;
 use super::replay::{Replayer, UnusedEntry};
-use super::spawn::{run_real, RealRun, RunBounds};
-use super::tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry};
+use super::runner::{ProcessRecorder, ProcessRunner, RunBounds};
+use super::tape::{Captured, ExitStatus, ProcessTape, TapeEntry};
 use super::ProcessError;
 use crate::actor::{Actor, ActorContext, ActorRef, Answer};
 use crate::cap::fault_rules::FaultRules;
@@ -36,9 +35,11 @@ fn digest_fields<S: SerializeStruct>(
 /// One invocation a pipeline asks for.
 ///
 /// ```
-/// use simtape::cap::process::Command;
+/// use simtape::cap::process::{Command, ProcessRequest};
 /// let command = Command::new("git").arg("status").cwd("/tmp/repo").env("LANG", "C");
 /// assert_eq!(command.args, ["status"]);
+/// // What the process actor receives for it (`ProcessHandle::run` sends it):
+/// let request = ProcessRequest::Run(command);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Command {
@@ -184,21 +185,6 @@ impl Output {
             fuel_consumed: None,
         }
     }
-
-    fn from_real(run: RealRun) -> Output {
-        Output {
-            status: run.status,
-            stdout: run.stdout,
-            stderr: run.stderr,
-            duration_ns: run.duration_ns,
-            truncated: Truncation {
-                stdout_dropped_bytes: run.stdout_dropped_bytes,
-                stderr_dropped_bytes: run.stderr_dropped_bytes,
-            },
-            timed_out: run.timed_out,
-            fuel_consumed: None,
-        }
-    }
 }
 
 /// The actor's answer: a run's output, or that the tape check passed.
@@ -214,9 +200,10 @@ pub enum ProcessReply {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessMode {
-    /// Run it for real; nothing is written down. Not deterministic.
+    /// Run it for real (through the actor's [`ProcessRunner`]); nothing is written down. Not
+    /// deterministic.
     Real,
-    /// Run it for real and append it to the process tape.
+    /// Run it for real and append it to the process tape (the actor's [`ProcessRecorder`]).
     Record,
     /// Answer from the process tape; nothing runs.
     Replay,
@@ -258,7 +245,10 @@ pub struct ProcessActor {
     /// Each named program's mode; `None` leaves it uncovered whatever the default.
     pub(super) modes: BTreeMap<String, Option<ProcessMode>>,
     pub(super) fallback: Option<ProcessMode>,
-    writer: Option<ProcessTapeWriter>,
+    /// What runs `real` and `record` programs: the outside world's, never the core's.
+    runner: Option<Arc<dyn ProcessRunner>>,
+    /// Where `record` runs are written down.
+    recorder: Option<Arc<dyn ProcessRecorder>>,
     replayer: Option<Replayer>,
     bounds: RunBounds,
     strict_unused: bool,
@@ -276,7 +266,8 @@ impl ProcessActor {
         ProcessActor {
             modes: BTreeMap::new(),
             fallback: None,
-            writer: None,
+            runner: None,
+            recorder: None,
             replayer: None,
             bounds: RunBounds {
                 timeout_ms: PROCESS_TIMEOUT_DEFAULT_MS,
@@ -290,16 +281,10 @@ impl ProcessActor {
         }
     }
 
-    /// Returns an actor that runs every program for real, writing nothing down.
+    /// Returns an actor that runs every program for real, writing nothing down; the programs
+    /// run through the runner given with [`ProcessActor::with_runner`].
     pub fn real() -> ProcessActor {
         ProcessActor::hermetic().default_mode(ProcessMode::Real)
-    }
-
-    /// Returns an actor that runs and records every program into a new process tape at `path`.
-    pub fn record(path: impl AsRef<Path>) -> Result<ProcessActor, ProcessTapeError> {
-        ProcessActor::hermetic()
-            .default_mode(ProcessMode::Record)
-            .recording_to(path)
     }
 
     /// Returns an actor that answers every program from `tape`.
@@ -338,18 +323,18 @@ impl ProcessActor {
         self
     }
 
-    /// Gives record mode a new process tape at `path` (created or truncated now).
-    pub fn recording_to(
-        mut self,
-        path: impl AsRef<Path>,
-    ) -> Result<ProcessActor, ProcessTapeError> {
-        self.writer = Some(ProcessTapeWriter::create(path.as_ref())?);
-        Ok(self)
+    /// Gives `real` and `record` mode what runs their programs (the gateway's
+    /// `simtape_serve::outside::Spawner`); without one they fail with
+    /// [`ProcessError::NoRunner`].
+    pub fn with_runner(mut self, runner: Arc<dyn ProcessRunner>) -> ProcessActor {
+        self.runner = Some(runner);
+        self
     }
 
-    /// Shares `other`'s process tape writer: record mode appends to the same file.
-    pub(crate) fn recording_like(mut self, other: &ProcessActor) -> ProcessActor {
-        self.writer.clone_from(&other.writer);
+    /// Gives record mode where its runs are written down (a process tape); every clone of the
+    /// actor appends to the same one.
+    pub fn with_recorder(mut self, recorder: Arc<dyn ProcessRecorder>) -> ProcessActor {
+        self.recorder = Some(recorder);
         self
     }
 
@@ -451,12 +436,20 @@ impl ProcessActor {
             program: command.program.clone(),
             mode: mode.name().to_owned(),
         };
+        let no_runner = || ProcessError::NoRunner {
+            program: command.program.clone(),
+            mode: mode.name().to_owned(),
+        };
         match mode {
-            ProcessMode::Real => Ok(Output::from_real(run_real(command, self.bounds)?)),
+            ProcessMode::Real => {
+                let runner = self.runner.as_ref().ok_or_else(no_runner)?;
+                runner.run(command, &self.bounds)
+            }
             ProcessMode::Record => {
-                let writer = self.writer.as_ref().ok_or_else(no_tape)?;
-                let output = Output::from_real(run_real(command, self.bounds)?);
-                writer.append(&entry_of(command, &output))?;
+                let recorder = self.recorder.as_ref().ok_or_else(no_tape)?;
+                let runner = self.runner.as_ref().ok_or_else(no_runner)?;
+                let output = runner.run(command, &self.bounds)?;
+                recorder.append(&entry_of(command, &output))?;
                 Ok(output)
             }
             ProcessMode::Replay => {

@@ -21,6 +21,7 @@ pub fn scenario_modes() -> String {
 /// Why a process call failed. Each variant says whether the run can go on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProcessError {
     /// The program has no mode and the actor is hermetic. Fatal for the call: give the
     /// program a mode, or run its WASI module (`--process-wasi`).
@@ -181,4 +182,15 @@ pub enum ProcessError {
     /// Writing the process tape failed; the call's result is not recorded.
     #[error(transparent)]
     Tape(#[from] ProcessTapeError),
+    /// The program's mode runs it for real (`real`, `record`), and the actor has no
+    /// [`crate::cap::process::ProcessRunner`]: the core starts no process itself. Fatal for
+    /// the call: run the scenario through the `simtape` command (its gateway runs programs),
+    /// or give the actor a runner ([`crate::cap::process::ProcessActor::with_runner`]).
+    #[error("program {program:?} is in {mode} mode, which runs it for real, but the run has no process runner (the core starts no process; simtape-serve's `outside::Spawner` does)")]
+    NoRunner {
+        /// The program.
+        program: String,
+        /// `real` or `record`.
+        mode: String,
+    },
 }

@@ -15,7 +15,7 @@ use std::io::Read;
 use serde_json::Value;
 
 use super::tape::{header_line, Captured, ExitStatus, ProcessTape, TapeEntry};
-use crate::tape::{each_call, sha256_hex, FromTapeError, TapeCall, TapeReader};
+use crate::tape::{each_call, sha256_hex, CallShape, FromTapeError, TapeCall, TapeReader};
 
 /// The process tape made from a tape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,15 +85,15 @@ enum Made {
 /// Returns the entry of a call: request `{"Run": [program, args, cwd, env, stdin_size,
 /// stdin_sha256]}`, reply `{"Ok": {"Ran": [status, stdout_size, stdout_sha256, stderr_size,
 /// stderr_sha256, duration_ns, [stdout_dropped, stderr_dropped], timed_out, …]}}`.
-fn entry(call: &TapeCall, outputs: &BTreeMap<String, Vec<u8>>) -> Result<Made, String> {
+fn entry(call: &TapeCall, outputs: &BTreeMap<String, Vec<u8>>) -> Result<Made, CallShape> {
     let Some(ran) = call.reply.get("Ok").and_then(|ok| ok.get("Ran")) else {
         return Ok(Made::Failed);
     };
     let run = call
         .request
         .get("Run")
-        .ok_or("a process request without `Run`")?;
-    let output = |size: usize, digest: usize, what: &str| -> Result<Option<Captured>, String> {
+        .ok_or_else(|| CallShape::missing("`Run` of the process request"))?;
+    let output = |size: usize, digest: usize, what: &str| -> Result<Option<Captured>, CallShape> {
         let size: u64 = take(ran, size, what)?;
         let digest: String = take(ran, digest, what)?;
         if size == 0 {
@@ -126,10 +126,10 @@ fn take<T: serde::de::DeserializeOwned>(
     value: &Value,
     index: usize,
     what: &str,
-) -> Result<T, String> {
+) -> Result<T, CallShape> {
     let field = value
         .get(index)
         .cloned()
-        .ok_or_else(|| format!("no {what} (field {index})"))?;
-    serde_json::from_value(field).map_err(|e| format!("{what}: {e}"))
+        .ok_or_else(|| CallShape::missing(format!("{what} (field {index})")))?;
+    serde_json::from_value(field).map_err(|e| CallShape::invalid(what, e))
 }

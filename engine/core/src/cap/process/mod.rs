@@ -3,26 +3,29 @@
 //! A pipeline asks [`ProcessHandle::run`] for a [`Command`]. The [`ProcessActor`] picks the
 //! program's [`ProcessMode`]:
 //!
-//! - **real**: the program runs (see below) and nothing is written down;
-//! - **record**: it runs and one [`TapeEntry`] is appended to the process tape;
+//! - **real**: the program runs (through the actor's [`ProcessRunner`]) and nothing is
+//!   written down;
+//! - **record**: it runs and one [`TapeEntry`] is appended to the process tape (through its
+//!   [`ProcessRecorder`]);
 //! - **replay**: the first unused entry matching (program, args, cwd, stdin digest) answers;
 //!   no process starts;
 //! - none (the default, hermetic): [`ProcessError::NotCovered`].
 //!
 //! Every call takes the program's duration (observed, or recorded) as virtual latency, so a
-//! replay moves the clock exactly as the recording did. A real run blocks inside the actor's
-//! `handle`: the simulation is paused meanwhile. It runs in a new process group with a
-//! timeout; on timeout, and after the program ends, every live member of the group gets
-//! TERM, then KILL after [`crate::limits::PROCESS_TERM_GRACE_MS`], so no orphan survives.
-//! Each of stdout and stderr keeps at most [`crate::limits::Limits::process_output_bytes_max`]
-//! bytes; the dropped count is in [`Output::truncated`] and in the process tape.
+//! replay moves the clock exactly as the recording did. The core runs no real program: real
+//! and record mode go through the [`ProcessRunner`] and [`ProcessRecorder`] seam ([`runner`]),
+//! which the gateway crate (`simtape-serve`, `outside`) implements. A real run blocks inside
+//! the actor's `handle`: the simulation is paused meanwhile. The bounds it gets
+//! ([`RunBounds`]): a timeout, then TERM and KILL after
+//! [`crate::limits::PROCESS_TERM_GRACE_MS`], and at most
+//! [`crate::limits::Limits::process_output_bytes_max`] bytes of each of stdout and stderr; the
+//! dropped count is in [`Output::truncated`] and in the process tape.
 //!
 //! Each call is a `request`/`reply` pair on the simulation tape, with stdin, stdout and
 //! stderr as `{size, sha256}`. See `docs/process.md` for the process tape format.
 //!
 //! - [`tape`] — the process tape file: [`ProcessTape`], [`TapeEntry`], its errors.
-//! - `spawn` — running a real program: process group, timeout, capture, cleanup.
-//! - `record` — appending entries to a process tape.
+//! - [`runner`] — the seam to the outside: [`ProcessRunner`], [`ProcessRecorder`], [`RunBounds`].
 //! - `replay` — matching calls to entries; divergence, exhaustion, unused entries.
 //! - [`normalize`] — normalized views of output for comparing recordings.
 //! - [`from_tape`] — a process tape from a run's tape, its outputs found by digest.
@@ -36,9 +39,8 @@ mod error;
 mod faults;
 pub mod from_tape;
 pub mod normalize;
-mod record;
 mod replay;
-mod spawn;
+pub mod runner;
 pub mod tape;
 mod wasi_mode;
 
@@ -50,4 +52,5 @@ pub use error::{scenario_modes, ProcessError, SCENARIO_MODES};
 pub use from_tape::{process_tape_from_tape, TapeProcessTape};
 pub use normalize::Normalizer;
 pub use replay::UnusedEntry;
+pub use runner::{ProcessRecorder, ProcessRunner, RunBounds};
 pub use tape::{Captured, ExitStatus, ProcessTape, ProcessTapeError, TapeEntry};

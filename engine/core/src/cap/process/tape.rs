@@ -18,6 +18,7 @@ pub const PROCESS_TAPE_VERSION: u64 = 1;
 /// Why a process tape cannot be read or written. Fatal for the run that needs it: fix the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProcessTapeError {
     /// The file cannot be opened, read or written.
     #[error("{path}: {detail}")]
@@ -236,7 +237,7 @@ fn check_header(line: &str) -> Result<(), HeaderMismatch> {
 }
 
 /// Returns the header line of a new process tape (without the newline).
-pub(super) fn header_line() -> String {
+pub fn header_line() -> String {
     format!("{{\"simtape_process\": {PROCESS_TAPE_VERSION}}}")
 }
 

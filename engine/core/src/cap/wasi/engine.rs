@@ -83,9 +83,11 @@ fn config() -> Config {
 
 /// Checks that `bytes` are a WebAssembly module the sandbox's engine accepts, without
 /// compiling it (what `simtape check` does for each module a scenario names).
-pub(crate) fn validate(bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn validate(bytes: &[u8]) -> Result<(), super::ModuleError> {
     let engine = Engine::new(&config()).expect("the sandbox's engine configuration is valid");
-    Module::validate(&engine, bytes).map_err(|error| format!("{error:#}"))
+    Module::validate(&engine, bytes).map_err(|error| super::ModuleError::Invalid {
+        detail: format!("{error:#}"),
+    })
 }
 
 /// Refuses a module that imports anything but the preview-1 functions the sandbox links

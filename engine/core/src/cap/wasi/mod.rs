@@ -183,13 +183,28 @@ pub(crate) async fn run_guest(
     }
 }
 
+/// Why a WASI module a scenario names cannot be used (`simtape check` reports it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ModuleError {
+    /// The file does not read whole, or is over its cap.
+    #[error(transparent)]
+    Read(#[from] crate::input::InputProblem),
+    /// The file does not start with the WebAssembly magic.
+    #[error("not a WebAssembly module (no \\0asm magic)")]
+    NoMagic,
+    /// The sandbox's engine does not accept it.
+    #[cfg_attr(not(feature = "wasi"), allow(dead_code))]
+    #[error("{detail}")]
+    Invalid { detail: String },
+}
+
 /// Checks the WASI module at `path` before any run: within its size cap, and WebAssembly the
 /// sandbox accepts (with the `wasi` feature; without it, only the `\0asm` magic is checked).
-pub(crate) fn check_module(path: &std::path::Path) -> Result<(), String> {
+pub(crate) fn check_module(path: &std::path::Path) -> Result<(), ModuleError> {
     let bytes = crate::input::read_input(path, crate::limits::InputKind::WasmModule)
-        .map_err(|error| error.problem.to_string())?;
+        .map_err(|error| error.problem)?;
     if !bytes.starts_with(b"\0asm") {
-        return Err("not a WebAssembly module (no \\0asm magic)".into());
+        return Err(ModuleError::NoMagic);
     }
     #[cfg(feature = "wasi")]
     engine::validate(&bytes)?;

@@ -1,15 +1,17 @@
-//! Record mode's writer: appends one process tape entry per real invocation.
+//! Record mode's writer: appends one process tape entry per real invocation. The gateway's
+//! side of the [`ProcessRecorder`] seam: the core writes no process tape itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::tape::{header_line, ProcessTapeError, TapeEntry};
+use simtape::cap::process::tape::header_line;
+use simtape::cap::process::{ProcessRecorder, ProcessTapeError, TapeEntry};
 
 /// The process tape being written. Clones share the file, so every run built from one
-/// builder appends to it.
+/// builder appends to it. Give it to a builder with `Builder::process_record_to`.
 #[derive(Debug, Clone)]
-pub(super) struct ProcessTapeWriter {
+pub struct ProcessTapeWriter {
     inner: Arc<Mutex<WriterState>>,
 }
 
@@ -20,21 +22,23 @@ struct WriterState {
 }
 
 impl ProcessTapeWriter {
-    /// Creates (or truncates) the file and writes the header.
-    pub(super) fn create(path: &Path) -> Result<ProcessTapeWriter, ProcessTapeError> {
+    /// Creates (or truncates) the file and writes the header; returns it ready for
+    /// `Builder::process_record_to`.
+    pub fn create(path: &Path) -> Result<Arc<ProcessTapeWriter>, ProcessTapeError> {
         let file = std::fs::File::create(path).map_err(|e| io_error(path, &e))?;
         let mut state = WriterState {
             path: path.to_path_buf(),
             file,
         };
         state.append(&header_line())?;
-        Ok(ProcessTapeWriter {
+        Ok(Arc::new(ProcessTapeWriter {
             inner: Arc::new(Mutex::new(state)),
-        })
+        }))
     }
+}
 
-    /// Appends one entry.
-    pub(super) fn append(&self, entry: &TapeEntry) -> Result<(), ProcessTapeError> {
+impl ProcessRecorder for ProcessTapeWriter {
+    fn append(&self, entry: &TapeEntry) -> Result<(), ProcessTapeError> {
         let line = serde_json::to_string(entry).expect("a tape entry always encodes as JSON");
         match self.inner.lock() {
             Ok(mut state) => state.append(&line),

@@ -5,6 +5,8 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use simtape_mcp::{Cassette, McpError};
+
 /// Writes `bytes` to `path` atomically: either the old file or the whole new one is there.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let temporary = temporary_path(path);
@@ -25,6 +27,16 @@ pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> io::Resu
     let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
     text.push(b'\n');
     write_atomic(path, &text)
+}
+
+/// Writes `cassette` to `path` as pretty JSON with a trailing newline, atomically.
+pub fn save_cassette(cassette: &Cassette, path: &Path) -> Result<(), McpError> {
+    let mut text = serde_json::to_string_pretty(cassette).expect("a Value tree always serializes");
+    text.push('\n');
+    write_atomic(path, text.as_bytes()).map_err(|source| McpError::CassetteIo {
+        path: path.into(),
+        source,
+    })
 }
 
 /// The absolute form of a path, for a journal header that is read later, maybe from another

@@ -1,10 +1,15 @@
 //! Record mode: each model call goes to a real provider and is written down as a fixture
-//! entry, so the same run can later be replayed with [`Llm::replay`](super::Llm::replay).
+//! entry, so the same run can later be replayed with [`Llm::replay`](simtape::cap::llm::Llm::replay).
+//!
+//! This is the gateway's side of the model seam: [`LlmRecorder`] is a
+//! [`ModelBackend`] the core's LLM actor calls through ([`record`] builds the actor), so the
+//! HTTP client, the API key and the providers' wire formats ([`crate::wire`]) stay out of
+//! the core.
 //!
 //! For every `complete` call the recorder
 //! 1. asks the [`Network`] policy about the base URL's host and port (a denial is
 //!    [`LlmError::Denied`] and nothing is dialled),
-//! 2. sends the request in the provider's wire format ([`Provider`], see [`super::wire`]),
+//! 2. sends the request in the provider's wire format ([`Provider`], see [`crate::wire`]),
 //!    blocking inside the actor's `handle`: the simulation is paused while the real call runs,
 //!    so no virtual time passes and no other task runs meanwhile,
 //! 3. reads the answer (or the provider's HTTP error) back into our types, and
@@ -20,16 +25,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use super::actor::{LlmError, LlmReply};
-use super::fixture::HttpFailure;
-use super::latency::{tokens_of_bytes, LatencyModel};
-use super::request::{ChatRequest, ChatResponse, Usage};
-use super::wire::{error_message, Provider};
-use crate::actor::{ActorContext, Answer};
-use crate::cap::net::Network;
+use simtape::actor::{ActorContext, Answer};
+use simtape::cap::llm::fixture::HttpFailure;
+use simtape::cap::llm::latency::{tokens_of_bytes, LatencyModel};
+use simtape::cap::llm::{
+    fixture_header, host_and_port, recorded_entry, ChatRequest, ChatResponse, Llm, LlmActor,
+    LlmError, LlmReply, ModelBackend, Provider, RecordError, Usage,
+};
+use simtape::cap::net::Network;
+use simtape::scenario::Scenario;
+
+use crate::wire::{error_message, Wire};
 
 /// The `max_tokens` sent where the wire format requires one (Anthropic).
 pub const MAX_TOKENS_DEFAULT: u64 = 1024;
@@ -38,63 +46,12 @@ pub const TIMEOUT_MS_DEFAULT: u64 = 120_000;
 /// The largest response body read from a provider.
 pub const RESPONSE_BYTES_MAX: u64 = 16 * 1024 * 1024;
 
-/// Why a recorded call (or setting up record mode) failed, apart from provider HTTP errors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[serde(rename_all = "snake_case")]
-pub enum RecordError {
-    /// The API key's environment variable is not set. Fatal for record mode: set it.
-    #[error("record mode needs an API key: set {variable}")]
-    MissingApiKey {
-        /// The variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
-        variable: String,
-    },
-    /// The base URL is not an `http` or `https` URL with a host. Fatal: fix the setting.
-    #[error("base URL {url:?} is not usable: {reason}")]
-    BadBaseUrl {
-        /// The URL as given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The fixture file cannot be created or appended to. Fatal: what was recorded so far is
-    /// in the file, the rest is lost.
-    #[error("{path}: cannot write the LLM fixture: {detail}")]
-    Fixture {
-        /// The fixture file.
-        path: String,
-        /// The OS error.
-        detail: String,
-    },
-    /// The provider could not be reached or did not answer in time (connect, TLS, timeout,
-    /// a redirect, reading the body). Not recorded: nothing came back to replay.
-    #[error("calling {url} failed: {detail}")]
-    Transport {
-        /// The endpoint.
-        url: String,
-        /// What went wrong.
-        detail: String,
-    },
-    /// The provider answered, but not in the shape its wire format promises. Not recorded.
-    #[error(
-        "the {provider} answer (HTTP {status}) is malformed: expected {expected}, found {found}"
-    )]
-    Malformed {
-        /// The wire format's name.
-        provider: String,
-        /// The HTTP status of the answer.
-        status: u16,
-        /// What was expected, and where.
-        expected: String,
-        /// What was there instead.
-        found: String,
-    },
-}
-
 /// The settings of record mode.
 ///
 /// ```
-/// use simtape::cap::llm::{Provider, RecordConfig};
+/// use simtape::cap::llm::Provider;
 /// use simtape::cap::net::Network;
+/// use simtape_serve::outside::RecordConfig;
 /// let config = RecordConfig::new(Provider::OpenAiChat, "rec.jsonl", Network::deny().allow("127.0.0.1"))
 ///     .with_base_url("http://127.0.0.1:4010/v1")
 ///     .with_api_key("sk-test");
@@ -229,12 +186,42 @@ impl RecordConfig {
 }
 
 /// Reads one environment variable.
-#[allow(clippy::disallowed_methods)]
 fn environment_variable(name: &str) -> Option<String> {
     // Record mode talks to the real world by definition, and the API key and base URL are
     // where the usual tools keep them. Neither reaches the fixture or the tape, so a recorded
     // run replays the same on any machine.
     std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+/// Returns a record actor: each call goes to the real provider `config` names and is
+/// appended to its fixture file, which is created (or truncated) now, with its header.
+///
+/// It fails when the base URL is not an `http`/`https` URL with a host, or the fixture file
+/// cannot be created.
+pub fn record(config: RecordConfig) -> Result<LlmActor, RecordError> {
+    LlmRecorder::new(config).map(Llm::from_backend)
+}
+
+/// Returns the record-mode model the scenario's `[llm.record]` describes, authenticated with
+/// `api_key` (the caller reads it from `key_variable`; empty: no key is sent), or `None`
+/// without the section. Calls go through the scenario's `[network]` policy (without one, a
+/// policy that allows the provider's host alone); `[faults.llm]` apply as they do in replay,
+/// so the replay of the fixture fails the same calls. The fixture file is created (or
+/// truncated) now; nothing is dialled until the run's first model call.
+pub fn scenario_recorder(
+    scenario: &Scenario,
+    api_key: String,
+) -> Option<Result<LlmActor, RecordError>> {
+    let section = scenario.llm_record()?;
+    let network = match scenario.llm_record_network()? {
+        Ok(network) => network,
+        Err(error) => return Some(Err(error)),
+    };
+    let out = scenario.llm_record_out()?;
+    let config = RecordConfig::new(section.provider(), out, network)
+        .with_base_url(section.base_url().to_owned())
+        .with_api_key(api_key);
+    Some(record(config).map(|actor| actor.with_faults(scenario.llm_faults().to_vec())))
 }
 
 /// The record backend's state: the settings, the HTTP agent and the fixture being written.
@@ -279,11 +266,14 @@ impl LlmRecorder {
     pub fn config(&self) -> &RecordConfig {
         &self.config
     }
+}
 
-    pub(super) fn answer(
+impl ModelBackend for LlmRecorder {
+    fn answer(
         &mut self,
         request: &ChatRequest,
         request_digest: String,
+        _input_bytes: u64,
         cx: &mut ActorContext<'_>,
     ) -> Answer<LlmReply> {
         let failed = |error: LlmError| Answer {
@@ -304,7 +294,7 @@ impl LlmRecorder {
             Ok(outcome) => outcome,
             Err(error) => return failed(LlmError::Record(error)),
         };
-        let entry = entry(request, &request_digest, &outcome);
+        let entry = recorded_entry(request, &request_digest, &outcome);
         let line = match self.writer.lock() {
             Ok(mut writer) => writer.append(&entry),
             // A poisoned lock means another run panicked mid-append; the file is still whole
@@ -347,6 +337,12 @@ impl LlmRecorder {
         }
     }
 
+    fn clone_backend(&self) -> Box<dyn ModelBackend> {
+        Box::new(self.clone())
+    }
+}
+
+impl LlmRecorder {
     /// Makes the real call: the answer, or the provider's HTTP error.
     fn exchange(
         &self,
@@ -420,32 +416,6 @@ impl LlmRecorder {
     }
 }
 
-/// Returns the host and port of an `http` or `https` URL (the scheme's port by default).
-pub(crate) fn host_and_port(url: &str) -> Result<(String, u16), RecordError> {
-    let bad = |reason: &str| RecordError::BadBaseUrl {
-        url: url.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let uri: ureq::http::Uri = url.parse().map_err(|_| bad("it does not parse as a URL"))?;
-    let default_port = match uri.scheme_str() {
-        Some("http") => 80,
-        Some("https") => 443,
-        _ => return Err(bad("expected the scheme http or https")),
-    };
-    let authority = uri.authority().ok_or_else(|| bad("expected a host"))?;
-    if authority.as_str().contains('@') {
-        return Err(bad("expected no user name or password in the URL"));
-    }
-    let host = authority.host();
-    if host.is_empty() {
-        return Err(bad("expected a host"));
-    }
-    Ok((
-        host.to_owned(),
-        authority.port_u16().unwrap_or(default_port),
-    ))
-}
-
 /// Returns the wait a provider asks for: `retry-after-ms` (OpenAI) or `retry-after` in whole
 /// seconds. An HTTP-date `retry-after` is ignored: reading it would need the wall clock.
 fn retry_after_ms(headers: &ureq::http::HeaderMap) -> Option<u64> {
@@ -462,90 +432,6 @@ fn retry_after_ms(headers: &ureq::http::HeaderMap) -> Option<u64> {
     header("retry-after")
         .and_then(whole)
         .map(|seconds| seconds.saturating_mul(1_000))
-}
-
-/// Returns the fixture entry of one recorded call.
-fn entry(
-    request: &ChatRequest,
-    request_digest: &str,
-    outcome: &Result<ChatResponse, HttpFailure>,
-) -> Value {
-    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-    let call = CallMatch {
-        match_text: &request.match_text(),
-        tools: &tools,
-        scope: request.scope.as_deref(),
-    };
-    fixture_entry(&call, request_digest, outcome)
-}
-
-/// What a fixture entry written for one call matches: the conversation's match text
-/// ([`ChatRequest::match_text`]), the tool names offered, the scope.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct CallMatch<'a> {
-    pub(super) match_text: &'a str,
-    pub(super) tools: &'a [&'a str],
-    pub(super) scope: Option<&'a str>,
-}
-
-/// Returns the fixture entry that answers `call` with `outcome`: record mode writes one per
-/// real call, `fixtures from-tape` one per answered call of a tape.
-pub(super) fn fixture_entry(
-    call: &CallMatch<'_>,
-    request_digest: &str,
-    outcome: &Result<ChatResponse, HttpFailure>,
-) -> Value {
-    // The match holds the whole conversation text (exactly, as an escaped glob) and the tool
-    // names offered: content alone, never the call's position, so replay survives reordering.
-    // Repeated identical requests become several `once` entries, used in recording order.
-    let mut matcher = Map::new();
-    matcher.insert(
-        "text".into(),
-        json!({"glob": glob::Pattern::escape(call.match_text)}),
-    );
-    if !call.tools.is_empty() {
-        matcher.insert("tools".into(), call.tools.into());
-    }
-    let mut entry = Map::new();
-    entry.insert("_request_digest".into(), request_digest.into());
-    entry.insert("match".into(), Value::Object(matcher));
-    if let Some(scope) = call.scope {
-        entry.insert("scope".into(), scope.into());
-    }
-    match outcome {
-        Ok(response) => {
-            let calls: Vec<Value> = response
-                .tool_calls
-                .iter()
-                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
-                .collect();
-            let mut answer = json!({
-                "text": response.text,
-                "tool_calls": calls,
-                "stop_reason": response.stop_reason,
-                "usage": {
-                    "input_tokens": response.usage.input_tokens,
-                    "output_tokens": response.usage.output_tokens,
-                },
-                "model": response.model,
-            });
-            if let Some(thinking) = &response.thinking {
-                answer["thinking"] =
-                    json!({"text": thinking.text, "signature": thinking.signature});
-            }
-            entry.insert("response".into(), answer);
-        }
-        Err(failure) => {
-            let mut error = Map::new();
-            error.insert("status".into(), failure.status.into());
-            error.insert("message".into(), failure.message.as_str().into());
-            if let Some(ms) = failure.retry_after_ms {
-                error.insert("retry_after_ms".into(), ms.into());
-            }
-            entry.insert("error".into(), Value::Object(error));
-        }
-    }
-    Value::Object(entry)
 }
 
 /// The fixture file being written: the header, then one line per recorded call.
@@ -574,7 +460,7 @@ impl FixtureWriter {
             config.provider.name(),
         );
         writer.append_line(&comment)?;
-        writer.append_line(&json!({"simtape_llm": 1, "latency": config.latency}).to_string())?;
+        writer.append_line(&fixture_header(&config.latency).to_string())?;
         Ok(writer)
     }
 

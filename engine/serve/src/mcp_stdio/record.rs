@@ -1,8 +1,8 @@
 //! The recording proxy of `simtape mcp record`: start the server, forward client lines to its
 //! stdin and its stdout lines to the client unchanged, and journal every message with the
 //! milliseconds since the start (beside the cassette, flushed per message, see
-//! [`crate::journal`]). When the session ends (stdin EOF or a termination signal, see
-//! [`crate::stdio`]), close the server's stdin, pass the signal on if there was one, wait for it
+//! [`crate::mcp_stdio::journal`]). When the session ends (stdin EOF or a termination signal, see
+//! [`crate::mcp_stdio::stdio`]), close the server's stdin, pass the signal on if there was one, wait for it
 //! to exit (kill it after a grace period), and build the cassette from the journal. A journal
 //! left by a killed recorder becomes a cassette through [`recover`].
 
@@ -15,14 +15,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cassette::{Cassette, Direction};
-use crate::error::McpError;
-use crate::files::{absolute, recovered_path};
-use crate::journal::{self, Journal};
-use crate::limits::{LINE_BYTES_MAX, SHUTDOWN_GRACE_MS};
-use crate::lines::{read_line_bounded, LineRead};
-use crate::redact::Redactor;
-use crate::stdio::{Ending, Event, Inbox};
+use crate::mcp_stdio::files::{absolute, recovered_path};
+use crate::mcp_stdio::journal::{self, Journal};
+use crate::mcp_stdio::stdio::{Ending, Event, Inbox};
+use simtape_mcp::cassette::{Cassette, Direction};
+use simtape_mcp::error::McpError;
+use simtape_mcp::limits::{LINE_BYTES_MAX, SHUTDOWN_GRACE_MS};
+use simtape_mcp::lines::{read_line_bounded, LineRead};
+use simtape_mcp::redact::Redactor;
 
 /// The `kind` of a recording's journal.
 pub const JOURNAL_KIND: &str = "record";
@@ -174,7 +174,7 @@ pub fn record<W: Write + Send>(
 
 /// A recording of many sessions (`simtape mcp record --http`): each session is a server
 /// process of its own, started when the session opens, and every message goes to one journal
-/// with its session's number, so the cassette holds them all ([`crate::cassette::Entry::session`]).
+/// with its session's number, so the cassette holds them all ([`simtape_mcp::cassette::Entry::session`]).
 #[derive(Debug)]
 pub struct SessionRecorder {
     command: Vec<String>,
@@ -322,7 +322,7 @@ pub fn recover(journal_path: &Path, cassette: Option<&Path>) -> Result<Written, 
         }
     }
     built.fill_latencies();
-    built.save(&target)?;
+    crate::mcp_stdio::files::save_cassette(&built, &target)?;
     journal::remove(journal_path)?;
     Ok(Written {
         cassette: target,

@@ -5,9 +5,9 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::lines::LineRead;
-use crate::replay::ReplayServer;
-use crate::stdio::{serve_lines, Ending, Inbox};
+use crate::mcp_stdio::stdio::{serve_lines, Ending, Inbox};
+use simtape_mcp::lines::LineRead;
+use simtape_mcp::replay::ReplayServer;
 
 /// Serves until the session ends (EOF, a signal, a client that went away) and says why. What
 /// the recorded server sent before the client spoke goes first; every bad message gets an
@@ -41,7 +41,7 @@ pub fn write_messages<W: Write>(output: &mut W, messages: &[Value]) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Cassette, Redactor};
+    use simtape_mcp::{Cassette, Redactor};
 
     #[test]
     fn serves_lines_until_eof_and_survives_garbage() {

@@ -7,9 +7,7 @@ use super::{
     arguments, array, field, implied_stop, optional, optional_string, schema, string, usage, Shape,
     WireAnswer,
 };
-use crate::cap::llm::request::{
-    ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition,
-};
+use simtape::cap::llm::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDefinition};
 
 pub(super) fn request_body(request: &ChatRequest, model: &str) -> Value {
     let mut body = Map::new();

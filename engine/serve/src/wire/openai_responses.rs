@@ -9,7 +9,7 @@ use super::{
     arguments, array, field, implied_stop, optional, optional_string, schema, string, usage,
     ServedRequest, Shape, WireAnswer,
 };
-use crate::cap::llm::request::{
+use simtape::cap::llm::{
     ChatRequest, ChatResponse, Message, Role, Thinking, ToolCall, ToolDefinition,
 };
 
@@ -558,8 +558,8 @@ fn item_events(index: usize, item: Value) -> Vec<(&'static str, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cap::llm::request::Usage;
-    use crate::cap::llm::wire::{Provider, ServedRequest};
+    use crate::wire::{ServedRequest, Wire};
+    use simtape::cap::llm::{Provider, Usage};
 
     fn answer(text: &str, stop_reason: &str) -> ChatResponse {
         ChatResponse {

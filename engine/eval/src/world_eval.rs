@@ -1,8 +1,12 @@
 //! `simtape mcp eval`: scores n final states of one world against its goal.
 //!
 //! With c passing states out of n, it gives pass@k and pass^k for every k in 1..=n
-//! (mcp-llm.md §6), exactly, with the estimators of `simtape_eval::estimate`. `n` is capped by
-//! [`crate::limits::EVAL_STATES_MAX`] so every C(n, k) fits.
+//! (mcp-llm.md §6), exactly, with the estimators of [`crate::estimate`]. `n` is capped by
+//! [`simtape_mcp::limits::EVAL_STATES_MAX`] so every C(n, k) fits.
+//!
+//! It lives here, above `simtape-mcp`, because it decides what runs came to (the layering is
+//! core ← mcp ← eval ← agent ← serve ← cli): the world and its scoring are MCP's, pass@k and
+//! the reports are eval's.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -10,10 +14,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use simtape_eval::estimate::{Fraction, KRow};
+use simtape_mcp::limits::EVAL_STATES_MAX;
+use simtape_mcp::world::{score, Scored, World};
 
-use crate::limits::EVAL_STATES_MAX;
-use crate::world::{score, Scored, World};
+use crate::estimate::{Fraction, KRow};
 
 /// One scored state file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +64,7 @@ pub struct WorldEvalReport {
 
 /// Why states cannot be scored: a usage error, fatal to the eval only.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EvalError {
     /// No state was given.
     #[error("eval needs at least one --state")]
@@ -73,7 +78,7 @@ pub enum EvalError {
 }
 
 // Every binomial of pass@k and pass^k stays exact up to the estimators' bound.
-const _: () = assert!(EVAL_STATES_MAX as u64 <= simtape_eval::estimate::TRIALS_EXACT_MAX);
+const _: () = assert!(EVAL_STATES_MAX as u64 <= crate::estimate::TRIALS_EXACT_MAX);
 
 /// Scores states (path, parsed JSON) against the world's goal.
 pub fn evaluate(world: &World, states: &[(PathBuf, Value)]) -> Result<WorldEvalReport, EvalError> {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::error::McpError;
+use simtape_mcp::error::McpError;
 
 /// The `format` of a journal's header line.
 pub const FORMAT: &str = "simtape-mcp-journal";
@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn a_cut_last_line_is_skipped_and_reported() {
         // Goal: every complete line is read back; a half-written one is named, not fatal.
-        let dir = crate::files::test_dir("journal");
+        let dir = crate::mcp_stdio::files::test_dir("journal");
         let path = path_for(&dir.join("out.json"));
         let mut journal = Journal::create(&path, "test", json!({"extra": 1})).unwrap();
         assert!(matches!(is_left(&path), Err(McpError::JournalBusy { .. })));

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use super::{
     array, field, implied_stop, optional, optional_string, schema, string, usage, Shape, WireAnswer,
 };
-use crate::cap::llm::request::{
+use simtape::cap::llm::{
     ChatRequest, ChatResponse, Message, Role, Thinking, ToolCall, ToolDefinition,
 };
 

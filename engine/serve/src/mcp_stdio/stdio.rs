@@ -10,9 +10,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use serde_json::Value;
 
-use crate::limits::LINE_BYTES_MAX;
-use crate::lines::{read_line_bounded, LineRead};
-use crate::serve::write_messages;
+use crate::mcp_stdio::serve::write_messages;
+use simtape_mcp::limits::LINE_BYTES_MAX;
+use simtape_mcp::lines::{read_line_bounded, LineRead};
 
 /// Why a stdio session ended. Every ending runs the same shutdown: the owed files are written.
 #[derive(Debug, Clone, PartialEq, Eq)]

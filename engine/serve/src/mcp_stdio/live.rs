@@ -11,17 +11,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cassette::{Cassette, Direction};
-use crate::era::{self, LATEST_HANDSHAKE_VERSION};
-use crate::error::McpError;
-use crate::jsonrpc::{error_response, is_request, is_response, method_of, METHOD_NOT_FOUND};
-use crate::limits::{
+use crate::mcp_stdio::record::{spawn, stop};
+use simtape_mcp::cassette::{Cassette, Direction};
+use simtape_mcp::era::{self, LATEST_HANDSHAKE_VERSION};
+use simtape_mcp::error::McpError;
+use simtape_mcp::jsonrpc::{error_response, is_request, is_response, method_of, METHOD_NOT_FOUND};
+use simtape_mcp::limits::{
     LINE_BYTES_MAX, LIVE_RESPONSE_TIMEOUT_AFTER_MISS_MS, LIVE_RESPONSE_TIMEOUT_MS,
 };
-use crate::lines::{read_line_bounded, LineRead};
-use crate::record::{spawn, stop};
-use crate::redact::Redactor;
-use crate::script::Step;
+use simtape_mcp::lines::{read_line_bounded, LineRead};
+use simtape_mcp::redact::Redactor;
+use simtape_mcp::script::Step;
 
 /// Replays the client side of `recorded` against a live server and returns what happened as a
 /// candidate cassette (redacted with `redactor`, like a recording). A recording of several
@@ -96,7 +96,7 @@ fn rerun_one(
 type RecordedAnswer = (Value, Value, bool);
 
 fn recorded_answers(recorded: &Cassette) -> Vec<RecordedAnswer> {
-    let side = crate::script::server_side(recorded);
+    let side = simtape_mcp::script::server_side(recorded);
     side.segments
         .values()
         .flat_map(|segment| segment.steps().cloned().collect::<Vec<_>>())

@@ -4,15 +4,19 @@
 //! text and seed are in its header, so a journal left by a killed server replays to the same
 //! state and report ([`recover`]).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::server::{CallRecord, WorldReport, WorldServer};
-use super::spec::World;
-use crate::error::McpError;
-use crate::files::{absolute, recovered_path, write_json_atomic};
-use crate::journal::{self, Journal};
+use crate::mcp_stdio::files::{absolute, recovered_path, write_json_atomic};
+use crate::mcp_stdio::journal::{self, Journal};
+use crate::mcp_stdio::stdio::{serve_lines, Ending, Inbox};
+use simtape_mcp::error::McpError;
+use simtape_mcp::lines::LineRead;
+use simtape_mcp::replay::ReplayServer;
+use simtape_mcp::world::server::{CallRecord, WorldReport, WorldServer};
+use simtape_mcp::world::spec::World;
 
 /// The `kind` of a world session's journal.
 pub const JOURNAL_KIND: &str = "world";
@@ -81,8 +85,38 @@ pub fn open_journal(
     Journal::create(&path, JOURNAL_KIND, header).map(Some)
 }
 
+/// Serves `server` until the session ends (EOF, a signal, a client that went away) and says
+/// why. Each `tools/call` is appended to `journal` (when given) before it is answered, so
+/// every answered call can be replayed after a kill ([`recover`]).
+pub fn serve<W: Write>(
+    server: &mut WorldServer,
+    inbox: &Inbox,
+    output: W,
+    mut journal: Option<&mut Journal>,
+) -> Ending {
+    serve_lines(inbox, output, |read| match read {
+        LineRead::Line(line) => answer_journaled(server, &line, journal.as_deref_mut()),
+        LineRead::TooLong(length) => vec![ReplayServer::line_too_long(length)],
+    })
+}
+
+/// Handles one input line as [`WorldServer::handle_line`] does, and appends the call it made,
+/// if any, to `journal` before the answer goes out.
+pub fn answer_journaled(
+    server: &mut WorldServer,
+    line: &[u8],
+    journal: Option<&mut Journal>,
+) -> Vec<Value> {
+    let calls_before = server.calls().len();
+    let answers = server.handle_line(line);
+    if let (Some(journal), Some(call)) = (journal, server.calls().get(calls_before)) {
+        note_call(journal, call, line);
+    }
+    answers
+}
+
 /// Appends one answered call: its record and the request line that made it.
-pub(super) fn note_call(journal: &mut Journal, call: &CallRecord, line: &[u8]) {
+fn note_call(journal: &mut Journal, call: &CallRecord, line: &[u8]) {
     let request: Value = serde_json::from_slice(line).expect("a line that made a call is JSON");
     if let Err(e) = journal.append(&json!({"call": call, "request": request})) {
         eprintln!("simtape mcp world: {e}; a kill from now on may lose calls");
@@ -176,13 +210,12 @@ pub fn recover_left(outputs: &Outputs) -> Result<Option<Recovered>, McpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stdio::Inbox;
 
     #[test]
     fn a_left_journal_rebuilds_the_same_state_and_report() {
         // Goal: replaying the journal of a session gives the outputs the session would have
         // written itself.
-        let dir = crate::files::test_dir("world-outputs");
+        let dir = crate::mcp_stdio::files::test_dir("world-outputs");
         let spec = r#"{"name":"w","initial_state":{"n":1},"goal":{"assertions":[{"path":"/n","equals":2}]},
             "tools":[{"name":"set","inputSchema":{"type":"object","properties":{"v":{"type":"integer"}}},"effects":[{"op":"set","path":"/n","value":"{{v}}"}]}]}"#;
         let world = World::parse(spec, Path::new("w.json")).unwrap();
@@ -199,7 +232,7 @@ mod tests {
 {"jsonrpc":"2.0","id":2,"method":"tools/list"}
 "#,
         );
-        server.serve(&inbox, Vec::new(), Some(&mut journal));
+        serve(&mut server, &inbox, Vec::new(), Some(&mut journal));
         let expected = server.report();
         let journal_path = journal.close();
         let recovered = recover(&journal_path, &Outputs::default()).unwrap();

@@ -18,71 +18,60 @@ mod openai_responses;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use serde_json::Value;
 
-use super::fixture::json_kind;
-use super::request::{ChatRequest, ChatResponse, Thinking, ToolCall, Usage};
-
-/// The wire format a recorded call is sent in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    /// OpenAI Chat Completions, `POST {base}/chat/completions`, `Authorization: Bearer`.
-    OpenAiChat,
-    /// OpenAI Responses, `POST {base}/responses`, `Authorization: Bearer`.
-    OpenAiResponses,
-    /// Anthropic Messages, `POST {base}/v1/messages`, `x-api-key` and `anthropic-version`.
-    AnthropicMessages,
-}
+use simtape::cap::llm::fixture::json_kind;
+use simtape::cap::llm::{ChatRequest, ChatResponse, Provider, Thinking, ToolCall, Usage};
 
 /// The `anthropic-version` header sent: the Messages API's stable version.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-impl Provider {
-    /// Returns the provider's name as fixtures and errors show it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat => "openai_chat",
-            Provider::OpenAiResponses => "openai_responses",
-            Provider::AnthropicMessages => "anthropic_messages",
-        }
-    }
+/// A provider's wire format, both sides: what record mode sends and reads back, and what
+/// `simtape serve` reads from an agent and answers. The core names the provider
+/// ([`Provider`]); the shapes are the gateway's.
+pub trait Wire: Copy {
+    /// Returns the URL a call is posted to: the base URL plus the path the SDK appends.
+    fn endpoint(self, base_url: &str) -> String;
+    /// Returns the authentication headers for `api_key` (none when the key is empty).
+    fn auth_headers(self, api_key: &str) -> Vec<(&'static str, String)>;
+    /// Returns the JSON body of `request` in this wire format, asking for `model`.
+    fn request_body(self, request: &ChatRequest, model: &str, max_tokens: u64) -> Value;
+    /// Reads a successful (2xx) response body.
+    fn parse_response(self, body: &Value) -> Result<WireAnswer, Shape>;
+    /// Reads an agent's request body in this wire format.
+    fn parse_request(self, body: &Value) -> Result<ServedRequest, Shape>;
+    /// Renders `answer` as the provider sends it: JSON, or the whole event stream.
+    fn answer_body(
+        self,
+        served: &ServedRequest,
+        answer: &ChatResponse,
+        id: &str,
+        created_unix_s: i64,
+    ) -> ServedBody;
+    /// Returns the server-sent events of `answer` as the provider streams them.
+    fn answer_events(
+        self,
+        served: &ServedRequest,
+        answer: &ChatResponse,
+        id: &str,
+        created_unix_s: i64,
+    ) -> Vec<String>;
+    /// Returns the provider's error body for `status` with `message`.
+    fn error_body(self, status: u16, message: &str) -> Value;
+}
 
-    /// Returns the real provider's base URL, in the form its official SDK takes.
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat | Provider::OpenAiResponses => "https://api.openai.com/v1",
-            Provider::AnthropicMessages => "https://api.anthropic.com",
-        }
-    }
-
-    /// Returns the environment variable that holds the API key.
-    pub fn api_key_variable(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_API_KEY",
-            Provider::AnthropicMessages => "ANTHROPIC_API_KEY",
-        }
-    }
-
-    /// Returns the environment variable that may override the base URL (as in the SDKs).
-    pub fn base_url_variable(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_BASE_URL",
-            Provider::AnthropicMessages => "ANTHROPIC_BASE_URL",
-        }
-    }
-
+impl Wire for Provider {
     /// Returns the URL a call is posted to: the base URL plus the path the SDK appends.
     ///
     /// ```
     /// use simtape::cap::llm::Provider;
+    /// use simtape_serve::wire::Wire;
     /// assert_eq!(Provider::OpenAiChat.endpoint("http://127.0.0.1:4010/v1/"),
     ///            "http://127.0.0.1:4010/v1/chat/completions");
     /// assert_eq!(Provider::AnthropicMessages.endpoint("http://127.0.0.1:4010"),
     ///            "http://127.0.0.1:4010/v1/messages");
     /// ```
-    pub fn endpoint(self, base_url: &str) -> String {
+    fn endpoint(self, base_url: &str) -> String {
         let base = base_url.trim_end_matches('/');
         match self {
             Provider::OpenAiChat => format!("{base}/chat/completions"),
@@ -93,7 +82,7 @@ impl Provider {
 
     /// Returns the authentication headers for `api_key` (none when the key is empty, as
     /// for a local fake provider).
-    pub fn auth_headers(self, api_key: &str) -> Vec<(&'static str, String)> {
+    fn auth_headers(self, api_key: &str) -> Vec<(&'static str, String)> {
         let mut headers = Vec::new();
         if self == Provider::AnthropicMessages {
             headers.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
@@ -111,7 +100,7 @@ impl Provider {
 
     /// Returns the JSON body of `request` in this wire format, asking for `model`.
     /// `max_tokens` is sent only where the format requires it (Anthropic).
-    pub fn request_body(self, request: &ChatRequest, model: &str, max_tokens: u64) -> Value {
+    fn request_body(self, request: &ChatRequest, model: &str, max_tokens: u64) -> Value {
         match self {
             Provider::OpenAiChat => openai_chat::request_body(request, model),
             Provider::OpenAiResponses => openai_responses::request_body(request, model),
@@ -120,43 +109,17 @@ impl Provider {
     }
 
     /// Reads a successful (2xx) response body.
-    pub fn parse_response(self, body: &Value) -> Result<WireAnswer, Shape> {
+    fn parse_response(self, body: &Value) -> Result<WireAnswer, Shape> {
         match self {
             Provider::OpenAiChat => openai_chat::parse_response(body),
             Provider::OpenAiResponses => openai_responses::parse_response(body),
             Provider::AnthropicMessages => anthropic::parse_response(body),
         }
     }
-}
 
-/// An agent's model request as the serving side reads it (`simtape serve`).
-#[derive(Debug, Clone)]
-pub struct ServedRequest {
-    /// The conversation, in our vocabulary.
-    pub request: ChatRequest,
-    /// Whether the agent asked for a server-sent event stream.
-    pub stream: bool,
-    /// Whether a streamed answer ends with a usage chunk (OpenAI `stream_options`).
-    pub include_usage: bool,
-    /// Tools the agent offered inside a namespace (Responses `{"type": "namespace"}`, as Codex
-    /// offers each MCP server's tools), by the flat name the conversation knows them by, with
-    /// their namespace and own name: a call of one goes back as the two fields.
-    pub namespaced: BTreeMap<String, (String, String)>,
-}
-
-/// An answer rendered for the wire: its content type and its whole body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServedBody {
-    /// `application/json` or `text/event-stream`.
-    pub content_type: &'static str,
-    /// The body: one JSON document, or every server-sent event of the stream.
-    pub body: String,
-}
-
-impl Provider {
     /// Reads an agent's request body in this wire format (the serving side of the format;
     /// `request_body` is the calling side).
-    pub fn parse_request(self, body: &Value) -> Result<ServedRequest, Shape> {
+    fn parse_request(self, body: &Value) -> Result<ServedRequest, Shape> {
         let mut namespaced = BTreeMap::new();
         let request = match self {
             Provider::OpenAiChat => openai_chat::parse_request(body)?,
@@ -178,7 +141,7 @@ impl Provider {
 
     /// Renders `answer` as the provider sends it: JSON, or (for `served.stream`) the whole
     /// event stream. `id` names the answer; `created_unix_s` is the simulated wall clock.
-    pub fn answer_body(
+    fn answer_body(
         self,
         served: &ServedRequest,
         answer: &ChatResponse,
@@ -207,10 +170,10 @@ impl Provider {
     }
 
     /// Returns the server-sent events of `answer` as the provider streams them, each whole
-    /// (its lines and the blank line after them); [`Provider::answer_body`] joins them. A
+    /// (its lines and the blank line after them); [`Wire::answer_body`] joins them. A
     /// stream fault sends the first few (at least two events make every stream: the final one
     /// is `message_stop`, `[DONE]` or `response.completed`).
-    pub fn answer_events(
+    fn answer_events(
         self,
         served: &ServedRequest,
         answer: &ChatResponse,
@@ -240,7 +203,7 @@ impl Provider {
 
     /// Returns the provider's error body for `status` with `message` (both OpenAI APIs
     /// share one error shape).
-    pub fn error_body(self, status: u16, message: &str) -> Value {
+    fn error_body(self, status: u16, message: &str) -> Value {
         match self {
             Provider::OpenAiChat | Provider::OpenAiResponses => {
                 openai_chat::error_body(status, message)
@@ -248,6 +211,30 @@ impl Provider {
             Provider::AnthropicMessages => anthropic::error_body(status, message),
         }
     }
+}
+
+/// An agent's model request as the serving side reads it (`simtape serve`).
+#[derive(Debug, Clone)]
+pub struct ServedRequest {
+    /// The conversation, in our vocabulary.
+    pub request: ChatRequest,
+    /// Whether the agent asked for a server-sent event stream.
+    pub stream: bool,
+    /// Whether a streamed answer ends with a usage chunk (OpenAI `stream_options`).
+    pub include_usage: bool,
+    /// Tools the agent offered inside a namespace (Responses `{"type": "namespace"}`, as Codex
+    /// offers each MCP server's tools), by the flat name the conversation knows them by, with
+    /// their namespace and own name: a call of one goes back as the two fields.
+    pub namespaced: BTreeMap<String, (String, String)>,
+}
+
+/// An answer rendered for the wire: its content type and its whole body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedBody {
+    /// `application/json` or `text/event-stream`.
+    pub content_type: &'static str,
+    /// The body: one JSON document, or every server-sent event of the stream.
+    pub body: String,
 }
 
 /// Returns server-sent events that name their type (`event:`) beside their data.
@@ -402,7 +389,7 @@ fn implied_stop(tool_calls: &[ToolCall]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cap::llm::request::{Message, ToolDefinition};
+    use simtape::cap::llm::{Message, ToolDefinition};
 
     #[test]
     fn malformed_answers_name_what_was_expected_and_found() {
@@ -669,7 +656,7 @@ mod tests {
     fn a_broken_stream_lacks_each_providers_final_event() {
         // Goal: every provider's stream ends in its final event, which a stream fault never
         // sends, even when asked for more events than the stream has.
-        use crate::cap::fault_rules::{StreamFault, StreamMode};
+        use simtape::cap::fault_rules::{StreamFault, StreamMode};
         let answer = ChatResponse {
             model: "m".into(),
             text: "Hi.".into(),
@@ -688,7 +675,7 @@ mod tests {
             mode: StreamMode::Cut,
             after_events: Some(1_000),
         };
-        let mut rng = crate::rng::RngStream::fork(0, "test");
+        let mut rng = simtape::rng::RngStream::fork(0, "test");
         for (provider, last) in [
             (Provider::AnthropicMessages, "event: message_stop\n"),
             (Provider::OpenAiChat, "data: [DONE]\n"),

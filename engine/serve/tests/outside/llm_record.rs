@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use simtape::cap::llm::{
-    ChatRequest, Llm, LlmActor, LlmError, LlmHandle, LlmReply, Message, Provider, RecordConfig,
-    RecordError, ToolDefinition,
+    ChatRequest, Llm, LlmActor, LlmError, LlmHandle, LlmReply, Message, Provider, RecordError,
+    ToolDefinition,
 };
 use simtape::cap::net::{NetError, Network};
+use simtape_serve::outside::{record, RecordConfig};
 
 /// Attempts to reach a freshly started peer before giving up (100 ms apart).
 const PEER_START_ATTEMPTS_MAX: u32 = 100;
@@ -29,7 +30,8 @@ impl Drop for Peer {
 }
 
 fn peers_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+    // The peer is installed beside the core's tests, where `.ci/run` installs it.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../core/tests/peers")
 }
 
 /// Returns whether this is CI (`CI=true` or `CI=1`; `CI=false` is not), where a missing
@@ -99,7 +101,7 @@ fn free_port() -> u16 {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cap_llm_record");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("outside_llm_record");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
@@ -116,7 +118,7 @@ fn record_actor(provider: Provider, port: u16, fixture: &Path) -> LlmActor {
     let config = RecordConfig::new(provider, fixture, Network::deny().allow("127.0.0.1"))
         .with_base_url(base_url(provider, port))
         .with_api_key("sk-test");
-    Llm::record(config).unwrap()
+    record(config).unwrap()
 }
 
 fn weather_tool() -> ToolDefinition {
@@ -318,7 +320,7 @@ fn denied_base_url_fails_named_and_never_connects() {
         Network::deny().allow("api.github.com"),
     )
     .with_base_url(format!("http://127.0.0.1:{port}/v1"));
-    let replies = ask_each(Llm::record(config).unwrap(), &["Say hello"]);
+    let replies = ask_each(record(config).unwrap(), &["Say hello"]);
     match &replies[0].result {
         Err(LlmError::Denied(NetError::Denied {
             host,
@@ -355,7 +357,7 @@ fn unreachable_provider_is_a_transport_error_and_not_recorded() {
         Network::deny().allow("127.0.0.1"),
     )
     .with_base_url(format!("http://127.0.0.1:{port}"));
-    let replies = ask_each(Llm::record(config).unwrap(), &["Say hello"]);
+    let replies = ask_each(record(config).unwrap(), &["Say hello"]);
     assert!(
         matches!(&replies[0].result, Err(LlmError::Record(RecordError::Transport { url, .. })) if url.ends_with("/v1/messages")),
         "{:?}",
@@ -383,7 +385,7 @@ fn bad_base_urls_are_refused_when_built() {
         )
         .with_base_url(url);
         assert!(
-            matches!(Llm::record(config), Err(RecordError::BadBaseUrl { .. })),
+            matches!(record(config), Err(RecordError::BadBaseUrl { .. })),
             "{url} was accepted"
         );
     }

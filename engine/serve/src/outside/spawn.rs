@@ -1,13 +1,14 @@
 //! Running a real program: in its own process group, with a timeout, with captured and capped
 //! output, and with no member of the group left alive afterwards.
 //!
-//! This is the only place in the process capability that touches the host. It blocks: it
-//! runs inside the actor's `handle`, so the simulation is paused while the program runs (no
-//! virtual time passes, no other task runs).
+//! This is the gateway's side of the process capability's seam: [`Spawner`] is the
+//! [`ProcessRunner`] the core's process actor hands `real` and `record` programs to (the
+//! core itself starts no process). It blocks: it runs inside the actor's `handle`, so the
+//! simulation is paused while the program runs (no virtual time passes, no other task runs).
 //!
 //! Output goes to unnamed-by-the-pipeline temporary files, not pipes: a grandchild that keeps
 //! a pipe open (a background `sleep`) cannot then block the capture, and no reader thread is
-//! needed (the core spawns no threads).
+//! needed.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -16,38 +17,37 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::tape::ExitStatus;
-use super::Command;
-use super::ProcessError;
+use simtape::cap::process::{
+    Command, ExitStatus, Output, ProcessError, ProcessRunner, RunBounds, Truncation,
+};
 
-/// How a real run is bounded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct RunBounds {
-    /// Wall-clock time the program may run before its group gets TERM.
-    pub(super) timeout_ms: u64,
-    /// Time between TERM and KILL.
-    pub(super) grace_ms: u64,
-    /// Bytes kept of each of stdout and stderr.
-    pub(super) output_bytes_max: u64,
+/// Runs programs for real: in a new process group, with the actor's timeout and output cap,
+/// and no member of the group left alive afterwards. Give it to a scenario with
+/// `EvalScenario::set_process_runner`, or to an actor with `ProcessActor::with_runner`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use simtape::cap::process::{Command, ProcessActor};
+/// use simtape_serve::outside::Spawner;
+/// let mut builder = simtape::Sim::builder();
+/// builder.process(ProcessActor::real().with_runner(Arc::new(Spawner)));
+/// let report = builder.build().unwrap().run(|host| async move {
+///     host.process().run(Command::new("echo").arg("hi")).await.unwrap().stdout
+/// }).unwrap();
+/// assert_eq!(report.output, b"hi\n");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spawner;
+
+impl ProcessRunner for Spawner {
+    fn run(&self, command: &Command, bounds: &RunBounds) -> Result<Output, ProcessError> {
+        run_real(command, *bounds)
+    }
 }
 
-/// What a real run did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct RealRun {
-    pub(super) status: ExitStatus,
-    pub(super) timed_out: bool,
-    pub(super) stdout: Vec<u8>,
-    pub(super) stderr: Vec<u8>,
-    pub(super) stdout_dropped_bytes: u64,
-    pub(super) stderr_dropped_bytes: u64,
-    pub(super) duration_ns: u64,
-}
-
-/// Measures the observed duration of a real run: the one wall-clock read of this capability.
-#[allow(clippy::disallowed_types)] // Record mode measures the real world on purpose.
+/// Measures the observed duration of a real run.
 struct Stopwatch(std::time::Instant);
 
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 impl Stopwatch {
     // The observed duration is what the process tape records and replay turns into virtual
     // time; it never reaches the simulation's clock directly.
@@ -61,7 +61,7 @@ impl Stopwatch {
 }
 
 /// Runs `command` for real and waits for it (and its group) to finish.
-pub(super) fn run_real(command: &Command, bounds: RunBounds) -> Result<RealRun, ProcessError> {
+fn run_real(command: &Command, bounds: RunBounds) -> Result<Output, ProcessError> {
     let io = |detail: std::io::Error| ProcessError::Io {
         program: command.program.clone(),
         detail: detail.to_string(),
@@ -116,14 +116,17 @@ pub(super) fn run_real(command: &Command, bounds: RunBounds) -> Result<RealRun, 
         read_capped(&files.stdout, bounds.output_bytes_max).map_err(io)?;
     let (stderr, stderr_dropped_bytes) =
         read_capped(&files.stderr, bounds.output_bytes_max).map_err(io)?;
-    Ok(RealRun {
+    Ok(Output {
         status: exit_status(status),
-        timed_out,
         stdout,
         stderr,
-        stdout_dropped_bytes,
-        stderr_dropped_bytes,
         duration_ns,
+        truncated: Truncation {
+            stdout_dropped_bytes,
+            stderr_dropped_bytes,
+        },
+        timed_out,
+        fuel_consumed: None,
     })
 }
 
@@ -188,8 +191,8 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Sends `signal` to every process of the group, through the `kill` program (so the core
-/// needs neither `libc` nor `unsafe`).
+/// Sends `signal` to every process of the group, through the `kill` program (so no `unsafe`
+/// is needed).
 fn signal_group(pgid: u32, signal: &str) {
     // A failure means the group is already gone: nothing is left to signal.
     let _ = std::process::Command::new("kill")
@@ -204,7 +207,7 @@ fn signal_group(pgid: u32, signal: &str) {
 ///
 /// Zombies do not count: an orphan's zombie waits for its new parent to reap it (and a
 /// container's init may never do so), yet it runs nothing and holds nothing.
-pub(super) fn group_has_live_members(pgid: u32) -> bool {
+fn group_has_live_members(pgid: u32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         // Without /proc, assume the worst so the caller signals the group.
         return true;
@@ -223,7 +226,7 @@ pub(super) fn group_has_live_members(pgid: u32) -> bool {
 }
 
 /// Returns the state and process group from the text of `/proc/PID/stat`.
-pub(super) fn stat_state_and_group(stat: &str) -> Option<(char, u32)> {
+fn stat_state_and_group(stat: &str) -> Option<(char, u32)> {
     // The command name may hold spaces and parentheses; the fields start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();

@@ -1,0 +1,23 @@
+//! The outside world's side of the core's seams: what reaches a real provider, a real
+//! program or a real file on behalf of a run. The core defines the seams (the model's
+//! [`ModelBackend`](simtape::cap::llm::ModelBackend), the process actor's
+//! [`ProcessRunner`](simtape::cap::process::ProcessRunner) and
+//! [`ProcessRecorder`](simtape::cap::process::ProcessRecorder)) and holds only what stays
+//! inside a simulation (fixture replay, process tape replay, WASI guests); this module holds
+//! the rest, so the core has no HTTP client, spawns nothing and reads no clock.
+//!
+//! - `llm_record` — record mode: [`RecordConfig`], [`LlmRecorder`] (a blocking HTTPS client
+//!   in the providers' wire formats, [`crate::wire`]), [`record`], [`scenario_recorder`].
+//! - `spawn` — [`Spawner`]: a real program in its own process group, timed, capped, cleaned up.
+//! - `process_tape` — [`ProcessTapeWriter`]: record mode's process tape.
+
+mod llm_record;
+mod process_tape;
+mod spawn;
+
+pub use llm_record::{
+    record, scenario_recorder, LlmRecorder, RecordConfig, MAX_TOKENS_DEFAULT, RESPONSE_BYTES_MAX,
+    TIMEOUT_MS_DEFAULT,
+};
+pub use process_tape::ProcessTapeWriter;
+pub use spawn::Spawner;
