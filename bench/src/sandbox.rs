@@ -17,6 +17,7 @@ pub const TRIVIAL_MS_MAX: f64 = 20.0;
 pub fn sandboxed(project: &Path) -> Result<Duration, String> {
     let spec = SandboxSpec {
         project: Some(project.to_path_buf()),
+        project_at: PathBuf::from(sandbox::PROJECT_DIR),
         read_only: false,
         expose: Vec::new(),
         network: Network::deny(),
@@ -25,6 +26,7 @@ pub fn sandboxed(project: &Path) -> Result<Duration, String> {
             args: Vec::new(),
             env: sandbox::base_env(&[]),
             cwd: PathBuf::from(sandbox::PROJECT_DIR),
+            stdin: None,
         }],
     };
     let started = Instant::now();

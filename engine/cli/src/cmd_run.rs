@@ -19,7 +19,10 @@ use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_
 use crate::exit::{CliError, CliResult, Outcome};
 
 pub(crate) fn run(args: &RunArgs) -> CliResult {
-    let eval = load_scenario(&args.scenario, args.process_wasi.as_deref())?;
+    let mut eval = load_scenario(&args.scenario, args.process_wasi.as_deref())?;
+    if args.no_sandbox {
+        crate::common::unconfined(&mut eval);
+    }
     let scenario = eval.scenario();
     if let (Some(path), false) = (&args.emit_diff, scenario.has_fs()) {
         return Err(CliError::Usage(format!(

@@ -52,7 +52,20 @@ pub(crate) struct ServeArgs {
 pub(crate) fn run(args: &ServeArgs) -> CliResult {
     let mut eval =
         EvalScenario::load(&args.scenario).map_err(|e| CliError::Input(e.to_string()))?;
-    eval.set_process_runner(std::sync::Arc::new(simtape_serve::outside::Spawner));
+    // Its [process] programs in real or record mode run in the sandbox too, unless not.
+    match args.no_sandbox {
+        true => eval.set_process_runner(std::sync::Arc::new(simtape_serve::outside::Spawner)),
+        false => eval.set_process_runner(std::sync::Arc::new(
+            simtape_serve::outside::ContainedSpawner {
+                network: eval
+                    .scenario()
+                    .network()
+                    .cloned()
+                    .unwrap_or_else(simtape::cap::net::Network::deny),
+                expose: Vec::new(),
+            },
+        )),
+    }
     let seed = args
         .seed
         .unwrap_or_else(|| eval.scenario().seeds().first().copied().unwrap_or(0));

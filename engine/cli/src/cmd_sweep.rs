@@ -40,7 +40,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             Some(found.shard)
         }
     };
-    let scenarios = load(&args.scenarios, args.out.is_some())?;
+    let scenarios = load(&args.scenarios, args.out.is_some(), args.no_sandbox)?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
         refuse_recording(&loaded.scenario, "sweep", &loaded.path)?;
@@ -128,7 +128,7 @@ fn write_plan(args: &PlanArgs) -> CliResult {
     let (text, submit) = if args.slurm {
         // The jobs share this machine's files: catch a scenario that does not load now,
         // not in every array task.
-        load(&args.scenarios, false)?;
+        load(&args.scenarios, false, false)?;
         let simtape = match &args.simtape {
             Some(path) => path.clone(),
             None => std::env::current_exe()
@@ -204,10 +204,13 @@ fn stop_on_ctrl_c() -> &'static AtomicBool {
 
 /// Loads every scenario once, sorted by name, with the files its runs read when tapes are
 /// kept; two scenarios may not share a name (their tapes and records would mix).
-fn load(paths: &[PathBuf], keep_tapes: bool) -> Result<Vec<Loaded>, CliError> {
+fn load(paths: &[PathBuf], keep_tapes: bool, no_sandbox: bool) -> Result<Vec<Loaded>, CliError> {
     let mut scenarios = Vec::with_capacity(paths.len());
     for path in paths {
-        let scenario = load_scenario(path, None)?;
+        let mut scenario = load_scenario(path, None)?;
+        if no_sandbox {
+            crate::common::unconfined(&mut scenario);
+        }
         let inputs = match keep_tapes {
             true => Some(inputs::capture(&scenario, None)?),
             false => None,

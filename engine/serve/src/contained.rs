@@ -55,6 +55,7 @@ impl Contained {
         env.extend(command.env.iter().cloned());
         let spec = SandboxSpec {
             project: Some(setting.project.clone()),
+            project_at: PathBuf::from(sandbox::PROJECT_DIR),
             read_only: false,
             expose: crate::place::nested_out(expose),
             network: setting.network.clone(),
@@ -63,6 +64,7 @@ impl Contained {
                 args: command.args.clone(),
                 env,
                 cwd: PathBuf::from(sandbox::PROJECT_DIR),
+                stdin: None,
             }],
         };
         let sandbox = Sandbox::start(&spec).map_err(ServeError::Sandbox)?;
@@ -133,7 +135,7 @@ impl Contained {
                 let exited = async {
                     let exit = match sandbox.wait_job(0).await {
                         JobExit::Code(code) => AgentExit::Exited(code),
-                        JobExit::Signal => AgentExit::Signaled,
+                        JobExit::Signal(_) => AgentExit::Signaled,
                     };
                     driver::Ending::AgentExited(exit)
                 };

@@ -190,6 +190,7 @@ impl Place {
         Ok(Place::Sandboxed(Box::new(SandboxPlace {
             spec: SandboxSpec {
                 project: scenario.scenario().fs_root(),
+                project_at: PathBuf::from(sandbox::PROJECT_DIR),
                 read_only,
                 expose: nested_out(expose),
                 network: scenario
@@ -383,6 +384,7 @@ impl SandboxPlace {
             args: launch.args.to_vec(),
             env: env.clone(),
             cwd: PathBuf::from(sandbox::PROJECT_DIR),
+            stdin: None,
         });
         for (program, args) in &self.gates {
             let mut all = vec![program.clone()];
@@ -393,6 +395,7 @@ impl SandboxPlace {
                 args: all,
                 env: env.clone(),
                 cwd: PathBuf::from(sandbox::PROJECT_DIR),
+                stdin: None,
             });
         }
         self.end_current();
@@ -529,7 +532,7 @@ async fn stop_job(sandbox: &mut Sandbox, job: usize) -> Exit {
 fn exit_of(exit: JobExit) -> Exit {
     match exit {
         JobExit::Code(code) => Exit::Code(code),
-        JobExit::Signal => Exit::Signal,
+        JobExit::Signal(_) => Exit::Signal,
     }
 }
 

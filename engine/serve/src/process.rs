@@ -146,7 +146,16 @@ pub async fn read_lines(mut stream: impl smol::io::AsyncRead + Unpin, mut line: 
 
 /// Reads `stream` to its end, keeping its first [`STDERR_BYTES_MAX`] bytes; returns them
 /// and how many more there were.
-pub async fn read_capped(mut stream: impl smol::io::AsyncRead + Unpin) -> (Vec<u8>, u64) {
+pub async fn read_capped(stream: impl smol::io::AsyncRead + Unpin) -> (Vec<u8>, u64) {
+    read_capped_to(stream, STDERR_BYTES_MAX).await
+}
+
+/// Reads `stream` to its end, keeping its first `cap` bytes; returns them and how many more
+/// there were.
+pub async fn read_capped_to(
+    mut stream: impl smol::io::AsyncRead + Unpin,
+    cap: usize,
+) -> (Vec<u8>, u64) {
     let mut kept = Vec::new();
     let mut dropped = 0u64;
     let mut chunk = vec![0u8; 16 * 1024];
@@ -155,7 +164,7 @@ pub async fn read_capped(mut stream: impl smol::io::AsyncRead + Unpin) -> (Vec<u
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let room = STDERR_BYTES_MAX.saturating_sub(kept.len()).min(n);
+        let room = cap.saturating_sub(kept.len()).min(n);
         kept.extend_from_slice(&chunk[..room]);
         dropped += (n - room) as u64;
     }

@@ -25,15 +25,29 @@ use shell::command_line;
 
 /// Loads the scenario at `path` with everything it references; with `process_wasi`, programs
 /// without a mode run as WASI modules from that directory (`--process-wasi`). Programs in
-/// `real` or `record` mode run through the gateway's spawner: the core starts none.
+/// `real` or `record` mode run through the gateway, in simtape's sandbox (the core starts
+/// none); [`unconfined`] puts them on the host (`--no-sandbox`).
 pub(crate) fn load_scenario(
     path: &Path,
     process_wasi: Option<&Path>,
 ) -> Result<EvalScenario, CliError> {
     let mut eval = EvalScenario::check_all_wasi(path, process_wasi)
         .map_err(|mut problems| CliError::Scenario(problems.swap_remove(0)))?;
-    eval.set_process_runner(std::sync::Arc::new(simtape_serve::outside::Spawner));
+    let spawner = simtape_serve::outside::ContainedSpawner {
+        network: eval
+            .scenario()
+            .network()
+            .cloned()
+            .unwrap_or_else(simtape::cap::net::Network::deny),
+        expose: Vec::new(),
+    };
+    eval.set_process_runner(std::sync::Arc::new(spawner));
     Ok(eval)
+}
+
+/// Puts `eval`'s `real` and `record` programs on the host, unconfined (`--no-sandbox`).
+pub(crate) fn unconfined(eval: &mut EvalScenario) {
+    eval.set_process_runner(std::sync::Arc::new(simtape_serve::outside::Spawner));
 }
 
 /// Runs `eval` once at `builder`, whichever its agent (an agent program runs through

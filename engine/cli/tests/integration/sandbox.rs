@@ -453,6 +453,67 @@ fn serve_runs_its_command_in_the_sandbox() {
         .collect();
     assert_eq!(after, before, "the host is as it was");
     assert!(tape_text(&tape).contains("\"sandbox\":\"namespaces\""));
-    let verified = simtape().args(["tape", "verify"]).arg(&tape).output().unwrap();
+    let verified = simtape()
+        .args(["tape", "verify"])
+        .arg(&tape)
+        .output()
+        .unwrap();
     assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+}
+
+#[test]
+fn a_real_process_program_runs_in_the_sandbox() {
+    // A `[process]` program in real mode writes into its working directory and reads the
+    // host's shadow file: the write stays in its sandbox, the read fails, and what it printed
+    // is on the tape (its recorded working directory is the host path, as before).
+    let dir = scratch("sandbox", "process-real");
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("kept.txt"), "kept\n").unwrap();
+    let source = format!(
+        r#"[scenario]
+name = "real-process"
+
+[process]
+programs = {{ sh = "real" }}
+
+[[task]]
+name = "script"
+steps = [
+  {{ run = "sh", args = ["-c", "echo x > escaped.txt; rm kept.txt; cat /etc/shadow; id -u; echo done"], cwd = {repo:?}, log = "ran" }},
+  {{ outcome = "ran", value = true }},
+]
+
+[[verify]]
+kind = "outcome"
+name = "ran"
+value = true
+"#,
+        repo = repo.display().to_string()
+    );
+    let scenario = dir.join("real.toml");
+    std::fs::write(&scenario, source).unwrap();
+    let before = tree(&repo);
+    let tape = dir.join("run.tape");
+    let output = simtape()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--tape")
+        .arg(&tape)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(tree(&repo), before, "the host's directory is as it was");
+    let recorded = tape_text(&tape);
+    assert!(recorded.contains("1000\\ndone\\n"), "{recorded}");
+    assert!(recorded.contains("/etc/shadow: No such file"), "{recorded}");
+    // With --no-sandbox the same program runs on the host, and its write lands there.
+    let output = simtape()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--no-sandbox")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(repo.join("escaped.txt").exists());
 }

@@ -9,12 +9,15 @@
 //! - `llm_record` — record mode: [`RecordConfig`], [`LlmRecorder`] (a blocking HTTPS client
 //!   in the providers' wire formats, [`crate::wire`]), [`record`], [`scenario_recorder`].
 //! - `spawn` — [`Spawner`]: a real program in its own process group, timed, capped, cleaned up.
+//! - `contained_spawn` — [`ContainedSpawner`]: the same in simtape's sandbox (the default).
 //! - `process_tape` — [`ProcessTapeWriter`]: record mode's process tape.
 
+mod contained_spawn;
 mod llm_record;
 mod process_tape;
 mod spawn;
 
+pub use contained_spawn::ContainedSpawner;
 pub use llm_record::{
     record, scenario_recorder, LlmRecorder, RecordConfig, MAX_TOKENS_DEFAULT, RESPONSE_BYTES_MAX,
     TIMEOUT_MS_DEFAULT,

@@ -74,6 +74,8 @@ pub(super) struct JobPlan {
     /// The write ends of its stdout and stderr pipes (open in init, closed after the fork).
     pub stdout: RawFd,
     pub stderr: RawFd,
+    /// The read end of its stdin pipe, or -1 for `/dev/null`.
+    pub stdin: RawFd,
 }
 
 /// Everything the keeper and init do, prepared in the parent.
@@ -244,6 +246,9 @@ pub(super) unsafe fn keeper(plan: &Plan, parent: libc::pid_t) -> ! {
         for job in &plan.jobs {
             libc::close(job.stdout);
             libc::close(job.stderr);
+            if job.stdin >= 0 {
+                libc::close(job.stdin);
+            }
         }
         let mut wait_status = 0;
         while libc::waitpid(init, &mut wait_status, 0) < 0 && errno() == libc::EINTR {}
@@ -754,6 +759,9 @@ fn start_job(plan: &Plan, job: usize) -> libc::pid_t {
         if pid > 0 {
             libc::close(spec.stdout);
             libc::close(spec.stderr);
+            if spec.stdin >= 0 {
+                libc::close(spec.stdin);
+            }
             libc::close(exec_pipe[1]);
             let mut code = [0u8; 4];
             let mut got = 0;
@@ -784,9 +792,13 @@ fn start_job(plan: &Plan, job: usize) -> libc::pid_t {
         libc::sigemptyset(&mut mask);
         libc::sigprocmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
         libc::setsid();
-        let null = libc::open(plan.dev_null.as_ptr(), libc::O_RDONLY);
-        if null >= 0 {
-            libc::dup2(null, 0);
+        if spec.stdin >= 0 {
+            libc::dup2(spec.stdin, 0);
+        } else {
+            let null = libc::open(plan.dev_null.as_ptr(), libc::O_RDONLY);
+            if null >= 0 {
+                libc::dup2(null, 0);
+            }
         }
         libc::dup2(spec.stdout, 1);
         libc::dup2(spec.stderr, 2);

@@ -87,14 +87,19 @@ pub struct Job {
     pub env: Vec<(String, String)>,
     /// Where it starts, inside.
     pub cwd: PathBuf,
+    /// What it reads on stdin (none: `/dev/null`).
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// What a sandbox holds.
 #[derive(Debug, Clone)]
 pub struct SandboxSpec {
-    /// The project, mounted at [`PROJECT_DIR`]: an overlay over it (or a read-only view of it
-    /// when `read_only`); `None`: an empty directory.
+    /// The project: an overlay over it (or a read-only view of it when `read_only`) at
+    /// `project_at`; `None`: an empty directory there.
     pub project: Option<PathBuf>,
+    /// Where the project is inside: [`PROJECT_DIR`] for an agent program; its own path for
+    /// a `[process]` program, whose recorded working directory must not change.
+    pub project_at: PathBuf,
     /// Whether the project is mounted read-only.
     pub read_only: bool,
     /// Host paths visible inside, read-only, at their own paths.
@@ -204,8 +209,8 @@ pub struct Sandbox {
 pub enum JobExit {
     /// Its exit status.
     Code(i32),
-    /// A signal ended it.
-    Signal,
+    /// This signal ended it.
+    Signal(i32),
 }
 
 /// A started job's output pipes.
@@ -227,7 +232,7 @@ impl Sandbox {
                 cause: "it needs Linux namespaces, and this is not Linux".into(),
             });
         }
-        let pipes = plan::Pipes::new(spec.jobs.len())?;
+        let pipes = plan::Pipes::new(&spec.jobs)?;
         let (plan, steps) = plan::build(spec, &pipes)?;
         let keeper = fork_keeper(&plan)?;
         let plan::Pipes {
@@ -239,10 +244,11 @@ impl Sandbox {
             pass_write,
             outputs,
             inputs,
+            stdins,
         } = pipes;
         // The children's ends are theirs alone: a keeper or init that dies during setup
         // then shows as the status pipe's end, at once.
-        drop((status_write, control_read, pass_write, inputs));
+        drop((status_write, control_read, pass_write, inputs, stdins));
         drop(plan);
         let mut sandbox = Sandbox {
             keeper,
@@ -398,7 +404,7 @@ impl Sandbox {
     pub async fn wait_job(&mut self, job: usize) -> JobExit {
         loop {
             let Ok(message) = self.next_message().await else {
-                return JobExit::Signal;
+                return JobExit::Signal(libc::SIGKILL);
             };
             if message.a as usize != job {
                 continue;
@@ -408,7 +414,7 @@ impl Sandbox {
                     let status = message.b;
                     return match libc::WIFEXITED(status) {
                         true => JobExit::Code(libc::WEXITSTATUS(status)),
-                        false => JobExit::Signal,
+                        false => JobExit::Signal(libc::WTERMSIG(status)),
                     };
                 }
                 child::tag::EXEC_FAILED => return JobExit::Code(127),
@@ -512,6 +518,7 @@ pub fn probe() -> Result<(), SandboxError> {
     let probed = PROBED.get_or_init(|| {
         let spec = SandboxSpec {
             project: None,
+            project_at: PathBuf::from(PROJECT_DIR),
             read_only: false,
             expose: Vec::new(),
             network: Network::deny(),
@@ -721,6 +728,7 @@ mod tests {
     pub(crate) fn sh(project: Option<&Path>, script: &str) -> (String, String, JobExit, Sandbox) {
         let spec = SandboxSpec {
             project: project.map(Path::to_path_buf),
+            project_at: PathBuf::from(PROJECT_DIR),
             read_only: false,
             expose: Vec::new(),
             network: Network::deny(),
@@ -729,6 +737,7 @@ mod tests {
                 args: vec!["-c".into(), script.into()],
                 env: base_env(&[]),
                 cwd: PathBuf::from(PROJECT_DIR),
+                stdin: None,
             }],
         };
         let mut sandbox = Sandbox::start(&spec).expect("a sandbox");
@@ -897,6 +906,7 @@ mod tests {
     fn a_program_that_cannot_start_is_named() {
         let spec = SandboxSpec {
             project: None,
+            project_at: PathBuf::from(PROJECT_DIR),
             read_only: false,
             expose: Vec::new(),
             network: Network::deny(),
@@ -905,6 +915,7 @@ mod tests {
                 args: Vec::new(),
                 env: base_env(&[]),
                 cwd: PathBuf::from(PROJECT_DIR),
+                stdin: None,
             }],
         };
         let mut sandbox = Sandbox::start(&spec).unwrap();

@@ -67,10 +67,13 @@ pub(super) struct Pipes {
     pub outputs: Vec<(OwnedFd, OwnedFd)>,
     /// …and their write ends (the job's).
     pub inputs: Vec<(OwnedFd, OwnedFd)>,
+    /// Per job with stdin bytes: a memory file holding them (no pipe, so no writer can
+    /// block or meet a reader that never came).
+    pub stdins: Vec<Option<OwnedFd>>,
 }
 
 impl Pipes {
-    pub(super) fn new(jobs: usize) -> Result<Pipes, SandboxError> {
+    pub(super) fn new(jobs: &[super::Job]) -> Result<Pipes, SandboxError> {
         let setup = |source| SandboxError::Setup {
             step: "make its pipes".into(),
             source,
@@ -80,11 +83,16 @@ impl Pipes {
         let (pass_read, pass_write) = socket_pair().map_err(setup)?;
         let mut outputs = Vec::new();
         let mut inputs = Vec::new();
-        for _ in 0..jobs {
+        let mut stdins = Vec::new();
+        for job in jobs {
             let (out_read, out_write) = pipe().map_err(setup)?;
             let (err_read, err_write) = pipe().map_err(setup)?;
             outputs.push((out_read, err_read));
             inputs.push((out_write, err_write));
+            stdins.push(match &job.stdin {
+                Some(bytes) => Some(memory_file(bytes).map_err(setup)?),
+                None => None,
+            });
         }
         Ok(Pipes {
             status_read,
@@ -95,6 +103,7 @@ impl Pipes {
             pass_write,
             outputs,
             inputs,
+            stdins,
         })
     }
 }
@@ -111,6 +120,25 @@ pub(super) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
         use std::os::fd::FromRawFd;
         Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
     }
+}
+
+/// A memory file holding `bytes`, read from its start.
+fn memory_file(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    use std::io::{Seek, Write};
+    #[allow(unsafe_code)]
+    // SAFETY: `memfd_create` with a NUL-terminated name; the descriptor is owned at once.
+    let fd = unsafe {
+        let fd = libc::memfd_create(c"stdin".as_ptr(), libc::MFD_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        use std::os::fd::FromRawFd;
+        OwnedFd::from_raw_fd(fd)
+    };
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    file.rewind()?;
+    Ok(OwnedFd::from(file))
 }
 
 fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
@@ -345,6 +373,9 @@ pub(super) fn build(
     for (out, err) in &pipes.inputs {
         kept.extend([out.as_raw_fd(), err.as_raw_fd()]);
     }
+    for stdin in pipes.stdins.iter().flatten() {
+        kept.push(stdin.as_raw_fd());
+    }
     kept.sort_unstable();
     let plan = Plan {
         uid_map: format!("{UID} {uid} 1\n").into_bytes(),
@@ -445,7 +476,10 @@ fn devices(steps: &mut Steps) -> Result<(), SandboxError> {
 /// The project at [`PROJECT_DIR`]: an overlay whose lower layer is the `[fs]` root and whose
 /// upper layer lives in the sandbox's root; read-only, the root itself read-only.
 fn project(steps: &mut Steps, spec: &SandboxSpec) -> Result<(), SandboxError> {
-    let project = Path::new(PROJECT_DIR);
+    let project = spec.project_at.as_path();
+    if project != Path::new(PROJECT_DIR) {
+        check_exposable(project)?;
+    }
     let Some(root) = &spec.project else {
         return steps.mkdir_all(project, 0o755);
     };
@@ -512,7 +546,7 @@ fn jobs(spec: &SandboxSpec, pipes: &Pipes) -> Result<Vec<JobPlan>, SandboxError>
         })
     };
     let mut plans = Vec::new();
-    for (job, (stdout, stderr)) in spec.jobs.iter().zip(&pipes.inputs) {
+    for ((job, (stdout, stderr)), stdin) in spec.jobs.iter().zip(&pipes.inputs).zip(&pipes.stdins) {
         let program = c_path(&job.program)?;
         let mut args = vec![program.clone()];
         for arg in &job.args {
@@ -534,6 +568,7 @@ fn jobs(spec: &SandboxSpec, pipes: &Pipes) -> Result<Vec<JobPlan>, SandboxError>
             cwd: c_path(&job.cwd)?,
             stdout: stdout.as_raw_fd(),
             stderr: stderr.as_raw_fd(),
+            stdin: stdin.as_ref().map_or(-1, |file| file.as_raw_fd()),
         });
     }
     Ok(plans)
