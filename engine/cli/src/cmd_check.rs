@@ -44,6 +44,20 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
                     root.display()
                 );
             }
+            // An agent program outside the sandbox is outside every policy of the scenario.
+            if let Some(command) = &eval.eval().command {
+                match command.sandbox {
+                    simtape_agent::AgentSandbox::Off => println!(
+                        "note: [agent] sandbox = \"off\": the program runs on the host, unconfined: \
+                         [network] does not judge its connections, and its writes outside its \
+                         copy of the project reach the host (docs/sandbox.md)"
+                    ),
+                    simtape_agent::AgentSandbox::On => println!(
+                        "note: the agent program runs in simtape's sandbox: [network] judges its \
+                         own connections too, and a refused one blocks the run (docs/sandbox.md)"
+                    ),
+                }
+            }
         }
         Err(errors) => {
             for error in &errors {

@@ -922,7 +922,7 @@ max_turns = 3
             "5:1: field `agent.command`: expected the program to run (the generic adapter has no usual binary), found nothing",
             "9:11: field `agent.timeout`: expected a timeout longer than 0s, found \"0s\"",
             "10:14: field `agent.permission`: expected a permission `full`, `read-only`, found \"root\"",
-            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `permission`, `clock`",
+            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `permission`, `clock`, `sandbox`, `expose`",
         ]
     );
     let source = format!(

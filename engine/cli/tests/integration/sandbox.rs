@@ -517,3 +517,21 @@ value = true
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(repo.join("escaped.txt").exists());
 }
+
+#[test]
+fn check_says_whether_the_network_policy_covers_the_agent_program() {
+    let dir = scratch("sandbox", "check");
+    let scenario = scenario(&dir, "print('hi')\n", "", "");
+    let output = simtape().arg("check").arg(&scenario).output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("[network] judges its own connections too"), "{shown}");
+    let off = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("task = ", "sandbox = \"off\"\ntask = ");
+    std::fs::write(&scenario, off).unwrap();
+    let output = simtape().arg("check").arg(&scenario).output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("[network] does not judge its connections"), "{shown}");
+}
