@@ -53,6 +53,14 @@ pub enum LlmFaultKind {
     /// The call is answered as usual, and a streamed answer breaks on the way
     /// (`simtape serve`); an answer that is not streamed arrives whole.
     Stream(StreamFault),
+    /// The answer is cut at the model's token limit, as a provider ends a reply that reaches
+    /// `max_tokens`: at most this many output tokens of text arrive (the usage rule's 4 bytes
+    /// a token), without tool calls, with stop reason `max_tokens`. A shorter answer arrives
+    /// whole.
+    Truncated {
+        /// The output tokens the answer may have.
+        max_tokens: u64,
+    },
 }
 
 /// A streamed answer that breaks: after some of its server-sent events, the stream is cut
@@ -124,10 +132,14 @@ pub struct KindKeys {
 }
 
 /// The kinds of `[[faults.llm]]` rules, marked ones first; the last is the default.
-pub const KINDS: [KindKeys; 2] = [
+pub const KINDS: [KindKeys; 3] = [
     KindKeys {
         marker: Some("stream"),
         keys: &["on_call", "rate", "stream", "after_events"],
+    },
+    KindKeys {
+        marker: Some("max_tokens"),
+        keys: &["on_call", "rate", "max_tokens"],
     },
     KindKeys {
         marker: None,
@@ -156,6 +168,13 @@ pub fn decode_kind(keys: &mut dyn RuleKeys) -> (Option<LlmFaultKind>, KindKeys) 
         .expect("the last kind has no marker");
     let decoded = match kind.marker {
         Some("stream") => stream_fault(keys).map(LlmFaultKind::Stream),
+        Some("max_tokens") => {
+            let what = "a number of output tokens from 0";
+            let max_tokens = keys.integer("max_tokens", (0, i64::MAX), what);
+            max_tokens.map(|n| LlmFaultKind::Truncated {
+                max_tokens: n.expect("the marker selected this kind") as u64,
+            })
+        }
         _ => http_fault(keys),
     };
     (decoded, kind)
@@ -243,7 +262,9 @@ pub(crate) fn fire(
     *outage = None;
     let rule = faults.fire(ANY_TARGET, rng)?;
     let (status, message, retry_after_ms) = match &rule.kind {
-        LlmFaultKind::Stream(_) => return Some(Fired::After(rule.kind.clone())),
+        LlmFaultKind::Stream(_) | LlmFaultKind::Truncated { .. } => {
+            return Some(Fired::After(rule.kind.clone()))
+        }
         LlmFaultKind::Http {
             status,
             retry_after_ms,
@@ -272,6 +293,25 @@ pub(crate) fn after(kind: &LlmFaultKind, reply: &mut LlmReply) {
     }
     match kind {
         LlmFaultKind::Stream(stream) => reply.stream_fault = Some(*stream),
+        LlmFaultKind::Truncated { max_tokens } => {
+            let Ok(answer) = &mut reply.result else {
+                return;
+            };
+            if answer.usage.output_tokens <= *max_tokens {
+                return;
+            }
+            // The usage rule counts 4 bytes a token; the cut keeps whole characters.
+            let bytes = usize::try_from(max_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+            let mut cut = bytes.min(answer.text.len());
+            while !answer.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            answer.text.truncate(cut);
+            answer.tool_calls.clear();
+            answer.stop_reason = "max_tokens".to_string();
+            answer.usage.output_tokens = *max_tokens;
+            reply.usage = Some(answer.usage);
+        }
         LlmFaultKind::Http { .. } => {}
     }
 }
@@ -295,4 +335,45 @@ fn error_reply(
         }),
         stream_fault: None,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cap::llm::{ChatRequest, Llm, LlmHandle, Message};
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn a_truncated_answer_stops_at_its_token_limit() {
+        // Goal: `max_tokens = 3` cuts the answer on the call it fires on to 12 bytes of text,
+        // no tool calls, stop reason max_tokens and 3 output tokens; other calls arrive whole.
+        let dir = crate::testing::unit_test_dir("llm-truncated");
+        std::fs::create_dir_all(&dir).unwrap();
+        let fixture = "{\"simtape_llm\":1}\n{\"mode\":\"sticky\",\"response\":{\"text\":\"The capital of France is Paris.\",\"tool_calls\":[{\"name\":\"f\",\"arguments\":{}}]}}\n";
+        std::fs::write(dir.join("llm.jsonl"), fixture).unwrap();
+        let source = "[scenario]\nname = \"t\"\n[llm]\nfixture = \"llm.jsonl\"\n[[faults.llm]]\non_call = 1\nmax_tokens = 3\n[[task]]\nname = \"t\"\nsteps = [{ ask = \"hi\" }]\n";
+        let scenario = Scenario::parse(source, &dir.join("t.toml")).unwrap();
+        let faults = &scenario.faults().llm;
+        let actor =
+            Llm::from_fixture(crate::cap::llm::Fixture::load(&dir.join("llm.jsonl")).unwrap())
+                .with_faults(faults.clone());
+        let mut builder = crate::Sim::builder();
+        let llm = LlmHandle::new(builder.actor("llm", actor));
+        let report = builder
+            .build()
+            .unwrap()
+            .run(move |_host| async move {
+                let ask = || ChatRequest::new("m", vec![Message::user("Capital of France?")]);
+                (llm.complete(ask()).await, llm.complete(ask()).await)
+            })
+            .unwrap();
+        let (cut, whole) = report.output;
+        let (cut, whole) = (cut.unwrap(), whole.unwrap());
+        assert_eq!(cut.text, "The capital ");
+        assert!(cut.tool_calls.is_empty());
+        assert_eq!(cut.stop_reason, "max_tokens");
+        assert_eq!(cut.usage.output_tokens, 3);
+        assert_eq!(whole.text, "The capital of France is Paris.");
+        assert_eq!(whole.tool_calls.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
