@@ -507,6 +507,9 @@ fn world(args: &WorldArgs) -> CliResult {
     let seed = args.seed.unwrap_or(world.spec.seed);
     // Stdout carries only MCP messages; the seed goes to stderr, first, for reproduction.
     eprintln!("seed={seed}");
+    for note in simtape_mcp::world::faults::deprecations(&text) {
+        eprintln!("simtape mcp world: {}: note: {note}", spec.display());
+    }
     if let Some(left) = outputs::recover_left(&targets).map_err(failed)? {
         eprintln!("simtape mcp world: a killed session left a journal");
         print_recovered(&left);

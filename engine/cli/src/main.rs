@@ -77,8 +77,9 @@ fn dispatch(command: args::Command) -> exit::CliResult {
 
 /// Restores SIGPIPE's default action, so output piped into a reader that stops early
 /// (`simtape tape show t.tape | head`) ends the process as it ends `cat`, instead of a panic in
-/// `println!` (Rust ignores SIGPIPE, which turns the closed pipe into a write error). The
-/// project's one `unsafe` block: no safe API sets a signal's action.
+/// `println!` (Rust ignores SIGPIPE, which turns the closed pipe into a write error). One of
+/// the project's three `unsafe` blocks (each with its SAFETY proof): no safe API sets a
+/// signal's action.
 #[allow(unsafe_code)]
 fn die_quietly_on_closed_pipe() {
     #[cfg(unix)]

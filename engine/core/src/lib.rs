@@ -31,7 +31,9 @@
 //! - [`rng`] — per-actor ChaCha streams, integer `Ratio`s.
 //! - [`actor`] — the actor seam; the clock and user-event actors.
 //! - [`cap`] — the capabilities: filesystem overlay, network policy, LLM, processes, the
-//!   WASI sandbox, and the `[faults]` rules they share.
+//!   WASI sandbox, and the one fault engine they (and MCP worlds) share. What reaches the
+//!   outside world (record mode's HTTP client, real program runs) is behind seams the gateway
+//!   crate, `simtape-serve`, implements: the core holds no HTTP client and starts no process.
 //! - [`capabilities`] — the capability registry, builder settings and host handles.
 //! - [`limits`] — every bound of a run.
 //! - `recorder` — records to the tape and the run fingerprint.

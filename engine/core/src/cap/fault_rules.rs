@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use crate::cap::llm::faults::{LlmFaultKind, StreamFault, StreamMode};
 use crate::rng::{Ratio, RngStream};
 
 /// The deprecated name of `rate` in world specs, still read: `"probability": "1/5"`.
@@ -94,86 +95,6 @@ pub struct LlmFault {
     pub kind: LlmFaultKind,
 }
 
-/// What an LLM fault does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmFaultKind {
-    /// The call is answered with an HTTP error instead of the fixture's response.
-    Http {
-        /// The HTTP status (default 429).
-        status: u16,
-        /// The provider's retry hint, when it gives one.
-        retry_after_ms: Option<u64>,
-        /// The error message.
-        message: String,
-        /// An outage: when set, every later model call for this long (virtual nanoseconds,
-        /// from the call that fired) gets the same error, as from a provider that stays
-        /// overloaded for a while.
-        lasts_ns: Option<u64>,
-    },
-    /// The call is answered as usual, and a streamed answer breaks on the way
-    /// (`simtape serve`); an answer that is not streamed arrives whole.
-    Stream(StreamFault),
-}
-
-/// A streamed answer that breaks: after some of its server-sent events, the stream is cut
-/// or stalls, and never sends its final events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct StreamFault {
-    /// How it breaks.
-    pub mode: StreamMode,
-    /// How many events arrive before it breaks (at most all but the last); `None` draws a
-    /// number from 1 to all but the last, seeded per request.
-    pub after_events: Option<u64>,
-}
-
-/// How a stream breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StreamMode {
-    /// The connection closes mid-body (no final events, no end of the chunked body).
-    Cut,
-    /// The stream stops sending and never finishes; the connection stays open until the
-    /// client gives up or the session ends.
-    Stall,
-}
-
-impl StreamMode {
-    /// Returns the mode's name in the scenario format (`cut`, `stall`).
-    pub fn name(self) -> &'static str {
-        match self {
-            StreamMode::Cut => "cut",
-            StreamMode::Stall => "stall",
-        }
-    }
-}
-
-impl StreamFault {
-    /// Returns how many of a stream's `events` are sent before it breaks: `after_events`,
-    /// at most `events - 1` (the final event never arrives), or, without it, a number from
-    /// 1 to `events - 1` drawn from `rng`. A stream has at least two events.
-    ///
-    /// ```
-    /// use simtape::cap::fault_rules::{StreamFault, StreamMode};
-    /// use simtape::rng::RngStream;
-    /// let mut rng = RngStream::fork(0, "doc");
-    /// let given = StreamFault { mode: StreamMode::Cut, after_events: Some(40) };
-    /// assert_eq!(given.events_sent(9, &mut rng), 8);
-    /// let seeded = StreamFault { mode: StreamMode::Stall, after_events: None };
-    /// assert!((1..=8).contains(&seeded.events_sent(9, &mut rng)));
-    /// ```
-    pub fn events_sent(&self, events: u64, rng: &mut RngStream) -> u64 {
-        assert!(
-            events >= 2,
-            "every provider's stream has a first and a final event"
-        );
-        match self.after_events {
-            Some(after) => after.min(events - 1),
-            None => rng.range_inclusive(1, events - 1),
-        }
-    }
-}
-
 /// A filesystem operation that fails.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FsFault {
@@ -206,6 +127,31 @@ pub struct ProcessFault {
     /// The exit code the run reports instead of running (stdout empty, stderr names the
     /// fault).
     pub exit_code: i32,
+}
+
+/// The keys of one fault rule, as a capability's own kind decoder reads them (the scenario
+/// decoder implements it over a `[[faults.*]]` table, placing each problem at its file, line
+/// and field). So a capability keeps its kinds, their keys and what they do in one module,
+/// and the scenario format reads them without knowing them. Each read takes its key; a
+/// `None` result means a problem was reported.
+pub trait RuleKeys {
+    /// Returns whether `key` is given.
+    fn has(&self, key: &str) -> bool;
+    /// Takes an integer in `low..=high`; `what` says what was expected.
+    fn integer(&mut self, key: &str, range: (i64, i64), what: &str) -> Option<Option<i64>>;
+    /// Takes a non-empty string; `what` says what was expected.
+    fn text(&mut self, key: &str, what: &str) -> Option<Option<String>>;
+    /// Takes a duration in whole milliseconds (`"250ms"`, `"2s"`).
+    fn duration_ms(&mut self, key: &str) -> Option<Option<u64>>;
+    /// Takes one of `choices`; `what` says what was expected.
+    fn choice(
+        &mut self,
+        key: &str,
+        choices: &[&'static str],
+        what: &str,
+    ) -> Option<Option<&'static str>>;
+    /// Takes `key` and reports `message` at it (when it is given).
+    fn refuse(&mut self, key: &str, message: &str);
 }
 
 /// The target a rule gives to match every call.

@@ -13,24 +13,11 @@ use super::fields::{one_of, Field, Fields};
 use super::schema::Capability;
 use super::tables::ratio;
 use crate::cap::fault_rules::{
-    FaultsSpec, FsFault, FsFaultKind, LlmFault, LlmFaultKind, ProcessFault, StreamFault,
-    StreamMode, Trigger,
+    FaultsSpec, FsFault, FsFaultKind, LlmFault, ProcessFault, RuleKeys, Trigger,
 };
 
 /// The keys of `[faults]` the core decodes.
 const FAULTS_KEYS: [&str; 3] = ["llm", "fs", "process"];
-/// The keys of a `[[faults.llm]]` rule that answers with an HTTP error.
-const LLM_KEYS: [&str; 7] = [
-    "on_call",
-    "rate",
-    "status",
-    "retry_after",
-    "message",
-    "lasts",
-    "stream",
-];
-/// The keys of a `[[faults.llm]]` rule that breaks a stream (`stream = "cut"`).
-const LLM_STREAM_KEYS: [&str; 4] = ["on_call", "rate", "stream", "after_events"];
 /// The keys of a `[[faults.fs]]` rule.
 const FS_KEYS: [&str; 4] = ["op", "on_call", "rate", "kind"];
 /// The keys of a `[[faults.process]]` rule.
@@ -39,7 +26,6 @@ const PROCESS_KEYS: [&str; 4] = ["program", "on_call", "rate", "exit_code"];
 pub(crate) const FS_OPS: [&str; 9] = [
     "read", "write", "append", "remove", "rename", "mkdir", "list", "stat", "*",
 ];
-const LLM_STATUS_DEFAULT: i64 = 429;
 const PROCESS_EXIT_CODE_DEFAULT: i64 = 1;
 
 /// The extension's rule arrays, as the file gives them.
@@ -204,70 +190,76 @@ fn llm_rule(decoded: &mut Decoder, field: &Field<'_>) -> Option<LlmFault> {
     let what = "a [[faults.llm]] table like { on_call = 2, status = 429 }";
     let mut fields = decoded.table(field, what)?;
     let trigger = trigger(decoded, &mut fields);
-    let (kind, keys) = match fields.take("stream") {
-        Some(stream) => (
-            stream_fault(decoded, &mut fields, &stream).map(LlmFaultKind::Stream),
-            format!("{} (for a `stream` rule)", one_of(&LLM_STREAM_KEYS)),
-        ),
-        None => (http_fault(decoded, &mut fields), one_of(&LLM_KEYS)),
+    // The kinds, their keys and what they do are the LLM capability's (`cap/llm/faults.rs`).
+    let (kind, keys) = crate::cap::llm::faults::decode_kind(&mut Keys {
+        decoded,
+        fields: &mut fields,
+    });
+    let expected = match keys.marker {
+        Some(marker) => format!("{} (for a `{marker}` rule)", one_of(keys.keys)),
+        None => one_of(keys.keys),
     };
-    fields.finish(decoded, &format!("unknown key, expected one of {keys}"));
+    fields.finish(decoded, &format!("unknown key, expected one of {expected}"));
     Some(LlmFault {
         trigger: trigger?,
         kind: kind?,
     })
 }
 
-/// The rest of a rule that answers with an HTTP error.
-fn http_fault(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<LlmFaultKind> {
-    let status = integer(decoded, fields, "status", (400, 599), LLM_STATUS_DEFAULT);
-    let retry_after_ms = retry_after(decoded, fields);
-    let message = text(decoded, fields, "message", "an error message");
-    let lasts_ns = match fields.take("lasts") {
-        Some(field) => decoded
-            .duration_ms(&field)
-            .map(|ms| Some(ms.saturating_mul(1_000_000))),
-        None => Some(None),
-    };
-    if let Some(after) = fields.take("after_events") {
-        let message = "`after_events` needs `stream = \"cut\"` or `stream = \"stall\"`";
-        decoded.problem(after.span, after.path, message.to_string());
-    }
-    let status = status? as u16;
-    Some(LlmFaultKind::Http {
-        status,
-        retry_after_ms: retry_after_ms?,
-        message: message?.unwrap_or_else(|| format!("injected fault: HTTP {status}")),
-        lasts_ns: lasts_ns?,
-    })
+/// A rule's table as a capability's kind decoder reads it, problems placed at their fields.
+struct Keys<'d, 'f, 'a> {
+    decoded: &'d mut Decoder,
+    fields: &'f mut Fields<'a>,
 }
 
-/// The rest of a rule that breaks a stream (`stream` is its mode); `after_events` only here.
-fn stream_fault(
-    decoded: &mut Decoder,
-    fields: &mut Fields<'_>,
-    stream: &Field<'_>,
-) -> Option<StreamFault> {
-    const MODE: &str = "a stream fault `cut` or `stall`";
-    let mode = match decoded.string(stream, MODE) {
-        Some("cut") => Some(StreamMode::Cut),
-        Some("stall") => Some(StreamMode::Stall),
-        Some(_) => {
-            decoded.expected(stream, MODE);
-            None
+impl RuleKeys for Keys<'_, '_, '_> {
+    fn has(&self, key: &str) -> bool {
+        self.fields.entries.iter().any(|entry| entry.key == key)
+    }
+
+    fn integer(&mut self, key: &str, (low, high): (i64, i64), what: &str) -> Option<Option<i64>> {
+        match self.fields.take(key) {
+            Some(field) => self.decoded.integer(&field, low, high, what).map(Some),
+            None => Some(None),
         }
-        None => None,
-    };
-    let after_events = match fields.take("after_events") {
-        Some(after) => decoded
-            .integer(&after, 0, i64::MAX, "a number of events from 0")
-            .map(|n| Some(n as u64)),
-        None => Some(None),
-    };
-    Some(StreamFault {
-        mode: mode?,
-        after_events: after_events?,
-    })
+    }
+
+    fn text(&mut self, key: &str, what: &str) -> Option<Option<String>> {
+        text(self.decoded, self.fields, key, what)
+    }
+
+    fn duration_ms(&mut self, key: &str) -> Option<Option<u64>> {
+        match self.fields.take(key) {
+            Some(field) => self.decoded.duration_ms(&field).map(Some),
+            None => Some(None),
+        }
+    }
+
+    fn choice(
+        &mut self,
+        key: &str,
+        choices: &[&'static str],
+        what: &str,
+    ) -> Option<Option<&'static str>> {
+        let Some(field) = self.fields.take(key) else {
+            return Some(None);
+        };
+        let given = self.decoded.string(&field, what)?;
+        match choices.iter().find(|choice| **choice == given) {
+            Some(choice) => Some(Some(choice)),
+            None => {
+                self.decoded.expected(&field, what);
+                None
+            }
+        }
+    }
+
+    fn refuse(&mut self, key: &str, message: &str) {
+        if let Some(field) = self.fields.take(key) {
+            self.decoded
+                .problem(field.span, field.path, message.to_string());
+        }
+    }
 }
 
 fn fs_rule(decoded: &mut Decoder, field: &Field<'_>) -> Option<FsFault> {

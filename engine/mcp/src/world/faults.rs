@@ -308,6 +308,29 @@ fn any_tool() -> String {
     ANY_TARGET.into()
 }
 
+/// Returns a deprecation note for each rule of the world spec `text` that writes its rate
+/// under the old name `probability` (read as `rate`), naming the rule by its JSON pointer;
+/// empty when there is none, or when `text` is not a spec (loading reports that).
+///
+/// ```
+/// use simtape_mcp::world::faults::deprecations;
+/// let text = r#"{"faults": [{"on_call": 1}, {"probability": "1/5"}]}"#;
+/// assert_eq!(deprecations(text), ["/faults/1: `probability` is deprecated, write `rate`"]);
+/// ```
+pub fn deprecations(text: &str) -> Vec<String> {
+    let Ok(spec) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let rules = spec.get("faults").and_then(Value::as_array);
+    rules
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, rule)| rule.get(fault_rules::RATE_ALIAS_DEPRECATED).is_some())
+        .map(|(index, _)| format!("/faults/{index}: `probability` is deprecated, write `rate`"))
+        .collect()
+}
+
 /// Reads a rule's `rate` as the spec writes it (`"n/d"` or `"n%"`, or `null` for none) with
 /// the core's one ratio parser; a bad ratio is a shape error, so serde places it at its line
 /// and column.

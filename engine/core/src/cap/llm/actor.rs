@@ -253,7 +253,7 @@ impl Actor for LlmActor {
         let digest = observed.digest.clone();
         let input_bytes = observed.input_bytes;
         self.observed = Some(observed);
-        let stream_fault = match fire(
+        let fired_after = match fire(
             &mut self.faults,
             &mut self.outage,
             cx.now_ns,
@@ -266,13 +266,12 @@ impl Actor for LlmActor {
                     response: *response,
                 }
             }
-            Some(Fired::Stream(stream)) => Some(stream),
+            Some(Fired::After(kind)) => Some(kind),
             None => None,
         };
         let mut answer = self.backend.answer(request, digest, input_bytes, cx);
-        // Only an answer streams; an error goes out as it is.
-        if answer.response.result.is_ok() {
-            answer.response.stream_fault = stream_fault;
+        if let Some(kind) = fired_after {
+            super::faults::after(&kind, &mut answer.response);
         }
         answer
     }
