@@ -48,6 +48,15 @@ impl Recorder {
         self.fingerprint
     }
 
+    /// Hands every buffered record to the tape's sink (an open run waiting for input calls
+    /// this, so a killed `serve` keeps every record written before its last wait).
+    pub(crate) fn flush(&mut self, t_ns: u64) -> Result<(), SimError> {
+        match &mut self.writer {
+            Some(writer) => writer.flush().map_err(|error| limit_or(error, t_ns)),
+            None => Ok(()),
+        }
+    }
+
     /// Returns the number of records so far (not counting tape meta records).
     pub(crate) fn records(&self) -> u64 {
         self.records

@@ -9,6 +9,8 @@ mod agents;
 #[cfg(unix)]
 mod bad_inputs;
 mod cli;
+#[cfg(unix)]
+mod crash;
 mod evidence;
 mod harness;
 mod harness_agents;
