@@ -190,12 +190,14 @@ impl Recorder {
             });
         }
         self.fingerprint = fold(self.fingerprint, xxhash_rust::xxh3::xxh3_64(&self.payload));
-        match &mut self.writer {
+        let written = match &mut self.writer {
             Some(writer) => writer
                 .write_payload(t_ns, actor, task, kind, &self.payload)
                 .map_err(|e| limit_or(e, t_ns)),
             None => Ok(()),
-        }
+        };
+        crate::tape::release_scratch(&mut self.payload);
+        written
     }
 }
 

@@ -37,6 +37,7 @@ pub mod workdir;
 
 mod body;
 mod driver;
+mod intake;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -22,6 +22,8 @@ mod mcp_signals;
 mod mcp_world;
 mod record;
 mod serve_mcp;
+#[cfg(target_os = "linux")]
+mod serve_memory;
 #[cfg(unix)]
 mod slurm;
 mod sweep;

@@ -167,6 +167,17 @@ pub struct TapeFooter {
     pub verdict: String,
 }
 
+/// Scratch buffers reused record after record keep at most this much room: one huge payload
+/// (a 30 MB request an agent sent `simtape serve`) must not stay held for the rest of the run.
+pub(crate) const SCRATCH_KEPT_BYTES: usize = 1 << 20;
+
+/// Frees `scratch` when a huge record grew it past [`SCRATCH_KEPT_BYTES`].
+pub(crate) fn release_scratch(scratch: &mut Vec<u8>) {
+    if scratch.capacity() > SCRATCH_KEPT_BYTES {
+        *scratch = Vec::new();
+    }
+}
+
 /// Folds one record's bytes into the chain.
 pub(crate) fn chain_step(previous: u64, record_bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(record_bytes, previous)

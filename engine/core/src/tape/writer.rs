@@ -238,6 +238,7 @@ impl TapeWriter {
                 detail: e.to_string(),
             }),
         };
+        super::release_scratch(&mut payload);
         self.payload = payload;
         result
     }
@@ -358,6 +359,7 @@ impl TapeWriter {
         large.extend_from_slice(&check[..check_len]);
         self.records += 1;
         let written = self.write_bytes(&large);
+        super::release_scratch(&mut large);
         self.large = large;
         written
     }
