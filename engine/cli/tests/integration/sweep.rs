@@ -810,4 +810,10 @@ fn a_result_cache_skips_unchanged_runs_and_reruns_exactly_the_edited_scenarios_s
     );
     // A comment line changes no answer: the same results, now run again.
     assert!(report("r1.json") == report("r3.json"), "the reports differ");
+    let said: String = third
+        .lines()
+        .filter(|line| line.contains("run(s) skipped"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    common::check_doc_block("docs/sweeps.md", "Either way the sweep says", &said);
 }

@@ -57,6 +57,19 @@ impl TapeSink {
     /// Starts the tape file at `path`: a temporary file beside it until the header is
     /// written (see [`TapeSink::Creating`]); a tape already at `path` is replaced then.
     pub fn create(path: &Path) -> Result<TapeSink, TapeError> {
+        let io = |source| TapeError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        // A device or a pipe (`--tape /dev/null`) is written in place: renaming a file over
+        // it would replace it.
+        if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io)?;
+            return Ok(TapeSink::File(file, path.to_path_buf()));
+        }
         let partial = partial_path(path);
         let file = std::fs::File::create(&partial).map_err(|source| TapeError::Io {
             path: partial.display().to_string(),

@@ -389,3 +389,37 @@ fn a_tape_file_is_readable_from_its_first_byte_and_up_to_its_last_checkpoint() {
     writer.finish(records, "ok").unwrap();
     assert_eq!(verify_path(&path).unwrap().records, records + 1);
 }
+
+#[cfg(unix)]
+#[test]
+// The pipe's reader is a thread of the test, outside any simulation.
+#[allow(clippy::disallowed_methods)]
+fn a_tape_to_a_pipe_is_written_through_it_not_renamed_over_it() {
+    // Goal: a tape path naming something other than a file (a named pipe here; /dev/null or
+    // /dev/stdout in use) is written in place: the temporary-name-and-rename that keeps a
+    // file tape readable from its first byte would replace it.
+    use simtape::tape::{BlobMode, TapeSink, TapeWriter, FORMAT_VERSION};
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempdir("pipe");
+    let pipe = dir.join("tape.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || std::fs::read(pipe).unwrap())
+    };
+    let writer = TapeWriter::new(
+        TapeSink::create(&pipe).unwrap(),
+        &header_of_version(FORMAT_VERSION),
+        BlobMode::Embedded,
+        u64::MAX,
+    )
+    .unwrap();
+    writer.finish(0, "ok").unwrap();
+    let bytes = reader.join().unwrap();
+    assert!(bytes.starts_with(b"SIMTAPE\0"));
+    assert!(std::fs::metadata(&pipe).unwrap().file_type().is_fifo());
+}
