@@ -349,9 +349,18 @@ pub(crate) struct SweepArgs {
     /// (docs/sweeps.md).
     #[arg(long, value_name = "I/N|auto", value_parser = crate::sweep::auto_shard::parse_shard_arg)]
     pub(crate) shard: Option<crate::sweep::auto_shard::ShardArg>,
-    /// Keep the tape of every failing seed as DIR/<scenario>/seed-<N>.tape.
+    /// Keep the tape of every failing seed as DIR/<scenario>/seed-<N>.tape, and every
+    /// seed's result under DIR/results.cache/ (for --resume).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+    /// Continue a sweep killed or stopped part-way: the seeds whose result --out already
+    /// holds are not run again; the report is the uninterrupted sweep's.
+    #[arg(long, requires = "out")]
+    pub(crate) resume: bool,
+    /// A result cache shared between sweeps: a run whose key (engine, scenario, every file
+    /// it reads, seed) has a result in DIR is not run again (docs/sweeps.md).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cache: Option<PathBuf>,
     /// The report format (to standard output, or to --report-out).
     #[arg(long, value_parser = report_format())]
     pub(crate) report: Option<ReportFormat>,

@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use simtape::tape::{sha256_hex, TapeHeader};
+use simtape::oracle::{diff_paths, Mode};
+use simtape::tape::{sha256_hex, TapeHeader, FORMAT_VERSION};
 use simtape_agent::EvalScenario;
 
 use crate::args::ReplayArgs;
@@ -106,6 +107,9 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
     } else {
         scenario.run(&mut builder);
     }
+    if header.format_version != FORMAT_VERSION {
+        return replay_older(args, header.format_version, &out);
+    }
     if read(&args.tape)? == read(&out)? {
         println!(
             "replay: byte-identical ({}, scenario {}, seed {})",
@@ -123,6 +127,29 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
         // Equal records, other bytes: what follows the footer differs.
         println!("replay: the records are the same; the inputs sections differ");
     }
+    println!("replayed tape: {}", out.display());
+    Ok(Outcome::Finding)
+}
+
+/// Ends the replay of a tape of an older format: this engine writes the current one, whose
+/// header (its version) and therefore every check differ, so the records are compared
+/// instead of the bytes (the oracle's exact mode: every record, payload and instant).
+fn replay_older(args: &ReplayArgs, version: u32, out: &Path) -> CliResult {
+    let report = diff_paths(&args.tape, out, Mode::Exact)?;
+    if report.equal {
+        println!(
+            "replay: the same records ({} is format version {version}, replayed as version \
+             {FORMAT_VERSION}: the header and checks differ, every record is equal)",
+            args.tape.display()
+        );
+        return Ok(Outcome::Success);
+    }
+    println!(
+        "replay: the replayed records differ from {} (format version {version}, replayed as \
+         version {FORMAT_VERSION})",
+        args.tape.display()
+    );
+    print_diff(&args.tape, out, Mode::Exact, false)?;
     println!("replayed tape: {}", out.display());
     Ok(Outcome::Finding)
 }

@@ -12,6 +12,7 @@ use crate::common::render::deliver;
 use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::auto_shard::{self, ShardArg};
+use crate::sweep::cache::{EngineDigest, ScenarioKey, Store};
 use crate::sweep::plan::{self as job_plan, K8s, Sweep};
 use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
@@ -40,7 +41,8 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             Some(found.shard)
         }
     };
-    let scenarios = load(&args.scenarios, args.out.is_some(), args.no_sandbox)?;
+    let stores = stores(args)?;
+    let scenarios = load(&args.scenarios, args.out.is_some(), !stores.is_empty(), args.no_sandbox)?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
         refuse_recording(&loaded.scenario, "sweep", &loaded.path)?;
@@ -54,6 +56,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         sandbox: args
             .no_sandbox
             .then_some(simtape_serve::sandbox::SandboxMode::Off),
+        stores: &stores,
     };
     let runs = plan.runs();
     if runs > SWEEP_RUNS_MAX {
@@ -81,7 +84,18 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         jobs.min(runs.max(1) as usize)
     );
     let mut progress = Progress::new(runs);
-    let results = pool::run(plan, jobs.min(runs.max(1) as usize), stop, &mut progress);
+    let ran = pool::run(plan, jobs.min(runs.max(1) as usize), stop, &mut progress)?;
+    if stores.iter().any(|store| store.read) {
+        // On standard error: the report is the same whether a result was run or reused.
+        for ((loaded, results), reused) in scenarios.iter().zip(&ran.results).zip(&ran.reused) {
+            eprintln!(
+                "sweep: {}: {reused} of {} run(s) skipped (a result stored under the same key)",
+                loaded.scenario.scenario().name(),
+                results.len()
+            );
+        }
+    }
+    let results = ran.results;
     if let Some(out) = &args.out {
         // A scenario with no failing seed keeps no tape: leave no empty directory for it
         // (`remove_dir` removes only empty ones, and every worker is done).
@@ -185,6 +199,42 @@ fn sweep_of(args: &PlanArgs, simtape: String, default_results: PathBuf) -> Sweep
     }
 }
 
+/// Returns the key of a scenario's stored results, or `None` (with a note) when a key could
+/// not cover everything that decides its runs: an agent program is a real process (its
+/// interpreter, libraries and network are not inputs), and a file named by an absolute path
+/// is not captured.
+fn result_key(
+    engine: &EngineDigest,
+    scenario: &simtape_agent::EvalScenario,
+    path: &std::path::Path,
+    inputs: &simtape::tape::Inputs,
+) -> Option<ScenarioKey> {
+    let why_not = if scenario.eval().command.is_some() {
+        Some("its agent is a program, whose runs depend on more than its files")
+    } else if scenario
+        .scenario()
+        .input_paths()
+        .iter()
+        .any(|input| std::path::Path::new(input).is_absolute())
+    {
+        Some("it reads a file by an absolute path, which the key cannot cover")
+    } else {
+        None
+    };
+    if let Some(why) = why_not {
+        eprintln!(
+            "note: {}: results are not stored or reused: {why}",
+            path.display()
+        );
+        return None;
+    }
+    Some(ScenarioKey::new(
+        engine,
+        &scenario.scenario().digest(),
+        inputs,
+    ))
+}
+
 /// Returns the flag Ctrl-C sets: workers stop taking seeds, the runs under way finish, and
 /// the partial report is written. A second Ctrl-C exits at once (130, the shell's code for
 /// SIGINT). Without a handler (one is already set) Ctrl-C keeps its default effect.
@@ -202,23 +252,50 @@ fn stop_on_ctrl_c() -> &'static AtomicBool {
     &STOP
 }
 
+/// Opens the result stores: the one under `--out` (read with `--resume`) and `--cache`'s.
+fn stores(args: &SweepArgs) -> Result<Vec<Store>, CliError> {
+    let mut stores = Vec::new();
+    if let Some(out) = &args.out {
+        stores.push(Store::under_out(out, args.resume)?);
+    }
+    if let Some(dir) = &args.cache {
+        stores.push(Store::cache(dir)?);
+    }
+    Ok(stores)
+}
+
 /// Loads every scenario once, sorted by name, with the files its runs read when tapes are
-/// kept; two scenarios may not share a name (their tapes and records would mix).
-fn load(paths: &[PathBuf], keep_tapes: bool, no_sandbox: bool) -> Result<Vec<Loaded>, CliError> {
+/// kept or results stored, and its result key when results are stored; two scenarios may
+/// not share a name (their tapes and records would mix).
+fn load(
+    paths: &[PathBuf],
+    keep_tapes: bool,
+    keyed: bool,
+    no_sandbox: bool,
+) -> Result<Vec<Loaded>, CliError> {
+    let engine = match keyed {
+        true => Some(EngineDigest::of_this_binary()?),
+        false => None,
+    };
     let mut scenarios = Vec::with_capacity(paths.len());
     for path in paths {
         let mut scenario = load_scenario(path, None)?;
         if no_sandbox {
             crate::common::unconfined(&mut scenario);
         }
-        let inputs = match keep_tapes {
+        let inputs = match keep_tapes || keyed {
             true => Some(inputs::capture(&scenario, None)?),
             false => None,
+        };
+        let key = match (&engine, &inputs) {
+            (Some(engine), Some(inputs)) => result_key(engine, &scenario, path, inputs),
+            _ => None,
         };
         scenarios.push(Loaded {
             scenario,
             path: path.clone(),
             inputs,
+            key,
         });
     }
     scenarios.sort_by(|a, b| {

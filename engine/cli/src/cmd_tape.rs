@@ -43,13 +43,30 @@ pub(crate) fn run(args: &TapeArgs) -> CliResult {
     }
 }
 
+/// Opens a tape for a view. A truncated tape (a killed run's) is shown up to its cut, and
+/// [`ended`] then says where it is cut.
 fn open(path: &Path) -> Result<TapeReader<std::fs::File>, CliError> {
     TapeReader::open(path)
-        .map(|r| r.keep_blobs(true))
+        .map(|r| r.keep_blobs(true).up_to_truncation())
         .map_err(|error| CliError::Tape {
             path: Some(path.to_path_buf()),
             error,
         })
+}
+
+/// What a view that read every record returns: success, or for a truncated tape a finding
+/// (exit 1, as `tape verify` gives it), named on standard error after what was shown.
+fn ended(path: &Path, reader: &TapeReader<std::fs::File>) -> CliResult {
+    match reader.truncation() {
+        None => Ok(Outcome::Success),
+        Some(cut) => {
+            eprintln!(
+                "{}: {cut}; shown up to the last whole record",
+                path.display()
+            );
+            Ok(Outcome::Finding)
+        }
+    }
 }
 
 fn record_json(reader: &TapeReader<std::fs::File>, record: &RawRecord) -> serde_json::Value {
@@ -119,7 +136,7 @@ fn show(path: &Path, limit: Option<u64>) -> CliResult {
             payload
         );
     }
-    Ok(Outcome::Success)
+    ended(path, &reader)
 }
 
 /// Opens the export's destination: the file, or standard output.
@@ -138,7 +155,7 @@ fn export_trace(path: &Path, output: Option<&Path>) -> CliResult {
     let mut out = destination(output)?;
     simtape_eval::view::chrome_trace::write(&mut reader, &mut out)
         .map_err(|error| view_error(path, error))?;
-    Ok(Outcome::Success)
+    ended(path, &reader)
 }
 
 /// A view that failed: the tape (named) or the writing.
@@ -189,7 +206,7 @@ fn show_tree(path: &Path, color: ColorWhen) -> CliResult {
     })
     .map_err(|error| view_error(path, error))?;
     out.flush().map_err(CliError::write("standard output"))?;
-    Ok(Outcome::Success)
+    ended(path, &reader)
 }
 
 fn report(path: &Path, output: &Path, from: Option<u64>, to: Option<u64>) -> CliResult {
@@ -205,7 +222,7 @@ fn report(path: &Path, output: &Path, from: Option<u64>, to: Option<u64>) -> Cli
     let page = simtape_eval::view::html::tape::render(&view, &path.display().to_string());
     std::fs::write(output, page).map_err(CliError::io(output))?;
     println!("report: {}", output.display());
-    Ok(Outcome::Success)
+    ended(path, &reader)
 }
 
 fn export(path: &Path, output: Option<&Path>) -> CliResult {
@@ -225,7 +242,7 @@ fn export(path: &Path, output: Option<&Path>) -> CliResult {
         }
     }
     out.flush().map_err(io)?;
-    Ok(Outcome::Success)
+    ended(path, &reader)
 }
 
 fn verify(path: &Path) -> CliResult {

@@ -34,6 +34,9 @@ fn main() -> ExitCode {
     if !matches!(cli.command, args::Command::Mcp(_)) {
         die_quietly_on_closed_pipe();
     }
+    if matches!(cli.command, args::Command::Serve(_)) {
+        return_freed_memory_at_once();
+    }
     let result = raise_input_caps().and_then(|()| dispatch(cli.command));
     if let Err(error) = &result {
         eprintln!("error: {error}");
@@ -72,6 +75,24 @@ fn dispatch(command: args::Command) -> exit::CliResult {
         args::Command::Sweep(a) => cmd_sweep::run(&a),
         args::Command::Report(a) => cmd_report::run(&a),
         args::Command::Serve(a) => cmd_serve::run(&a),
+    }
+}
+
+/// mimalloc's `purge_delay` option (its index in `mi_option_t`, the same in mimalloc 2 and 3;
+/// `libmimalloc-sys` names only some options).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Makes mimalloc give freed memory back to the system when it is freed rather than 10 ms
+/// (100 ms for huge blocks) later at its next call: `serve` sits idle between an agent's
+/// requests, so a burst of 30 MB request bodies stayed resident after they were answered
+/// (359 MB against 40 MB before the burst; 80 MB with this). Other commands keep the default,
+/// which saves system calls in allocation-heavy sweeps.
+#[allow(unsafe_code)]
+fn return_freed_memory_at_once() {
+    // SAFETY: sets an integer option before any other thread exists; mimalloc reads options
+    // atomically and `purge_delay = 0` is a documented value (purge immediately).
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
     }
 }
 

@@ -48,6 +48,15 @@ impl Recorder {
         self.fingerprint
     }
 
+    /// Hands every buffered record to the tape's sink (an open run waiting for input calls
+    /// this, so a killed `serve` keeps every record written before its last wait).
+    pub(crate) fn flush(&mut self, t_ns: u64) -> Result<(), SimError> {
+        match &mut self.writer {
+            Some(writer) => writer.flush().map_err(|error| limit_or(error, t_ns)),
+            None => Ok(()),
+        }
+    }
+
     /// Returns the number of records so far (not counting tape meta records).
     pub(crate) fn records(&self) -> u64 {
         self.records
@@ -181,12 +190,14 @@ impl Recorder {
             });
         }
         self.fingerprint = fold(self.fingerprint, xxhash_rust::xxh3::xxh3_64(&self.payload));
-        match &mut self.writer {
+        let written = match &mut self.writer {
             Some(writer) => writer
                 .write_payload(t_ns, actor, task, kind, &self.payload)
                 .map_err(|e| limit_or(e, t_ns)),
             None => Ok(()),
-        }
+        };
+        crate::tape::release_scratch(&mut self.payload);
+        written
     }
 }
 

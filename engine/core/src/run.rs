@@ -290,8 +290,19 @@ impl<T: 'static> Run<T> {
             return self.progress();
         }
         let core = self.core.take().expect("the core is back between calls");
-        let (core, end) = f(core, self.main.as_ref().expect("kept until finish"));
+        let (mut core, end) = f(core, self.main.as_ref().expect("kept until finish"));
+        // Waiting for input may last as long as the outside world likes (an agent thinking,
+        // a user away): what the run wrote so far goes to the tape file now, so killing the
+        // process then loses nothing.
+        let flushed = match end {
+            LoopEnd::AwaitingInput(_) => core.recorder.flush(core.now_ns),
+            _ => Ok(()),
+        };
         self.core = Some(core);
+        if let Err(error) = flushed {
+            self.ended = Some(Ended::Failed(error));
+            return Progress::Failed;
+        }
         match end {
             LoopEnd::Paused => Progress::Paused,
             LoopEnd::AwaitingInput(_) => Progress::AwaitingInput,

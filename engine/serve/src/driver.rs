@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use simtape::inbox::{Inbox, Outbox};
 use simtape::run::{Progress, Run};
@@ -27,7 +26,8 @@ use crate::adapter::EventKind;
 use crate::body::ResponseBody;
 use crate::gateway::{BodyEnd, GatewayInput, HttpRequest, HttpResponse};
 
-use crate::limits::REQUEST_BYTES_MAX;
+use crate::intake::{read_body, BodyBudget, SmolTimer};
+use crate::limits::HEADER_READ_TIMEOUT;
 
 /// Times the driver yields after a settle window, so the agent's output reader runs first.
 const OUTPUT_CATCH_UP_YIELDS: usize = 4;
@@ -47,9 +47,13 @@ pub(crate) async fn accept(
     tx: Sender<Pending>,
     mcp: std::rc::Rc<McpTransport>,
 ) {
+    // One budget for every body the session's connections hold at once.
+    let budget = BodyBudget::default();
     while let Ok((stream, _)) = listener.accept().await {
         let tx = tx.clone();
-        executor.spawn(connection(stream, tx, mcp.clone())).detach();
+        executor
+            .spawn(connection(stream, tx, mcp.clone(), budget.clone()))
+            .detach();
     }
 }
 
@@ -57,14 +61,19 @@ async fn connection(
     stream: smol::net::TcpStream,
     tx: Sender<Pending>,
     mcp: std::rc::Rc<McpTransport>,
+    budget: BodyBudget,
 ) {
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        let (tx, mcp) = (tx.clone(), mcp.clone());
-        async move { Ok::<_, std::convert::Infallible>(exchange(request, &tx, &mcp).await) }
+        let (tx, mcp, budget) = (tx.clone(), mcp.clone(), budget.clone());
+        async move { Ok::<_, std::convert::Infallible>(exchange(request, &tx, &mcp, &budget).await) }
     });
     // A connection that breaks mid-request only loses that request: the agent sees the error.
+    // One that sends no headers within the timeout (half-open, or idle between requests) is
+    // closed; that happens outside the run and is on no tape.
     let _ = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
+        .timer(SmolTimer)
+        .header_read_timeout(HEADER_READ_TIMEOUT)
         .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service)
         .await;
 }
@@ -73,6 +82,7 @@ async fn exchange(
     request: hyper::Request<Incoming>,
     tx: &Sender<Pending>,
     mcp: &McpTransport,
+    budget: &BodyBudget,
 ) -> hyper::Response<ResponseBody> {
     let (parts, body) = request.into_parts();
     let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
@@ -82,19 +92,20 @@ async fn exchange(
     {
         return http_response(response);
     }
-    let body = match Limited::new(body, REQUEST_BYTES_MAX).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            let message =
-                format!("the request body is over {REQUEST_BYTES_MAX} bytes or broke off");
-            return plain(413, &message);
+    let declared = header(hyper::header::CONTENT_LENGTH).and_then(|v| v.parse().ok());
+    // `_held` keeps the body's bytes counted until this request is answered.
+    let (body, _held) = match read_body(body, declared, budget).await {
+        Ok(read) => read,
+        Err(refused) => {
+            let (status, message, headers) = refused.answer();
+            return plain_with(status, &message, headers);
         }
     };
     let (reply, answer) = smol::channel::bounded(1);
     let pending = Pending {
         method: parts.method.as_str().to_string(),
         path: parts.uri.path().to_string(),
-        body: String::from_utf8_lossy(&body).into_owned(),
+        body,
         reply,
     };
     if tx.send(pending).await.is_err() {
@@ -109,11 +120,19 @@ async fn exchange(
 }
 
 fn plain(status: u16, message: &str) -> hyper::Response<ResponseBody> {
+    plain_with(status, message, Vec::new())
+}
+
+fn plain_with(
+    status: u16,
+    message: &str,
+    headers: Vec<(String, String)>,
+) -> hyper::Response<ResponseBody> {
     let body = serde_json::json!({"error": {"type": "simtape_serve", "message": message}});
     http_response(HttpResponse {
         id: 0,
         status,
-        headers: Vec::new(),
+        headers,
         content_type: "application/json",
         body: body.to_string(),
         ending: BodyEnd::Complete,

@@ -48,6 +48,7 @@ pub mod workdir;
 mod body;
 mod contained;
 mod driver;
+mod intake;
 
 use std::net::SocketAddr;
 use std::path::Path;

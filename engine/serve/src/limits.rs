@@ -6,6 +6,20 @@ use std::time::Duration;
 
 /// The largest request body the gateway reads (Claude Code's requests are ~50 KB).
 pub const REQUEST_BYTES_MAX: usize = 32 << 20;
+/// The request bodies one session holds at once, from their first byte until they are
+/// answered: one body of the largest size, or hundreds of an agent's usual ones. A body that
+/// does not fit beside the others is refused with 503 and `retry-after`. Each held byte costs
+/// about four more while the request is decoded and run (the text, its JSON, the model
+/// request, the tape record): 8 bodies of 30 MB at once took the process to 1.09 GB without
+/// the budget.
+pub const REQUEST_BODIES_BYTES_MAX: usize = 40 << 20;
+/// How long a connection may take to send a request's headers; an idle keep-alive
+/// connection is waiting to send them, so it is closed after this long too (clients' own
+/// pools let theirs go sooner: 5 s for httpx, 4 s for Node's undici).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request's whole body may take to arrive (loopback carries 32 MiB in well
+/// under a second); past it the request is answered 408 and its connection closed.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bytes of one line of the agent's stdout read; a longer line is cut there.
 pub const LINE_BYTES_MAX: usize = 4 << 20;

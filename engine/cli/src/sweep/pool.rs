@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 
 use simtape::tape::{InputStore, Inputs};
 use simtape::RunSummary;
@@ -13,8 +13,10 @@ use simtape_agent::EvalScenario;
 use simtape_eval::sweep::{SeedRange, SeedResult, Shard};
 use simtape_eval::{Verdict, VerdictKind};
 
+use super::cache::{write_atomically, ScenarioKey, Store};
 use super::progress::Progress;
 use crate::common::reproduce_command;
+use crate::exit::CliError;
 
 /// The most worker threads a sweep starts (`--jobs`): far above the cores of any one machine
 /// (a sweep wider than that is sharded across machines), far below what exhausts a
@@ -27,8 +29,12 @@ pub(crate) struct Loaded {
     pub(crate) scenario: EvalScenario,
     /// The file, as given on the command line (replay commands name it).
     pub(crate) path: PathBuf,
-    /// The files its runs read, captured once for the kept tapes (with `--out`).
+    /// The files its runs read, captured once for the kept tapes (with `--out`) and the
+    /// result stores' keys.
     pub(crate) inputs: Option<Arc<Inputs>>,
+    /// What decides its runs but the seed, when its results are stored: `None` without a
+    /// store, and for what a key cannot cover (an agent program, an absolute input path).
+    pub(crate) key: Option<ScenarioKey>,
 }
 
 /// The content directory under `--out` that every kept tape's inputs share, so a thousand
@@ -61,6 +67,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) agent_bin: Option<&'a Path>,
     /// The sandbox override (`--no-sandbox`).
     pub(crate) sandbox: Option<simtape_serve::sandbox::SandboxMode>,
+    /// Where results are looked up and stored (`--out`'s, `--cache`'s).
+    pub(crate) stores: &'a [Store],
 }
 
 impl Plan<'_> {
@@ -131,22 +139,31 @@ pub(crate) fn tape_path(out: &Path, scenario: &str, seed: u64) -> PathBuf {
     out.join(scenario).join(format!("seed-{seed}.tape"))
 }
 
-/// Runs every task of `plan` on `jobs` threads and returns the records by scenario index,
-/// each sorted by seed. Workers stop taking tasks once `stop` is set.
+/// What the pool did: the records by scenario index, each sorted by seed, and how many of
+/// each scenario's came from a result store instead of a run.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    pub(crate) results: Vec<Vec<SeedResult>>,
+    pub(crate) reused: Vec<u64>,
+}
+
+/// Runs every task of `plan` on `jobs` threads. Workers stop taking tasks once `stop` is
+/// set, or once a result store fails (that error is returned).
 pub(crate) fn run(
     plan: Plan<'_>,
     jobs: usize,
     stop: &AtomicBool,
     progress: &mut Progress,
-) -> Vec<Vec<SeedResult>> {
+) -> Result<Ran, CliError> {
     let next = AtomicU64::new(0);
+    let failed: Mutex<Option<CliError>> = Mutex::new(None);
     let runs = plan.runs();
     let (sender, receiver) = mpsc::channel::<bool>();
-    let mut collected: Vec<(usize, SeedResult)> = std::thread::scope(|scope| {
+    let mut collected: Vec<(usize, SeedResult, bool)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
             .map(|_| {
                 let sender = sender.clone();
-                let next = &next;
+                let (next, failed) = (&next, &failed);
                 scope.spawn(move || {
                     let mut done = Vec::new();
                     while !stop.load(Ordering::Relaxed) {
@@ -155,10 +172,19 @@ pub(crate) fn run(
                             break;
                         }
                         let (index, seed) = plan.task(task);
-                        let result = run_seed(&plan.scenarios[index], seed, plan);
+                        let (result, from_store) =
+                            match stored_or_run(&plan.scenarios[index], seed, plan) {
+                                Ok(done) => done,
+                                Err(error) => {
+                                    let mut failed = failed.lock().expect("no worker panics");
+                                    failed.get_or_insert(error);
+                                    stop.store(true, Ordering::Relaxed);
+                                    break;
+                                }
+                            };
                         // The receiver lives until every worker is done.
                         let _ = sender.send(result.verdict == VerdictKind::Pass);
-                        done.push((index, result));
+                        done.push((index, result, from_store));
                     }
                     done
                 })
@@ -174,12 +200,99 @@ pub(crate) fn run(
             .collect()
     });
     progress.finish();
-    collected.sort_by_key(|(index, result)| (*index, result.seed));
-    let mut by_scenario = vec![Vec::new(); plan.scenarios.len()];
-    for (index, result) in collected {
-        by_scenario[index].push(result);
+    if let Some(error) = failed.into_inner().expect("no worker panics") {
+        return Err(error);
     }
-    by_scenario
+    collected.sort_by_key(|(index, result, _)| (*index, result.seed));
+    let mut by_scenario = vec![Vec::new(); plan.scenarios.len()];
+    let mut reused = vec![0; plan.scenarios.len()];
+    for (index, result, from_store) in collected {
+        by_scenario[index].push(result);
+        reused[index] += u64::from(from_store);
+    }
+    Ok(Ran {
+        results: by_scenario,
+        reused,
+    })
+}
+
+/// Returns the seed's stored result when a store has one for its key (and true), or runs it
+/// and stores what it gave (and false).
+fn stored_or_run(
+    loaded: &Loaded,
+    seed: u64,
+    plan: Plan<'_>,
+) -> Result<(SeedResult, bool), CliError> {
+    let Some(key) = loaded.key.as_ref().map(|key| key.run(seed)) else {
+        return Ok((run_seed(loaded, seed, plan), false));
+    };
+    for store in plan.stores {
+        if let Some(result) = reuse(store, &key, loaded, seed, plan)? {
+            return Ok((result, true));
+        }
+    }
+    let result = run_seed(loaded, seed, plan);
+    let tape = result.tape.as_deref().map(Path::new);
+    for store in plan.stores {
+        store.put(&key, &result, tape)?;
+    }
+    Ok((result, false))
+}
+
+/// Returns `store`'s result of run `key` as this sweep reports it (its kept tape under
+/// `--out`, the command that reproduces it), or `None` when the store has none or kept no
+/// tape where this sweep must keep one.
+fn reuse(
+    store: &Store,
+    key: &str,
+    loaded: &Loaded,
+    seed: u64,
+    plan: Plan<'_>,
+) -> Result<Option<SeedResult>, CliError> {
+    let Some(found) = store.get(key)? else {
+        return Ok(None);
+    };
+    let mut result = found.result;
+    if result.verdict == VerdictKind::Pass {
+        return Ok(Some(result));
+    }
+    if let Some(out) = plan.out {
+        let path = tape_path(out, loaded.scenario.scenario().name(), seed);
+        if !path.is_file() {
+            let Some(stored) = found.tape else {
+                return Ok(None);
+            };
+            copy_kept_tape(&stored, &path, loaded, out)?;
+        }
+        result.tape = Some(path.display().to_string());
+    }
+    result.replay = Some(reproduce_command(&loaded.path, seed, None, None));
+    Ok(Some(result))
+}
+
+/// Puts a stored tape where this sweep keeps it, with the inputs it lists in the shared
+/// content directory (the same files: they are part of the run's key).
+fn copy_kept_tape(stored: &Path, path: &Path, loaded: &Loaded, out: &Path) -> Result<(), CliError> {
+    if let Some(inputs) = &loaded.inputs {
+        let cas = out.join(SHARED_CAS);
+        std::fs::create_dir_all(&cas).map_err(CliError::io(&cas))?;
+        for entry in inputs.entries() {
+            if let simtape::tape::InputEntry::File { sha256, .. } = entry {
+                let file = cas.join(sha256);
+                if !file.is_file() {
+                    let bytes = inputs
+                        .blob(sha256)
+                        .expect("a captured file's bytes are kept");
+                    write_atomically(&file, bytes)?;
+                }
+            }
+        }
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(CliError::io(parent))?;
+    }
+    let bytes = std::fs::read(stored).map_err(CliError::io(stored))?;
+    write_atomically(path, &bytes)
 }
 
 /// Runs one seed without a tape; a seed that does not pass runs again with its tape kept

@@ -9,6 +9,8 @@ mod agents;
 #[cfg(unix)]
 mod bad_inputs;
 mod cli;
+#[cfg(unix)]
+mod crash;
 mod evidence;
 mod harness;
 mod harness_agents;
@@ -22,6 +24,8 @@ mod record;
 #[cfg(target_os = "linux")]
 mod sandbox;
 mod serve_mcp;
+#[cfg(target_os = "linux")]
+mod serve_memory;
 #[cfg(unix)]
 mod slurm;
 mod sweep;

@@ -5,7 +5,7 @@
 use crate::common;
 use crate::common::text;
 
-use common::{files, load_json, repo, scratch, simtape};
+use common::{expect, files, load_json, repo, scratch, simtape};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -628,4 +628,192 @@ fn plan_refuses_bad_arguments() {
         );
         assert_eq!(run.status.code(), Some(2), "{args:?}: {}", text(&run));
     }
+}
+
+/// Copies the scenarios a resumed or cached sweep runs (and race-edit's files) into `dir`,
+/// so a test may edit them.
+fn project(dir: &Path) -> PathBuf {
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("data/race/worktree")).unwrap();
+    for file in [
+        "race-edit.toml",
+        "random-delays.toml",
+        "data/race/llm.jsonl",
+        "data/race/worktree/config.toml",
+    ] {
+        std::fs::copy(repo().join("scenarios").join(file), project.join(file)).unwrap();
+    }
+    project
+}
+
+/// A sweep of the copied race-edit and random-delays over seeds `0..40` on two threads.
+fn project_sweep(dir: &Path, project: &Path) -> Command {
+    let mut command = simtape();
+    command
+        .current_dir(dir)
+        .arg("sweep")
+        .arg(project.join("race-edit.toml"))
+        .arg(project.join("random-delays.toml"))
+        .args(["--seeds", "0..40", "--jobs", "2"]);
+    command
+}
+
+/// Returns the kept tapes under `out` (not the result store, not a killed write's
+/// temporary files), with their bytes.
+fn kept_tapes(out: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    files(out)
+        .into_iter()
+        .filter(|(path, _)| {
+            path.extension().is_some_and(|e| e == "tape")
+                && !path.starts_with("results.cache")
+                && !path.file_name().unwrap().to_string_lossy().starts_with('.')
+        })
+        .collect()
+}
+
+#[test]
+fn a_sweep_killed_half_way_resumes_to_the_one_shot_report_and_tapes() {
+    // Goal: `kill -9` once half the runs are done, then `--resume` over the same --out: only
+    // the seeds without a stored result run, and the report and kept tapes are byte for
+    // byte those of the same sweep run in one go (each in its own directory, under the same
+    // relative --out, which the report names).
+    let dir = scratch("sweep", "resume");
+    let project = project(&dir);
+    let (whole, killed) = (dir.join("whole"), dir.join("killed"));
+    for cwd in [&whole, &killed] {
+        std::fs::create_dir_all(cwd).unwrap();
+    }
+    let args = ["--out", "out", "--report-out", "report.json"];
+    let one_shot = output(project_sweep(&whole, &project).args(args));
+    assert_eq!(one_shot.status.code(), Some(1), "{}", text(&one_shot));
+
+    let mut child = project_sweep(&killed, &project)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Not on a terminal, the progress is a line at every tenth of the runs.
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    for line in std::io::BufRead::lines(stderr) {
+        if line.unwrap().starts_with("sweep: 40/80 runs") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !killed.join("report.json").exists(),
+        "no report from a killed sweep"
+    );
+    let stored = std::fs::read_dir(killed.join("out/results.cache"))
+        .unwrap()
+        .filter(|entry| {
+            let name = entry.as_ref().unwrap().file_name();
+            !name.to_string_lossy().starts_with('.')
+        })
+        .count();
+    assert!((40..80).contains(&stored), "{stored} results stored");
+
+    let resumed = output(project_sweep(&killed, &project).args(args).arg("--resume"));
+    assert_eq!(resumed.status.code(), Some(1), "{}", text(&resumed));
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    let skipped: u64 = stderr
+        .lines()
+        .filter_map(|line| {
+            line.split(": ")
+                .nth(2)?
+                .split(" of ")
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(skipped, stored as u64, "{stderr}");
+    assert!(
+        std::fs::read(killed.join("report.json")).unwrap()
+            == std::fs::read(whole.join("report.json")).unwrap(),
+        "the resumed report differs from the one-shot report"
+    );
+    let (tapes, resumed_tapes) = (
+        kept_tapes(&whole.join("out")),
+        kept_tapes(&killed.join("out")),
+    );
+    assert!(!tapes.is_empty());
+    assert!(tapes == resumed_tapes, "the kept tapes differ");
+}
+
+#[test]
+fn a_result_cache_skips_unchanged_runs_and_reruns_exactly_the_edited_scenarios_seeds() {
+    // Goal: a second identical sweep with --cache runs no seed and reports the same bytes;
+    // after one line is added to race-edit's model fixture, race-edit's 40 seeds run again
+    // and none of random-delays' (whose files did not change); a cached failing seed's tape
+    // lands in a new --out and replays.
+    let dir = scratch("sweep", "cache");
+    let project = project(&dir);
+    // Each sweep writes a fresh --out of the same name: the reports then name the same
+    // tapes, and a cached failing seed's tape must come from the cache.
+    let sweep_with_cache = |report: &str| {
+        let _ = std::fs::remove_dir_all(dir.join("out"));
+        let run = output(project_sweep(&dir, &project).args([
+            "--cache",
+            "cache",
+            "--out",
+            "out",
+            "--report-out",
+            report,
+        ]));
+        assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+        let tapes = kept_tapes(&dir.join("out"));
+        (String::from_utf8_lossy(&run.stderr).into_owned(), tapes)
+    };
+    let (first, tapes) = sweep_with_cache("r1.json");
+    assert!(
+        first.contains("sweep: race-edit: 0 of 40 run(s) skipped"),
+        "{first}"
+    );
+    let (second, cached_tapes) = sweep_with_cache("r2.json");
+    assert!(
+        second.contains("sweep: race-edit: 40 of 40 run(s) skipped"),
+        "{second}"
+    );
+    assert!(
+        second.contains("sweep: random-delays: 40 of 40 run(s) skipped"),
+        "{second}"
+    );
+    let report = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    assert!(report("r1.json") == report("r2.json"), "the reports differ");
+    assert!(
+        !tapes.is_empty() && tapes == cached_tapes,
+        "the kept tapes differ"
+    );
+    expect(
+        simtape()
+            .arg("replay")
+            .arg(dir.join("out").join(&tapes[0].0)),
+        0,
+        "byte-identical",
+    );
+
+    let fixture = project.join("data/race/llm.jsonl");
+    let mut text = std::fs::read_to_string(&fixture).unwrap();
+    text.push_str("# one more comment line: the same model, another file\n");
+    std::fs::write(&fixture, text).unwrap();
+    let (third, _) = sweep_with_cache("r3.json");
+    assert!(
+        third.contains("sweep: race-edit: 0 of 40 run(s) skipped"),
+        "{third}"
+    );
+    assert!(
+        third.contains("sweep: random-delays: 40 of 40 run(s) skipped"),
+        "{third}"
+    );
+    // A comment line changes no answer: the same results, now run again.
+    assert!(report("r1.json") == report("r3.json"), "the reports differ");
+    let said: String = third
+        .lines()
+        .filter(|line| line.contains("run(s) skipped"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    common::check_doc_block("docs/sweeps.md", "Either way the sweep says", &said);
 }

@@ -310,3 +310,99 @@ fn an_agent_program_named_by_a_path_travels_executable_and_runs_again_unpacked()
         "the unpacked program wrote another tape"
     );
 }
+
+#[test]
+fn tapes_of_every_older_format_show_verify_diff_and_replay() {
+    // Goal: golden tapes from before the moves to formats 2 and 3, kept byte for byte from
+    // the repository's history, still read: verify, show, export, the diff against today's
+    // golden of the same run (equal records, the version noted) and a replay, which runs
+    // the scenario again and finds every record equal (the header, and so every check, is
+    // the current format's).
+    let dir = scratch("tapes", "older-formats");
+    let golden = repo().join("tapes/race-edit/seed-0.tape");
+    for version in [1, 2] {
+        let tape = repo().join(format!(
+            "engine/cli/tests/data/old-tapes/v{version}-race-edit-seed-0.tape"
+        ));
+        expect(
+            simtape().args(["tape", "verify"]).arg(&tape),
+            0,
+            "ok: 42 records",
+        );
+        expect(
+            simtape().args(["tape", "show"]).arg(&tape),
+            0,
+            &format!("(format v{version}, engine 0.1.0)"),
+        );
+        let export = run_ok(simtape().args(["tape", "export"]).arg(&tape));
+        assert_eq!(String::from_utf8_lossy(&export.stdout).lines().count(), 44);
+        let diff = run_ok(simtape().arg("diff").arg(&tape).arg(&golden));
+        let shown = text(&diff);
+        assert!(
+            shown.starts_with("tapes equal (exact): 42 records in A, 42 in B"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!("note: format version differs: A {version}, B 3")),
+            "{shown}"
+        );
+        let replayed = dir.join(format!("v{version}-replayed.tape"));
+        expect(
+            simtape()
+                .arg("replay")
+                .arg(&tape)
+                .arg("--scenario")
+                .arg(repo().join("scenarios/race-edit.toml"))
+                .arg("--out")
+                .arg(&replayed),
+            0,
+            &format!("is format version {version}, replayed as version 3"),
+        );
+        assert_eq!(
+            std::fs::read(&replayed).unwrap(),
+            std::fs::read(&golden).unwrap()
+        );
+    }
+}
+
+#[test]
+fn a_truncated_tape_verifies_as_a_named_prefix_and_shows_and_diffs_up_to_its_cut() {
+    // Goal: a tape cut mid-record is exit 1 for verify, naming the last whole record; show
+    // and export print every whole record and name the cut (exit 1); diff compares its whole
+    // records with the full tape's and reports the rest as inserted (exit 1, not 2).
+    let dir = scratch("tapes", "truncated");
+    let golden = repo().join("tapes/race-edit/seed-0.tape");
+    let bytes = std::fs::read(&golden).unwrap();
+    let cut = dir.join("cut.tape");
+    std::fs::write(&cut, &bytes[..3000]).unwrap();
+    expect(
+        simtape().args(["tape", "verify"]).arg(&cut),
+        1,
+        "truncated tape: record 5 is incomplete (after 5 complete records, at byte offset \
+         2198; the last whole record is 4, a reply of agent at t=0ns)",
+    );
+    let show = simtape().args(["tape", "show"]).arg(&cut).output().unwrap();
+    assert_eq!(show.status.code(), Some(1), "{}", text(&show));
+    let stdout = String::from_utf8_lossy(&show.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(" t=")).count(),
+        5,
+        "{stdout}"
+    );
+    assert!(
+        String::from_utf8_lossy(&show.stderr).contains("shown up to the last whole record"),
+        "{}",
+        text(&show)
+    );
+    expect(simtape().args(["tape", "export"]).arg(&cut), 1, "\"seq\":4");
+    expect(
+        simtape().arg("diff").arg(&cut).arg(&golden),
+        1,
+        "first divergence: 37 records inserted in B at index 5",
+    );
+    expect(
+        simtape().arg("diff").arg(&cut).arg(&golden),
+        1,
+        "note: tape A is a prefix: truncated tape: record 5 is incomplete",
+    );
+}

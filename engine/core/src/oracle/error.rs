@@ -25,7 +25,8 @@ impl fmt::Display for Side {
 }
 
 /// Why two tapes could not be compared. Every variant is fatal to the diff (the CLI exits 2):
-/// the oracle never reports on a tape it could not read to its footer.
+/// the oracle reports only on tapes it could read to their footer, or to where a truncated
+/// tape is cut (a killed run's prefix; the report notes the cut).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OracleError {

@@ -12,6 +12,9 @@ use super::times::Times;
 use super::Mode;
 use crate::tape::{RawRecord, RecordKind, TapeError, TapeFooter, TapeHeader, TapeReader};
 
+/// The verdict a truncated tape is compared with: it has no footer, so no verdict.
+pub(crate) const TRUNCATED_VERDICT: &str = "(none: the tape is truncated)";
+
 /// Returns true when `mode` compares records of `kind`. Meta records (checkpoints, blobs, the
 /// footer) describe the tape, not the run, so no mode compares them.
 pub(crate) fn is_compared(mode: Mode, kind: RecordKind) -> bool {
@@ -88,8 +91,11 @@ pub(crate) fn fingerprint(mode: Mode, actors: &ActorNames, record: &RawRecord) -
 pub(crate) struct Scan {
     pub(crate) header: TapeHeader,
     pub(crate) footer: TapeFooter,
-    /// The footer record's index and virtual time: where the run ended.
+    /// The footer record's index and virtual time: where the run ended (for a truncated
+    /// tape, where it is cut and the last whole record's time).
     pub(crate) end: (u64, u64),
+    /// How the tape is cut, when it has no footer.
+    pub(crate) truncation: Option<String>,
     /// One fingerprint per compared record, in tape order.
     pub(crate) fingerprints: Vec<u64>,
     /// The virtual time of each compared record, in tape order.
@@ -103,7 +109,9 @@ pub(crate) fn scan<R: Read>(mut reader: TapeReader<R>, mode: Mode) -> Result<Sca
     let mut fingerprints = Vec::new();
     let mut times = Times::default();
     let mut end = (0, 0);
+    let mut last_t_ns = 0;
     while let Some(record) = reader.next_record()? {
+        last_t_ns = record.t_ns;
         if is_compared(mode, record.kind) {
             fingerprints.push(fingerprint(mode, &actors, &record));
             times.push(record.t_ns);
@@ -111,14 +119,27 @@ pub(crate) fn scan<R: Read>(mut reader: TapeReader<R>, mode: Mode) -> Result<Sca
             end = (record.index, record.t_ns);
         }
     }
-    let footer = reader
-        .footer()
-        .cloned()
-        .expect("next_record returns None only after a footer");
+    let truncation = reader.truncation().map(ToString::to_string);
+    let footer = match reader.footer() {
+        Some(footer) => footer.clone(),
+        None => {
+            let records = match reader.truncation() {
+                Some(TapeError::Truncated { records, .. }) => *records,
+                _ => unreachable!("next_record returns None only after a footer or a cut"),
+            };
+            end = (records, last_t_ns);
+            TapeFooter {
+                record_count: records,
+                final_hash: reader.chain_hash(),
+                verdict: TRUNCATED_VERDICT.into(),
+            }
+        }
+    };
     Ok(Scan {
         header: reader.header().clone(),
         footer,
         end,
+        truncation,
         fingerprints,
         times,
     })

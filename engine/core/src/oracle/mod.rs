@@ -173,8 +173,12 @@ where
         let mut stream_b = stream(b, Side::B, mode, &scan_b, &actors_b)?;
         walk::walk(&mut stream_a, &mut stream_b, &gaps, first_timing)?
     };
+    // A truncated tape has no verdict: beside a whole one it diverges at its cut at the
+    // latest, even when every record it kept is equal (a killed run did not end as the
+    // other did). Two prefixes are compared by their records alone.
+    let cut_divergence = scan_a.truncation.is_some() != scan_b.truncation.is_some();
     let verdict_divergence =
-        mode == Mode::Outcome && scan_a.footer.verdict != scan_b.footer.verdict;
+        cut_divergence || (mode == Mode::Outcome && scan_a.footer.verdict != scan_b.footer.verdict);
     let first = match walked.first {
         Some(found) => {
             let tape_a = first::Tape {

@@ -10,12 +10,24 @@ use super::Mode;
 pub(crate) fn notes(mode: Mode, a: &Scan, b: &Scan) -> Vec<String> {
     let (ha, hb) = (&a.header, &b.header);
     let mut notes = Vec::new();
+    for (side, scan) in [("A", a), ("B", b)] {
+        if let Some(cut) = &scan.truncation {
+            notes.push(format!(
+                "tape {side} is a prefix: {cut}; its whole records are compared"
+            ));
+        }
+    }
     let mut note = |what: &str, va: String, vb: String| {
         if va != vb {
             notes.push(format!("{what} differs: A {va}, B {vb}"));
         }
     };
     note("seed", ha.seed.to_string(), hb.seed.to_string());
+    note(
+        "format version",
+        ha.format_version.to_string(),
+        hb.format_version.to_string(),
+    );
     note(
         "scenario",
         quote(&ha.scenario.name),

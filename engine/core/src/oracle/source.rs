@@ -63,12 +63,16 @@ pub(crate) fn on<S: TapeSource + ?Sized>(
     }
 }
 
-/// Opens `source` for one pass.
+/// Opens `source` for one pass. A truncated tape (a killed run's) is read up to its cut:
+/// its whole records are compared, and the report notes the cut.
 pub(crate) fn open<S: TapeSource + ?Sized>(
     source: &S,
     side: Side,
 ) -> Result<TapeReader<S::Bytes<'_>>, OracleError> {
-    source.open_tape().map_err(on(source, side))
+    source
+        .open_tape()
+        .map(TapeReader::up_to_truncation)
+        .map_err(on(source, side))
 }
 
 /// Returns the payload of `record`, fetching a content-stored one. Embedded blobs are found

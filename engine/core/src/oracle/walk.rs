@@ -32,6 +32,8 @@ pub(crate) struct Stream<'s, R: Read> {
     lookahead: Option<RawRecord>,
     /// The footer's index and virtual time, once reached.
     end: Option<(u64, u64)>,
+    /// Where pass one found the tape ends: the footer, or a truncated tape's cut.
+    scan_end: (u64, u64),
 }
 
 impl<'s, R: Read> Stream<'s, R> {
@@ -52,6 +54,7 @@ impl<'s, R: Read> Stream<'s, R> {
             position: 0,
             lookahead: None,
             end: None,
+            scan_end: scan.end,
         }
     }
 
@@ -80,7 +83,8 @@ impl<'s, R: Read> Stream<'s, R> {
                     self.end = Some((record.index, record.t_ns));
                 }
                 Some(_) => {}
-                None => unreachable!("the reader returns the footer before it returns None"),
+                // A truncated tape ends at its cut, as pass one found it.
+                None => self.end = Some(self.scan_end),
             }
         }
         Ok(())

@@ -23,8 +23,13 @@ use serde::{Deserialize, Serialize};
 
 /// The eight bytes every tape starts with.
 pub const MAGIC: &[u8; 8] = b"SIMTAPE\0";
-/// The tape format this engine writes and reads.
+/// The tape format this engine writes.
 pub const FORMAT_VERSION: u32 = 3;
+/// The tape formats this engine reads: every one simtape has written. They share the
+/// framing, the header, the hash chain and the footer; what differs is which record kinds
+/// exist ([`RecordKind::exists_in`]) and, in version 1, the body of the LLM actor's
+/// `request` records (whole conversations; `docs/tape-format.md`, "Versioning").
+pub const FORMAT_VERSIONS_READ: std::ops::RangeInclusive<u32> = 1..=FORMAT_VERSION;
 /// Records between two checkpoints.
 pub const CHECKPOINT_INTERVAL_RECORDS: u64 = 1 << 16;
 /// Payloads larger than this go to the content store by default.
@@ -80,6 +85,15 @@ impl RecordKind {
             9 => RecordKind::Input,
             _ => return None,
         })
+    }
+
+    /// Returns whether tapes of format `version` can hold this kind: `input` came with
+    /// version 3, every other kind with version 1.
+    pub fn exists_in(self, version: u32) -> bool {
+        match self {
+            RecordKind::Input => version >= 3,
+            _ => true,
+        }
     }
 
     /// Returns the kind's name as shown by `simtape tape show`.
@@ -156,6 +170,17 @@ pub struct TapeFooter {
     pub final_hash: u64,
     /// The run's verdict line.
     pub verdict: String,
+}
+
+/// Scratch buffers reused record after record keep at most this much room: one huge payload
+/// (a 30 MB request an agent sent `simtape serve`) must not stay held for the rest of the run.
+pub(crate) const SCRATCH_KEPT_BYTES: usize = 1 << 20;
+
+/// Frees `scratch` when a huge record grew it past [`SCRATCH_KEPT_BYTES`].
+pub(crate) fn release_scratch(scratch: &mut Vec<u8>) {
+    if scratch.capacity() > SCRATCH_KEPT_BYTES {
+        *scratch = Vec::new();
+    }
 }
 
 /// Folds one record's bytes into the chain.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::inputs::{self, InputsSection, INPUTS_MAGIC};
 use super::{
     chain_step, hex_encode, sidecar_dir, RecordKind, TapeFooter, TapeHeader, FORMAT_VERSION,
-    KIND_BLOB_REF_BIT, MAGIC,
+    FORMAT_VERSIONS_READ, KIND_BLOB_REF_BIT, MAGIC,
 };
 
 /// The largest header a reader accepts.
@@ -36,14 +36,15 @@ pub enum TapeError {
         /// The first bytes found.
         found: String,
     },
-    /// The tape uses a format this engine does not read.
+    /// The tape uses a format this engine does not read (one newer than it).
     #[error(
-        "tape format version {found} is not supported (this engine reads version {supported})"
+        "tape format version {found} is not supported (this engine reads versions 1 to \
+         {supported}; a newer engine wrote this tape)"
     )]
     UnsupportedVersion {
         /// The version in the header.
         found: u32,
-        /// The version this engine reads.
+        /// The newest version this engine reads.
         supported: u32,
     },
     /// The header could not be encoded or decoded.
@@ -83,9 +84,10 @@ pub enum TapeError {
         /// The check stored in the record.
         found: u64,
     },
-    /// The tape ends before its footer.
+    /// The tape ends before its footer: a prefix of a run (one killed mid-way, say).
     #[error(
-        "truncated tape: {detail} (after {records} complete records, at byte offset {offset})"
+        "truncated tape: {detail} (after {records} complete records, at byte offset {offset}; \
+         {last})"
     )]
     Truncated {
         /// Complete records read.
@@ -94,6 +96,9 @@ pub enum TapeError {
         offset: u64,
         /// What was cut.
         detail: String,
+        /// The last whole record, as people read it: `the last whole record is 41, a reply
+        /// of llm at t=1.500s`, or that there is none.
+        last: String,
     },
     /// A record refers to a blob the content store does not have.
     #[error("record {index} at byte offset {offset} refers to blob {hash}, which is missing")]
@@ -167,7 +172,17 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// Reads a tape record by record; `next_record` returns `Ok(None)` after the footer.
+/// The last whole record a reader returned: what a truncated tape's error names.
+#[derive(Debug, Clone, Copy)]
+struct LastRecord {
+    index: u64,
+    kind: RecordKind,
+    actor: u16,
+    t_ns: u64,
+}
+
+/// Reads a tape record by record; `next_record` returns `Ok(None)` after the footer (or,
+/// with [`TapeReader::up_to_truncation`], where a truncated tape ends).
 pub struct TapeReader<R: Read> {
     reader: CountingReader<BufReader<R>>,
     header: TapeHeader,
@@ -179,6 +194,10 @@ pub struct TapeReader<R: Read> {
     sidecar: Option<PathBuf>,
     keep_blobs: bool,
     embedded_blobs: BTreeMap<[u8; 32], Vec<u8>>,
+    last: Option<LastRecord>,
+    /// Whether a truncation ends the records (`Ok(None)`) instead of failing.
+    tolerate_truncation: bool,
+    truncation: Option<TapeError>,
 }
 
 impl<R: Read> std::fmt::Debug for TapeReader<R> {
@@ -227,7 +246,7 @@ impl<R: Read> TapeReader<R> {
             rmp_serde::from_slice(&header_bytes).map_err(|e| TapeError::BadHeader {
                 detail: e.to_string(),
             })?;
-        if header.format_version != FORMAT_VERSION {
+        if !FORMAT_VERSIONS_READ.contains(&header.format_version) {
             return Err(TapeError::UnsupportedVersion {
                 found: header.format_version,
                 supported: FORMAT_VERSION,
@@ -246,7 +265,25 @@ impl<R: Read> TapeReader<R> {
             sidecar: None,
             keep_blobs: false,
             embedded_blobs: BTreeMap::new(),
+            last: None,
+            tolerate_truncation: false,
+            truncation: None,
         })
+    }
+
+    /// Reads a truncated tape as far as it goes: where it is cut, [`TapeReader::next_record`]
+    /// returns `Ok(None)` and [`TapeReader::truncation`] says where and after which record.
+    /// For the views and the oracle, which show what a killed run did; `tape verify` still
+    /// reports the truncation as a damaged tape.
+    pub fn up_to_truncation(mut self) -> Self {
+        self.tolerate_truncation = true;
+        self
+    }
+
+    /// Returns how the tape was cut, once a reader made with
+    /// [`TapeReader::up_to_truncation`] has reached the cut.
+    pub fn truncation(&self) -> Option<&TapeError> {
+        self.truncation.as_ref()
     }
 
     /// Keeps embedded blobs in memory so [`TapeReader::resolve`] can return them.
@@ -269,6 +306,11 @@ impl<R: Read> TapeReader<R> {
     /// written without inputs, golden tapes among them, have none).
     pub fn inputs(&self) -> Option<&InputsSection> {
         self.inputs.as_ref()
+    }
+
+    /// Returns the chain hash after the last record read.
+    pub fn chain_hash(&self) -> u64 {
+        self.chain
     }
 
     /// Returns the byte offset of the next record.
@@ -317,9 +359,42 @@ impl<R: Read> TapeReader<R> {
 
     /// Returns the next record, `Ok(None)` after the footer, or the first problem found.
     pub fn next_record(&mut self) -> Result<Option<RawRecord>, TapeError> {
-        if self.footer.is_some() {
+        if self.footer.is_some() || self.truncation.is_some() {
             return Ok(None);
         }
+        match self.next_whole_record() {
+            Err(error @ TapeError::Truncated { .. }) if self.tolerate_truncation => {
+                self.truncation = Some(error);
+                Ok(None)
+            }
+            Ok(Some(record)) => {
+                self.last = Some(LastRecord {
+                    index: record.index,
+                    kind: record.kind,
+                    actor: record.actor,
+                    t_ns: record.t_ns,
+                });
+                Ok(Some(record))
+            }
+            other => other,
+        }
+    }
+
+    /// Names the last whole record, for a truncation's message.
+    fn last_whole(&self) -> String {
+        match self.last {
+            None => "no record is whole; the header is".into(),
+            Some(last) => format!(
+                "the last whole record is {}, a {} of {} at t={}",
+                last.index,
+                last.kind.name(),
+                self.actor_name(last.actor),
+                crate::time::format_ns(last.t_ns)
+            ),
+        }
+    }
+
+    fn next_whole_record(&mut self) -> Result<Option<RawRecord>, TapeError> {
         let offset = self.reader.offset;
         let index = self.index;
         self.reader.captured.clear();
@@ -330,6 +405,7 @@ impl<R: Read> TapeReader<R> {
                     records: index,
                     offset,
                     detail: "the footer is missing".into(),
+                    last: self.last_whole(),
                 })
             }
             Err(Decode::Eof) => {
@@ -337,6 +413,7 @@ impl<R: Read> TapeReader<R> {
                     records: index,
                     offset,
                     detail: format!("record {index} is incomplete"),
+                    last: self.last_whole(),
                 })
             }
             Err(Decode::Bad(detail)) => {
@@ -465,7 +542,13 @@ impl<R: Read> TapeReader<R> {
         let kind_byte = u8::try_from(kind_byte)
             .map_err(|_| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
         let kind = RecordKind::from_u8(kind_byte & !KIND_BLOB_REF_BIT)
-            .ok_or_else(|| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
+            .filter(|kind| kind.exists_in(self.header.format_version))
+            .ok_or_else(|| {
+                Decode::Bad(format!(
+                    "unknown record kind {kind_byte} (in format version {})",
+                    self.header.format_version
+                ))
+            })?;
         let payload_len =
             rmp::decode::read_bin_len(reader).map_err(|e| Decode::from_value_read(e, "payload"))?;
         if payload_len > PAYLOAD_BYTES_MAX {
@@ -581,6 +664,7 @@ fn read_header_bytes<R: Read>(reader: &mut CountingReader<R>) -> Result<Vec<u8>,
         records: 0,
         offset: MAGIC.len() as u64,
         detail: detail.into(),
+        last: "no record is whole".into(),
     };
     let len = rmp::decode::read_bin_len(reader).map_err(|e| {
         if is_value_eof(&e) {

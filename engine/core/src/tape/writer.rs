@@ -38,23 +38,76 @@ impl BlobMode {
 pub enum TapeSink {
     /// A file, written as the run goes so a killed run leaves a readable prefix.
     File(std::fs::File, PathBuf),
+    /// A file not yet holding its header: written under the temporary name `partial` beside
+    /// `path`, and renamed to `path` by [`TapeWriter::new`] once the magic and header are
+    /// written, so that `path` never names an empty or headless tape, even after `kill -9`.
+    Creating {
+        /// The open temporary file.
+        file: std::fs::File,
+        /// Its name, `.<file name>.partial` in the tape's directory.
+        partial: PathBuf,
+        /// The tape's path.
+        path: PathBuf,
+    },
     /// Memory, returned by [`TapeWriter::finish`].
     Memory(Vec<u8>),
 }
 
 impl TapeSink {
-    /// Creates (truncates) the file at `path`.
+    /// Starts the tape file at `path`: a temporary file beside it until the header is
+    /// written (see [`TapeSink::Creating`]); a tape already at `path` is replaced then.
     pub fn create(path: &Path) -> Result<TapeSink, TapeError> {
-        let file = std::fs::File::create(path).map_err(|source| TapeError::Io {
+        let io = |source| TapeError::Io {
             path: path.display().to_string(),
             source,
+        };
+        // A device or a pipe (`--tape /dev/null`) is written in place: renaming a file over
+        // it would replace it.
+        if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io)?;
+            return Ok(TapeSink::File(file, path.to_path_buf()));
+        }
+        let partial = partial_path(path);
+        let file = std::fs::File::create(&partial).map_err(|source| TapeError::Io {
+            path: partial.display().to_string(),
+            source,
         })?;
-        Ok(TapeSink::File(file, path.to_path_buf()))
+        Ok(TapeSink::Creating {
+            file,
+            partial,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Puts a file's tape in place under its own name, once it holds the magic and header.
+    fn commit(self) -> Result<TapeSink, TapeError> {
+        match self {
+            TapeSink::Creating {
+                file,
+                partial,
+                path,
+            } => {
+                std::fs::rename(&partial, &path).map_err(|source| TapeError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                Ok(TapeSink::File(file, path))
+            }
+            sink => Ok(sink),
+        }
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> Result<(), TapeError> {
         match self {
-            TapeSink::File(file, path) => file.write_all(bytes).map_err(|source| TapeError::Io {
+            TapeSink::File(file, path)
+            | TapeSink::Creating {
+                file,
+                partial: path,
+                ..
+            } => file.write_all(bytes).map_err(|source| TapeError::Io {
                 path: path.display().to_string(),
                 source,
             }),
@@ -64,6 +117,14 @@ impl TapeSink {
             }
         }
     }
+}
+
+/// The temporary name a tape file has until its header is written: hidden, beside it.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or(path.as_os_str()));
+    name.push(".partial");
+    path.with_file_name(name)
 }
 
 /// Writes a tape record by record. See `docs/tape-format.md`.
@@ -101,7 +162,8 @@ pub struct TapeSummary {
 }
 
 impl TapeWriter {
-    /// Starts a tape: writes the magic and the header.
+    /// Starts a tape: writes the magic and the header, and hands them to the sink at once
+    /// (a file sink then takes its name), so a tape is readable from its first byte.
     pub fn new(
         sink: TapeSink,
         header: &TapeHeader,
@@ -137,6 +199,8 @@ impl TapeWriter {
             inputs: None,
         };
         writer.write_bytes(&start)?;
+        writer.flush()?;
+        writer.sink = std::mem::replace(&mut writer.sink, TapeSink::Memory(Vec::new())).commit()?;
         Ok(writer)
     }
 
@@ -187,6 +251,7 @@ impl TapeWriter {
                 detail: e.to_string(),
             }),
         };
+        super::release_scratch(&mut payload);
         self.payload = payload;
         result
     }
@@ -248,7 +313,10 @@ impl TapeWriter {
         rmp::encode::write_array_len(&mut payload, 2).expect("Vec write");
         rmp::encode::write_uint(&mut payload, self.records).expect("Vec write");
         rmp::encode::write_uint(&mut payload, self.chain).expect("Vec write");
-        self.frame_unchecked(t_ns, 0, 0, RecordKind::Checkpoint as u8, &payload)
+        self.frame_unchecked(t_ns, 0, 0, RecordKind::Checkpoint as u8, &payload)?;
+        // Every checkpoint reaches the file: a killed run keeps every record up to its last
+        // checkpoint at least (and usually more: the buffer is written whenever it fills).
+        self.flush()
     }
 
     #[inline]
@@ -304,6 +372,7 @@ impl TapeWriter {
         large.extend_from_slice(&check[..check_len]);
         self.records += 1;
         let written = self.write_bytes(&large);
+        super::release_scratch(&mut large);
         self.large = large;
         written
     }
@@ -362,7 +431,7 @@ impl TapeWriter {
             self.sink.write_all(&section)?;
             self.bytes_written += section.len() as u64;
         }
-        if let TapeSink::File(file, path) = &mut self.sink {
+        if let TapeSink::File(file, path) | TapeSink::Creating { file, path, .. } = &mut self.sink {
             file.flush().map_err(|source| TapeError::Io {
                 path: path.display().to_string(),
                 source,
@@ -370,7 +439,7 @@ impl TapeWriter {
         }
         let memory = match self.sink {
             TapeSink::Memory(bytes) => Some(bytes),
-            TapeSink::File(..) => None,
+            TapeSink::File(..) | TapeSink::Creating { .. } => None,
         };
         Ok(TapeSummary {
             record_count: footer.record_count,

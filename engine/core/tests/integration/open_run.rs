@@ -377,3 +377,44 @@ fn a_panic_that_escapes_the_executor_leaves_the_thread_usable() {
         .unwrap();
     assert_eq!(report.output, 2_000_000_000);
 }
+
+#[test]
+fn an_open_run_waiting_for_input_has_written_every_record_to_its_tape_file() {
+    // Goal: while a run awaits input (an agent thinking, for as long as it likes), the tape
+    // file holds every record so far, so killing the process then loses none: read as a
+    // prefix, it ends at the last record before the wait.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("open-run-flush");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("open.tape");
+    let mut builder = Sim::builder();
+    builder.tape(&path);
+    let Doors { requests, answers } = doors(&mut builder);
+    let mut run = builder
+        .build()
+        .unwrap()
+        .start(move |host| echo_server(host, requests, answers));
+    assert_eq!(run.run_until_idle(), Progress::AwaitingInput);
+    run.deliver(requests, "four".into()).unwrap();
+    assert_eq!(run.run_until_idle(), Progress::AwaitingInput);
+    let mut reader = simtape::tape::TapeReader::open(&path)
+        .unwrap()
+        .up_to_truncation();
+    let mut kinds = Vec::new();
+    while let Some(record) = reader.next_record().unwrap() {
+        kinds.push(record.kind.name());
+    }
+    let cut = reader.truncation().expect("no footer yet").to_string();
+    // The spawn of main, the input, the answer task's spawn, wake and exit: all on disk.
+    assert!(kinds.contains(&"input"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"exit"), "{kinds:?}");
+    assert!(
+        cut.contains(&format!(
+            "the footer is missing (after {} complete records",
+            kinds.len()
+        )),
+        "{cut}"
+    );
+    assert!(cut.contains("the last whole record is"), "{cut}");
+    drop(run);
+}

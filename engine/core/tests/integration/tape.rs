@@ -39,7 +39,7 @@ fn read_all(path: &std::path::Path) -> Result<Vec<simtape::tape::RawRecord>, Tap
 #[test]
 fn round_trip_and_verify() {
     // Goal: what the writer streams, the reader reads back, footer and all.
-    let dir = tempdir("round-trip");
+    let dir = crate::tempdir("tape", "round-trip");
     let path = dir.join("run.tape");
     let report = write_tape(&path, false);
     let records = read_all(&path).unwrap();
@@ -70,7 +70,7 @@ fn round_trip_and_verify() {
 #[test]
 fn sidecar_blobs_live_beside_the_tape() {
     // Goal: in sidecar mode blobs are files under <tape>.cas and the tape has none inside.
-    let dir = tempdir("sidecar");
+    let dir = crate::tempdir("tape", "sidecar");
     let path = dir.join("run.tape");
     write_tape(&path, true);
     let records = read_all(&path).unwrap();
@@ -96,7 +96,7 @@ fn sidecar_blobs_live_beside_the_tape() {
 #[test]
 fn every_truncation_is_detected() {
     // Goal: cutting the tape at any byte is reported as truncated, never accepted.
-    let dir = tempdir("truncate");
+    let dir = crate::tempdir("tape", "truncate");
     let path = dir.join("run.tape");
     write_tape(&path, false);
     let bytes = std::fs::read(&path).unwrap();
@@ -113,7 +113,7 @@ fn every_truncation_is_detected() {
 #[test]
 fn every_flipped_byte_is_detected() {
     // Goal: corrupting any one byte fails verification with the record's index and offset.
-    let dir = tempdir("flip");
+    let dir = crate::tempdir("tape", "flip");
     let path = dir.join("run.tape");
     write_tape(&path, false);
     let bytes = std::fs::read(&path).unwrap();
@@ -132,7 +132,7 @@ fn every_flipped_byte_is_detected() {
 #[test]
 fn chain_error_names_the_record() {
     // Goal: a changed payload byte is reported at exactly its record and offset.
-    let dir = tempdir("chain");
+    let dir = crate::tempdir("tape", "chain");
     let path = dir.join("run.tape");
     write_tape(&path, false);
     let records = read_all(&path).unwrap();
@@ -155,23 +155,13 @@ fn chain_error_names_the_record() {
     }
 }
 
-/// Makes an empty directory under the target directory for one test.
-pub(crate) fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("tape-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn fuzzed_tapes_never_panic_and_are_never_accepted() {
     // Goal: thousands of seeded mutations (flips, cuts, insertions, splices) of a real tape
     // never panic the reader, verify, JSON rendering or the oracle, and every mutation that
     // changes the bytes is rejected.
     use simtape::rng::RngStream;
-    let dir = tempdir("fuzz");
+    let dir = crate::tempdir("tape", "fuzz");
     let path = dir.join("run.tape");
     write_tape(&path, false);
     let original = std::fs::read(&path).unwrap();
@@ -214,16 +204,16 @@ fn fuzzed_tapes_never_panic_and_are_never_accepted() {
 }
 
 #[test]
-fn a_tape_of_another_format_version_is_refused_by_name() {
-    // Goal: a tape written under format version 1 (before the LLM request records changed
-    // shape) is refused before any record is read, naming both versions.
+fn a_tape_of_a_newer_format_version_is_refused_by_name() {
+    // Goal: a tape from an engine newer than this one is refused before any record is read,
+    // naming its version and the newest this engine reads.
     use simtape::tape::{BlobMode, TapeSink, TapeWriter, FORMAT_VERSION};
     let dir = crate::tempdir("tape", "version");
-    let path = dir.join("v1.tape");
-    let header = header_of_version(1);
+    let path = dir.join("v-next.tape");
+    let next = FORMAT_VERSION + 1;
     let writer = TapeWriter::new(
         TapeSink::create(&path).unwrap(),
-        &header,
+        &header_of_version(next),
         BlobMode::Embedded,
         u64::MAX,
     )
@@ -231,17 +221,65 @@ fn a_tape_of_another_format_version_is_refused_by_name() {
     writer.finish(0, "ok").unwrap();
     let error = read_all(&path).unwrap_err();
     assert!(
-        matches!(error, TapeError::UnsupportedVersion { found: 1, supported } if supported == FORMAT_VERSION),
+        matches!(error, TapeError::UnsupportedVersion { found, supported } if found == next && supported == FORMAT_VERSION),
         "{error}"
     );
     assert_eq!(
         error.to_string(),
         format!(
-            "tape format version 1 is not supported (this engine reads version {FORMAT_VERSION})"
+            "tape format version {next} is not supported (this engine reads versions 1 to \
+             {FORMAT_VERSION}; a newer engine wrote this tape)"
         )
     );
     assert!(verify_path(&path).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tapes_of_every_older_format_version_read_and_only_their_own_kinds() {
+    // Goal: versions 1 and 2 read (they share the framing, header, chain and footer), but an
+    // `input` record, which came with version 3, is refused in them by name.
+    use simtape::tape::{BlobMode, TapeSink, TapeWriter};
+    for version in [1, 2, 3] {
+        let tape = |kind: RecordKind| {
+            let mut writer = TapeWriter::new(
+                TapeSink::Memory(Vec::new()),
+                &header_of_version(version),
+                BlobMode::Embedded,
+                u64::MAX,
+            )
+            .unwrap();
+            writer
+                .write_value(5, 0, 0, kind, &(0u64, "stop", ()))
+                .unwrap();
+            writer.finish(5, "ok").unwrap().memory.unwrap()
+        };
+        let read = |bytes: Vec<u8>| -> Result<u64, TapeError> {
+            let mut reader = TapeReader::new(&bytes[..])?;
+            let mut records = 0;
+            while reader.next_record()?.is_some() {
+                records += 1;
+            }
+            Ok(records)
+        };
+        assert_eq!(
+            read(tape(RecordKind::Outcome)).unwrap(),
+            2,
+            "version {version}"
+        );
+        let input = read(tape(RecordKind::Input));
+        if version >= 3 {
+            assert_eq!(input.unwrap(), 2);
+        } else {
+            let error = input.unwrap_err().to_string();
+            assert!(
+                error.contains(&format!(
+                    "unknown record kind 9 (in format version {version})"
+                )),
+                "{error}"
+            );
+        }
+    }
 }
 
 /// Returns the header of an empty run in format `format_version`.
@@ -296,4 +334,82 @@ fn a_tape_reader_returns_the_inputs_section_after_the_footer_outside_the_size_bo
         }
     };
     assert!(error.contains("the inputs section"), "{error}");
+}
+
+#[test]
+fn a_tape_file_is_readable_from_its_first_byte_and_up_to_its_last_checkpoint() {
+    // Goal: the tape's path names a tape holding its header as soon as the writer exists
+    // (never an empty file, never a temporary one left beside it), and every checkpoint
+    // puts the records before it on disk, whatever the write buffer holds.
+    use simtape::tape::{
+        BlobMode, TapeSink, TapeWriter, CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION,
+    };
+    let dir = crate::tempdir("tape", "first-byte");
+    let path = dir.join("run.tape");
+    let mut writer = TapeWriter::new(
+        TapeSink::create(&path).unwrap(),
+        &header_of_version(FORMAT_VERSION),
+        BlobMode::Embedded,
+        u64::MAX,
+    )
+    .unwrap();
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["run.tape"], "only the tape, under its own name");
+    let error = verify_path(&path).unwrap_err().to_string();
+    assert!(
+        error.contains("the footer is missing (after 0 complete records")
+            && error.contains("no record is whole; the header is"),
+        "{error}"
+    );
+    // One record past the first checkpoint: the checkpoint and everything before it are on
+    // disk (the buffer alone would hold under 64 KiB of these 10-byte wakes).
+    let records = CHECKPOINT_INTERVAL_RECORDS + 1;
+    for i in 0..records {
+        writer.write_empty(i, 1, 1, RecordKind::Wake).unwrap();
+    }
+    let mut reader = TapeReader::open(&path).unwrap().up_to_truncation();
+    let mut read = 0;
+    while reader.next_record().unwrap().is_some() {
+        read += 1;
+    }
+    assert!(read > CHECKPOINT_INTERVAL_RECORDS, "{read} records on disk");
+    writer.finish(records, "ok").unwrap();
+    assert_eq!(verify_path(&path).unwrap().records, records + 1);
+}
+
+#[cfg(unix)]
+#[test]
+// The pipe's reader is a thread of the test, outside any simulation.
+#[allow(clippy::disallowed_methods)]
+fn a_tape_to_a_pipe_is_written_through_it_not_renamed_over_it() {
+    // Goal: a tape path naming something other than a file (a named pipe here; /dev/null or
+    // /dev/stdout in use) is written in place: the temporary-name-and-rename that keeps a
+    // file tape readable from its first byte would replace it.
+    use simtape::tape::{BlobMode, TapeSink, TapeWriter, FORMAT_VERSION};
+    use std::os::unix::fs::FileTypeExt;
+    let dir = crate::tempdir("tape", "pipe");
+    let pipe = dir.join("tape.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || std::fs::read(pipe).unwrap())
+    };
+    let writer = TapeWriter::new(
+        TapeSink::create(&pipe).unwrap(),
+        &header_of_version(FORMAT_VERSION),
+        BlobMode::Embedded,
+        u64::MAX,
+    )
+    .unwrap();
+    writer.finish(0, "ok").unwrap();
+    let bytes = reader.join().unwrap();
+    assert!(bytes.starts_with(b"SIMTAPE\0"));
+    assert!(std::fs::metadata(&pipe).unwrap().file_type().is_fifo());
 }

@@ -18,7 +18,7 @@
 //! - **Identity**: uid and gid 1000 (`agent`), mapped to simtape's own, with no capability;
 //!   hostname [`HOSTNAME`]; an environment built from an allow-list ([`base_env`]).
 //!
-//! The work is split: [`plan`] decides the view (allocating, in simtape), `child` carries it
+//! The work is split: `plan` decides the view (allocating, in simtape), `child` carries it
 //! out after the fork (system calls only), `supervisor` watches the network, `dns` answers
 //! lookups, and `view` reads what the program left.
 
