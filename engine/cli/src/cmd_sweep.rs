@@ -42,7 +42,12 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         }
     };
     let stores = stores(args)?;
-    let scenarios = load(&args.scenarios, args.out.is_some(), !stores.is_empty(), args.no_sandbox)?;
+    let scenarios = load(
+        &args.scenarios,
+        args.out.is_some(),
+        !stores.is_empty(),
+        args.no_sandbox,
+    )?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
         refuse_recording(&loaded.scenario, "sweep", &loaded.path)?;
@@ -142,7 +147,7 @@ fn write_plan(args: &PlanArgs) -> CliResult {
     let (text, submit) = if args.slurm {
         // The jobs share this machine's files: catch a scenario that does not load now,
         // not in every array task.
-        load(&args.scenarios, false, false)?;
+        load(&args.scenarios, false, false, false)?;
         let simtape = match &args.simtape {
             Some(path) => path.clone(),
             None => std::env::current_exe()

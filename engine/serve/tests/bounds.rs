@@ -28,6 +28,7 @@ fn session(probe: impl FnOnce(SocketAddr)) -> usize {
             command: None,
             normalizer: Normalizer::agent_defaults(),
             session_log: None,
+            sandbox: None,
         };
         let session = simtape_serve::serve(&mut builder, options, stop, |endpoints| {
             addr_tx.send(endpoints.addr).unwrap();

@@ -525,7 +525,10 @@ fn check_says_whether_the_network_policy_covers_the_agent_program() {
     let output = simtape().arg("check").arg(&scenario).output().unwrap();
     let shown = text(&output);
     assert_eq!(output.status.code(), Some(0), "{shown}");
-    assert!(shown.contains("[network] judges its own connections too"), "{shown}");
+    assert!(
+        shown.contains("[network] judges its own connections too"),
+        "{shown}"
+    );
     let off = std::fs::read_to_string(&scenario)
         .unwrap()
         .replace("task = ", "sandbox = \"off\"\ntask = ");
@@ -533,5 +536,8 @@ fn check_says_whether_the_network_policy_covers_the_agent_program() {
     let output = simtape().arg("check").arg(&scenario).output().unwrap();
     let shown = text(&output);
     assert_eq!(output.status.code(), Some(0), "{shown}");
-    assert!(shown.contains("[network] does not judge its connections"), "{shown}");
+    assert!(
+        shown.contains("[network] does not judge its connections"),
+        "{shown}"
+    );
 }

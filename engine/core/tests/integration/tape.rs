@@ -382,8 +382,8 @@ fn a_tape_file_is_readable_from_its_first_byte_and_up_to_its_last_checkpoint() {
 
 #[cfg(unix)]
 #[test]
-// The pipe's reader is a thread of the test, outside any simulation.
-#[allow(clippy::disallowed_methods)]
+// The pipe is made by mkfifo and read by a thread of the test, outside any simulation.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn a_tape_to_a_pipe_is_written_through_it_not_renamed_over_it() {
     // Goal: a tape path naming something other than a file (a named pipe here; /dev/null or
     // /dev/stdout in use) is written in place: the temporary-name-and-rename that keeps a

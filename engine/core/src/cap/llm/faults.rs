@@ -24,7 +24,7 @@
 //!
 //! This module owns the kinds of `[[faults.llm]]` ([`LlmFaultKind`]): their keys ([`KINDS`],
 //! [`decode_kind`], read through the scenario decoder's [`RuleKeys`]) and what each does
-//! ([`fire`] before the backend, [`after`] on its answer). A new kind is added here alone
+//! (`fire` before the backend, `after` on its answer). A new kind is added here alone
 //! (and in its docs).
 
 use serde::Serialize;
