@@ -514,8 +514,9 @@ fn interpreter(script: &Path) -> Option<PathBuf> {
 /// Whether this system gives the sandbox's namespaces: a sandbox with nothing in it is set
 /// up and torn down once per process (a few milliseconds), and the answer kept.
 pub fn probe() -> Result<(), SandboxError> {
-    static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    let probed = PROBED.get_or_init(|| {
+    // The cause the namespaces cannot be had, kept as text: the first error is not `Clone`.
+    static UNAVAILABLE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let unavailable = UNAVAILABLE.get_or_init(|| {
         let spec = SandboxSpec {
             project: None,
             project_at: PathBuf::from(PROJECT_DIR),
@@ -524,16 +525,18 @@ pub fn probe() -> Result<(), SandboxError> {
             network: Network::deny(),
             jobs: Vec::new(),
         };
-        Sandbox::start(&spec)
-            .map(drop)
-            .map_err(|error| match error {
-                SandboxError::Unavailable { cause } => cause,
-                other => format!("a trial sandbox failed: {other}"),
-            })
+        match Sandbox::start(&spec) {
+            Ok(_) => None,
+            Err(SandboxError::Unavailable { cause }) => Some(cause),
+            Err(other) => Some(format!("a trial sandbox failed: {other}")),
+        }
     });
-    probed
-        .clone()
-        .map_err(|cause| SandboxError::Unavailable { cause })
+    match unavailable {
+        None => Ok(()),
+        Some(cause) => Err(SandboxError::Unavailable {
+            cause: cause.clone(),
+        }),
+    }
 }
 
 fn setup_error(step: &str) -> SandboxError {
