@@ -304,6 +304,7 @@ impl ProgramRun<'_> {
             addr: self.options.addr,
             executor: executor.clone(),
             requests: tx,
+            keeps_state: adapter::keeps_state(self.spec.adapter),
         };
         let mut place = match mode {
             SandboxMode::On => Place::sandboxed(setting)?,

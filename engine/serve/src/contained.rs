@@ -157,7 +157,10 @@ impl Contained {
         if timed_out {
             self.sandbox.kill();
         }
-        let (seen, _home) = crate::place::seen_in(&self.sandbox);
+        // The command may be any agent CLI, which keeps its state in its scratch places
+        // (measured: Claude Code's MCP logs under its HOME are named by the wall clock), so
+        // those writes are left off the tape as for a CLI adapter's; the rest is on it.
+        let (seen, _) = crate::place::seen_in(&self.sandbox, true);
         driver.deliver_input(&mut run, GatewayInput::Sandbox(seen));
         if let Some(driver::Ending::AgentExited(exit)) = ended {
             driver.deliver_input(&mut run, GatewayInput::AgentExited(exit));

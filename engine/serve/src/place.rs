@@ -86,6 +86,8 @@ pub(crate) struct SandboxPlace {
     current: Option<Sandbox>,
     snapshot: Option<Snapshot>,
     clock: Option<ClockFile>,
+    /// The program keeps its own state in its scratch places (see [`Setting::keeps_state`]).
+    keeps_state: bool,
     _acceptor: Option<smol::Task<()>>,
 }
 
@@ -97,6 +99,11 @@ pub(crate) struct Setting<'a> {
     pub addr: std::net::SocketAddr,
     pub executor: Rc<smol::LocalExecutor<'static>>,
     pub requests: smol::channel::Sender<Pending>,
+    /// The program is an agent CLI that keeps its own state (sessions, caches, locks,
+    /// file-watch probes) in its scratch places (HOME, `/tmp`, `/var/tmp`), written by its
+    /// background tasks as their timing falls: what it writes there is listed for people
+    /// (the evidence), not on the tape. Any other program's writes there are on the tape.
+    pub keeps_state: bool,
 }
 
 impl Place {
@@ -217,6 +224,7 @@ impl Place {
             current: None,
             snapshot: None,
             clock: None,
+            keeps_state: setting.keeps_state,
             _acceptor: None,
         })))
     }
@@ -307,12 +315,12 @@ impl Place {
     }
 
     /// What a sandboxed process did outside its project, for the tape, and what it wrote in
-    /// its HOME, for people (`None` on the host).
+    /// the scratch places where it keeps its own state, for people (`None` on the host).
     pub(crate) fn seen(&self) -> Option<(SandboxSeen, Vec<OutsideWrite>)> {
         let Place::Sandboxed(place) = self else {
             return None;
         };
-        Some(seen_in(place.current.as_ref()?))
+        Some(seen_in(place.current.as_ref()?, place.keeps_state))
     }
 
     /// Runs each `gate` verifier's program in the project, in file order.
@@ -493,11 +501,16 @@ impl SandboxPlace {
     }
 }
 
-/// What the program in `sandbox` did outside its project, for the tape; and what it wrote
-/// in its HOME, for people.
-pub(crate) fn seen_in(sandbox: &Sandbox) -> (SandboxSeen, Vec<OutsideWrite>) {
+/// What the program in `sandbox` did outside its project, for the tape; and, when it
+/// `keeps_state` there ([`Setting::keeps_state`]), what it wrote in its scratch places, for
+/// people. Otherwise those writes are on the tape with the rest, in path order.
+pub(crate) fn seen_in(sandbox: &Sandbox, keeps_state: bool) -> (SandboxSeen, Vec<OutsideWrite>) {
     let network = sandbox.network_seen();
-    let (writes_outside, home) = sandbox.writes_outside();
+    let (mut writes_outside, mut home) = sandbox.writes_outside();
+    if !keeps_state {
+        writes_outside.append(&mut home);
+        writes_outside.sort_by(|a, b| a.path.cmp(&b.path));
+    }
     let seen = SandboxSeen {
         lookups: network.lookups.into_iter().collect(),
         connects: network.connects.into_iter().collect(),

@@ -227,7 +227,10 @@ fn claude_code_works_a_world_through_the_mcp_config_serve_hands_it() {
     let Some(claude) = claude() else { return };
     let dir = scratch("serve-mcp", "claude");
     let scenario = repo().join("engine/cli/tests/data/serve-mcp/scenario.toml");
-    let script = r#"exec "$0" "$@" --mcp-config "$SIMTAPE_MCP_CONFIG""#;
+    // In the sandbox the environment is an allow-list (simtape's own is not passed): the
+    // command sets what keeps Claude Code from calling past the endpoints itself.
+    let script = r#"export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+exec "$0" "$@" --mcp-config "$SIMTAPE_MCP_CONFIG""#;
     let agent: Vec<String> = [
         "sh",
         "-c",

@@ -193,6 +193,15 @@ pub fn events_at_exit(adapter: AdapterKind) -> bool {
     adapter == AdapterKind::Opencode
 }
 
+/// Whether `adapter`'s CLI keeps its own state in its scratch places (HOME, `/tmp`): its
+/// sessions, caches, locks and file-watch probes, written by background tasks as their
+/// timing falls (measured: Claude Code's watcher probe under `/tmp` and Codex's SQLite journal
+/// in its HOME come and go run to run). Those writes are listed in the evidence, not on the
+/// tape; a generic program's are on the tape.
+pub fn keeps_state(adapter: AdapterKind) -> bool {
+    adapter != AdapterKind::Generic
+}
+
 /// The shortest settle window `adapter`'s CLI is driven with. OpenCode opens its MCP
 /// sessions and asks for its session title at once, at start, and its requests arrive tens
 /// to hundreds of milliseconds apart on a loaded machine (measured in the sandbox at load 5
