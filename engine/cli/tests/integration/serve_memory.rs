@@ -56,7 +56,7 @@ fn send(port: u16, body: &[u8]) -> String {
 #[test]
 fn a_burst_of_huge_bodies_stays_within_the_budget_and_its_memory_comes_back() {
     // Goal: 8 concurrent 30 MB bodies: every one is answered in the end; serve's peak RSS
-    // stays under 400 MiB (1.09 GB before the shared budget); its RSS a second after the
+    // stays under 400 MiB (1.09 GB before the shared budget); its RSS within seconds of the
     // burst is within 2x of what it was before (359 MB before mimalloc returned freed memory
     // at once).
     let dir = scratch("serve-memory", "burst");
@@ -100,8 +100,18 @@ fn a_burst_of_huge_bodies_stays_within_the_budget_and_its_memory_comes_back() {
         let status = sender.join().unwrap();
         assert!(status.starts_with("HTTP/1.1 4"), "{status}");
     }
-    std::thread::sleep(Duration::from_secs(1));
-    let (peak, after) = (mib(pid, "VmHWM"), mib(pid, "VmRSS"));
+    // Freed pages go back to the system a little after the frees, on serve's own threads:
+    // on a loaded machine that can take more than a second, so RSS is read until it is
+    // back (or five seconds have passed).
+    let mut after = mib(pid, "VmRSS");
+    for _ in 0..10 {
+        if after <= 2 * before {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        after = mib(pid, "VmRSS");
+    }
+    let peak = mib(pid, "VmHWM");
     let _ = child.kill();
     child.wait().unwrap();
     eprintln!("serve RSS: {before} MiB before, peak {peak} MiB, {after} MiB after");
