@@ -277,11 +277,50 @@ fn same_tools(a: &[ToolDefinition], b: &[ToolDefinition]) -> bool {
 /// One message of the previous call, with what was computed for it.
 #[derive(Debug, Clone)]
 struct Seen {
-    message: Message,
+    message: Remembered,
     /// The digest hash state after this message (and every one before it).
     prefix: Sha256,
     /// The usage rule's input bytes of the messages up to and including this one.
     input_bytes_through: u64,
+}
+
+/// A message of the previous call, as much of it as telling the next call's copy needs.
+#[derive(Debug, Clone)]
+enum Remembered {
+    /// The message itself: compared field by field, faster than hashing it again.
+    Whole(Message),
+    /// A message over [`REMEMBERED_WHOLE_MAX`] bytes, by its digest and content length: a
+    /// run that took one huge request (a 30 MB body under `serve`) keeps 40 bytes of it,
+    /// not its copy, for the rest of the session.
+    Digest {
+        content_len: usize,
+        digest: [u8; 32],
+    },
+}
+
+/// The largest message (usage-rule bytes) remembered whole.
+const REMEMBERED_WHOLE_MAX: u64 = 64 * 1024;
+
+impl Remembered {
+    fn of(m: &Message, bytes: u64, digest: [u8; 32]) -> Remembered {
+        match bytes > REMEMBERED_WHOLE_MAX {
+            true => Remembered::Digest {
+                content_len: m.content.len(),
+                digest,
+            },
+            false => Remembered::Whole(m.clone()),
+        }
+    }
+
+    fn is(&self, m: &Message) -> bool {
+        match self {
+            Remembered::Whole(seen) => same_message(seen, m),
+            Remembered::Digest {
+                content_len,
+                digest,
+            } => *content_len == m.content.len() && message_digest(m) == *digest,
+        }
+    }
 }
 
 /// The previous call's tool list, with its digest and input bytes.
@@ -324,7 +363,7 @@ impl Memo {
             .messages
             .iter()
             .zip(&request.messages)
-            .take_while(|(seen, m)| same_message(&seen.message, m))
+            .take_while(|(seen, m)| seen.message.is(m))
             .count();
         self.messages.truncate(kept);
         for m in &request.messages[kept..] {
@@ -332,11 +371,13 @@ impl Memo {
                 Some(last) => (last.prefix.clone(), last.input_bytes_through),
                 None => (Sha256::new(), 0),
             };
-            prefix.update(message_digest(m));
+            let digest = message_digest(m);
+            prefix.update(digest);
+            let bytes = message_input_bytes(m);
             self.messages.push(Seen {
-                message: m.clone(),
+                message: Remembered::of(m, bytes, digest),
                 prefix,
-                input_bytes_through: bytes_before + message_input_bytes(m),
+                input_bytes_through: bytes_before + bytes,
             });
         }
         let tools_changed = !self.tools.as_ref().is_some_and(|seen| {
@@ -483,6 +524,31 @@ mod tests {
         assert!(seen.tools_changed);
         assert_eq!(seen.digest, other.digest());
         assert_eq!(seen.input_bytes, other.input_bytes());
+    }
+
+    #[test]
+    fn a_huge_message_is_remembered_by_its_digest_and_still_told_apart() {
+        // Goal: a message over the whole-copy bound costs the memo a digest, not a copy, and
+        // the next call's `kept` is what a whole copy would give: the same message kept, an
+        // edited one (same length) not.
+        let huge = "x".repeat(REMEMBERED_WHOLE_MAX as usize + 1);
+        let first = ChatRequest::new("m", vec![Message::user(huge.clone())]);
+        let mut memo = Memo::default();
+        memo.observe(&first);
+        assert!(matches!(
+            memo.messages[0].message,
+            Remembered::Digest { .. }
+        ));
+        let mut grown = first.clone();
+        grown.messages.push(Message::user("next"));
+        let seen = memo.observe(&grown);
+        assert_eq!(seen.kept, 1);
+        assert_eq!(seen.digest, grown.digest());
+        let mut edited = grown.clone();
+        edited.messages[0].content = format!("y{}", &huge[1..]);
+        let seen = memo.observe(&edited);
+        assert_eq!(seen.kept, 0);
+        assert_eq!(seen.digest, edited.digest());
     }
 
     #[test]
