@@ -141,6 +141,14 @@ pub fn resolve_program(
     explicit: Option<&Path>,
     scenario_dir: &Path,
 ) -> Result<PathBuf, ServeError> {
+    // What it is to be shown must be there before anything starts: a missing path is the
+    // scenario's to fix, not a sandbox failing mid-run.
+    for path in &spec.expose {
+        let path = scenario_dir.join(path);
+        if !path.exists() {
+            return Err(ServeError::MissingExpose { path });
+        }
+    }
     // The program starts in its scratch directory: a relative path must not mean it there.
     find_program(spec, explicit, scenario_dir)
         .map(|path| std::path::absolute(&path).unwrap_or(path))

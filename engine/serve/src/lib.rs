@@ -176,6 +176,12 @@ pub enum ServeError {
         /// The npm package that installs it, when there is one.
         package: Option<&'static str>,
     },
+    /// A path `[agent] expose` names does not exist.
+    #[error("[agent] expose: {} does not exist (a path to show the program read-only, relative to the scenario's directory)", .path.display())]
+    MissingExpose {
+        /// The path, as resolved.
+        path: std::path::PathBuf,
+    },
     /// `[agent] clock = "virtual"` needs libfaketime, which is not installed.
     #[error("[agent] clock = \"virtual\" needs libfaketime: install the Debian package `faketime` (or name the library in SIMTAPE_LIBFAKETIME)")]
     MissingFaketime,

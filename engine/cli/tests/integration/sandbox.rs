@@ -417,6 +417,19 @@ fn a_program_whose_interpreter_is_not_visible_is_an_input_error_naming_it() {
 }
 
 #[test]
+fn an_exposed_path_that_does_not_exist_is_an_input_error_naming_it() {
+    // Goal: `[agent] expose` naming a missing path stops the run before anything starts
+    // (exit 2, the path and the key named), not as a sandbox failing mid-run.
+    let dir = scratch("sandbox", "expose-missing");
+    let scenario = scenario(&dir, "print('hi')\n", "", "expose = [\"gone\"]\n");
+    let output = simtape().arg("run").arg(&scenario).output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{shown}");
+    assert!(shown.contains("[agent] expose"), "{shown}");
+    assert!(shown.contains("/gone does not exist"), "{shown}");
+}
+
+#[test]
 fn serve_runs_its_command_in_the_sandbox() {
     // `simtape serve … -- CMD`: the command's escapes leave the host as it was, and the
     // tape header says the sandbox.
