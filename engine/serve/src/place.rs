@@ -407,6 +407,7 @@ impl SandboxPlace {
             });
         }
         self.end_current();
+        failure_on_demand().map_err(ServeError::Sandbox)?;
         let mut sandbox = Sandbox::start(&spec).map_err(ServeError::Sandbox)?;
         let listener = sandbox.take_listener().ok_or_else(|| {
             ServeError::Sandbox(sandbox::SandboxError::Spec("no listener".into()))
@@ -498,6 +499,19 @@ impl SandboxPlace {
             runs.push(run);
         }
         runs
+    }
+}
+
+/// `SIMTAPE_SANDBOX_FAIL=STEP` makes each sandbox a run sets up for a process fail at STEP,
+/// as a real failure there would (docs/sandbox.md): what a run does then (an ERROR naming
+/// the step, a tape that verifies) is tested, and no real system fails on demand.
+fn failure_on_demand() -> Result<(), sandbox::SandboxError> {
+    match std::env::var("SIMTAPE_SANDBOX_FAIL") {
+        Ok(step) if !step.is_empty() => Err(sandbox::SandboxError::Setup {
+            step,
+            source: std::io::Error::other("failed on demand (SIMTAPE_SANDBOX_FAIL)"),
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -430,6 +430,39 @@ fn an_exposed_path_that_does_not_exist_is_an_input_error_naming_it() {
 }
 
 #[test]
+fn a_sandbox_failing_once_the_run_began_is_an_error_naming_the_step_and_the_tape_verifies() {
+    // Goal: a sandbox that fails after the run has begun (here on demand, at a named step)
+    // ends the run as an ERROR naming the step (exit 3), and the tape written so far
+    // verifies; nothing is left behind.
+    let dir = scratch("sandbox", "fails-mid-run");
+    let scenario = scenario(&dir, "print('hi')\n", "", "");
+    let tape = dir.join("run.tape");
+    let output = simtape()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--tape")
+        .arg(&tape)
+        .env("SIMTAPE_SANDBOX_FAIL", "mount the project")
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{shown}");
+    assert!(
+        shown.contains("the agent sandbox failed to mount the project"),
+        "{shown}"
+    );
+    let verified = simtape()
+        .args(["tape", "verify"])
+        .arg(&tape)
+        .output()
+        .unwrap();
+    let said = text(&verified);
+    assert_eq!(verified.status.code(), Some(0), "{said}");
+    assert!(said.contains("verdict: error"), "{said}");
+    assert!(said.contains("failed to mount the project"), "{said}");
+}
+
+#[test]
 fn serve_runs_its_command_in_the_sandbox() {
     // `simtape serve … -- CMD`: the command's escapes leave the host as it was, and the
     // tape header says the sandbox.
