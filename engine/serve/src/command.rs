@@ -506,6 +506,9 @@ impl ProgramRun<'_> {
             Err(other) => return Err(other),
         };
         driver.clock = place.clock();
+        driver.busy = place
+            .busy_probe()
+            .filter(|_| adapter::settle_until_idle(self.spec.adapter));
         // The agent's output: events to the driver as they are read; stderr kept, capped.
         let (event_tx, event_rx) = smol::channel::unbounded();
         let adapter_kind = self.spec.adapter;

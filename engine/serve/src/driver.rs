@@ -183,6 +183,10 @@ pub(crate) struct Driver {
     /// Whether the agent's output is delivered only when it exits (an agent whose output
     /// lands on either side of its next request as its own scheduling falls).
     pub(crate) events_at_exit: bool,
+    /// Tells whether the agent is busy: a settle window then lasts until it is not (up to
+    /// [`crate::limits::SETTLE_BUSY_MAX`] more), so a request it was slow to reach on a
+    /// loaded machine lands in the batch it lands in on an idle one.
+    pub(crate) busy: Option<crate::sandbox::BusyProbe>,
 }
 
 impl Driver {
@@ -205,6 +209,7 @@ impl Driver {
             clock: None,
             orders: None,
             events_at_exit: false,
+            busy: None,
         }
     }
 
@@ -255,18 +260,34 @@ impl Driver {
             .any(|order| matches!(order, crate::sessions::SessionOrder::Stop { .. }))
     }
 
-    /// Collects every request that arrives until the agent has been quiet for the window.
+    /// Collects every request that arrives until the agent has been quiet for the window
+    /// and, when its busyness can be seen, is not busy.
     async fn settle_batch(&self, first: Pending, rx: &Receiver<Pending>) -> Vec<Pending> {
         let mut batch = vec![first];
+        let mut window = self.settle;
+        let mut busy_since: Option<std::time::Instant> = None;
         loop {
             let more = smol::future::or(async { rx.recv().await.ok() }, async {
-                smol::Timer::after(self.settle).await;
+                smol::Timer::after(window).await;
                 None
             })
             .await;
             match more {
-                Some(pending) => batch.push(pending),
-                None => return batch,
+                Some(pending) => {
+                    batch.push(pending);
+                    window = self.settle;
+                    busy_since = None;
+                }
+                None => {
+                    let Some(probe) = &self.busy else {
+                        return batch;
+                    };
+                    let since = *busy_since.get_or_insert_with(std::time::Instant::now);
+                    if !probe.busy() || since.elapsed() >= crate::limits::SETTLE_BUSY_MAX {
+                        return batch;
+                    }
+                    window = crate::limits::SETTLE_BUSY_POLL;
+                }
             }
         }
     }

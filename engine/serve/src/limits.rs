@@ -54,3 +54,13 @@ pub const SANDBOX_SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 pub const SANDBOX_ATTEMPTS_MAX: usize = 10_000;
 /// How long dialling a host the `[network]` policy allows may take.
 pub const SANDBOX_DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long past the settle window the driver waits for a busy agent (one of its threads
+/// running or in uninterruptible I/O) to block before it takes the batch as it is.
+pub const SETTLE_BUSY_MAX: Duration = Duration::from_secs(10);
+
+/// How often the driver looks again at a busy agent.
+pub const SETTLE_BUSY_POLL: Duration = Duration::from_millis(10);
+
+/// The most processes of a sandbox looked at to tell whether its agent is busy.
+pub const BUSY_PROCESSES_MAX: usize = 4096;

@@ -253,6 +253,15 @@ impl Place {
         }
     }
 
+    /// What tells whether the running process (and everything it started) is busy, in a
+    /// sandbox; `None` on the host.
+    pub(crate) fn busy_probe(&self) -> Option<sandbox::BusyProbe> {
+        match self {
+            Place::Host(_) => None,
+            Place::Sandboxed(place) => place.current.as_ref().map(Sandbox::busy_probe),
+        }
+    }
+
     /// Starts one process; returns its stdout and stderr.
     pub(crate) async fn start(
         &mut self,

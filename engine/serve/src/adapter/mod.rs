@@ -202,6 +202,16 @@ pub fn keeps_state(adapter: AdapterKind) -> bool {
     adapter != AdapterKind::Generic
 }
 
+/// Whether `adapter`'s CLI is waited for until it is idle (no thread of it running) before a
+/// batch of its requests closes, besides the settle window. OpenCode sends its title and
+/// its first turn at start, the second after work of its own: on a loaded machine (a CI
+/// host running tests in parallel) that work outlasted its one-second window and the two
+/// landed in different batches (measured). The others' batches are decided by the window
+/// alone, as their golden tapes were recorded.
+pub fn settle_until_idle(adapter: AdapterKind) -> bool {
+    adapter == AdapterKind::Opencode
+}
+
 /// The shortest settle window `adapter`'s CLI is driven with. OpenCode opens its MCP
 /// sessions and asks for its session title at once, at start, and its requests arrive tens
 /// to hundreds of milliseconds apart on a loaded machine (measured in the sandbox at load 5

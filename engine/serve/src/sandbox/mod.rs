@@ -22,6 +22,8 @@
 //! out after the fork (system calls only), `supervisor` watches the network, `dns` answers
 //! lookups, and `view` reads what the program left.
 
+mod busy;
+pub use busy::BusyProbe;
 mod child;
 mod dns;
 mod plan;
@@ -473,6 +475,12 @@ impl Sandbox {
                 .iter()
                 .any(|place| write.path.starts_with(place.as_str()))
         })
+    }
+
+    /// Whether any process in the sandbox is busy (a thread running, waiting to run, or in
+    /// uninterruptible I/O), rather than blocked on what it waits for.
+    pub fn busy_probe(&self) -> BusyProbe {
+        busy::BusyProbe::new(self.init)
     }
 
     /// The project as simtape reads it.
