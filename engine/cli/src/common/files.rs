@@ -32,17 +32,45 @@ pub(crate) fn check_output(path: &Path, flag: &str) -> Result<(), CliError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_output_dir(parent, path, flag)?;
     }
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| refuse(format!("cannot be written: {e}")))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| refuse(format!("cannot be written: {e}")))?;
+        return Ok(());
     }
-    Ok(())
+    // Nothing is created at `path` itself: a process killed between a create and a remove
+    // would leave an empty file there, where a tape is promised whole or a named prefix.
+    // An unnamed file in its directory tests the same permissions and leaves nothing.
+    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => parent.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    use std::os::unix::fs::OpenOptionsExt;
+    let unnamed = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(&dir);
+    match unnamed {
+        Ok(_) => Ok(()),
+        // A file system without unnamed files: a hidden sibling, removed at once.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => {
+            let mut name = std::ffi::OsString::from(".");
+            name.push(path.file_name().unwrap_or(path.as_os_str()));
+            name.push(format!(".check-{}", std::process::id()));
+            let probe = path.with_file_name(name);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+                .map_err(|e| refuse(format!("cannot be written: {e}")))?;
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(refuse(format!("cannot be written: {e}"))),
+    }
 }
 
 /// Creates the directory `dir` of the output `path` given to `flag` (`--out DIR` itself, or
