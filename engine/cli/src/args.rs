@@ -347,8 +347,8 @@ pub(crate) struct SweepArgs {
     /// Run only shard I of N (0-based): the seeds s with s mod N = I. `auto` (or `auto/N`)
     /// reads I and N from a Slurm array, a Kubernetes Indexed Job or a CI matrix
     /// (docs/sweeps.md).
-    #[arg(long, value_name = "I/N|auto", value_parser = crate::sweep::auto_shard::parse_shard_arg)]
-    pub(crate) shard: Option<crate::sweep::auto_shard::ShardArg>,
+    #[arg(long, value_name = "I/N|auto", value_parser = simtape_serve::shard::parse_shard_arg)]
+    pub(crate) shard: Option<simtape_serve::shard::ShardArg>,
     /// Keep the tape of every failing seed as DIR/<scenario>/seed-<N>.tape, and every
     /// seed's result under DIR/results.cache/ (for --resume).
     #[arg(long, value_name = "DIR")]

@@ -11,11 +11,11 @@ use crate::common::files::{check_output, create_output_dir};
 use crate::common::render::deliver;
 use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
-use crate::sweep::auto_shard::{self, ShardArg};
 use crate::sweep::cache::{EngineDigest, ScenarioKey, Store};
 use crate::sweep::plan::{self as job_plan, K8s, Sweep};
 use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
+use simtape_serve::shard::ShardArg;
 
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
     if let Some(SweepCommand::Plan(plan)) = &args.command {
@@ -35,7 +35,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         None => None,
         Some(ShardArg::Fixed(shard)) => Some(shard),
         Some(ShardArg::Auto { count }) => {
-            let found = auto_shard::resolve(count, |name| std::env::var(name).ok())
+            let found = simtape_serve::shard::from_env(count)
                 .map_err(|error| CliError::Usage(error.to_string()))?;
             eprintln!("sweep: {found}");
             Some(found.shard)

@@ -41,6 +41,7 @@ mod place;
 pub mod process;
 pub mod sandbox;
 pub mod sessions;
+pub mod shard;
 pub mod streamable;
 pub mod wire;
 pub mod workdir;

@@ -5,14 +5,12 @@
 //! * [`pool`]: runs the seeds on `--jobs` threads, each scenario loaded once and shared
 //!   read-only, and keeps the tapes of failing seeds;
 //! * [`progress`]: the progress line on a terminal, plain lines elsewhere;
-//! * [`auto_shard`]: `--shard auto`, the shard read from a scheduler's environment;
 //! * [`plan`]: `sweep plan`, the job file of a sweep on Slurm or Kubernetes;
 //! * [`cache`]: the result stores of `--resume` and `--cache`, keyed by what decides a run.
 //!
 //! Results never depend on `--jobs`: every record is collected, then sorted by
 //! (scenario, seed) before anything is reported.
 
-pub(crate) mod auto_shard;
 pub(crate) mod cache;
 pub(crate) mod plan;
 pub(crate) mod pool;

@@ -212,7 +212,7 @@ impl Sweep {
             results = self.results.display(),
             name = self.name,
             n = self.shards,
-            count_var = super::auto_shard::COUNT_VAR,
+            count_var = simtape_serve::shard::COUNT_VAR,
             shard_container = container("shard", &shard),
             wait_container = container("wait-for-shards", &wait),
             merge_container = container("merge", &self.merge_command()),

@@ -1,6 +1,8 @@
 //! `--shard auto`: which shard this copy of a sweep is, read from the scheduler that started
-//! it. The environment is read here, in the CLI, and nowhere in the engine: the report records
-//! only the resolved `I/N`, so a shard's report is the same whichever scheduler ran it.
+//! it. The environment is the outside, so it is read here, in the gateway ([`from_env`]), and
+//! nowhere in the simulation crates: the report records only the resolved `I/N`, so a shard's
+//! report is the same whichever scheduler ran it. The CLI parses `--shard` with
+//! [`parse_shard_arg`] and prints what [`from_env`] found or why it found nothing.
 //!
 //! The sources, each recognised by its index variable (docs/sweeps.md lists them):
 //!
@@ -22,15 +24,18 @@ use simtape_eval::sweep::{parse_shard, Shard, SyntaxError};
 
 /// What `--shard` was given: a fixed shard, or `auto` with an optional count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ShardArg {
+pub enum ShardArg {
     /// `I/N`.
     Fixed(Shard),
     /// `auto` (count `None`) or `auto/N`.
-    Auto { count: Option<u64> },
+    Auto {
+        /// The `N` of `auto/N`.
+        count: Option<u64>,
+    },
 }
 
 /// Parses `--shard`: `I/N`, `auto` or `auto/N` (N ≥ 1).
-pub(crate) fn parse_shard_arg(text: &str) -> Result<ShardArg, SyntaxError> {
+pub fn parse_shard_arg(text: &str) -> Result<ShardArg, SyntaxError> {
     let usage = || SyntaxError {
         expected: "I/N with 0 <= I < N (e.g. 0/4), auto, or auto/N",
         found: text.to_string(),
@@ -51,7 +56,7 @@ pub(crate) fn parse_shard_arg(text: &str) -> Result<ShardArg, SyntaxError> {
 
 /// The variable that carries the count of a Kubernetes Indexed Job (which sets only the index)
 /// and of the generic matrix source.
-pub(crate) const COUNT_VAR: &str = "SIMTAPE_SHARD_COUNT";
+pub const COUNT_VAR: &str = "SIMTAPE_SHARD_COUNT";
 
 /// Where the count of a source comes from.
 #[derive(Debug, Clone, Copy)]
@@ -115,10 +120,11 @@ const SOURCES: [Source; 6] = [
 
 /// A shard read from the environment, with what it was read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AutoShard {
-    pub(crate) shard: Shard,
+pub struct AutoShard {
+    /// The shard this copy runs.
+    pub shard: Shard,
     /// The source's name and every variable read, `NAME=value`, for the log line.
-    pub(crate) read: String,
+    pub read: String,
 }
 
 impl fmt::Display for AutoShard {
@@ -131,26 +137,46 @@ impl fmt::Display for AutoShard {
     }
 }
 
-/// Why `--shard auto` found no single shard: a usage error (exit 2).
+/// Why `--shard auto` found no single shard: a usage error (the CLI exits 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum AutoShardError {
+#[non_exhaustive]
+pub enum AutoShardError {
     #[error(
         "--shard auto: no scheduler environment found (looked for {})",
         looked_for()
     )]
+    /// No scheduler's index variable is set.
     Missing,
+    /// More than one scheduler's index variable is set (their names).
     #[error("--shard auto: more than one scheduler environment is set ({0}); give --shard I/N")]
     Ambiguous(String),
+    /// A scheduler's index is set but not its count.
     #[error("--shard auto: {source_name} sets {index} but not {missing}")]
     NoCount {
+        /// The scheduler.
         source_name: &'static str,
+        /// Its index variable.
         index: &'static str,
+        /// What would have given the count.
         missing: String,
     },
+    /// A variable that must be a number is not.
     #[error("--shard auto: {var}={value:?} is not a whole number")]
-    NotANumber { var: String, value: String },
+    NotANumber {
+        /// The variable.
+        var: String,
+        /// Its value.
+        value: String,
+    },
+    /// The count is given on the command line and in the environment.
     #[error("--shard auto: the shard count is given twice (--shard auto/{arg} and {COUNT_VAR}={var}); give it once")]
-    CountTwice { arg: u64, var: u64 },
+    CountTwice {
+        /// The count of `--shard auto/N`.
+        arg: u64,
+        /// The count in the environment.
+        var: u64,
+    },
+    /// The variables disagree, or the index is outside the count.
     #[error("--shard auto: {0}")]
     Inconsistent(String),
 }
@@ -163,9 +189,14 @@ fn looked_for() -> String {
         .join(", ")
 }
 
+/// Resolves `--shard auto` (`count` from `auto/N`) against this process's environment.
+pub fn from_env(count: Option<u64>) -> Result<AutoShard, AutoShardError> {
+    resolve(count, |name| std::env::var(name).ok())
+}
+
 /// Resolves `--shard auto` (`count` from `auto/N`) against an environment, `env(name)` being
 /// the value of a variable when it is set.
-pub(crate) fn resolve(
+pub fn resolve(
     count: Option<u64>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<AutoShard, AutoShardError> {
