@@ -112,6 +112,7 @@ fn write_tape(path: &Path, records: u64, insert_at: Option<u64>) -> Result<TapeS
         blob_threshold_bytes: 4096,
         checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
         sandbox: None,
+        decisions: None,
     };
     let mut writer = TapeWriter::new(
         TapeSink::create(path)?,

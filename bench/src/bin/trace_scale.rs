@@ -128,6 +128,7 @@ fn write_tape(path: &Path, records: u64) -> Result<TapeSummary, Box<dyn std::err
         blob_threshold_bytes: 4096,
         checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
         sandbox: None,
+        decisions: None,
     };
     let mut writer = TapeWriter::new(
         TapeSink::create(path)?,

@@ -118,6 +118,14 @@ pub(crate) struct RunArgs {
     /// an `[fs]` table.
     #[arg(long, value_name = "PATH")]
     pub(crate) emit_diff: Option<PathBuf>,
+    /// Take the run's random choices from this decisions file where it lists them (JSON:
+    /// `[{"name": "llm#0", "value": 7}]`, see docs/shrinking.md); the tape header carries
+    /// the file's digest and overrides, so the tape replays alone.
+    #[arg(long, value_name = "FILE", conflicts_with = "check_determinism")]
+    pub(crate) decisions: Option<PathBuf>,
+    /// Write every decision the run took (name and value, in order) to this JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) decisions_out: Option<PathBuf>,
     /// Write the evidence of the run to this directory: the tape (unless --tape puts it
     /// elsewhere), the fs diff, the verdict as JSON, the replay command, and a manifest with
     /// the SHA-256 of every artifact.

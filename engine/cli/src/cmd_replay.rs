@@ -64,6 +64,13 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
         .tape(&out)
         .sidecar_blobs(header.blob_mode == "sidecar");
     builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
+    // A run with a decisions file replays with the overrides its header carries.
+    if let Some(stamp) = &header.decisions {
+        builder.decisions(
+            simtape::decision::DecisionBook::new(&stamp.overrides),
+            Some(stamp.digest.clone()),
+        );
+    }
     if let Some(section) = &tape.section {
         // The same inputs section, its files where the tape keeps them: the same bytes.
         builder

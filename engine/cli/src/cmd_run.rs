@@ -1,6 +1,7 @@
 //! `simtape run`: one scenario at one seed, optionally twice to check determinism.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use simtape::cap::fs::FsDiff;
 use simtape::tape::TapeError;
@@ -82,6 +83,22 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
             builder.inputs(inputs::capture(&eval, args.process_wasi.as_deref())?);
         }
     }
+    // Any decisions flag attaches a book; only --decisions stamps the header, so a run that
+    // just writes its decisions out keeps the tape of the plain run.
+    let digest = scenario.digest();
+    let decisions = match &args.decisions {
+        Some(path) => {
+            let loaded = crate::common::decisions::load(path, &digest)?;
+            builder.decisions(Arc::clone(&loaded.book), Some(loaded.digest));
+            Some(loaded.book)
+        }
+        None if args.decisions_out.is_some() => {
+            let book = simtape::decision::DecisionBook::new(&[]);
+            builder.decisions(Arc::clone(&book), None);
+            Some(book)
+        }
+        None => None,
+    };
     let mut report = run_eval(
         &eval,
         &mut builder,
@@ -99,6 +116,12 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
                 "writing the tape {path} failed: {source}; the run has no verdict"
             )));
         }
+    }
+    if let (Some(path), Some(book)) = (&args.decisions, &decisions) {
+        crate::common::decisions::check_used(path, book)?;
+    }
+    if let (Some(path), Some(book)) = (&args.decisions_out, &decisions) {
+        crate::common::decisions::write(path, &digest, book.taken())?;
     }
     if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
         let before = crate::evidence::base_tree_gates(&eval, seed);

@@ -49,6 +49,7 @@
 pub mod actor;
 pub mod cap;
 pub mod capabilities;
+pub mod decision;
 pub mod error;
 mod executor;
 pub mod inbox;

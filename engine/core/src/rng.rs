@@ -7,6 +7,9 @@
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+use crate::decision::DecisionBook;
 
 /// A probability as an integer ratio `numerator / denominator`.
 ///
@@ -81,6 +84,16 @@ impl serde::Serialize for Ratio {
 #[derive(Debug, Clone)]
 pub struct RngStream {
     inner: ChaCha12Rng,
+    /// With a book attached, every draw is a named decision (see [`crate::decision`]).
+    decided: Option<Decided>,
+}
+
+/// A stream's name, its next draw's ordinal and the book its decisions go through.
+#[derive(Debug, Clone)]
+struct Decided {
+    name: Arc<str>,
+    ordinal: u64,
+    book: Arc<DecisionBook>,
 }
 
 impl RngStream {
@@ -101,7 +114,19 @@ impl RngStream {
         let key: [u8; 32] = hasher.finalize().into();
         RngStream {
             inner: ChaCha12Rng::from_seed(key),
+            decided: None,
         }
+    }
+
+    /// Forks like [`RngStream::fork`]; with a `book`, each draw is the decision `name#n`.
+    pub fn fork_decided(seed: u64, name: &str, book: Option<Arc<DecisionBook>>) -> RngStream {
+        let mut stream = RngStream::fork(seed, name);
+        stream.decided = book.map(|book| Decided {
+            name: Arc::from(name),
+            ordinal: 0,
+            book,
+        });
+        stream
     }
 
     /// Forks a child stream: the child's draws are independent of the parent's later draws.
@@ -111,10 +136,21 @@ impl RngStream {
 
     /// Returns the next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.inner.next_u64()
+        // The stream advances whether or not the draw is overridden, so an override never
+        // shifts a later draw.
+        let drawn = self.inner.next_u64();
+        match &mut self.decided {
+            None => drawn,
+            Some(decided) => {
+                let name = format!("{}#{}", decided.name, decided.ordinal);
+                decided.ordinal += 1;
+                decided.book.decide(name, drawn)
+            }
+        }
     }
 
-    /// Fills `bytes` with random bytes.
+    /// Fills `bytes` with random bytes. Not a decision: only a WASI guest's stream fills
+    /// bytes, and that stream is forked from a seed that is itself a decision.
     pub fn fill_bytes(&mut self, bytes: &mut [u8]) {
         self.inner.fill_bytes(bytes)
     }

@@ -56,6 +56,8 @@ pub struct Builder {
     blob_threshold_bytes: usize,
     scenario: ScenarioStamp,
     sandbox: Option<String>,
+    decisions: Option<Arc<crate::decision::DecisionBook>>,
+    decisions_digest: Option<String>,
     inputs: Option<Arc<Inputs>>,
     inputs_store: Option<InputStore>,
     actors: Vec<(String, ActorFactory)>,
@@ -85,6 +87,8 @@ impl Default for Builder {
             blob_threshold_bytes: BLOB_THRESHOLD_DEFAULT_BYTES,
             scenario: ScenarioStamp::default(),
             sandbox: None,
+            decisions: None,
+            decisions_digest: None,
             inputs: None,
             inputs_store: None,
             actors: Vec::new(),
@@ -153,6 +157,19 @@ impl Builder {
     /// Stamps the tape header with the scenario the run comes from.
     pub fn scenario(&mut self, stamp: ScenarioStamp) -> &mut Self {
         self.scenario = stamp;
+        self
+    }
+
+    /// Takes the run's random choices through `book` (see [`crate::decision`]). With a
+    /// `digest` (of the decisions file), the tape header carries it and the overrides, so the
+    /// tape replays alone; without one the header is unchanged (a book that only logs).
+    pub fn decisions(
+        &mut self,
+        book: Arc<crate::decision::DecisionBook>,
+        digest: Option<String>,
+    ) -> &mut Self {
+        self.decisions = Some(book);
+        self.decisions_digest = digest;
         self
     }
 
@@ -284,6 +301,13 @@ impl Builder {
             blob_threshold_bytes: self.blob_threshold_bytes as u64,
             checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
             sandbox: self.sandbox.clone(),
+            decisions: match (&self.decisions, &self.decisions_digest) {
+                (Some(book), Some(digest)) => Some(crate::tape::DecisionsStamp {
+                    digest: digest.clone(),
+                    overrides: book.overrides(),
+                }),
+                _ => None,
+            },
         }
     }
 
@@ -331,14 +355,14 @@ impl Builder {
         for (name, state) in BUILTIN_ACTORS.iter().zip(builtin) {
             actors.push(ActorSlot {
                 name: name.to_string(),
-                rng: RngStream::fork(self.seed, name),
+                rng: RngStream::fork_decided(self.seed, name, self.decisions.clone()),
                 state: Some(state),
             });
         }
         for (name, factory) in &self.actors {
             actors.push(ActorSlot {
                 name: name.clone(),
-                rng: RngStream::fork(self.seed, name),
+                rng: RngStream::fork_decided(self.seed, name, self.decisions.clone()),
                 state: Some(factory()),
             });
         }

@@ -2,12 +2,14 @@
 //! the reproduce command of a run, scratch and output files, printing a tape diff, and
 //! delivering a sweep report.
 //!
+//! - [`decisions`] — decisions files: a run's overrides in, the decisions it took out.
 //! - [`shell`] — quoting command lines for a POSIX shell.
 //! - [`files`] — scratch directories, output parents, reading a file.
 //! - [`inputs`] — the files a tape carries: capturing a scenario's, unpacking a tape's.
 //! - [`record`] — `--record-llm`: a run's model calls recorded from a real provider.
 //! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
 
+pub(crate) mod decisions;
 pub(crate) mod files;
 pub(crate) mod golden;
 pub(crate) mod inputs;

@@ -11,6 +11,7 @@ mod bad_inputs;
 mod cli;
 #[cfg(unix)]
 mod crash;
+mod decisions;
 mod evidence;
 mod harness;
 mod harness_agents;

@@ -134,7 +134,7 @@ pub struct ScenarioStamp {
 }
 
 /// The tape header (the first MessagePack value after the magic).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TapeHeader {
     /// The tape format version, [`FORMAT_VERSION`].
     pub format_version: u32,
@@ -159,6 +159,74 @@ pub struct TapeHeader {
     /// started none, so such tapes are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The decisions file a run took overrides from: its digest and its overrides, so the
+    /// tape replays alone. Absent for a run without one, so such tapes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<DecisionsStamp>,
+}
+
+/// The header is a MessagePack array, so an optional field can be left out only at the end:
+/// `sandbox` is written (as nil when unset) whenever `decisions` follows it, and both are
+/// left out when unset, so tapes without decisions keep their bytes.
+impl Serialize for TapeHeader {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            format_version: u32,
+            engine_version: &'a str,
+            seed: u64,
+            start_unix_ns: i64,
+            scenario: &'a ScenarioStamp,
+            actors: &'a [String],
+            blob_mode: &'a str,
+            blob_threshold_bytes: u64,
+            checkpoint_interval_records: u64,
+            #[serde(skip_serializing_if = "Sandbox::skip")]
+            sandbox: Sandbox<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            decisions: Option<&'a DecisionsStamp>,
+        }
+        struct Sandbox<'a> {
+            value: &'a Option<String>,
+            kept: bool,
+        }
+        impl Sandbox<'_> {
+            fn skip(&self) -> bool {
+                self.value.is_none() && !self.kept
+            }
+        }
+        impl Serialize for Sandbox<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.value.serialize(serializer)
+            }
+        }
+        Out {
+            format_version: self.format_version,
+            engine_version: &self.engine_version,
+            seed: self.seed,
+            start_unix_ns: self.start_unix_ns,
+            scenario: &self.scenario,
+            actors: &self.actors,
+            blob_mode: &self.blob_mode,
+            blob_threshold_bytes: self.blob_threshold_bytes,
+            checkpoint_interval_records: self.checkpoint_interval_records,
+            sandbox: Sandbox {
+                value: &self.sandbox,
+                kept: self.decisions.is_some(),
+            },
+            decisions: self.decisions.as_ref(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The decisions file of a run with overrides (see [`crate::decision`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionsStamp {
+    /// Hex SHA-256 of the decisions file.
+    pub digest: String,
+    /// The overrides, sorted by name.
+    pub overrides: Vec<crate::decision::Decision>,
 }
 
 /// The decoded footer.

@@ -480,6 +480,7 @@ fn wake_tape(path: &Path, actors: &[&str], records: u64, insert_at: Option<u64>)
         blob_threshold_bytes: 4096,
         checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
         sandbox: None,
+        decisions: None,
     };
     let clock = actors.iter().position(|name| *name == "clock").unwrap() as u16;
     let mut writer = TapeWriter::new(

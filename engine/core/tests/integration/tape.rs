@@ -295,6 +295,7 @@ fn header_of_version(format_version: u32) -> simtape::tape::TapeHeader {
         blob_threshold_bytes: 4096,
         checkpoint_interval_records: simtape::tape::CHECKPOINT_INTERVAL_RECORDS,
         sandbox: None,
+        decisions: None,
     }
 }
 

@@ -447,6 +447,7 @@ mod tests {
             blob_threshold_bytes: 4096,
             checkpoint_interval_records: CHECKPOINT_INTERVAL_RECORDS,
             sandbox: None,
+            decisions: None,
         };
         let sink = TapeSink::Memory(Vec::new());
         TapeWriter::new(sink, &header, BlobMode::Embedded, u64::MAX).unwrap()
