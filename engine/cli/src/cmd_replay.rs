@@ -29,6 +29,8 @@ pub(crate) fn run(args: &ReplayArgs) -> CliResult {
     result
 }
 
+// Long because: the flags of `replay` applied in order (scenario source, inputs, rerun,
+// comparison), each a few lines of parse and render.
 fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliResult {
     let header = &tape.header;
     let scenario = match (&args.scenario, &tape.section) {

@@ -19,6 +19,8 @@ use crate::common::shell::command_line;
 use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
 
+// Long because: the flags of `run` applied in order before the run and its outputs after;
+// moving the record orchestration into a library is planned (docs/ARCHITECTURE.md).
 pub(crate) fn run(args: &RunArgs) -> CliResult {
     let mut eval = load_scenario(&args.scenario, args.process_wasi.as_deref())?;
     if args.no_sandbox {
@@ -160,6 +162,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     Ok(outcome)
 }
 
+// Long because: one block per section of the report as printed (JSON or text), in order.
 fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reproduce: &str) {
     if args.json {
         let json = RunCommandJson {

@@ -49,6 +49,8 @@ pub(crate) struct ServeArgs {
     pub(crate) command: Vec<String>,
 }
 
+// Long because: the flags of `serve` applied in order (scenario, record mode, sandbox,
+// command), then the session and its printed summary.
 pub(crate) fn run(args: &ServeArgs) -> CliResult {
     let mut eval =
         EvalScenario::load(&args.scenario).map_err(|e| CliError::Input(e.to_string()))?;

@@ -17,6 +17,8 @@ use crate::sweep::pool::{self, Loaded, Plan};
 use crate::sweep::progress::Progress;
 use simtape_serve::shard::ShardArg;
 
+// Long because: the flags of `sweep` applied in order (plan, shards, stores, pool), then
+// the report as printed.
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
     if let Some(SweepCommand::Plan(plan)) = &args.command {
         return write_plan(plan);

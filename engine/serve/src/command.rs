@@ -293,6 +293,8 @@ impl ProgramRun<'_> {
             .await
     }
 
+    // Long because: the run's setup (place, driver, sessions, gates) and teardown share the
+    // executor, the place and the driver, whose drop order matters (the sandbox last).
     async fn run_in(
         self,
         executor: Rc<smol::LocalExecutor<'static>>,
@@ -443,6 +445,8 @@ impl ProgramRun<'_> {
     /// delivers the rest of its output, what it did outside its project (sandboxed) and its
     /// exit.
     #[allow(clippy::too_many_arguments)]
+    // Long because: one process's life (start, drive, stop, drain output, what it did outside,
+    // exit) in the order its inputs must reach the tape.
     async fn process<T: 'static>(
         &self,
         place: &mut Place,

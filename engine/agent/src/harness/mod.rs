@@ -78,6 +78,9 @@ enum Worked {
 
 /// Runs `spec` with `worker` doing each session's work; the results are the harness's
 /// verifiers (the invariants and the gate), the outcome what reports count.
+// Long because: the session loop (initialize, health check, work, checkpoint, gate) shares
+// the progress log, the feature list and the budgets across steps; splitting it is planned
+// with the `pipeline::Ctx` cycle (docs/ARCHITECTURE.md).
 pub(crate) async fn run(
     ctx: &Rc<Ctx>,
     spec: &HarnessSpec,

@@ -79,6 +79,8 @@ const PRIORITY: (i64, i64, u32) = (0, 1_000_000, 1);
 
 /// Decodes `[harness]` at `line`. `objective` is the agent's task (a starter feature's
 /// description); `verify` the scenario's verifiers (the starter feature's validation).
+// Long because: one decode per `[harness]` key, in the documented order, each naming its
+// line and field in errors.
 pub(crate) fn harness(
     decoded: &mut Decoder,
     field: &Field<'_>,

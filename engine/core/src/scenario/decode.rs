@@ -77,6 +77,8 @@ pub(crate) fn decode(root: &Node, source: &str, extension: &mut dyn Extension) -
 
 /// Decodes the whole document: `[scenario]`, `[limits]`, the capability tables, `[faults]`,
 /// the extension's tables, `[[task]]`.
+// Long because: the top-level tables in document order, one short decode each; the order
+// is the format's, and reading it in one place shows what a scenario holds.
 fn document(
     decoded: &mut Decoder,
     root: &Node,

@@ -10,6 +10,7 @@ mod capabilities;
 mod codemap;
 mod executor;
 mod faults;
+mod long_functions;
 mod open_run;
 mod oracle;
 mod scenario;

@@ -177,6 +177,8 @@ fn feature_list(args: &Value) -> String {
 }
 
 /// An instant's line, if it has one: (depth, style, text).
+// Long because: one match arm per instant kind, each its line's depth, style and text; a
+// new kind is one arm.
 fn instant(name: &str, args: &Value, depth: usize) -> Option<(usize, Style, String)> {
     let field = |key: &str| match args.get(key) {
         Some(Value::String(text)) => text.clone(),

@@ -365,6 +365,8 @@ fn init_main(plan: &Plan) -> ! {
 
 /// # Safety
 /// As [`init_main`].
+// Long because: one match arm per setup step, after the fork, where nothing may allocate:
+// a helper per arm would add only indirection.
 unsafe fn run_step(plan: &Plan, step: &Step, slots: &mut [RawFd; 256], code: u32) {
     let status = plan.status;
     // SAFETY: see `init_main`.
@@ -730,6 +732,8 @@ fn reap(status: RawFd, running: &mut [libc::pid_t; 64]) {
 
 /// Forks job `job`: a session of its own, its stdio on its pipes, its directory, then the
 /// program. Returns its pid (0 when the fork failed, which is reported as an exec failure).
+// Long because: after the fork, system calls in the one order a job needs (session, stdio,
+// signals, directory, exec), with no allocation between them.
 fn start_job(plan: &Plan, job: usize) -> libc::pid_t {
     let spec = &plan.jobs[job];
     let status = plan.status;

@@ -269,6 +269,8 @@ fn read_into(
     abi::write_u32(memory, out as u32, copied)
 }
 
+// Long because: one `func_wrap` per WASI descriptor call, each a few lines; the list is read as
+// the ABI's table, and split it would hide which calls exist.
 fn link_descriptors(linker: &mut Linker<Guest>) -> wasmtime::Result<()> {
     linker.func_wrap(
         MODULE,
