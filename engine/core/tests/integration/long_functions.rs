@@ -50,7 +50,6 @@ fn net_braces(line: &str) -> i64 {
     let mut net = 0;
     let mut in_string = false;
     let mut chars = line.chars().peekable();
-    let mut previous = ' ';
     while let Some(c) = chars.next() {
         match (in_string, c) {
             (false, '/') if chars.peek() == Some(&'/') => break,
@@ -67,9 +66,7 @@ fn net_braces(line: &str) -> i64 {
             (false, '}') => net -= 1,
             _ => {}
         }
-        previous = c;
     }
-    let _ = previous;
     net
 }
 
