@@ -16,7 +16,7 @@ use crate::common::files::{check_output, create_parent, read, scratch_dir};
 use crate::common::record::record_sources;
 use crate::common::render::{print_diff, session_line};
 use crate::common::shell::command_line;
-use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
+use crate::common::{inputs, load_scenario, reproduce_run, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
 
 // Long because: the flags of `run` applied in order before the run and its outputs after;
@@ -40,11 +40,19 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     // The seed comes first, before anything can fail, so every log names it; with --json it
     // goes to stderr, so stdout is one JSON document (which names the seed too).
     note(args, &format!("seed={seed}"));
-    let reproduce = reproduce_command(
+    let mut deciding = Vec::new();
+    if let Some(file) = &args.decisions {
+        deciding.extend(["--decisions".to_string(), file.display().to_string()]);
+    }
+    if args.no_sandbox {
+        deciding.push("--no-sandbox".to_string());
+    }
+    let reproduce = reproduce_run(
         &args.scenario,
         seed,
         args.tape.as_deref(),
         args.process_wasi.as_deref(),
+        &deciding,
     );
     if args.record.record_llm.is_some() && args.check_determinism {
         return Err(CliError::Usage(

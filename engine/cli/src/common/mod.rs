@@ -124,6 +124,18 @@ pub(crate) fn reproduce_command(
     tape: Option<&Path>,
     process_wasi: Option<&Path>,
 ) -> String {
+    reproduce_run(scenario, seed, tape, process_wasi, &[])
+}
+
+/// [`reproduce_command`] with the run's other flags that decide its tape (`--decisions FILE`,
+/// `--no-sandbox`): without them the command would run another run.
+pub(crate) fn reproduce_run(
+    scenario: &Path,
+    seed: u64,
+    tape: Option<&Path>,
+    process_wasi: Option<&Path>,
+    deciding: &[String],
+) -> String {
     let mut words = vec![
         "simtape".to_string(),
         "run".to_string(),
@@ -139,5 +151,6 @@ pub(crate) fn reproduce_command(
         words.push("--process-wasi".into());
         words.push(dir.display().to_string());
     }
+    words.extend(deciding.iter().cloned());
     command_line(&words)
 }

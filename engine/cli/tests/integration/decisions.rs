@@ -114,6 +114,38 @@ fn an_override_changes_the_run() {
         .unwrap();
     assert_eq!(diff.status.code(), Some(1), "{}", text(&diff));
     replays_alone(&dir, &decided);
+    // A failing run's printed reproduce command carries its decisions: run as printed, it
+    // gives the same tape, byte for byte.
+    let own = dir.join("own.tape");
+    let output = simtape()
+        .current_dir(repo())
+        .args(["run", SCENARIO, "--seed", "3", "--tape"])
+        .arg(&own)
+        .arg("--decisions")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    let reproduce = shown
+        .lines()
+        .find_map(|line| line.strip_prefix("reproduce: "))
+        .unwrap_or_else(|| panic!("a reproduce line in {shown}"));
+    assert!(reproduce.contains("--decisions"), "{reproduce}");
+    let words: Vec<&str> = reproduce.split_whitespace().collect();
+    assert_eq!(words[0], "simtape", "{reproduce}");
+    let first = std::fs::read(&own).unwrap();
+    std::fs::remove_file(&own).unwrap();
+    let again = simtape()
+        .current_dir(repo())
+        .args(&words[1..])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(
+        std::fs::read(&own).unwrap() == first,
+        "the reproduce command gave another tape"
+    );
 }
 
 #[test]
