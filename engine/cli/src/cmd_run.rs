@@ -16,7 +16,7 @@ use crate::common::files::{check_output, create_parent, read, scratch_dir};
 use crate::common::record::record_sources;
 use crate::common::render::{print_diff, session_line};
 use crate::common::shell::command_line;
-use crate::common::{inputs, load_scenario, reproduce_run, run_eval, verdict_outcome};
+use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
 
 // Long because: the flags of `run` applied in order before the run and its outputs after;
@@ -47,7 +47,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     if args.no_sandbox {
         deciding.push("--no-sandbox".to_string());
     }
-    let reproduce = reproduce_run(
+    let reproduce = reproduce_command(
         &args.scenario,
         seed,
         args.tape.as_deref(),

@@ -118,18 +118,9 @@ pub(crate) fn verdict_outcome(verdict: &Verdict) -> Outcome {
 
 /// Returns the exact command line that reproduces a run of `scenario` at `seed`.
 /// The guests of `--process-wasi` are part of the run, so the command names them too.
-pub(crate) fn reproduce_command(
-    scenario: &Path,
-    seed: u64,
-    tape: Option<&Path>,
-    process_wasi: Option<&Path>,
-) -> String {
-    reproduce_run(scenario, seed, tape, process_wasi, &[])
-}
-
-/// [`reproduce_command`] with the run's other flags that decide its tape (`--decisions FILE`,
+/// `deciding` are the run's other flags that decide its tape (`--decisions FILE`,
 /// `--no-sandbox`): without them the command would run another run.
-pub(crate) fn reproduce_run(
+pub(crate) fn reproduce_command(
     scenario: &Path,
     seed: u64,
     tape: Option<&Path>,

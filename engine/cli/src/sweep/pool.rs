@@ -72,6 +72,15 @@ pub(crate) struct Plan<'a> {
 }
 
 impl Plan<'_> {
+    /// The command that reruns `seed` of `loaded` as this sweep ran it.
+    fn reproduce(&self, loaded: &Loaded, seed: u64) -> String {
+        let deciding = match self.sandbox {
+            Some(simtape_serve::sandbox::SandboxMode::Off) => vec!["--no-sandbox".to_string()],
+            _ => Vec::new(),
+        };
+        reproduce_command(&loaded.path, seed, None, None, &deciding)
+    }
+
     /// Returns how many runs the plan has.
     pub(crate) fn runs(&self) -> u64 {
         self.seeds.shard_seeds(self.shard).1 * self.scenarios.len() as u64
@@ -119,7 +128,7 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
         return result;
     }
     result.tape = report.summary.tape_path.map(|p| p.display().to_string());
-    result.replay = Some(reproduce_command(&loaded.path, seed, None, None));
+    result.replay = Some(plan.reproduce(loaded, seed));
     result
 }
 
@@ -266,7 +275,7 @@ fn reuse(
         }
         result.tape = Some(path.display().to_string());
     }
-    result.replay = Some(reproduce_command(&loaded.path, seed, None, None));
+    result.replay = Some(plan.reproduce(loaded, seed));
     Ok(Some(result))
 }
 
@@ -318,6 +327,6 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
             .tape_path
             .map(|p| p.display().to_string())
     });
-    result.replay = Some(reproduce_command(&loaded.path, seed, None, None));
+    result.replay = Some(plan.reproduce(loaded, seed));
     result
 }

@@ -433,7 +433,7 @@ fn an_exposed_path_that_does_not_exist_is_an_input_error_naming_it() {
 fn a_sandbox_failing_once_the_run_began_is_an_error_naming_the_step_and_the_tape_verifies() {
     // Goal: a sandbox that fails after the run has begun (here on demand, at a named step)
     // ends the run as an ERROR naming the step (exit 3), and the tape written so far
-    // verifies; nothing is left behind.
+    // verifies.
     let dir = scratch("sandbox", "fails-mid-run");
     let scenario = scenario(&dir, "print('hi')\n", "", "");
     let tape = dir.join("run.tape");
