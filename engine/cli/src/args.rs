@@ -45,6 +45,10 @@ pub(crate) enum Command {
     /// Compares two tapes and reports the first divergence.
     #[command(after_help = EXIT_CODES)]
     Diff(DiffArgs),
+    /// Reruns a failing tape's run with fewer and simpler decisions until none can go
+    /// without losing the failure; writes the minimal decisions and tape.
+    #[command(after_help = EXIT_CODES)]
+    Shrink(ShrinkArgs),
     /// Reads, exports and verifies tapes.
     #[command(after_help = EXIT_CODES)]
     Tape(TapeArgs),
@@ -159,6 +163,22 @@ pub(crate) struct ReplayArgs {
     pub(crate) rerun_agent: bool,
     /// The agent program for --rerun-agent (as `simtape run --agent-bin`).
     #[arg(long, value_name = "PATH", requires = "rerun_agent")]
+    pub(crate) agent_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShrinkArgs {
+    /// The failing run's tape (of `simtape run`, `sweep` or `ci`).
+    pub(crate) tape: PathBuf,
+    /// Where to write decisions.json, min.tape and the scenario (default: the tape's path
+    /// with the extension `.shrink`).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// The most reruns the search makes (an agent program runs once per rerun).
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub(crate) max_reruns: u32,
+    /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
+    #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
 }
 

@@ -1,7 +1,6 @@
 //! `simtape replay`: re-run a tape's scenario and seed; the new tape must be byte-identical.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use simtape::oracle::{diff_paths, Mode};
 use simtape::tape::{sha256_hex, TapeHeader, FORMAT_VERSION};
@@ -62,22 +61,15 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
         .map_or_else(|| "replay.tape".into(), |n| n.to_os_string());
     let out = args.out.clone().unwrap_or_else(|| scratch.join(name));
     let mut builder = scenario.builder(header.seed);
-    builder
-        .tape(&out)
-        .sidecar_blobs(header.blob_mode == "sidecar");
-    builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
+    // The same blob mode and inputs section, its files where the tape keeps them: the same
+    // bytes.
+    inputs::write_like(&mut builder, tape, &out);
     // A run with a decisions file replays with the overrides its header carries.
     if let Some(stamp) = &header.decisions {
         builder.decisions(
             simtape::decision::DecisionBook::new(&stamp.overrides),
             Some(stamp.digest.clone()),
         );
-    }
-    if let Some(section) = &tape.section {
-        // The same inputs section, its files where the tape keeps them: the same bytes.
-        builder
-            .inputs(Arc::new(section.inputs.clone()))
-            .inputs_store(section.store());
     }
     if args.rerun_agent {
         if scenario.eval().command.is_none() {
@@ -87,16 +79,12 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
         }
         // The program runs again, live, contained as the tape says it was: byte-identical
         // only when it asks the same again.
-        let sandbox = match header.sandbox.as_deref() {
-            Some("off") => Some(simtape_serve::sandbox::SandboxMode::Off),
-            _ => None,
-        };
         crate::common::run_eval(
             &scenario,
             &mut builder,
             args.agent_bin.as_deref(),
             None,
-            sandbox,
+            inputs::sandbox_of(header),
         )?;
     } else if scenario.eval().command.is_some() {
         // An agent program's run: its requests, output, exit, changes and gate runs are

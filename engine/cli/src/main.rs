@@ -17,6 +17,7 @@ mod cmd_replay;
 mod cmd_report;
 mod cmd_run;
 mod cmd_serve;
+mod cmd_shrink;
 mod cmd_sweep;
 mod cmd_tape;
 mod common;
@@ -66,6 +67,7 @@ fn dispatch(command: args::Command) -> exit::CliResult {
         args::Command::Run(a) => cmd_run::run(&a),
         args::Command::Replay(a) => cmd_replay::run(&a),
         args::Command::Diff(a) => cmd_diff::run(&a),
+        args::Command::Shrink(a) => cmd_shrink::run(&a),
         args::Command::Tape(a) => cmd_tape::run(&a),
         args::Command::Fixtures(a) => cmd_fixtures::run(&a),
         args::Command::Check(a) => cmd_check::run(&a),

@@ -8,12 +8,82 @@
 //! stream's own draw. The stream advances either way, so an override never shifts a later
 //! draw, and an override equal to the draw gives the run it would have had without it.
 //! Names are stable because streams are per actor and each actor's draws are in its own
-//! deterministic order. Like Hypothesis's choice sequence, the values are raw: shrinking moves
-//! them toward zero, which every typed draw (`below`, `chance`, `weighted_index`) reads as its
-//! first, smallest or "no fault" outcome.
+//! deterministic order. Like Hypothesis's choice sequence, the values are raw 64 bits, and each
+//! taken decision says which typed draw read them ([`Draw`]), so a shrinker knows each one's
+//! simplest value: the first alternative, the lowest bound, a chance that does not fire.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::{Arc, Mutex};
+
+use crate::rng::Ratio;
+
+/// Which typed draw read a decision's 64 bits, and so what its value means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Draw {
+    /// The raw bits (a child stream's seed).
+    Bits,
+    /// A uniform index in `0..n`.
+    Below(u64),
+    /// A value in `low..=high` (a latency in nanoseconds, a crash point).
+    Range(u64, u64),
+    /// Whether an event of this probability happens (a fault rule's rate).
+    Chance(Ratio),
+    /// A pick among weights summing to this total (a fixture alternative).
+    Pick(u64),
+}
+
+impl Draw {
+    /// The value this draw reads as its simplest outcome: `0` (the first alternative, the
+    /// lowest bound) for every draw but a chance, whose simplest outcome is not firing, the
+    /// largest value.
+    pub fn simplest(self) -> u64 {
+        match self {
+            Draw::Chance(_) => u64::MAX,
+            _ => 0,
+        }
+    }
+
+    /// What `value` reads as under this draw, for people: `fires`, `3 in 0..=9`, `index 1 of 3`.
+    /// The same arithmetic as the draw's own, for a value the run took as given.
+    pub fn reads(self, value: u64) -> String {
+        let scaled = |bound: u64| ((u128::from(value) * u128::from(bound)) >> 64) as u64;
+        match self {
+            Draw::Bits => format!("bits {value:#018x}"),
+            Draw::Below(n) => format!("{} of 0..{n}", scaled(n)),
+            Draw::Range(low, high) => match (high - low).checked_add(1) {
+                Some(span) => format!("{} in {low}..={high}", low + scaled(span)),
+                None => format!("{value} in {low}..={high}"),
+            },
+            Draw::Chance(ratio) => {
+                if scaled(ratio.denominator()) < ratio.numerator() {
+                    format!("fires (chance {ratio})")
+                } else {
+                    format!("does not fire (chance {ratio})")
+                }
+            }
+            Draw::Pick(total) => format!("pick {} of weight {total}", scaled(total)),
+        }
+    }
+}
+
+impl fmt::Display for Draw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Draw::Bits => write!(f, "bits"),
+            Draw::Below(n) => write!(f, "below {n}"),
+            Draw::Range(low, high) => write!(f, "range {low}..={high}"),
+            Draw::Chance(ratio) => write!(f, "chance {ratio}"),
+            Draw::Pick(total) => write!(f, "pick {total}"),
+        }
+    }
+}
+
+impl serde::Serialize for Draw {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
 
 /// One decision a run took, or an override to take.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -23,6 +93,15 @@ pub struct Decision {
     pub name: String,
     /// The 64 raw bits the draw returns.
     pub value: u64,
+    /// Which draw read them: set on the decisions a run took (and written out with them,
+    /// as `"kind"`), absent on overrides, which are bits only.
+    #[serde(
+        default,
+        rename = "kind",
+        skip_serializing_if = "Option::is_none",
+        skip_deserializing
+    )]
+    pub draw: Option<Draw>,
 }
 
 /// The overrides of one run and the log of the decisions it took.
@@ -53,18 +132,25 @@ impl DecisionBook {
             .map(|(name, value)| Decision {
                 name: name.clone(),
                 value: *value,
+                draw: None,
             })
             .collect()
     }
 
-    /// Decides `name`: the override if listed, else `drawn`; logs what was taken.
-    pub(crate) fn decide(&self, name: String, drawn: u64) -> u64 {
+    /// Decides `name`, read by `draw`: the override if listed, else `drawn`; logs what was
+    /// taken. Returns the value and whether it is forced (an override other than the draw),
+    /// which a draw takes as given: it never rejects it and draws again.
+    pub(crate) fn decide(&self, name: String, drawn: u64, draw: Draw) -> (u64, bool) {
         let value = self.overrides.get(&name).copied().unwrap_or(drawn);
         self.taken
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Decision { name, value });
-        value
+            .push(Decision {
+                name,
+                value,
+                draw: Some(draw),
+            });
+        (value, value != drawn)
     }
 
     /// The decisions taken so far, in the order the run took them.
@@ -114,6 +200,7 @@ mod tests {
         let book = DecisionBook::new(&[Decision {
             name: "llm#1".into(),
             value: 0,
+            draw: None,
         }]);
         let mut plain = RngStream::fork(4, "llm");
         let mut rng = RngStream::fork_decided(4, "llm", Some(Arc::clone(&book)));
@@ -123,5 +210,44 @@ mod tests {
         assert_ne!(b, 0);
         assert_eq!(rng.next_u64(), c);
         assert!(book.unused().is_empty());
+    }
+
+    #[test]
+    fn simplest_values_read_as_the_simplest_outcome_and_shift_nothing() {
+        // Goal: each draw's simplest value is its first alternative, lowest bound or a chance
+        // not firing, taken as given (no redraw), so the stream's later names stay put.
+        let quarter = crate::rng::Ratio::new(1, 4).unwrap();
+        let fired = |rng: &mut RngStream| (0..64).position(|_| rng.chance(quarter));
+        let index = fired(&mut RngStream::fork(5, "fs")).expect("a 1/4 chance fires in 64");
+        let book = DecisionBook::new(&[]);
+        let mut rng = RngStream::fork_decided(5, "fs", Some(Arc::clone(&book)));
+        assert_eq!(fired(&mut rng), Some(index));
+        let taken = book.taken();
+        assert_eq!(taken[index].draw, Some(Draw::Chance(quarter)));
+        assert!(taken[index]
+            .draw
+            .unwrap()
+            .reads(taken[index].value)
+            .starts_with("fires"));
+        let quiet = Decision {
+            name: format!("fs#{index}"),
+            value: Draw::Chance(quarter).simplest(),
+            draw: None,
+        };
+        let mut rng = RngStream::fork_decided(5, "fs", Some(DecisionBook::new(&[quiet])));
+        assert_ne!(fired(&mut rng), Some(index));
+        // 0 is rejected by `below(3)`'s unbiased draw, but as an override it reads as 0.
+        let first = Decision {
+            name: "fs#0".into(),
+            value: 0,
+            draw: None,
+        };
+        let book = DecisionBook::new(&[first]);
+        let mut rng = RngStream::fork_decided(5, "fs", Some(Arc::clone(&book)));
+        assert_eq!(rng.below(3), 0);
+        assert!(rng.range_inclusive(10, 20) >= 10);
+        let names: Vec<String> = book.taken().into_iter().map(|d| d.name).collect();
+        assert_eq!(names, ["fs#0", "fs#1"]);
+        assert_eq!(Draw::Range(10, 20).reads(0), "10 in 10..=20");
     }
 }

@@ -87,11 +87,13 @@ pub enum InputKind {
     SweepReport,
     /// The journal an MCP session leaves (`mcp record|world --recover`).
     McpJournal,
+    /// A decisions file (`run --decisions`).
+    Decisions,
 }
 
 impl InputKind {
     /// Every kind, in the order of the table in docs/cli.md.
-    pub const ALL: [InputKind; 9] = [
+    pub const ALL: [InputKind; 10] = [
         InputKind::Scenario,
         InputKind::LlmFixture,
         InputKind::ProcessTape,
@@ -101,6 +103,7 @@ impl InputKind {
         InputKind::WorldState,
         InputKind::SweepReport,
         InputKind::McpJournal,
+        InputKind::Decisions,
     ];
 
     /// Returns what a file of this kind is called in messages.
@@ -115,6 +118,7 @@ impl InputKind {
             InputKind::WorldState => "world state",
             InputKind::SweepReport => "sweep report",
             InputKind::McpJournal => "MCP journal",
+            InputKind::Decisions => "decisions file",
         }
     }
 
@@ -131,6 +135,8 @@ impl InputKind {
             | InputKind::McpCassette
             | InputKind::McpJournal => 256 << 20,
             InputKind::WorldState => 64 << 20,
+            // One short line per draw a run makes.
+            InputKind::Decisions => 64 << 20,
             // A report of `SWEEP_RUNS_MAX` runs at a few hundred bytes each.
             InputKind::SweepReport => 4 << 30,
         }

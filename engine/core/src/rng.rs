@@ -9,7 +9,7 @@ use rand_core::{RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-use crate::decision::DecisionBook;
+use crate::decision::{DecisionBook, Draw};
 
 /// A probability as an integer ratio `numerator / denominator`.
 ///
@@ -136,15 +136,21 @@ impl RngStream {
 
     /// Returns the next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
+        self.draw(Draw::Bits).0
+    }
+
+    /// The next 64 bits, read by `draw`, and whether they are forced (an override other than
+    /// the stream's own draw).
+    fn draw(&mut self, draw: Draw) -> (u64, bool) {
         // The stream advances whether or not the draw is overridden, so an override never
         // shifts a later draw.
         let drawn = self.inner.next_u64();
         match &mut self.decided {
-            None => drawn,
+            None => (drawn, false),
             Some(decided) => {
                 let name = format!("{}#{}", decided.name, decided.ordinal);
                 decided.ordinal += 1;
-                decided.book.decide(name, drawn)
+                decided.book.decide(name, drawn, draw)
             }
         }
     }
@@ -157,13 +163,20 @@ impl RngStream {
 
     /// Returns a uniform integer in `0..bound` (unbiased, by rejection). `bound` must be > 0.
     pub fn below(&mut self, bound: u64) -> u64 {
+        self.below_as(bound, Draw::Below(bound))
+    }
+
+    /// [`RngStream::below`], its decisions read by `draw`.
+    fn below_as(&mut self, bound: u64, draw: Draw) -> u64 {
         assert!(bound > 0, "below(0) has no value to return");
-        // Lemire's multiply-shift with rejection of the biased low zone.
+        // Lemire's multiply-shift with rejection of the biased low zone. A forced value is
+        // taken as given, so an override of 0 reads as 0 instead of drawing again (which
+        // would shift every later decision of the stream).
         let threshold = bound.wrapping_neg() % bound;
         loop {
-            let x = self.next_u64();
+            let (x, forced) = self.draw(draw);
             let product = u128::from(x) * u128::from(bound);
-            if (product as u64) >= threshold {
+            if forced || (product as u64) >= threshold {
                 return (product >> 64) as u64;
             }
         }
@@ -172,15 +185,17 @@ impl RngStream {
     /// Returns a uniform integer in `low..=high`.
     pub fn range_inclusive(&mut self, low: u64, high: u64) -> u64 {
         assert!(low <= high, "empty range {low}..={high}");
+        let draw = Draw::Range(low, high);
         match (high - low).checked_add(1) {
-            Some(span) => low + self.below(span),
-            None => self.next_u64(),
+            Some(span) => low + self.below_as(span, draw),
+            None => self.draw(draw).0,
         }
     }
 
     /// Returns true with probability `ratio`.
     pub fn chance(&mut self, ratio: Ratio) -> bool {
-        ratio.numerator > 0 && self.below(ratio.denominator) < ratio.numerator
+        ratio.numerator > 0
+            && self.below_as(ratio.denominator, Draw::Chance(ratio)) < ratio.numerator
     }
 
     /// Picks an index with probability proportional to its weight. Returns `None` when every
@@ -192,7 +207,7 @@ impl RngStream {
         if total == 0 {
             return None;
         }
-        let mut pick = self.below(total);
+        let mut pick = self.below_as(total, Draw::Pick(total));
         for (index, weight) in weights.iter().enumerate() {
             if pick < *weight {
                 return Some(index);

@@ -27,6 +27,7 @@
 //! - [`run_json`] — the JSON of one run (`simtape run --json`, `verdict.json`).
 //! - [`evidence`] — the run-and-test evidence contract: `GATES.json`, plan, tests,
 //!   artifacts, and the normalizer of the run log.
+//! - [`shrink`] — the search for the fewest, simplest decisions a failure needs.
 //! - [`harness`] — a `[harness]` run's outcome, and a sweep's summary of many.
 //! - [`view`] — seeing a run: a tape as a timeline, written as a Perfetto trace, an HTML page
 //!   (a tape, a diff, a sweep report) or a terminal tree.
@@ -41,6 +42,7 @@ pub mod estimate;
 pub mod evidence;
 pub mod harness;
 pub mod run_json;
+pub mod shrink;
 pub mod sweep;
 mod verdict;
 pub mod view;

@@ -33,7 +33,7 @@ pub(crate) struct Loaded {
 /// Reads `path`, checking it against the scenario whose source digest is `scenario_digest`.
 /// Every mismatch is a usage error (exit 2) naming the file and the field.
 pub(crate) fn load(path: &Path, scenario_digest: &str) -> Result<Loaded, CliError> {
-    let bytes = std::fs::read(path).map_err(CliError::io(path))?;
+    let bytes = simtape::input::read_input(path, simtape::limits::InputKind::Decisions)?;
     let usage =
         |field: &str, why: &str| CliError::Usage(format!("{}: {field}: {why}", path.display()));
     let value: serde_json::Value = serde_json::from_slice(&bytes)
@@ -75,8 +75,15 @@ pub(crate) fn load(path: &Path, scenario_digest: &str) -> Result<Loaded, CliErro
         let object = item
             .as_object()
             .ok_or_else(|| usage(&format!("{prefix}[{index}]"), "expected {name, value}"))?;
-        if let Some(key) = object.keys().find(|key| *key != "name" && *key != "value") {
-            return Err(usage(&field(key), "unknown field (expected name, value)"));
+        // `kind` is what a written-out list says each value meant; an override is bits only.
+        if let Some(key) = object
+            .keys()
+            .find(|key| !["name", "value", "kind"].contains(&key.as_str()))
+        {
+            return Err(usage(
+                &field(key),
+                "unknown field (expected name, value, kind)",
+            ));
         }
         let name = object
             .get("name")
@@ -98,6 +105,7 @@ pub(crate) fn load(path: &Path, scenario_digest: &str) -> Result<Loaded, CliErro
         decisions.push(Decision {
             name: name.to_string(),
             value,
+            draw: None,
         });
     }
     Ok(Loaded {

@@ -75,3 +75,28 @@ pub(crate) fn unpack_into(tape: &TapeInputs, dir: &Path) -> Result<Unpacked, Cli
         process_wasi: inputs.process_wasi().map(|path| dir.join(path)),
     })
 }
+
+/// Sets `builder` to write its tape to `out` as the tape `like` was written: the same blob
+/// mode and threshold, and the same inputs section (its files where that tape keeps them), so
+/// the same run gives the same bytes.
+pub(crate) fn write_like(builder: &mut simtape::Builder, like: &TapeInputs, out: &Path) {
+    let header = &like.header;
+    builder
+        .tape(out)
+        .sidecar_blobs(header.blob_mode == "sidecar");
+    builder.blob_threshold_bytes(header.blob_threshold_bytes as usize);
+    if let Some(section) = &like.section {
+        builder
+            .inputs(Arc::new(section.inputs.clone()))
+            .inputs_store(section.store());
+    }
+}
+
+/// The sandbox a tape says its agent program ran in: `None` (the default, contained) unless
+/// the header says `off`.
+pub(crate) fn sandbox_of(header: &TapeHeader) -> Option<simtape_serve::sandbox::SandboxMode> {
+    match header.sandbox.as_deref() {
+        Some("off") => Some(simtape_serve::sandbox::SandboxMode::Off),
+        _ => None,
+    }
+}

@@ -27,6 +27,7 @@ mod sandbox;
 mod serve_mcp;
 #[cfg(target_os = "linux")]
 mod serve_memory;
+mod shrink;
 #[cfg(unix)]
 mod slurm;
 mod sweep;

@@ -92,6 +92,12 @@ impl Reason {
     pub fn first_line(&self) -> &str {
         self.message.lines().next().unwrap_or("")
     }
+
+    /// The failure cluster: the kind and the first line. Two runs in one cluster fail the
+    /// same way (a sweep groups them together; a shrink keeps only such runs).
+    pub fn cluster(&self) -> (&str, &str) {
+        (&self.kind, self.first_line())
+    }
 }
 
 /// One (scenario, seed) run.
@@ -263,7 +269,7 @@ fn failure_groups(results: &[SeedResult]) -> Vec<FailureGroup> {
     for result in results {
         if let Some(reason) = &result.reason {
             groups
-                .entry((&reason.kind, reason.first_line()))
+                .entry(reason.cluster())
                 .or_default()
                 .push(result.seed);
         }
