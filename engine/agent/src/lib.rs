@@ -58,6 +58,7 @@ mod command;
 pub mod harness;
 pub mod log;
 mod pipeline;
+mod property;
 mod report;
 mod retry;
 mod scenario;

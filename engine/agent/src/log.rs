@@ -90,6 +90,17 @@ pub enum AgentEvent {
         /// What it saw.
         saw: String,
     },
+    /// A property has been judged.
+    Property {
+        /// Its name.
+        name: String,
+        /// How it must hold (`always`, `sometimes`, `reachable`, `unreachable`).
+        kind: String,
+        /// Whether its condition was true.
+        hit: bool,
+        /// What its condition saw: the evidence, or the first part that was false.
+        saw: String,
+    },
     /// A `[harness]` session starts: the initializer (session 0) or a task iteration.
     Session {
         /// The session (0 is the initializer).
@@ -150,6 +161,7 @@ impl Actor for AgentLog {
             AgentEvent::Result { .. } => "result",
             AgentEvent::End { .. } => "end",
             AgentEvent::Verifier { .. } => "verifier",
+            AgentEvent::Property { .. } => "property",
             AgentEvent::Session { .. } => "session",
             AgentEvent::Crash { .. } => "crash",
             AgentEvent::Checkpoint { .. } => "checkpoint",

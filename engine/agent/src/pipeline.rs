@@ -91,6 +91,8 @@ pub struct RunOutput {
     pub(crate) verdict: Verdict,
     pub(crate) failure: Option<EvalFailure>,
     pub(crate) harness: Option<simtape_eval::harness::HarnessOutcome>,
+    /// The properties, once judged (empty when the run stopped first).
+    pub(crate) properties: Vec<simtape_eval::property::PropertyResult>,
 }
 
 impl RunOutput {
@@ -101,6 +103,7 @@ impl RunOutput {
             verdict: failure.verdict(),
             failure: Some(failure),
             harness: None,
+            properties: Vec::new(),
         }
     }
 }
@@ -153,13 +156,7 @@ pub(crate) async fn run(
                     verifiers.splice(0..0, results);
                     outcome
                 });
-            RunOutput {
-                verdict: Verdict::of(&verifiers),
-                outcomes,
-                verifiers,
-                failure: None,
-                harness,
-            }
+            judged(&ctx, outcomes, verifiers, harness).await
         }
         Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
     }
@@ -239,14 +236,29 @@ where
     match crate::verify::run_all(&ctx, &outcomes).await {
         Ok(more) => {
             verifiers.extend(more);
-            RunOutput {
-                verdict: Verdict::of(&verifiers),
-                outcomes,
-                verifiers,
-                failure: None,
-                harness: None,
-            }
+            judged(&ctx, outcomes, verifiers, None).await
         }
+        Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
+    }
+}
+
+/// The output of a run whose verifiers have run: its properties judged, and the verdict of
+/// both.
+async fn judged(
+    ctx: &Ctx,
+    outcomes: Vec<(String, Value)>,
+    verifiers: Vec<VerifierResult>,
+    harness: Option<simtape_eval::harness::HarnessOutcome>,
+) -> RunOutput {
+    match crate::property::judge(ctx, &outcomes, &verifiers).await {
+        Ok(properties) => RunOutput {
+            verdict: crate::property::verdict(&verifiers, &properties),
+            outcomes,
+            verifiers,
+            failure: None,
+            harness,
+            properties,
+        },
         Err(error) => RunOutput::stopped(EvalFailure::Agent(error), outcomes),
     }
 }

@@ -236,6 +236,9 @@ pub struct EvalReport {
     /// Each `gate` verifier's run that happened, in file order of the gates: its exit code,
     /// or why it did not run (the evidence's `tests.json`).
     pub gates: Vec<GateRun>,
+    /// Every property of the scenario in file order, with whether its condition was true
+    /// (false, and said, for a run stopped before they were judged).
+    pub properties: Vec<simtape_eval::property::PropertyResult>,
     /// How an agent program was contained (`namespaces`, `off`), as the tape header says;
     /// `None` for the built-in agent.
     pub sandbox: Option<String>,
@@ -262,6 +265,7 @@ impl EvalReport {
         });
         let mut json = RunJson::new(scenario, &self.summary, &self.verdict, error);
         json.verifiers = self.verifiers.clone();
+        json.properties = self.properties.clone();
         json.sandbox = self.sandbox.clone();
         json.outcomes = self
             .outcomes

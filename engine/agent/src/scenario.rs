@@ -48,6 +48,8 @@ pub struct EvalSpec {
     pub mcp_faults: Vec<McpFault>,
     /// The verifiers, in file order.
     pub verify: Vec<VerifySpec>,
+    /// The properties, in file order.
+    pub properties: Vec<crate::spec::PropertySpec>,
     /// The multi-session run policy and features (`[harness]`), when the scenario has one.
     pub harness: Option<crate::harness::policy::HarnessSpec>,
 }
@@ -425,6 +427,21 @@ impl EvalScenario {
             }
         };
         report.gates = state.gates.take();
+        if report.properties.len() != self.shared.eval.properties.len() {
+            // Stopped before they were judged: each listed, not hit, so a sweep counts it.
+            report.properties = self
+                .shared
+                .eval
+                .properties
+                .iter()
+                .map(|spec| simtape_eval::property::PropertyResult {
+                    name: spec.name.clone(),
+                    kind: spec.kind,
+                    hit: false,
+                    saw: "not judged: the run stopped first".to_string(),
+                })
+                .collect();
+        }
         report
     }
 }
@@ -480,6 +497,7 @@ fn completed(
         failure: output.failure.map(Box::new),
         worlds,
         harness: output.harness,
+        properties: output.properties,
         gates: Vec::new(),
         sandbox: None,
     }
@@ -514,6 +532,7 @@ fn stopped(
         failure: Some(Box::new(failure)),
         worlds,
         harness: None,
+        properties: Vec::new(),
         gates: Vec::new(),
         sandbox: None,
     }
@@ -532,6 +551,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
         failure: Some(Box::new(failure)),
         worlds: Vec::new(),
         harness: None,
+        properties: Vec::new(),
         gates: Vec::new(),
         sandbox: None,
     }

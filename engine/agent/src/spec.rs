@@ -218,6 +218,24 @@ pub struct VerifySpec {
     pub check: Check,
 }
 
+/// `[[property]]`: a condition over the run and how it must hold (`simtape_eval::property`).
+/// The condition is every part given: the check, at least `retries` retries, the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PropertySpec {
+    /// The property's name, unique in the scenario.
+    pub name: String,
+    /// How it must hold.
+    pub kind: simtape_eval::property::PropertyKind,
+    /// The 1-based line of the `[[property]]` entry in the scenario file.
+    pub line: u64,
+    /// A verifier's check the run must meet.
+    pub check: Option<Check>,
+    /// The agent retried at least this many calls.
+    pub retries: Option<u32>,
+    /// The run's verdict by its verifiers.
+    pub verdict: Option<simtape_eval::VerdictKind>,
+}
+
 /// What a verifier checks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

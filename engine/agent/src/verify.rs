@@ -37,7 +37,7 @@ pub const SAW_CHARS_MAX: usize = 120;
 pub(crate) struct Mismatch(pub(crate) String);
 
 /// What a check saw: evidence when it held, the mismatch when not.
-type Seen = Result<String, Mismatch>;
+pub(crate) type Seen = Result<String, Mismatch>;
 
 /// Runs every verifier; the error is a gate's replay that cannot answer (it stops the run).
 pub(crate) async fn run_all(
@@ -59,24 +59,6 @@ pub(crate) async fn run_list(
     let mut gates_run = 0;
     for spec in verifiers {
         let seen = match &spec.check {
-            Check::Fs {
-                path,
-                state,
-                content,
-            } => fs(ctx, &mut diff, path, *state, content).map_err(|error| {
-                AgentError::VerifierEscape {
-                    verifier: spec.name.clone(),
-                    error,
-                }
-            })?,
-            Check::Answer(expected) => answer(ctx, expected),
-            Check::ToolCalled { tool, args, called } => {
-                tool_called(ctx, tool, args.as_ref(), *called)
-            }
-            Check::WorldGoal {
-                server,
-                allow_collateral,
-            } => world_goal(ctx, server, *allow_collateral),
             Check::Gate { exit_code, .. }
                 if ctx.shared.eval.command.is_some() && ctx.shared.eval.harness.is_none() =>
             {
@@ -88,7 +70,7 @@ pub(crate) async fn run_list(
                 args,
                 exit_code,
             } => gate(ctx, spec, program, args, *exit_code).await?,
-            Check::Outcome { name, value } => outcome(outcomes, name, value),
+            check => read_only(ctx, &spec.name, check, &mut diff, outcomes)?,
         };
         let held = seen.is_ok();
         let saw = seen.unwrap_or_else(|mismatch| mismatch.0);
@@ -106,6 +88,37 @@ pub(crate) async fn run_list(
         });
     }
     Ok(results)
+}
+
+/// Runs a check that only reads the run (every kind but `gate`); `name` is the verifier's
+/// or property's, for an fs escape. `diff` keeps the overlay's diff between checks.
+pub(crate) fn read_only(
+    ctx: &Ctx,
+    name: &str,
+    check: &Check,
+    diff: &mut Option<Result<FsDiff, FsError>>,
+    outcomes: &[(String, Value)],
+) -> Result<Seen, AgentError> {
+    Ok(match check {
+        Check::Fs {
+            path,
+            state,
+            content,
+        } => fs(ctx, diff, path, *state, content).map_err(|error| AgentError::VerifierEscape {
+            verifier: name.to_string(),
+            error,
+        })?,
+        Check::Answer(expected) => answer(ctx, expected),
+        Check::ToolCalled { tool, args, called } => tool_called(ctx, tool, args.as_ref(), *called),
+        Check::WorldGoal {
+            server,
+            allow_collateral,
+        } => world_goal(ctx, server, *allow_collateral),
+        Check::Outcome { name, value } => outcome(outcomes, name, value),
+        Check::Gate { .. } => Err(Mismatch(
+            "a gate runs a program: it is a verifier, not a read-only check".into(),
+        )),
+    })
 }
 
 /// Checks `text` against every expectation given, the first that fails named.

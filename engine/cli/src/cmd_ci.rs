@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use simtape::oracle::{diff_bytes, Mode};
 
+use simtape_eval::property::PropertyTally;
+
 use crate::args::CiArgs;
 use crate::common::golden::{golden_path, tape_bytes};
 use crate::common::{load_scenario, refuse_recording};
@@ -39,11 +41,14 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
         refuse_recording(&eval, "ci", path)?;
         loaded.push(eval);
     }
+    let mut unmet = 0;
     for eval in &loaded {
         let scenario = eval.scenario();
+        let mut properties = Vec::new();
         for &seed in scenario.seeds() {
             let golden = golden_path(&tapes_dir, scenario.name(), seed);
-            let tape = tape_bytes(eval, seed)?;
+            let (tape, judged) = tape_bytes(eval, seed)?;
+            properties.push((seed, judged));
             let label = format!("{} seed {seed}", scenario.name());
             match check(&golden, &tape, args.bless)? {
                 Check::Match => {
@@ -67,6 +72,18 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
                 }
             }
         }
+        // A `sometimes` no pinned seed hits: the goldens never reach the state it names.
+        let tallies = PropertyTally::of(properties.iter().map(|(s, p)| (*s, p.as_slice())));
+        for tally in tallies.iter().filter(|tally| tally.unmet()) {
+            unmet += 1;
+            println!(
+                "NEVER    {}: {} property {:?} is hit by none of its pinned seeds {:?}",
+                scenario.name(),
+                tally.kind,
+                tally.name,
+                scenario.seeds()
+            );
+        }
     }
     println!(
         "ci: {matched} tape(s) match, {failed} failed, {} scenario file(s)",
@@ -74,6 +91,12 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
     );
     if failed > 0 {
         println!("if the change is intended: simtape ci --bless, then review and commit tapes/");
+        return Ok(Outcome::Finding);
+    }
+    if unmet > 0 {
+        println!(
+            "ci: {unmet} property(ies) never hit: pin a seed that reaches each ([scenario] seeds)"
+        );
         return Ok(Outcome::Finding);
     }
     Ok(Outcome::Success)

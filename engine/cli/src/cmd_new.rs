@@ -100,7 +100,7 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
         let eval = load_scenario(&scenario, None)?;
         for &seed in eval.scenario().seeds() {
             let golden = golden_path(&tapes, name, seed);
-            write_bytes(&golden, &tape_bytes(&eval, seed)?)?;
+            write_bytes(&golden, &tape_bytes(&eval, seed)?.0)?;
             println!("wrote golden tape {}", golden.display());
         }
     }

@@ -229,6 +229,22 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
             result.name, result.line, result.saw
         );
     }
+    for property in &report.properties {
+        let mark = match (
+            property.violated(),
+            property.kind.needs_a_hit(),
+            property.hit,
+        ) {
+            (true, _, _) => "FAILED",
+            (false, false, _) => "held  ",
+            (false, true, true) => "hit   ",
+            (false, true, false) => "missed",
+        };
+        println!(
+            "  property {mark} {} {:?}: {}",
+            property.kind, property.name, property.saw
+        );
+    }
     if let Some(transcript) = &report.transcript {
         println!(
             "agent: {} turn(s), {} tool call(s), {} retr(ies), ended by {}",

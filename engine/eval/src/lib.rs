@@ -27,6 +27,8 @@
 //! - [`run_json`] — the JSON of one run (`simtape run --json`, `verdict.json`).
 //! - [`evidence`] — the run-and-test evidence contract: `GATES.json`, plan, tests,
 //!   artifacts, and the normalizer of the run log.
+//! - [`property`] — `always` / `sometimes` / `reachable` / `unreachable`: one run's results
+//!   and their tally over a sweep.
 //! - [`shrink`] — the search for the fewest, simplest decisions a failure needs.
 //! - [`harness`] — a `[harness]` run's outcome, and a sweep's summary of many.
 //! - [`view`] — seeing a run: a tape as a timeline, written as a Perfetto trace, an HTML page
@@ -41,6 +43,7 @@
 pub mod estimate;
 pub mod evidence;
 pub mod harness;
+pub mod property;
 pub mod run_json;
 pub mod shrink;
 pub mod sweep;

@@ -28,6 +28,9 @@ pub struct RunJson {
     pub error: Option<FailureJson>,
     /// Each verifier's result, in file order.
     pub verifiers: Vec<VerifierResult>,
+    /// Each property's result, in file order; absent when the scenario has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<crate::property::PropertyResult>,
     /// Virtual time at the end, in nanoseconds.
     pub end_ns: u64,
     /// Timer events popped.
@@ -108,6 +111,7 @@ impl RunJson {
             reason: verdict.reason(),
             error,
             verifiers: Vec::new(),
+            properties: Vec::new(),
             end_ns: summary.end_ns,
             events: summary.events,
             records: summary.records,

@@ -9,12 +9,15 @@
 //! - `normalize` — the scenario's rules for volatile fields of an agent program's requests.
 //! - `harness` — a multi-session run's policy and features.
 //! - `verify` — the verifiers, their text expectations and compiled patterns.
+//! - `property` — the properties: a condition (a verifier's check, retries, the verdict)
+//!   and how it must hold.
 
 mod agent;
 mod faults;
 mod harness;
 mod mcp;
 mod normalize;
+mod property;
 mod verify;
 
 use std::path::Path;
@@ -27,12 +30,13 @@ use crate::scenario::{open_server, EvalSpec};
 use crate::spec::McpSource;
 
 /// The tables this crate decodes, each listed after the core table it follows in the format.
-const TABLES: [Listed; 5] = [
+const TABLES: [Listed; 6] = [
     ("mcp", "process"),
     ("agent", "mcp"),
     ("normalize", "agent"),
     ("harness", "normalize"),
     ("verify", "faults"),
+    ("property", "verify"),
 ];
 /// The `[faults]` rule arrays this crate decodes.
 const FAULT_TABLES: [Listed; 1] = [("mcp", "llm")];
@@ -94,6 +98,10 @@ impl Extension for EvalTables {
             Some(field) => verify::verify(decoded, field, &servers, tables, command_agent),
             None => Some(Vec::new()),
         };
+        let properties = match tables.get("property") {
+            Some(field) => property::properties(decoded, field, &servers, tables),
+            None => Some(Vec::new()),
+        };
         let harness = match (tables.get("harness"), &agent) {
             (None, _) => Some(None),
             (Some(field), Some(Some(table))) => {
@@ -118,8 +126,11 @@ impl Extension for EvalTables {
             Some(mcp_faults),
             Some(normalize),
             Some(verify),
+            Some(properties),
             Some(harness),
-        ) = (agent, mcp, mcp_faults, normalize, verify, harness)
+        ) = (
+            agent, mcp, mcp_faults, normalize, verify, properties, harness,
+        )
         else {
             return;
         };
@@ -136,6 +147,7 @@ impl Extension for EvalTables {
             mcp,
             mcp_faults,
             verify,
+            properties,
             harness,
         };
         self.files = files;

@@ -14,7 +14,7 @@ use super::mcp::{Lookup, Servers};
 use crate::spec::{Check, FsState, Pattern, TextMatch, VerifySpec};
 
 /// The verifier kinds and the keys each takes besides `kind` and `name`.
-const VERIFY_KINDS: [(&str, &[&str]); 6] = [
+pub(super) const VERIFY_KINDS: [(&str, &[&str]); 6] = [
     (
         "fs",
         &["path", "state", "equals", "contains", "excludes", "matches"],
@@ -64,39 +64,29 @@ fn verifier(
 ) -> Option<VerifySpec> {
     let what = "a [[verify]] table like { kind = \"answer\", contains = \"done\" }";
     let mut fields = decoded.table(field, what)?;
-    let kinds: Vec<&str> = VERIFY_KINDS.iter().map(|(kind, _)| *kind).collect();
-    let what = format!("a verifier kind {}", one_of(&kinds));
     let Some(kind_field) = fields.take("kind") else {
-        decoded.missing(&fields, "kind", &what);
+        decoded.missing(&fields, "kind", &verifier_kinds(&VERIFY_KINDS));
         return None;
     };
-    let kind = decoded.string(&kind_field, &what)?;
-    let Some((kind, extras)) = VERIFY_KINDS.iter().find(|(known, _)| *known == kind) else {
-        decoded.expected(&kind_field, &what);
-        return None;
-    };
-    let needs = match *kind {
-        "fs" => Some(Capability::Fs),
-        "gate" if !command_agent => Some(Capability::Process),
-        _ => None,
-    };
-    if let Some(capability) = needs.filter(|c| !decoded.has_table(*c)) {
-        let message = format!("a `{kind}` verifier needs {}", capability.table());
-        decoded.problem(kind_field.span.clone(), kind_field.path.clone(), message);
-    }
-    let name = match (*kind, fields.take("name")) {
-        ("outcome", _) => None,
+    let taken = check_of(
+        decoded,
+        &mut fields,
+        &kind_field,
+        &VERIFY_KINDS,
+        servers,
+        command_agent,
+        field,
+    );
+    let name = match (taken.as_ref().map(|(kind, _)| *kind), fields.take("name")) {
+        (Some("outcome"), _) | (None, None) => None,
         (_, Some(name)) => Some(decoded.label(&name)),
         (_, None) => None,
     };
-    let check = match *kind {
-        "fs" => fs_check(decoded, &mut fields),
-        "answer" => answer_check(decoded, &mut fields, field),
-        "tool_called" => tool_called_check(decoded, &mut fields),
-        "world_goal" => world_goal_check(decoded, &mut fields, servers),
-        "gate" => gate_check(decoded, &mut fields),
-        _ => outcome_check(decoded, &mut fields),
-    };
+    let (kind, extras) = VERIFY_KINDS
+        .iter()
+        .find(|(known, _)| Some(*known) == taken.as_ref().map(|(kind, _)| *kind))
+        .copied()
+        .unwrap_or(("", &[]));
     let keys: Vec<&str> = ["kind", "name"]
         .iter()
         .chain(extras.iter())
@@ -109,6 +99,7 @@ fn verifier(
             one_of(&keys)
         ),
     );
+    let (_, check) = taken?;
     let check = check?;
     let name = match name {
         Some(name) => name?,
@@ -119,6 +110,50 @@ fn verifier(
         line: tables.line(field),
         check,
     })
+}
+
+/// What a verifier's (or a property's check's) kind must be.
+fn verifier_kinds(kinds: &[(&str, &[&str])]) -> String {
+    let names: Vec<&str> = kinds.iter().map(|(kind, _)| *kind).collect();
+    format!("a verifier kind {}", one_of(&names))
+}
+
+/// Decodes the check named by `kind_field` (one of `kinds`) from `fields`, taking the keys
+/// of that kind: `None` when the kind is unknown; else the kind and its check, `None` when a
+/// key is wrong (each problem reported). The caller takes its own keys and finishes `fields`.
+pub(super) fn check_of(
+    decoded: &mut Decoder,
+    fields: &mut Fields<'_>,
+    kind_field: &Field<'_>,
+    kinds: &[(&'static str, &'static [&'static str])],
+    servers: &Servers,
+    command_agent: bool,
+    table: &Field<'_>,
+) -> Option<(&'static str, Option<Check>)> {
+    let what = verifier_kinds(kinds);
+    let kind = decoded.string(kind_field, &what)?;
+    let Some((kind, _)) = kinds.iter().find(|(known, _)| *known == kind) else {
+        decoded.expected(kind_field, &what);
+        return None;
+    };
+    let needs = match *kind {
+        "fs" => Some(Capability::Fs),
+        "gate" if !command_agent => Some(Capability::Process),
+        _ => None,
+    };
+    if let Some(capability) = needs.filter(|c| !decoded.has_table(*c)) {
+        let message = format!("a `{kind}` verifier needs {}", capability.table());
+        decoded.problem(kind_field.span.clone(), kind_field.path.clone(), message);
+    }
+    let check = match *kind {
+        "fs" => fs_check(decoded, fields),
+        "answer" => answer_check(decoded, fields, table),
+        "tool_called" => tool_called_check(decoded, fields),
+        "world_goal" => world_goal_check(decoded, fields, servers),
+        "gate" => gate_check(decoded, fields),
+        _ => outcome_check(decoded, fields),
+    };
+    Some((*kind, check))
 }
 
 /// Returns a verifier's name when the file gives none: `<kind> <target>`.

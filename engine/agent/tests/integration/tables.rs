@@ -836,7 +836,7 @@ fn core_and_eval_problems_come_in_one_pass_in_source_order() {
         [
             "5:10: field `fs.enospc`: expected a ratio like \"1/10\" or \"5%\" (at most 1), found \"2/1\"",
             "10:13: field `agent.max_turns`: expected an integer from 1 to 1000, found 0",
-            "11:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `normalize`, `harness`, `faults`, `verify`, `task`",
+            "11:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `normalize`, `harness`, `faults`, `verify`, `property`, `task`",
         ]
     );
 }

@@ -47,7 +47,7 @@ pub(crate) fn deliver(
             println!("report: {}", path.display());
         }
     }
-    if report.all_passed() && !report.partial {
+    if report.all_passed() && !report.partial && report.unmet_properties().is_empty() {
         Ok(Outcome::Success)
     } else {
         Ok(Outcome::Finding)

@@ -139,6 +139,15 @@ fn result_of(report: &simtape_agent::EvalReport) -> SeedResult {
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
     result.harness = report.harness.clone();
     result.retries = report.transcript.as_ref().map(|t| t.retries);
+    // What each property saw stays with the run; the sweep counts hits.
+    result.properties = report
+        .properties
+        .iter()
+        .map(|p| simtape_eval::property::PropertyResult {
+            saw: String::new(),
+            ..p.clone()
+        })
+        .collect();
     result.model_calls = report.transcript.as_ref().map(|t| t.turns.len() as u64);
     result
 }

@@ -21,6 +21,7 @@ mod mcp_conformance;
 mod mcp_http;
 mod mcp_signals;
 mod mcp_world;
+mod properties;
 mod record;
 #[cfg(target_os = "linux")]
 mod sandbox;

@@ -89,6 +89,11 @@ fn a_race_edit_seed_shrinks_to_the_latency_that_loses_the_edit() {
     let output = shrink(&dir, &["race-1.tape"]);
     let shown = String::from_utf8_lossy(&output.stdout).to_string();
     check_doc_block("docs/shrinking.md", "<!-- shrink race-edit -->", &shown);
+    // The README shows the same shrink, abridged: its lines are the real ones.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    for line in shown.lines().skip(1).take(2) {
+        assert!(readme.contains(line), "README.md lacks {line:?}");
+    }
     // At zero jitter the edits interleave in lockstep and the timeout edit is lost, another
     // failure; this seed loses the retries edit, which one draw decides.
     let out = dir.join("race-1.shrink");

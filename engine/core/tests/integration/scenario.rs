@@ -24,6 +24,7 @@ impl Extension for EvalSkipped {
             ("agent", "mcp"),
             ("harness", "agent"),
             ("verify", "faults"),
+            ("property", "verify"),
         ]
     }
 
@@ -458,7 +459,7 @@ fn errors_name_line_column_and_field() {
         ),
         (
             format!("{head}[agnet]\nmodel = \"m\"\n{task}steps = [{{ sleep = \"1s\" }}]\n"),
-            vec!["s.toml:3:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `task`"],
+            vec!["s.toml:3:2: field `agnet`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `property`, `task`"],
         ),
         (
             "# nothing here\n".to_string(),
@@ -700,7 +701,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
             "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture` or `record`",
-            "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `task`",
+            "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `property`, `task`",
         ]
     );
 }

@@ -253,6 +253,28 @@ fn junit_suite(out: &mut String, scenario: &ScenarioResults) {
             xml_escape(&body)
         );
     }
+    // One test case per property, judged over the sweep: a `sometimes` never hit fails.
+    for tally in &scenario.summary.properties {
+        let _ = write!(
+            out,
+            "    <testcase classname=\"{}\" name=\"property {}\"",
+            xml_escape(&scenario.name),
+            xml_escape(&tally.name)
+        );
+        if tally.unmet() || tally.violations > 0 {
+            let line = xml_escape(&tally.line());
+            let _ = writeln!(
+                out,
+                ">\n      <failure type=\"property\" message=\"{line}\">{line}</failure>\n    </testcase>"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "><system-out>{}</system-out></testcase>",
+                xml_escape(&tally.line())
+            );
+        }
+    }
     out.push_str("  </testsuite>\n");
 }
 
@@ -302,6 +324,14 @@ pub fn summary_text(report: &SweepReport, reported: bool) -> String {
     for scenario in &report.scenarios {
         scenario_text(&mut out, scenario, reported);
     }
+    for (scenario, tally) in report.unmet_properties() {
+        let _ = writeln!(
+            out,
+            "FAIL: {scenario}: {} property {:?} was never hit in {} run(s): the sweep never \
+             reached the state it names",
+            tally.kind, tally.name, tally.runs
+        );
+    }
     out
 }
 
@@ -332,6 +362,12 @@ fn scenario_text(out: &mut String, scenario: &ScenarioResults, reported: bool) {
     }
     if let Some(harness) = &summary.harness {
         harness_text(out, harness, summary.runs);
+    }
+    if !summary.properties.is_empty() {
+        let _ = writeln!(out, "  properties:");
+        for tally in &summary.properties {
+            let _ = writeln!(out, "    {}", tally.line());
+        }
     }
     if summary.failures.is_empty() {
         return;

@@ -127,6 +127,10 @@ pub struct SeedResult {
     /// it may retry): the faults it met and survived; `None` without an agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<u32>,
+    /// Each property of the scenario and whether this run hit it (what each saw is left
+    /// out); absent when the scenario has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<crate::property::PropertyResult>,
 }
 
 impl SeedResult {
@@ -165,6 +169,7 @@ impl SeedResult {
             model_calls: None,
             harness: None,
             retries: None,
+            properties: Vec::new(),
         }
     }
 }
@@ -192,6 +197,9 @@ pub struct ScenarioSummary {
     /// The agent's retries over the runs, when the scenario has an agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<RetryTotals>,
+    /// Each property over the runs; absent when the scenario has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<crate::property::PropertyTally>,
 }
 
 /// The agent's retries over the runs of a scenario: the faults it met and retried.
@@ -252,6 +260,9 @@ impl ScenarioSummary {
                     .filter_map(|r| r.harness.as_ref().map(|h| (r.seed, h))),
             ),
             retries: RetryTotals::of(results),
+            properties: crate::property::PropertyTally::of(
+                results.iter().map(|r| (r.seed, r.properties.as_slice())),
+            ),
         }
     }
 }
@@ -356,6 +367,21 @@ impl SweepReport {
         };
         let bytes = serde_json::to_vec(&digested).expect("a report serializes");
         simtape::tape::sha256_hex(&bytes)
+    }
+
+    /// Every `sometimes` or `reachable` property no run hit, with its scenario's name: each
+    /// fails the sweep, since the sweep never reached what it was written for.
+    pub fn unmet_properties(&self) -> Vec<(&str, &crate::property::PropertyTally)> {
+        self.scenarios
+            .iter()
+            .flat_map(|s| {
+                s.summary
+                    .properties
+                    .iter()
+                    .filter(|tally| tally.unmet())
+                    .map(move |tally| (s.name.as_str(), tally))
+            })
+            .collect()
     }
 
     /// Returns whether every seed that ran passed.
@@ -577,6 +603,7 @@ mod tests {
             model_calls: None,
             harness: None,
             retries: Some(seed as u32 % 3),
+            properties: Vec::new(),
         }
     }
 

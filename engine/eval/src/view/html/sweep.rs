@@ -142,8 +142,41 @@ fn section(scenario: &ScenarioResults) -> String {
         rate = escape(rate),
         clusters = clusters(scenario),
     );
+    out.push_str(&properties(scenario));
     out.push_str(&reproduce(scenario));
     out.push_str("</section>\n");
+    out
+}
+
+/// The scenario's properties over the sweep, one row each; a failed or never-hit one marked.
+fn properties(scenario: &ScenarioResults) -> String {
+    let tallies = &scenario.summary.properties;
+    if tallies.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<div class=\"panel properties\"><h2>Properties</h2><table><tr><th>kind</th><th>property</th><th>hit</th><th>failed</th><th>seeds</th></tr>",
+    );
+    for tally in tallies {
+        let seeds: Vec<String> = tally.seeds.iter().map(u64::to_string).collect();
+        let class = if tally.unmet() || tally.violations > 0 {
+            "cluster"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"{class}\"><td>{kind}</td><td>{name}{never}</td><td>{hits} of {runs}</td><td>{violations}</td><td class=\"mono\">{seeds}</td></tr>",
+            kind = tally.kind,
+            name = escape(&tally.name),
+            never = if tally.unmet() { " <b>never hit</b>" } else { "" },
+            hits = tally.hits,
+            runs = tally.runs,
+            violations = tally.violations,
+            seeds = seeds.join(", "),
+        );
+    }
+    out.push_str("</table></div>\n");
     out
 }
 
