@@ -57,6 +57,7 @@ pub mod input;
 pub mod limits;
 pub mod oracle;
 mod prefetch;
+pub mod property;
 mod recorder;
 pub mod rng;
 pub mod run;

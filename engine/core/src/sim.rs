@@ -572,6 +572,8 @@ pub(crate) fn finish_run<T: 'static>(
         .map(|w| w.finish(end_ns, &verdict_text))
         .transpose();
     let (records, fingerprint) = (core.recorder.records(), core.recorder.fingerprint());
+    let properties = std::mem::take(&mut core.properties);
+    crate::testing::collect_properties(seed, &properties);
     let actors = ActorStates {
         states: core
             .actors
@@ -587,6 +589,7 @@ pub(crate) fn finish_run<T: 'static>(
         fingerprint,
         tape,
         tape_path,
+        properties: properties.clone(),
     };
     match (outcome, tape) {
         (Ok(output), Ok(tape)) => Ok(RunReport {

@@ -33,6 +33,9 @@ pub struct RunSummary {
     pub tape: Option<TapeSummary>,
     /// The tape file, when the tape went to a file.
     pub tape_path: Option<PathBuf>,
+    /// The properties a Rust pipeline evaluated (`simtape::always!` and the others), by first
+    /// evaluation.
+    pub properties: Vec<crate::property::Evaluated>,
 }
 
 impl RunSummary {

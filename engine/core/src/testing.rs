@@ -154,6 +154,9 @@ pub fn check_seeds<R: IntoFailure>(
     if let Err(message) = sweep(seeds, &overrides, check) {
         panic!("{message}");
     }
+    if let Some(message) = unmet_properties() {
+        panic!("{message}");
+    }
 }
 
 /// The logic of [`check_seeds`], with the overrides passed in: returns how many seeds ran, or
@@ -225,6 +228,9 @@ where
 {
     let overrides = SeedOverride::from_env().unwrap_or_else(|error| panic!("{error}"));
     if let Err(message) = run_test_with(&spec, seeds, &overrides, body) {
+        panic!("{message}");
+    }
+    if let Some(message) = unmet_properties() {
         panic!("{message}");
     }
 }
@@ -344,6 +350,7 @@ fn run_seeds(
     mut run_seed: impl FnMut(u64) -> Result<Option<Failure>, Failure>,
 ) -> Result<usize, SeedFailure> {
     watch_panic_locations();
+    COLLECTED.with(|collected| *collected.borrow_mut() = Some(Vec::new()));
     let mut ran = 0;
     for seed in seeds {
         PANICKED_AT.with(|at| at.borrow_mut().clear());
@@ -368,7 +375,50 @@ fn panic_text(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a panic whose payload is not text".to_string())
 }
 
+/// Notes the properties one run evaluated, while a sweep of this thread collects them
+/// ([`Sim::run`] calls this as the run ends).
+pub(crate) fn collect_properties(seed: u64, properties: &[crate::property::Evaluated]) {
+    COLLECTED.with(|collected| {
+        if let Some(runs) = collected.borrow_mut().as_mut() {
+            runs.push((seed, properties.to_vec()));
+        }
+    });
+}
+
+/// After a sweep of this thread: the report of every `sometimes!` or `reachable!` that no seed
+/// hit, or `None` when each was hit (or none was evaluated). Ends the collection.
+pub fn unmet_properties() -> Option<String> {
+    let runs = COLLECTED.with(|collected| collected.borrow_mut().take())?;
+    let mut kinds: Vec<(String, crate::property::PropertyKind, bool)> = Vec::new();
+    for (_, properties) in &runs {
+        for property in properties {
+            match kinds.iter_mut().find(|(name, ..)| *name == property.name) {
+                Some(known) => known.2 |= property.hit,
+                None => kinds.push((property.name.clone(), property.kind, property.hit)),
+            }
+        }
+    }
+    let unmet: Vec<String> = kinds
+        .iter()
+        .filter(|(_, kind, hit)| kind.needs_a_hit() && !hit)
+        .map(|(name, kind, _)| format!("{kind} property {name:?}"))
+        .collect();
+    (!unmet.is_empty()).then(|| {
+        format!(
+            "{} never hit in {} run(s): the seeds never reached what it names",
+            unmet.join(", "),
+            runs.len()
+        )
+    })
+}
+
+/// One run's seed and the properties it evaluated.
+type SeedProperties = (u64, Vec<crate::property::Evaluated>);
+
 thread_local! {
+    /// Each run's properties while a sweep on this thread collects them (`run_seeds`); test
+    /// tooling like `PANICKED_AT`, read by nothing in a run.
+    static COLLECTED: RefCell<Option<Vec<SeedProperties>>> = const { RefCell::new(None) };
     /// Where this thread panicked since its current seed started (written by the hook).
     static PANICKED_AT: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }

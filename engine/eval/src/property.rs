@@ -22,63 +22,10 @@
 //! assert!(tally[0].unmet());
 //! ```
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-/// How a property must hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PropertyKind {
-    /// True at the end of every run.
-    Always,
-    /// True at the end of at least one run of a sweep.
-    Sometimes,
-    /// Happens in at least one run of a sweep.
-    Reachable,
-    /// Happens in no run.
-    Unreachable,
-}
-
-impl PropertyKind {
-    /// Every kind, as a scenario spells it.
-    pub const ALL: [(&'static str, PropertyKind); 4] = [
-        ("always", PropertyKind::Always),
-        ("sometimes", PropertyKind::Sometimes),
-        ("reachable", PropertyKind::Reachable),
-        ("unreachable", PropertyKind::Unreachable),
-    ];
-
-    /// The kind as a scenario spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            PropertyKind::Always => "always",
-            PropertyKind::Sometimes => "sometimes",
-            PropertyKind::Reachable => "reachable",
-            PropertyKind::Unreachable => "unreachable",
-        }
-    }
-
-    /// Whether one run with the condition `hit` (true or not) fails the property.
-    pub fn violated_by(self, hit: bool) -> bool {
-        match self {
-            PropertyKind::Always => !hit,
-            PropertyKind::Unreachable => hit,
-            PropertyKind::Sometimes | PropertyKind::Reachable => false,
-        }
-    }
-
-    /// Whether the property is judged over many runs: it needs one run that hits it.
-    pub fn needs_a_hit(self) -> bool {
-        matches!(self, PropertyKind::Sometimes | PropertyKind::Reachable)
-    }
-}
-
-impl fmt::Display for PropertyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// How a property must hold: the kinds the engine's macros evaluate, one type for both.
+pub use simtape::property::PropertyKind;
 
 /// A property in one run: whether its condition was true (`hit`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

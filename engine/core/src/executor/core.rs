@@ -50,6 +50,8 @@ pub(crate) struct Core {
     probes: Vec<std::rc::Weak<dyn WaitProbe>>,
     /// The run queue while the core is not entered (empty unless the run failed).
     pub(super) parked_runnables: std::collections::VecDeque<async_task::Runnable<TaskId>>,
+    /// The properties the pipeline evaluated (`crate::property`), by first evaluation.
+    pub(crate) properties: Vec<crate::property::Evaluated>,
 }
 
 impl Core {
@@ -81,6 +83,7 @@ impl Core {
             inboxes: Vec::new(),
             probes: Vec::new(),
             parked_runnables: std::collections::VecDeque::new(),
+            properties: Vec::new(),
         }
     }
 

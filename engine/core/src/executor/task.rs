@@ -48,6 +48,15 @@ pub(crate) fn record_engine<T: serde::Serialize + ?Sized>(kind: RecordKind, valu
     with_core(|core| core.record_value(ENGINE_ACTOR, kind, value));
 }
 
+/// Records a property's evaluation on the engine actor and folds it into the run's list.
+pub(crate) fn record_property(kind: crate::property::PropertyKind, name: &str, condition: bool) {
+    with_core(|core| {
+        let payload = ("property", (name, kind.name(), condition));
+        core.record_value(ENGINE_ACTOR, RecordKind::Request, &payload);
+        crate::property::fold(&mut core.properties, kind, name, condition);
+    });
+}
+
 /// A handle to a spawned task: await it for the task's output, or abort it. Dropping the
 /// handle lets the task run on (it is detached, as with threads).
 pub struct JoinHandle<T> {

@@ -13,6 +13,7 @@ mod faults;
 mod long_functions;
 mod open_run;
 mod oracle;
+mod properties;
 mod scenario;
 mod tape;
 mod testing;
