@@ -49,6 +49,14 @@ pub(crate) enum Command {
     /// without losing the failure; writes the minimal decisions and tape.
     #[command(after_help = EXIT_CODES)]
     Shrink(ShrinkArgs),
+    /// Reruns a tape's run taking its decisions up to a record, then drawing from another
+    /// seed: one of the futures the run could have had from there.
+    #[command(after_help = EXIT_CODES)]
+    Fork(ForkArgs),
+    /// Finds when a failing run's failure became inevitable: forks from before each of its
+    /// decisions, and the share of futures that fail the same way.
+    #[command(after_help = EXIT_CODES)]
+    Explain(ExplainArgs),
     /// Reads, exports and verifies tapes.
     #[command(after_help = EXIT_CODES)]
     Tape(TapeArgs),
@@ -177,6 +185,38 @@ pub(crate) struct ShrinkArgs {
     /// The most reruns the search makes (an agent program runs once per rerun).
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_reruns: u32,
+    /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) agent_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExplainArgs {
+    /// The failing run's tape.
+    pub(crate) tape: PathBuf,
+    /// Forks at each point (each a run of the scenario; an agent program runs each time).
+    #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) forks: u32,
+    /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) agent_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ForkArgs {
+    /// The parent run's tape (of `simtape run`, `sweep`, `shrink` or `fork`).
+    pub(crate) tape: PathBuf,
+    /// The branch point: a record of the parent tape, as `simtape tape show` numbers them.
+    /// The child takes every decision the parent took before it.
+    #[arg(long, value_name = "RECORD")]
+    pub(crate) at: u64,
+    /// The seed the child draws from after the branch point.
+    #[arg(long, value_name = "M")]
+    pub(crate) seed: u64,
+    /// Where to write the child's tape (default: beside the parent, named by RECORD and M);
+    /// its decisions file goes beside it (`.decisions.json`).
+    #[arg(long = "tape", value_name = "PATH")]
+    pub(crate) out: Option<PathBuf>,
     /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,

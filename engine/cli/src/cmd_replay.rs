@@ -70,6 +70,9 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
             simtape::decision::DecisionBook::new(&stamp.overrides),
             Some(stamp.digest.clone()),
         );
+        if let Some(branch) = &stamp.branch {
+            builder.branch(branch.clone());
+        }
     }
     if args.rerun_agent {
         if scenario.eval().command.is_none() {

@@ -4,22 +4,22 @@
 //! with the one command that reproduces it. The search is `simtape_eval::shrink`'s.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use simtape::decision::{Decision, DecisionBook};
+use simtape::decision::Decision;
 use simtape::oracle::{diff_paths, DivergenceOp, Mode};
-use simtape::tape::{sha256_hex, TapeReader};
+use simtape::tape::sha256_hex;
 use simtape::time::format_ns;
 use simtape_agent::{EvalReport, EvalScenario};
 use simtape_eval::shrink::{shrink, ShrinkError, Shrunk, Trial};
-use simtape_eval::sweep::{Reason, SeedResult};
+use simtape_eval::sweep::Reason;
 
 use crate::args::ShrinkArgs;
 use crate::common::files::{create_output_dir, read};
-use crate::common::inputs::{self, TapeInputs};
+use crate::common::inputs;
+use crate::common::rerun::{footer_verdict, reason, same_tape, Rerun, Stop, TapeOut};
 use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
-use crate::exit::{CliError, CliResult, Outcome};
+use crate::exit::{CliError, CliResult};
 
 /// The files a shrink writes in its directory.
 const DECISIONS_FILE: &str = "decisions.json";
@@ -27,35 +27,14 @@ const MIN_TAPE: &str = "min.tape";
 const SCENARIO_DIR: &str = "scenario";
 
 pub(crate) fn run(args: &ShrinkArgs) -> CliResult {
-    match shrink_tape(args) {
-        Ok(()) => Ok(Outcome::Success),
-        Err(Stop::Cli(error)) => Err(error),
-        Err(Stop::Differs(why)) => {
-            println!("shrink: {why}");
-            Ok(Outcome::Finding)
-        }
-    }
-}
-
-/// Why a shrink stopped before its end.
-enum Stop {
-    /// Bad input, or a file that cannot be read or written.
-    Cli(CliError),
-    /// A rerun that should have given the same run did not (exit 1).
-    Differs(String),
-}
-
-impl From<CliError> for Stop {
-    fn from(error: CliError) -> Stop {
-        Stop::Cli(error)
-    }
+    Stop::ending(shrink_tape(args), "shrink")
 }
 
 // Long because: the steps of a shrink in order (check the tape, unpack, rerun, search, write,
 // explain, print), each a call.
 fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
     let tape = inputs::read(&args.tape)?;
-    let verdict = footer_verdict(&args.tape)?;
+    let verdict = footer_verdict(&args.tape, "shrink")?;
     if verdict == "pass" {
         return Err(CliError::Usage(format!(
             "{}: nothing to shrink: the run passed",
@@ -107,9 +86,9 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
         fresh: inputs::capture(&eval, unpacked.process_wasi.as_deref())?,
         agent_bin: args.agent_bin.as_deref(),
     };
-    let start = rerun.original(&args.tape, &out)?;
+    let start = original(&rerun, &args.tape, &out)?;
     let shrunk = shrink(&start.taken, &start.reason, args.max_reruns, |decisions| {
-        rerun.trial(decisions, None).map(|(trial, _)| trial)
+        trial(&rerun, decisions, None).map(|(trial, _)| trial)
     })
     .map_err(|error| match error {
         ShrinkError::Rerun { source, .. } => Stop::Cli(source),
@@ -123,7 +102,7 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
         shrunk.decisions.clone(),
     )?;
     let min_tape = out.join(MIN_TAPE);
-    let minimal = rerun.minimal(&shrunk, &decisions_path, &min_tape, &start.reason)?;
+    let minimal = minimal(&rerun, &shrunk, &decisions_path, &min_tape, &start.reason)?;
     let explained = explain(&rerun, &shrunk, &min_tape, &out)?;
     print_shrunk(&Printed {
         args,
@@ -148,42 +127,63 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
     Ok(())
 }
 
-/// The verdict in the tape's footer; a tape without one (a killed run's prefix) has no
-/// failure to shrink.
-fn footer_verdict(path: &Path) -> Result<String, CliError> {
-    let tape_error = |error| CliError::Tape {
-        path: Some(path.to_path_buf()),
-        error,
-    };
-    let mut reader = TapeReader::open(path).map_err(tape_error)?;
-    while reader.next_record().map_err(tape_error)?.is_some() {}
-    match reader.footer() {
-        Some(footer) => Ok(footer.verdict.clone()),
-        None => Err(CliError::Usage(format!(
-            "{}: the tape ends before its footer (a prefix of a run): shrink needs a whole run",
-            path.display()
+/// One rerun for the search: its failure and its decisions.
+fn trial(
+    rerun: &Rerun<'_>,
+    overrides: &[Decision],
+    tape_out: Option<&Path>,
+) -> Result<(Trial, EvalReport), CliError> {
+    let out = tape_out.map_or(TapeOut::None, |path| TapeOut::New(path, None));
+    let (report, taken) = rerun.run(overrides, out)?;
+    let failure = reason(&report);
+    Ok((Trial { failure, taken }, report))
+}
+
+/// Reruns the tape's own run, checks it gives the tape again, and returns its failure and
+/// decisions.
+fn original(rerun: &Rerun<'_>, original: &Path, out: &Path) -> Result<Start, Stop> {
+    let (report, taken) = rerun.again(original, &out.join("rerun-1.tape"))?;
+    let reason = reason(&report).ok_or_else(|| {
+        Stop::Cli(CliError::Usage(format!(
+            "{}: nothing to shrink: the run passed",
+            original.display()
+        )))
+    })?;
+    Ok(Start { reason, taken })
+}
+
+/// Writes the minimal run's tape, stamped with the decisions file, and checks it fails
+/// the same way and replays byte for byte.
+fn minimal(
+    rerun: &Rerun<'_>,
+    shrunk: &Shrunk,
+    decisions_path: &Path,
+    min_tape: &Path,
+    target: &Reason,
+) -> Result<Minimal, Stop> {
+    let digest = sha256_hex(&read(decisions_path)?);
+    let (report, _) = rerun.run(
+        &shrunk.decisions,
+        TapeOut::New(min_tape, Some(digest.clone())),
+    )?;
+    let again = min_tape.with_extension("again.tape");
+    rerun.run(&shrunk.decisions, TapeOut::New(&again, Some(digest)))?;
+    same_tape(
+        min_tape,
+        &again,
+        "the minimal run did not give the same tape twice",
+    )?;
+    match reason(&report) {
+        Some(found) if found.cluster() == target.cluster() => Ok(Minimal {
+            verdict: report.verdict.to_string(),
+        }),
+        found => Err(Stop::Differs(format!(
+            "the minimal run, written to {}, did not fail the same way ({}): the run \
+             depends on something its decisions do not hold",
+            min_tape.display(),
+            found.map_or_else(|| "it passed".to_string(), |r| r.message)
         ))),
     }
-}
-
-/// Reruns the tape's scenario at its seed with given decisions.
-struct Rerun<'a> {
-    eval: &'a EvalScenario,
-    tape: &'a TapeInputs,
-    /// The scenario's files as a new run's tape carries them. The tape's own inputs section
-    /// also holds what its agent program sent and got, which a rerun would be held to.
-    fresh: Arc<simtape::tape::Inputs>,
-    agent_bin: Option<&'a Path>,
-}
-
-/// Where a rerun's tape goes, and the decisions file's digest its header names.
-enum TapeOut<'a> {
-    /// No tape (a step of the search).
-    None,
-    /// The tape's own run again: written as the tape was, to give the same bytes.
-    Again(&'a Path, Option<String>),
-    /// Another run: its tape carries the scenario's files.
-    New(&'a Path, Option<String>),
 }
 
 /// The failing run as rerun from its tape: its failure and the decisions it took.
@@ -195,138 +195,6 @@ struct Start {
 /// The minimal run: its verdict line.
 struct Minimal {
     verdict: String,
-}
-
-impl Rerun<'_> {
-    /// Runs with `overrides`, writing a tape when asked (stamped with a decisions file's
-    /// digest when given).
-    fn run(
-        &self,
-        overrides: &[Decision],
-        tape_out: TapeOut<'_>,
-    ) -> Result<(EvalReport, Vec<Decision>), CliError> {
-        let book = DecisionBook::new(overrides);
-        let mut builder = self.eval.builder(self.tape.header.seed);
-        let mut stamp = None;
-        match tape_out {
-            TapeOut::None => {}
-            TapeOut::Again(path, digest) => {
-                inputs::write_like(&mut builder, self.tape, path);
-                stamp = digest;
-            }
-            TapeOut::New(path, digest) => {
-                builder.tape(path).inputs(Arc::clone(&self.fresh));
-                stamp = digest;
-            }
-        }
-        builder.decisions(Arc::clone(&book), stamp);
-        let report = crate::common::run_eval(
-            self.eval,
-            &mut builder,
-            self.agent_bin,
-            None,
-            inputs::sandbox_of(&self.tape.header),
-        )?;
-        Ok((report, book.taken()))
-    }
-
-    /// One rerun for the search: its failure and its decisions.
-    fn trial(
-        &self,
-        overrides: &[Decision],
-        tape_out: Option<&Path>,
-    ) -> Result<(Trial, EvalReport), CliError> {
-        let out = tape_out.map_or(TapeOut::None, |path| TapeOut::New(path, None));
-        let (report, taken) = self.run(overrides, out)?;
-        let failure = reason(&report);
-        Ok((Trial { failure, taken }, report))
-    }
-
-    /// Reruns the tape's own run (with the overrides its header carries) and checks it gives
-    /// the tape again byte for byte: a run that does not is not one the search can shrink.
-    fn original(&self, original: &Path, out: &Path) -> Result<Start, Stop> {
-        let header = &self.tape.header;
-        let overrides = header
-            .decisions
-            .as_ref()
-            .map(|stamp| stamp.overrides.clone())
-            .unwrap_or_default();
-        let again = out.join("rerun-1.tape");
-        let stamp = header.decisions.as_ref().map(|stamp| stamp.digest.clone());
-        let (report, taken) = self.run(&overrides, TapeOut::Again(&again, stamp))?;
-        same_tape(
-            original,
-            &again,
-            &format!(
-                "rerun 1 of {} did not give its tape again: the run depends on something its \
-                 decisions do not hold",
-                original.display()
-            ),
-        )?;
-        let reason = reason(&report).ok_or_else(|| {
-            Stop::Cli(CliError::Usage(format!(
-                "{}: nothing to shrink: the run passed",
-                original.display()
-            )))
-        })?;
-        Ok(Start { reason, taken })
-    }
-
-    /// Writes the minimal run's tape, stamped with the decisions file, and checks it fails
-    /// the same way and replays byte for byte.
-    fn minimal(
-        &self,
-        shrunk: &Shrunk,
-        decisions_path: &Path,
-        min_tape: &Path,
-        target: &Reason,
-    ) -> Result<Minimal, Stop> {
-        let digest = sha256_hex(&read(decisions_path)?);
-        let (report, _) = self.run(
-            &shrunk.decisions,
-            TapeOut::New(min_tape, Some(digest.clone())),
-        )?;
-        let again = min_tape.with_extension("again.tape");
-        self.run(&shrunk.decisions, TapeOut::New(&again, Some(digest)))?;
-        same_tape(
-            min_tape,
-            &again,
-            "the minimal run did not give the same tape twice",
-        )?;
-        match reason(&report) {
-            Some(found) if found.cluster() == target.cluster() => Ok(Minimal {
-                verdict: report.verdict.to_string(),
-            }),
-            found => Err(Stop::Differs(format!(
-                "the minimal run, written to {}, did not fail the same way ({}): the run \
-                 depends on something its decisions do not hold",
-                min_tape.display(),
-                found.map_or_else(|| "it passed".to_string(), |r| r.message)
-            ))),
-        }
-    }
-}
-
-/// Checks that the rerun's tape `again` has the bytes of `tape`, and removes it; when it does
-/// not, it stays, and the stop says `why` with the diff command that shows where they part.
-fn same_tape(tape: &Path, again: &Path, why: &str) -> Result<(), Stop> {
-    if read(tape)? != read(again)? {
-        let diff = command_line(&[
-            "simtape".into(),
-            "diff".into(),
-            tape.display().to_string(),
-            again.display().to_string(),
-        ]);
-        return Err(Stop::Differs(format!("{why}; see {diff}")));
-    }
-    let _ = std::fs::remove_file(again);
-    Ok(())
-}
-
-/// Why a run did not pass, as a sweep groups it; `None` for a pass.
-fn reason(report: &EvalReport) -> Option<Reason> {
-    let kind = report.failure.as_ref().map(|failure| failure.kind());
-    SeedResult::of(&report.summary, &report.verdict, kind).reason
 }
 
 /// What simplifying one decision that matters does to the minimal run.
@@ -355,7 +223,7 @@ fn explain(
         }
         let mut candidate = shrunk.decisions.clone();
         candidate[index].value = draw.simplest();
-        let (trial, _) = rerun.trial(&candidate, Some(&without))?;
+        let (trial, _) = trial(rerun, &candidate, Some(&without))?;
         let instead = match &trial.failure {
             None => "the run passes".to_string(),
             Some(found) => format!("the run fails another way ({})", found.first_line()),

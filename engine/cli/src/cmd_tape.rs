@@ -109,6 +109,19 @@ fn show(path: &Path, limit: Option<u64>) -> CliResult {
         header.seed,
         format_instant(header.start_unix_ns)
     );
+    if let Some(stamp) = &header.decisions {
+        println!(
+            "decisions {} override(s) (file sha256 {})",
+            stamp.overrides.len(),
+            stamp.digest
+        );
+        if let Some(branch) = &stamp.branch {
+            println!(
+                "forked from sha256 {} at record {} (its seed {})",
+                branch.parent, branch.record, branch.parent_seed
+            );
+        }
+    }
     println!("actors {}", header.actors.join(", "));
     let mut shown = 0u64;
     loop {

@@ -10,7 +10,9 @@ mod args;
 mod cmd_check;
 mod cmd_ci;
 mod cmd_diff;
+mod cmd_explain;
 mod cmd_fixtures;
+mod cmd_fork;
 mod cmd_mcp;
 mod cmd_new;
 mod cmd_replay;
@@ -68,6 +70,8 @@ fn dispatch(command: args::Command) -> exit::CliResult {
         args::Command::Replay(a) => cmd_replay::run(&a),
         args::Command::Diff(a) => cmd_diff::run(&a),
         args::Command::Shrink(a) => cmd_shrink::run(&a),
+        args::Command::Fork(a) => cmd_fork::run(&a),
+        args::Command::Explain(a) => cmd_explain::run(&a),
         args::Command::Tape(a) => cmd_tape::run(&a),
         args::Command::Fixtures(a) => cmd_fixtures::run(&a),
         args::Command::Check(a) => cmd_check::run(&a),

@@ -150,7 +150,9 @@ impl<A: Actor> ActorRef<A> {
         let (operation, answer) = with_core(|core| {
             let now_ns = core.now_ns;
             let wall_clock_unix_ns = core.start_unix_ns.saturating_add(now_ns as i64);
+            let ordinal = core.recorder.records();
             let (actor, rng) = slot_parts::<A>(&mut core.actors[usize::from(id)]);
+            rng.at_record(ordinal);
             let operation = actor.operation(&request);
             let mut cx = ActorContext {
                 now_ns,
@@ -180,7 +182,9 @@ impl<A: Actor> ActorRef<A> {
     /// `handle`), which then writes its records with [`ActorRef::record`].
     pub(crate) fn with_state_and_rng<R>(&self, f: impl FnOnce(&mut A, &mut RngStream) -> R) -> R {
         with_core(|core| {
+            let ordinal = core.recorder.records();
             let (actor, rng) = slot_parts::<A>(&mut core.actors[usize::from(self.id)]);
+            rng.at_record(ordinal);
             f(actor, rng)
         })
     }

@@ -85,6 +85,9 @@ impl serde::Serialize for Draw {
     }
 }
 
+/// [`DecisionBook`]'s position before any actor drew.
+const NO_RECORD: u64 = u64::MAX;
+
 /// One decision a run took, or an override to take.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -102,12 +105,20 @@ pub struct Decision {
         skip_deserializing
     )]
     pub draw: Option<Draw>,
+    /// Where the run was when it took the decision: the ordinal of the record its actor was
+    /// about to write (records of the run, the tape's checkpoints and blobs not counted).
+    /// Set on taken decisions drawn by an actor; absent on overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
+    pub record: Option<u64>,
 }
 
 /// The overrides of one run and the log of the decisions it took.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DecisionBook {
     overrides: BTreeMap<String, u64>,
+    /// The record ordinal the next decision is taken at ([`NO_RECORD`] before any actor
+    /// drew): the executor sets it as an actor starts to handle a request.
+    position: std::sync::atomic::AtomicU64,
     // A mutex, not a RefCell: streams live in actor slots the executor may hand between
     // threads; the executor runs one task at a time, so the log's order is the run's order.
     taken: Mutex<Vec<Decision>>,
@@ -121,8 +132,15 @@ impl DecisionBook {
                 .iter()
                 .map(|d| (d.name.clone(), d.value))
                 .collect(),
+            position: std::sync::atomic::AtomicU64::new(NO_RECORD),
             taken: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Notes that the next decisions are taken as the run's record `ordinal` is written.
+    pub(crate) fn at_record(&self, ordinal: u64) {
+        self.position
+            .store(ordinal, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The overrides, sorted by name.
@@ -133,6 +151,7 @@ impl DecisionBook {
                 name: name.clone(),
                 value: *value,
                 draw: None,
+                record: None,
             })
             .collect()
     }
@@ -142,6 +161,7 @@ impl DecisionBook {
     /// which a draw takes as given: it never rejects it and draws again.
     pub(crate) fn decide(&self, name: String, drawn: u64, draw: Draw) -> (u64, bool) {
         let value = self.overrides.get(&name).copied().unwrap_or(drawn);
+        let position = self.position.load(std::sync::atomic::Ordering::Relaxed);
         self.taken
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -149,6 +169,7 @@ impl DecisionBook {
                 name,
                 value,
                 draw: Some(draw),
+                record: (position != NO_RECORD).then_some(position),
             });
         (value, value != drawn)
     }
@@ -201,6 +222,7 @@ mod tests {
             name: "llm#1".into(),
             value: 0,
             draw: None,
+            record: None,
         }]);
         let mut plain = RngStream::fork(4, "llm");
         let mut rng = RngStream::fork_decided(4, "llm", Some(Arc::clone(&book)));
@@ -233,6 +255,7 @@ mod tests {
             name: format!("fs#{index}"),
             value: Draw::Chance(quarter).simplest(),
             draw: None,
+            record: None,
         };
         let mut rng = RngStream::fork_decided(5, "fs", Some(DecisionBook::new(&[quiet])));
         assert_ne!(fired(&mut rng), Some(index));
@@ -241,6 +264,7 @@ mod tests {
             name: "fs#0".into(),
             value: 0,
             draw: None,
+            record: None,
         };
         let book = DecisionBook::new(&[first]);
         let mut rng = RngStream::fork_decided(5, "fs", Some(Arc::clone(&book)));

@@ -134,6 +134,14 @@ impl RngStream {
         RngStream::fork(seed, &format!("{parent}/{child}"))
     }
 
+    /// Notes, for a stream whose draws are decisions, that its next draws are taken as the
+    /// run's record `ordinal` is written.
+    pub(crate) fn at_record(&self, ordinal: u64) {
+        if let Some(decided) = &self.decided {
+            decided.book.at_record(ordinal);
+        }
+    }
+
     /// Returns the next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.draw(Draw::Bits).0

@@ -58,6 +58,7 @@ pub struct Builder {
     sandbox: Option<String>,
     decisions: Option<Arc<crate::decision::DecisionBook>>,
     decisions_digest: Option<String>,
+    branch: Option<crate::tape::Branch>,
     inputs: Option<Arc<Inputs>>,
     inputs_store: Option<InputStore>,
     actors: Vec<(String, ActorFactory)>,
@@ -89,6 +90,7 @@ impl Default for Builder {
             sandbox: None,
             decisions: None,
             decisions_digest: None,
+            branch: None,
             inputs: None,
             inputs_store: None,
             actors: Vec::new(),
@@ -170,6 +172,13 @@ impl Builder {
     ) -> &mut Self {
         self.decisions = Some(book);
         self.decisions_digest = digest;
+        self
+    }
+
+    /// Names, in the header's decisions stamp, the run this one was forked from (with
+    /// [`Builder::decisions`] and a digest).
+    pub fn branch(&mut self, branch: crate::tape::Branch) -> &mut Self {
+        self.branch = Some(branch);
         self
     }
 
@@ -305,6 +314,7 @@ impl Builder {
                 (Some(book), Some(digest)) => Some(crate::tape::DecisionsStamp {
                     digest: digest.clone(),
                     overrides: book.overrides(),
+                    branch: self.branch.clone(),
                 }),
                 _ => None,
             },

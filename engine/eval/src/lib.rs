@@ -29,6 +29,7 @@
 //!   artifacts, and the normalizer of the run log.
 //! - [`property`] — `always` / `sometimes` / `reachable` / `unreachable`: one run's results
 //!   and their tally over a sweep.
+//! - [`explain`] — the curve of a failure's inevitability over a run, from forks.
 //! - [`shrink`] — the search for the fewest, simplest decisions a failure needs.
 //! - [`harness`] — a `[harness]` run's outcome, and a sweep's summary of many.
 //! - [`view`] — seeing a run: a tape as a timeline, written as a Perfetto trace, an HTML page
@@ -42,6 +43,7 @@
 
 pub mod estimate;
 pub mod evidence;
+pub mod explain;
 pub mod harness;
 pub mod property;
 pub mod run_json;

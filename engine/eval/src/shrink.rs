@@ -26,8 +26,8 @@
 //! };
 //! let draw = Some(Draw::Range(0, u64::MAX));
 //! let start = vec![
-//!     Decision { name: "llm#0".into(), value: 40, draw },
-//!     Decision { name: "fs#0".into(), value: 90, draw },
+//!     Decision { name: "llm#0".into(), value: 40, draw, record: None },
+//!     Decision { name: "fs#0".into(), value: 90, draw, record: None },
 //! ];
 //! let target = Reason { kind: "verifier".into(), message: "late".into() };
 //! let shrunk = shrink(&start, &target, 10, run).unwrap();
@@ -203,6 +203,7 @@ mod tests {
             name: name.into(),
             value: if fires { 0 } else { u64::MAX },
             draw: Some(Draw::Chance(Ratio::new(1, 4).unwrap())),
+            record: None,
         }
     }
 

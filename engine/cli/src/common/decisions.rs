@@ -106,6 +106,7 @@ pub(crate) fn load(path: &Path, scenario_digest: &str) -> Result<Loaded, CliErro
             name: name.to_string(),
             value,
             draw: None,
+            record: None,
         });
     }
     Ok(Loaded {

@@ -8,6 +8,8 @@
 //! - [`inputs`] — the files a tape carries: capturing a scenario's, unpacking a tape's.
 //! - [`record`] — `--record-llm`: a run's model calls recorded from a real provider.
 //! - [`render`] — printing a tape diff; delivering a sweep report and its summary.
+//! - [`rerun`] — a tape's run again with given decisions, at its seed or another
+//!   (`shrink`, `fork`).
 
 pub(crate) mod decisions;
 pub(crate) mod files;
@@ -15,6 +17,7 @@ pub(crate) mod golden;
 pub(crate) mod inputs;
 pub(crate) mod record;
 pub(crate) mod render;
+pub(crate) mod rerun;
 pub(crate) mod shell;
 
 use std::path::Path;

@@ -227,6 +227,22 @@ pub struct DecisionsStamp {
     pub digest: String,
     /// The overrides, sorted by name.
     pub overrides: Vec<crate::decision::Decision>,
+    /// For a forked run (`simtape fork`): the run it branched from, where, and its seed
+    /// after the branch point. Absent for other runs (their headers keep their bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<Branch>,
+}
+
+/// Where a forked run branched from its parent: it takes the parent's decisions up to the
+/// record, then draws from its own seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Branch {
+    /// Hex SHA-256 of the parent tape.
+    pub parent: String,
+    /// The parent's record (its index on the tape) the fork branched at.
+    pub record: u64,
+    /// The parent's seed (the fork's own is the header's).
+    pub parent_seed: u64,
 }
 
 /// The decoded footer.

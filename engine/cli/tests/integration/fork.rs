@@ -1,0 +1,217 @@
+//! `simtape fork` and `simtape explain`: a run again, with its parent's decisions up to a record and another seed's
+//! after it. The child shares its parent's records up to the branch point, replays alone, names
+//! its branch on its header, and a fork of a fork is one straight run.
+
+use std::path::Path;
+
+use simtape::oracle::{diff_paths, Mode};
+
+use crate::common::{expect, repo, run_ok, scratch, simtape, text};
+
+fn fork(dir: &Path, args: &[&str]) -> String {
+    let output = run_ok(simtape().current_dir(dir).arg("fork").args(args));
+    text(&output)
+}
+
+#[test]
+fn a_child_shares_its_parents_records_up_to_the_branch_and_replays_alone() {
+    let dir = scratch("fork", "race");
+    let scenario = repo().join("scenarios/race-edit.toml");
+    let output = simtape()
+        .current_dir(&dir)
+        .arg("run")
+        .arg(&scenario)
+        .args(["--seed", "1", "--tape", "parent.tape"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    // Record 16 is the first fs read: the decisions before it are the parent's.
+    let shown = fork(
+        &dir,
+        &[
+            "parent.tape",
+            "--at",
+            "16",
+            "--seed",
+            "7",
+            "--tape",
+            "child.tape",
+        ],
+    );
+    assert!(shown.contains("fork: parent.tape at record 16"), "{shown}");
+    assert!(
+        shown.contains("kept 3 of the parent's 10 decisions"),
+        "{shown}"
+    );
+    let diff = diff_paths(
+        &dir.join("parent.tape"),
+        &dir.join("child.tape"),
+        Mode::Exact,
+    )
+    .unwrap();
+    let first = diff
+        .first
+        .expect("seed 7 draws other latencies after the branch");
+    assert!(first.index_a >= 16, "parted at {}: {shown}", first.index_a);
+    assert!(
+        shown.contains(&format!(
+            "the child parts from its parent at record {}",
+            first.index_a
+        )),
+        "{shown}"
+    );
+    let elsewhere = scratch("fork", "race-replay");
+    expect(
+        simtape()
+            .current_dir(&elsewhere)
+            .arg("replay")
+            .arg(dir.join("child.tape")),
+        0,
+        "byte-identical",
+    );
+    expect(
+        simtape()
+            .current_dir(&dir)
+            .args(["tape", "show", "child.tape", "--limit", "0"]),
+        0,
+        "at record 16 (its seed 1)",
+    );
+    // Twice, the same child.
+    fork(
+        &dir,
+        &[
+            "parent.tape",
+            "--at",
+            "16",
+            "--seed",
+            "7",
+            "--tape",
+            "again.tape",
+        ],
+    );
+    assert_eq!(
+        std::fs::read(dir.join("child.tape")).unwrap(),
+        std::fs::read(dir.join("again.tape")).unwrap()
+    );
+    // A fork of the fork: its decisions file is the whole chain, so `run --decisions` of
+    // that file at the last seed is the grandchild again, record for record.
+    fork(
+        &dir,
+        &[
+            "child.tape",
+            "--at",
+            "22",
+            "--seed",
+            "9",
+            "--tape",
+            "grandchild.tape",
+        ],
+    );
+    let output = simtape()
+        .current_dir(&dir)
+        .arg("run")
+        .arg(&scenario)
+        .args([
+            "--seed",
+            "9",
+            "--decisions",
+            "grandchild.decisions.json",
+            "--tape",
+            "straight.tape",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        text(&output)
+    );
+    let straight = diff_paths(
+        &dir.join("grandchild.tape"),
+        &dir.join("straight.tape"),
+        Mode::Exact,
+    )
+    .unwrap();
+    assert!(straight.equal, "{}", straight.render_text());
+}
+
+#[test]
+fn a_branch_point_past_the_end_or_a_prefix_is_refused() {
+    let dir = scratch("fork", "refused");
+    let output = simtape()
+        .current_dir(&dir)
+        .arg("run")
+        .arg(repo().join("scenarios/race-edit.toml"))
+        .args(["--seed", "2", "--tape", "t.tape"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    expect(
+        simtape()
+            .current_dir(&dir)
+            .args(["fork", "t.tape", "--at", "9999", "--seed", "1"]),
+        2,
+        "--at 9999: t.tape has no such record before its footer",
+    );
+    let whole = std::fs::read(dir.join("t.tape")).unwrap();
+    std::fs::write(dir.join("cut.tape"), &whole[..whole.len() / 2]).unwrap();
+    let output = simtape()
+        .current_dir(&dir)
+        .args(["fork", "cut.tape", "--at", "3", "--seed", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(output.status.code(), Some(1 | 2)),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn explain_names_the_decision_after_which_the_failure_is_certain() {
+    let dir = scratch("fork", "explain");
+    let output = simtape()
+        .current_dir(&dir)
+        .arg("run")
+        .arg(repo().join("scenarios/race-edit.toml"))
+        .args(["--seed", "1", "--tape", "t.tape"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let explain = || {
+        let output = run_ok(
+            simtape()
+                .current_dir(&dir)
+                .args(["explain", "t.tape", "--forks", "10"]),
+        );
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    let shown = explain();
+    // One line per point, each with its share of futures that fail the same way.
+    let points = shown.lines().filter(|l| l.starts_with("  record ")).count();
+    assert!(points >= 5, "{shown}");
+    let verdict = shown.lines().last().unwrap();
+    assert!(
+        verdict.starts_with("after record ") && verdict.contains("fs#"),
+        "an fs latency decides which edit is lost: {shown}"
+    );
+    assert!(
+        verdict.contains("futures fail the same way; before it,"),
+        "{shown}"
+    );
+    // The forks' seeds are fixed by the point: the same curve every time.
+    assert_eq!(explain(), shown);
+    let output = simtape()
+        .current_dir(&dir)
+        .arg("run")
+        .arg(repo().join("scenarios/race-edit.toml"))
+        .args(["--seed", "2", "--tape", "pass.tape"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    expect(
+        simtape().current_dir(&dir).args(["explain", "pass.tape"]),
+        2,
+        "nothing to explain: the run passed",
+    );
+}
