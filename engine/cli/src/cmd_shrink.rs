@@ -16,7 +16,7 @@ use simtape_eval::sweep::Reason;
 use crate::args::ShrinkArgs;
 use crate::common::files::{create_output_dir, read};
 use crate::common::inputs;
-use crate::common::rerun::{footer_verdict, reason, same_tape, Rerun, Stop, TapeOut};
+use crate::common::rerun::{footer_verdict, reason, records, same_tape, Rerun, Stop, TapeOut};
 use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
@@ -103,7 +103,15 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
     )?;
     let min_tape = out.join(MIN_TAPE);
     let minimal = minimal(&rerun, &shrunk, &decisions_path, &min_tape, &start.reason)?;
-    let explained = explain(&rerun, &shrunk, &min_tape, &out)?;
+    let mut explained = explain(&rerun, &shrunk, &min_tape, &out)?;
+    let records = records(&min_tape)?;
+    for item in &mut explained {
+        item.at = item
+            .decision
+            .record
+            .and_then(|ordinal| records.get(ordinal as usize))
+            .map(|record| format!(", at record {} ({record})", record.index));
+    }
     print_shrunk(&Printed {
         args,
         eval: &eval,
@@ -204,6 +212,8 @@ struct Explained {
     instead: String,
     /// Where that run parts from the minimal run, when it does.
     parts: Option<String>,
+    /// Where the minimal run took the decision, when an actor drew it.
+    at: Option<String>,
 }
 
 /// For each decision that matters: the run without it (at its simplest), and the first record
@@ -249,6 +259,7 @@ fn explain(
             decision: decision.clone(),
             instead,
             parts,
+            at: None,
         });
     }
     let _ = std::fs::remove_file(&without);
@@ -295,7 +306,8 @@ fn print_shrunk(p: &Printed<'_>) {
             .decision
             .draw
             .map_or(String::new(), |d| d.reads(item.decision.value));
-        println!("  {}: {draw}", item.decision.name);
+        let at = item.at.as_deref().unwrap_or("");
+        println!("  {}: {draw}{at}", item.decision.name);
         match &item.parts {
             Some(parts) => println!("    without it, {}, {parts}", item.instead),
             None => println!("    without it, {}", item.instead),

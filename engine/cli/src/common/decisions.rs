@@ -75,14 +75,15 @@ pub(crate) fn load(path: &Path, scenario_digest: &str) -> Result<Loaded, CliErro
         let object = item
             .as_object()
             .ok_or_else(|| usage(&format!("{prefix}[{index}]"), "expected {name, value}"))?;
-        // `kind` is what a written-out list says each value meant; an override is bits only.
+        // `kind` and `record` say what a written-out value meant and where the run took it;
+        // an override is bits only.
         if let Some(key) = object
             .keys()
-            .find(|key| !["name", "value", "kind"].contains(&key.as_str()))
+            .find(|key| !["name", "value", "kind", "record"].contains(&key.as_str()))
         {
             return Err(usage(
                 &field(key),
-                "unknown field (expected name, value, kind)",
+                "unknown field (expected name, value, kind, record)",
             ));
         }
         let name = object

@@ -25,6 +25,17 @@ pub(crate) fn scratch(area: &str, name: &str) -> PathBuf {
     dir
 }
 
+/// Runs `simtape run SCENARIO --seed SEED --tape TAPE` in `dir` (`tape` relative to it).
+pub(crate) fn run_seed(dir: &Path, scenario: &Path, seed: u64, tape: &str) -> Output {
+    simtape()
+        .current_dir(dir)
+        .arg("run")
+        .arg(scenario)
+        .args(["--seed", &seed.to_string(), "--tape", tape])
+        .output()
+        .unwrap()
+}
+
 /// Reads a JSON file.
 pub(crate) fn load_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use simtape::oracle::{diff_paths, Mode};
 
-use crate::common::{expect, repo, run_ok, scratch, simtape, text};
+use crate::common::{expect, repo, run_ok, run_seed, scratch, simtape, text};
 
 fn fork(dir: &Path, args: &[&str]) -> String {
     let output = run_ok(simtape().current_dir(dir).arg("fork").args(args));
@@ -17,13 +17,7 @@ fn fork(dir: &Path, args: &[&str]) -> String {
 fn a_child_shares_its_parents_records_up_to_the_branch_and_replays_alone() {
     let dir = scratch("fork", "race");
     let scenario = repo().join("scenarios/race-edit.toml");
-    let output = simtape()
-        .current_dir(&dir)
-        .arg("run")
-        .arg(&scenario)
-        .args(["--seed", "1", "--tape", "parent.tape"])
-        .output()
-        .unwrap();
+    let output = run_seed(&dir, &scenario, 1, "parent.tape");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     // Record 16 is the first fs read: the decisions before it are the parent's.
     let shown = fork(
@@ -138,13 +132,7 @@ fn a_child_shares_its_parents_records_up_to_the_branch_and_replays_alone() {
 #[test]
 fn a_branch_point_past_the_end_or_a_prefix_is_refused() {
     let dir = scratch("fork", "refused");
-    let output = simtape()
-        .current_dir(&dir)
-        .arg("run")
-        .arg(repo().join("scenarios/race-edit.toml"))
-        .args(["--seed", "2", "--tape", "t.tape"])
-        .output()
-        .unwrap();
+    let output = run_seed(&dir, &repo().join("scenarios/race-edit.toml"), 2, "t.tape");
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     expect(
         simtape()
@@ -170,13 +158,7 @@ fn a_branch_point_past_the_end_or_a_prefix_is_refused() {
 #[test]
 fn explain_names_the_decision_after_which_the_failure_is_certain() {
     let dir = scratch("fork", "explain");
-    let output = simtape()
-        .current_dir(&dir)
-        .arg("run")
-        .arg(repo().join("scenarios/race-edit.toml"))
-        .args(["--seed", "1", "--tape", "t.tape"])
-        .output()
-        .unwrap();
+    let output = run_seed(&dir, &repo().join("scenarios/race-edit.toml"), 1, "t.tape");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let explain = || {
         let output = run_ok(
@@ -201,13 +183,12 @@ fn explain_names_the_decision_after_which_the_failure_is_certain() {
     );
     // The forks' seeds are fixed by the point: the same curve every time.
     assert_eq!(explain(), shown);
-    let output = simtape()
-        .current_dir(&dir)
-        .arg("run")
-        .arg(repo().join("scenarios/race-edit.toml"))
-        .args(["--seed", "2", "--tape", "pass.tape"])
-        .output()
-        .unwrap();
+    let output = run_seed(
+        &dir,
+        &repo().join("scenarios/race-edit.toml"),
+        2,
+        "pass.tape",
+    );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     expect(
         simtape().current_dir(&dir).args(["explain", "pass.tape"]),

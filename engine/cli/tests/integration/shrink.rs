@@ -7,18 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::{check_doc_block, expect, files, load_json, repo, scratch, simtape, text};
-
-/// Runs `scenario` at `seed` in `dir`, writing `tape` (relative to `dir`).
-fn run_seed(dir: &Path, scenario: &Path, seed: u64, tape: &str) -> Output {
-    simtape()
-        .current_dir(dir)
-        .arg("run")
-        .arg(scenario)
-        .args(["--seed", &seed.to_string(), "--tape", tape])
-        .output()
-        .unwrap()
-}
+use crate::common::{
+    check_doc_block, expect, files, load_json, repo, run_seed, scratch, simtape, text,
+};
 
 /// [`run_seed`] of a seed that must fail (exit 1) or stop in error (exit 3).
 fn failing_run(dir: &Path, scenario: &Path, seed: u64, tape: &str) {
