@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use std::time::{Duration, Instant};
 
-use crate::clients::{claude, codex, opencode};
+use crate::clients::{claude, codex, gemini_cli, opencode};
 use crate::common::{repo, scratch, simtape, text};
 
 /// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
@@ -525,28 +525,50 @@ fn run_twice(label: &str, scenario: &Path, program: &Path, held: &str, logged: &
     let dir = scratch("agents", label);
     let mut tapes = Vec::new();
     for run in 0..2 {
-        let tape = dir.join(format!("run-{run}.tape"));
-        let evidence = dir.join(format!("evidence-{run}"));
-        let output = simtape()
-            .args(["run", "--tape"])
-            .arg(&tape)
-            .arg("--evidence")
-            .arg(&evidence)
-            .arg("--agent-bin")
-            .arg(program)
-            .arg(scenario)
-            .output()
-            .unwrap();
-        let shown = text(&output);
-        assert_eq!(output.status.code(), Some(0), "{shown}");
-        assert!(shown.contains(&format!("verify held   {held}")), "{shown}");
-        let log = std::fs::read_to_string(evidence.join("session.ndjson")).unwrap();
+        let ran = run_agent(&dir, run, scenario, program);
+        assert!(
+            ran.shown.contains(&format!("verify held   {held}")),
+            "{}",
+            ran.shown
+        );
+        let log = std::fs::read_to_string(ran.evidence.join("session.ndjson")).unwrap();
         for wanted in logged {
             assert!(log.contains(wanted), "{wanted} in {log}");
         }
-        tapes.push(std::fs::read(&tape).unwrap());
+        tapes.push(ran.tape);
     }
     assert!(tapes[0] == tapes[1], "{label}: the tapes differ");
+}
+
+/// One passing `simtape run` of an agent scenario: what it printed, its evidence directory
+/// and its tape.
+struct AgentRun {
+    shown: String,
+    evidence: PathBuf,
+    tape: Vec<u8>,
+}
+
+/// Runs `scenario` with `program` as run number `run` in `dir`; checks it exits 0.
+fn run_agent(dir: &Path, run: usize, scenario: &Path, program: &Path) -> AgentRun {
+    let tape = dir.join(format!("run-{run}.tape"));
+    let evidence = dir.join(format!("evidence-{run}"));
+    let output = simtape()
+        .args(["run", "--tape"])
+        .arg(&tape)
+        .arg("--evidence")
+        .arg(&evidence)
+        .arg("--agent-bin")
+        .arg(program)
+        .arg(scenario)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    AgentRun {
+        shown,
+        evidence,
+        tape: std::fs::read(&tape).unwrap(),
+    }
 }
 
 #[test]
@@ -570,6 +592,38 @@ fn opencode_runs_as_a_scenario_agent() {
     };
     let logged = ["\"name\":\"write\"", "Wrote file successfully."];
     run_example_twice("opencode", &opencode, "fs hello.txt", &logged);
+}
+
+#[test]
+fn gemini_cli_runs_as_a_scenario_agent_through_its_own_retry() {
+    // Gemini CLI (npm @google/gemini-cli) as the agent program of examples/agents/gemini-cli,
+    // pointed at simtape's Gemini API endpoint: it retries the seeded 429 (Google's
+    // RESOURCE_EXHAUSTED) on its own, the summary counts that retry from the tape, it writes
+    // hello.txt with its write_file tool and answers; three runs, one tape.
+    let Some(gemini) = gemini_cli() else {
+        return;
+    };
+    let scenario = repo().join("examples/agents/gemini-cli/scenario.toml");
+    let dir = scratch("agents", "gemini-cli");
+    let mut tapes = std::collections::BTreeSet::new();
+    for run in 0..3 {
+        let ran = run_agent(&dir, run, &scenario, &gemini);
+        let shown = &ran.shown;
+        assert!(shown.contains("verify held   fs hello.txt"), "{shown}");
+        assert!(
+            shown.contains("agent: 2 turn(s), 1 tool call(s), 1 retr(ies)"),
+            "the 429 and its retry are on the tape: {shown}"
+        );
+        let log = std::fs::read_to_string(ran.evidence.join("session.ndjson")).unwrap();
+        assert!(log.contains("\"name\":\"write_file\""), "{log}");
+        let stderr = std::fs::read_to_string(ran.evidence.join("agent.stderr")).unwrap();
+        assert!(
+            stderr.contains("Resource has been exhausted"),
+            "Gemini CLI read Google's 429: {stderr}"
+        );
+        tapes.insert(ran.tape);
+    }
+    assert_eq!(tapes.len(), 1, "three runs, one tape");
 }
 
 /// Runs `program` twice on the ticket-tracker world of `engine/cli/tests/data/serve-mcp/FILE`:
