@@ -599,14 +599,14 @@ fn gemini_cli_runs_as_a_scenario_agent_through_its_own_retry() {
     // Gemini CLI (npm @google/gemini-cli) as the agent program of examples/agents/gemini-cli,
     // pointed at simtape's Gemini API endpoint: it retries the seeded 429 (Google's
     // RESOURCE_EXHAUSTED) on its own, the summary counts that retry from the tape, it writes
-    // hello.txt with its write_file tool and answers; three runs, one tape.
+    // hello.txt with its write_file tool and answers; ten runs, one tape.
     let Some(gemini) = gemini_cli() else {
         return;
     };
     let scenario = repo().join("examples/agents/gemini-cli/scenario.toml");
     let dir = scratch("agents", "gemini-cli");
     let mut tapes = std::collections::BTreeSet::new();
-    for run in 0..3 {
+    for run in 0..10 {
         let ran = run_agent(&dir, run, &scenario, &gemini);
         let shown = &ran.shown;
         assert!(shown.contains("verify held   fs hello.txt"), "{shown}");
@@ -623,7 +623,7 @@ fn gemini_cli_runs_as_a_scenario_agent_through_its_own_retry() {
         );
         tapes.insert(ran.tape);
     }
-    assert_eq!(tapes.len(), 1, "three runs, one tape");
+    assert_eq!(tapes.len(), 1, "ten runs, one tape");
 }
 
 /// Runs `program` twice on the ticket-tracker world of `engine/cli/tests/data/serve-mcp/FILE`:
