@@ -646,6 +646,16 @@ fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
 }
 
 #[test]
+fn gemini_cli_works_an_mcp_world_as_a_scenario_agent() {
+    // The adapter names the server in Gemini CLI's settings; it offers the server's tools as
+    // `mcp_tickets_TOOL` and gets past the world's 429 on close.
+    let Some(gemini) = gemini_cli() else {
+        return;
+    };
+    work_the_ticket_world("gemini-cli.toml", &gemini, "mcp_tickets_close_ticket");
+}
+
+#[test]
 fn codex_works_an_mcp_world_as_a_scenario_agent() {
     // The adapter names the server in Codex's config; Codex offers its tools as a Responses
     // namespace, which simtape flattens to the names Claude Code uses (the same fixture), and
