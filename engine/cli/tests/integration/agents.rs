@@ -526,6 +526,7 @@ fn run_twice(label: &str, scenario: &Path, program: &Path, held: &str, logged: &
     let mut tapes = Vec::new();
     for run in 0..2 {
         let ran = run_agent(&dir, run, scenario, program);
+        assert_eq!(ran.code, Some(0), "{}", ran.shown);
         assert!(
             ran.shown.contains(&format!("verify held   {held}")),
             "{}",
@@ -540,15 +541,16 @@ fn run_twice(label: &str, scenario: &Path, program: &Path, held: &str, logged: &
     assert!(tapes[0] == tapes[1], "{label}: the tapes differ");
 }
 
-/// One passing `simtape run` of an agent scenario: what it printed, its evidence directory
-/// and its tape.
+/// One `simtape run` of an agent scenario: its exit code, what it printed, its evidence
+/// directory and its tape.
 struct AgentRun {
+    code: Option<i32>,
     shown: String,
     evidence: PathBuf,
     tape: Vec<u8>,
 }
 
-/// Runs `scenario` with `program` as run number `run` in `dir`; checks it exits 0.
+/// Runs `scenario` with `program` as run number `run` in `dir`.
 fn run_agent(dir: &Path, run: usize, scenario: &Path, program: &Path) -> AgentRun {
     let tape = dir.join(format!("run-{run}.tape"));
     let evidence = dir.join(format!("evidence-{run}"));
@@ -562,10 +564,9 @@ fn run_agent(dir: &Path, run: usize, scenario: &Path, program: &Path) -> AgentRu
         .arg(scenario)
         .output()
         .unwrap();
-    let shown = text(&output);
-    assert_eq!(output.status.code(), Some(0), "{shown}");
     AgentRun {
-        shown,
+        code: output.status.code(),
+        shown: text(&output),
         evidence,
         tape: std::fs::read(&tape).unwrap(),
     }
@@ -609,6 +610,7 @@ fn gemini_cli_runs_as_a_scenario_agent_through_its_own_retry() {
     for run in 0..10 {
         let ran = run_agent(&dir, run, &scenario, &gemini);
         let shown = &ran.shown;
+        assert_eq!(ran.code, Some(0), "{shown}");
         assert!(shown.contains("verify held   fs hello.txt"), "{shown}");
         assert!(
             shown.contains("agent: 2 turn(s), 1 tool call(s), 1 retr(ies)"),
@@ -643,6 +645,23 @@ fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
         return;
     };
     work_the_ticket_world("scenario.toml", &claude, "mcp__tickets__close_ticket");
+}
+
+#[test]
+fn gemini_cli_does_not_retry_a_stream_cut_mid_body() {
+    // Measured behaviour, for docs/agents.md: Gemini CLI's first streamed call is cut after
+    // one event, the connection closed mid-body; it does not retry it, exits 1 naming the
+    // dropped socket, and the run FAILs.
+    let Some(gemini) = gemini_cli() else {
+        return;
+    };
+    let scenario = repo().join("engine/cli/tests/data/gemini-cli-cut/scenario.toml");
+    let ran = run_agent(&scratch("agents", "gemini-cli-cut"), 0, &scenario, &gemini);
+    let shown = &ran.shown;
+    assert_eq!(ran.code, Some(1), "{shown}");
+    assert!(shown.contains("the agent exited with status 1"), "{shown}");
+    let stderr = std::fs::read_to_string(ran.evidence.join("agent.stderr")).unwrap();
+    assert!(stderr.contains("TypeError: terminated"), "{stderr}");
 }
 
 #[test]
