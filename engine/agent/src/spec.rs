@@ -101,16 +101,19 @@ pub enum AdapterKind {
     Codex,
     /// OpenCode (`opencode run --format json …`).
     Opencode,
+    /// Gemini CLI (`gemini -p … --output-format stream-json`).
+    GeminiCli,
     /// Any program: the task goes in `SIMTAPE_TASK`, its stdout lines are its messages.
     Generic,
 }
 
 impl AdapterKind {
     /// Every adapter with its name in scenario files.
-    pub const ALL: [(&'static str, AdapterKind); 4] = [
+    pub const ALL: [(&'static str, AdapterKind); 5] = [
         ("claude-code", AdapterKind::ClaudeCode),
         ("codex", AdapterKind::Codex),
         ("opencode", AdapterKind::Opencode),
+        ("gemini-cli", AdapterKind::GeminiCli),
         ("generic", AdapterKind::Generic),
     ];
 

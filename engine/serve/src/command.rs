@@ -482,6 +482,7 @@ impl ProgramRun<'_> {
                 args: &launch.args,
                 env,
                 files,
+                config_files: &launch.files,
             })
             .await;
         let (stdout, stderr) = match started_in {

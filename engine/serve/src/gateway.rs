@@ -352,27 +352,74 @@ async fn judge_connects(host: &Host, seen: &SandboxSeen) -> Option<simtape::cap:
 
 /// The endpoints, by method and path.
 enum Endpoint {
-    Model(Provider),
-    CountTokens,
+    /// A model call in a provider's wire format.
+    Model(Provider, PathCall),
+    /// A token count, in the shape of the provider whose path it is.
+    CountTokens(Provider),
+    /// The model list, in a shape every SDK reads.
     Models,
+    /// One model by name (`GET /v1beta/models/NAME`, `GET /v1/models/NAME`).
+    ModelInfo(String),
+}
+
+/// What a model call's URL says: Gemini names the model and whether to stream in its path
+/// (`models/M:streamGenerateContent`); the other formats say both in the body.
+#[derive(Default)]
+struct PathCall {
+    model: Option<String>,
+    stream: bool,
 }
 
 fn endpoint(method: &str, path: &str) -> Option<Endpoint> {
     let path = path.trim_end_matches('/');
+    let model = |provider| Some(Endpoint::Model(provider, PathCall::default()));
     match (method, path) {
-        ("POST", "/v1/messages") => Some(Endpoint::Model(Provider::AnthropicMessages)),
-        ("POST", "/v1/chat/completions") => Some(Endpoint::Model(Provider::OpenAiChat)),
-        ("POST", "/v1/responses") => Some(Endpoint::Model(Provider::OpenAiResponses)),
-        ("POST", "/v1/messages/count_tokens") => Some(Endpoint::CountTokens),
-        ("GET", "/v1/models") => Some(Endpoint::Models),
+        ("POST", "/v1/messages") => model(Provider::AnthropicMessages),
+        ("POST", "/v1/chat/completions") => model(Provider::OpenAiChat),
+        ("POST", "/v1/responses") => model(Provider::OpenAiResponses),
+        ("POST", "/v1/messages/count_tokens") => {
+            Some(Endpoint::CountTokens(Provider::AnthropicMessages))
+        }
+        _ => models_endpoint(method, path),
+    }
+}
+
+/// Routes `/v1/models`, and Google's `/v1beta/models` and `/v1alpha/models` (its SDKs take
+/// any of the three API versions): the list and a model (`GET`), or a model's method (`POST
+/// models/M:METHOD`, Gemini's).
+fn models_endpoint(method: &str, path: &str) -> Option<Endpoint> {
+    let rest = ["/v1/models", "/v1beta/models", "/v1alpha/models"]
+        .iter()
+        .find_map(|prefix| path.strip_prefix(prefix))?;
+    if rest.is_empty() {
+        return (method == "GET").then_some(Endpoint::Models);
+    }
+    let name = rest.strip_prefix('/').filter(|name| !name.contains('/'))?;
+    let Some((model, verb)) = name.split_once(':') else {
+        return (method == "GET").then(|| Endpoint::ModelInfo(name.to_owned()));
+    };
+    let call = |stream| {
+        let path_call = PathCall {
+            model: Some(model.to_owned()),
+            stream,
+        };
+        Some(Endpoint::Model(Provider::GeminiGenerateContent, path_call))
+    };
+    match (method, verb) {
+        ("POST", "generateContent") => call(false),
+        ("POST", "streamGenerateContent") => call(true),
+        ("POST", "countTokens") => Some(Endpoint::CountTokens(Provider::GeminiGenerateContent)),
         _ => None,
     }
 }
 
-/// The provider whose error shape a path's caller expects.
+/// The provider whose error shape a path's caller expects: Google's under its API versions
+/// and for any `models/M:METHOD`.
 fn error_shape(path: &str) -> Provider {
     if path.starts_with("/v1/messages") {
         Provider::AnthropicMessages
+    } else if path.starts_with("/v1beta/") || path.starts_with("/v1alpha/") || path.contains(':') {
+        Provider::GeminiGenerateContent
     } else {
         Provider::OpenAiChat
     }
@@ -391,8 +438,8 @@ async fn answer(
     }
     let endpoint = endpoint(&request.method, &request.path);
     let turn = match (&endpoint, budget) {
-        (Some(Endpoint::Model(_)), Some(budget)) if !budget.take() => return None,
-        (Some(Endpoint::Model(_)), Some(budget)) => Some(budget),
+        (Some(Endpoint::Model(..)), Some(budget)) if !budget.take() => return None,
+        (Some(Endpoint::Model(..)), Some(budget)) => Some(budget),
         _ => None,
     };
     let response = answer_model(host, request, outcome, endpoint).await;
@@ -417,30 +464,35 @@ async fn answer_model(
     };
     let Some(endpoint) = endpoint else {
         let message = format!(
-            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages/count_tokens, GET /v1/models, POST /mcp/NAME)",
+            "simtape serve has no endpoint {} {} (it serves POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages/count_tokens, GET /v1/models, POST /v1beta/models/MODEL:generateContent, :streamGenerateContent, :countTokens, GET /v1beta/models, POST /mcp/NAME)",
             request.method, request.path
         );
         return error(404, &message);
     };
     let body = match endpoint {
-        Endpoint::Models => return models(request.id, host),
+        Endpoint::Models => return json_response(request.id, 200, &models(host)),
+        Endpoint::ModelInfo(name) => return json_response(request.id, 200, &model(host, &name)),
         _ => match serde_json::from_str::<Value>(&request.body) {
             Ok(body) => body,
             Err(e) => return error(400, &format!("the request body is not JSON: {e}")),
         },
     };
-    let provider = match endpoint {
-        Endpoint::Model(provider) => provider,
-        Endpoint::CountTokens => return count_tokens(request.id, &body),
-        Endpoint::Models => unreachable!("answered above"),
+    let (provider, path_call) = match endpoint {
+        Endpoint::Model(provider, path_call) => (provider, path_call),
+        Endpoint::CountTokens(provider) => return count_tokens(request.id, &body, provider),
+        Endpoint::Models | Endpoint::ModelInfo(_) => unreachable!("answered above"),
     };
-    let served = match provider.parse_request(&body) {
+    let mut served = match provider.parse_request(&body) {
         Ok(served) => served,
         Err(shape) => {
             let message = format!("expected {}, found {}", shape.expected, shape.found);
             return error(400, &message);
         }
     };
+    if let Some(model) = path_call.model {
+        served.request.model = model;
+        served.stream = path_call.stream;
+    }
     let reply = host.llm().complete_with_reply(served.request.clone()).await;
     match reply.result {
         Ok(answer) => {
@@ -449,6 +501,7 @@ async fn answer_model(
                 Provider::AnthropicMessages => format!("msg_simtape_{:06}", request.id),
                 Provider::OpenAiChat => format!("chatcmpl-simtape-{:06}", request.id),
                 Provider::OpenAiResponses => format!("resp_simtape_{:06}", request.id),
+                Provider::GeminiGenerateContent => format!("simtape-{:06}", request.id),
             };
             let created_unix_s = (host.start_unix_ns() + host.now_ns() as i64) / 1_000_000_000;
             // A stream fault breaks a stream; an answer that is not streamed arrives whole.
@@ -473,17 +526,15 @@ async fn answer_model(
             retry_after_ms,
         }) => {
             outcome.borrow_mut().model_faults += 1;
-            let mut response = error(status, &message);
-            if let Some(ms) = retry_after_ms {
-                // Providers send whole seconds (rounded up) and, some, milliseconds.
-                response
-                    .headers
-                    .push(("retry-after".into(), ms.div_ceil(1000).to_string()));
-                response
-                    .headers
-                    .push(("retry-after-ms".into(), ms.to_string()));
+            let mut body = provider.error_body(status, &message);
+            let headers = match retry_after_ms {
+                Some(ms) => provider.retry_after(&mut body, ms),
+                None => Vec::new(),
+            };
+            HttpResponse {
+                headers,
+                ..json_response(request.id, status, &body)
             }
-            response
         }
         Err(LlmError::Unmatched { digest, .. }) => {
             let mut outcome = outcome.borrow_mut();
@@ -539,24 +590,43 @@ async fn broken_stream(
     }
 }
 
-/// The model list: one simulated model, in a shape both SDKs read (`data[].id`).
-fn models(id: u64, host: &Host) -> HttpResponse {
-    let created = host.start_unix_ns() / 1_000_000_000;
-    let created_at = simtape::time::format_instant(host.start_unix_ns());
-    let body = json!({
+/// The model list: one simulated model, `simtape`, in a shape every SDK reads: `data[].id`
+/// (OpenAI's and Anthropic's SDKs) beside `models[].name` (Google's, which asks at
+/// `/v1/models` too).
+fn models(host: &Host) -> Value {
+    json!({
         "object": "list",
-        "data": [{"id": "simtape", "object": "model", "type": "model",
-                  "display_name": "simtape", "created": created,
-                  "created_at": created_at, "owned_by": "simtape"}],
+        "data": [model(host, "simtape")],
         "has_more": false, "first_id": "simtape", "last_id": "simtape",
-    });
-    json_response(id, 200, &body)
+        "models": [model(host, "simtape")],
+    })
 }
 
-/// A token count of the request: a quarter of its JSON's bytes, as a deterministic estimate.
-fn count_tokens(id: u64, body: &Value) -> HttpResponse {
-    let bytes = body.to_string().len() as u64;
-    json_response(id, 200, &json!({"input_tokens": bytes.div_ceil(4)}))
+/// A model, in the fields of all three providers' model objects. Every name is served (the
+/// fixtures answer whatever model an agent asks for), so an agent configured with a real
+/// model's name finds it.
+fn model(host: &Host, name: &str) -> Value {
+    let created = host.start_unix_ns() / 1_000_000_000;
+    let created_at = simtape::time::format_instant(host.start_unix_ns());
+    json!({
+        "id": name, "object": "model", "type": "model", "display_name": name,
+        "created": created, "created_at": created_at, "owned_by": "simtape",
+        "name": format!("models/{name}"), "version": "simtape", "displayName": name,
+        "description": "simtape's simulated model",
+        "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
+        "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
+    })
+}
+
+/// A token count of the request, in the provider's shape: a quarter of its JSON's bytes, as a
+/// deterministic estimate.
+fn count_tokens(id: u64, body: &Value, provider: Provider) -> HttpResponse {
+    let tokens = (body.to_string().len() as u64).div_ceil(4);
+    let body = match provider {
+        Provider::GeminiGenerateContent => json!({"totalTokens": tokens}),
+        _ => json!({"input_tokens": tokens}),
+    };
+    json_response(id, 200, &body)
 }
 
 #[cfg(test)]

@@ -124,7 +124,7 @@ pub struct ServeSandbox {
 pub struct Endpoints {
     /// The address the server listens on.
     pub addr: SocketAddr,
-    /// The variables an agent needs: base URLs of both providers and dummy keys.
+    /// The variables an agent needs: base URLs of the providers and dummy keys.
     pub env: Vec<(String, String)>,
 }
 
@@ -138,6 +138,8 @@ impl Endpoints {
                 ("ANTHROPIC_API_KEY".into(), DUMMY_API_KEY.into()),
                 ("OPENAI_BASE_URL".into(), format!("{base}/v1")),
                 ("OPENAI_API_KEY".into(), DUMMY_API_KEY.into()),
+                ("GOOGLE_GEMINI_BASE_URL".into(), base.clone()),
+                ("GEMINI_API_KEY".into(), DUMMY_API_KEY.into()),
                 ("SIMTAPE_SERVE_URL".into(), base),
             ],
         }

@@ -53,6 +53,8 @@ pub(crate) struct Launch<'a> {
     pub env: Vec<(String, String)>,
     /// A `[harness]` session's files, laid out over the project before it starts.
     pub files: Option<&'a [FileChange]>,
+    /// The adapter's config files (in its HOME), written before it starts.
+    pub config_files: &'a [(PathBuf, String)],
 }
 
 /// Where the processes of one run go.
@@ -359,6 +361,16 @@ impl HostPlace {
         if let Some(files) = launch.files {
             self.workdir.mirror(files).map_err(ServeError::Workdir)?;
         }
+        for (path, text) in launch.config_files {
+            let failed = |source| {
+                let path = path.clone();
+                ServeError::Workdir(WorkdirError::Io { path, source })
+            };
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(failed)?;
+            }
+            std::fs::write(path, text).map_err(failed)?;
+        }
         let mut env = self.sight.env.clone();
         env.extend(launch.env);
         let mut process = AgentProcess::start(&Spawn {
@@ -445,6 +457,11 @@ impl SandboxPlace {
         sandbox
             .put(&config_path.display().to_string(), config.as_bytes())
             .map_err(|source| staged(config_path, source))?;
+        for (path, text) in launch.config_files {
+            sandbox
+                .put(&path.display().to_string(), text.as_bytes())
+                .map_err(|source| staged(path.clone(), source))?;
+        }
         if let Some(start) = self.clock_start {
             let host = sandbox.host_path(&clock_path.display().to_string());
             let (clock, _) = new_clock(&host, &clock_path, start)?;

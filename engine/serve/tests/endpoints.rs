@@ -38,12 +38,13 @@ fn options(
     }
 }
 
-#[test]
-fn bad_requests_get_the_providers_error_shapes_and_an_unmatched_one_ends_in_error() {
-    // Goal: 404 for an unknown endpoint, 400 naming the problem for bad JSON and a wrong
-    // shape, 200 for the models and a matched call, 400 with the digest for an unmatched
-    // call, and the run's verdict names that digest.
-    let dir = std::env::temp_dir().join(format!("simtape-serve-endpoints-{}", std::process::id()));
+/// Serves the endpoints scenario (seed 0) to the standard-library `script` from tests/data;
+/// returns what it wrote (per request, its status and body) and the gateway's outcome.
+fn probe(script: &str) -> (Value, simtape_serve::GatewayOutcome) {
+    let dir = std::env::temp_dir().join(format!(
+        "simtape-serve-endpoints-{script}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("probe.json");
     let eval = EvalScenario::load(&data("endpoints.toml")).unwrap();
@@ -52,13 +53,23 @@ fn bad_requests_get_the_providers_error_shapes_and_an_unmatched_one_ends_in_erro
     let probe = options(
         "127.0.0.1:0",
         "python3",
-        vec![data("probe.py").display().to_string()],
+        vec![data(script).display().to_string()],
         vec![("PROBE_OUT".into(), out.display().to_string())],
     );
     let (_stop, stop) = smol::channel::bounded(1);
     let session = simtape_serve::serve(&mut builder, probe, stop, |_| {}).unwrap();
     let report = session.report.unwrap();
-    let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let results = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (results, report.output)
+}
+
+#[test]
+fn bad_requests_get_the_providers_error_shapes_and_an_unmatched_one_ends_in_error() {
+    // Goal: 404 for an unknown endpoint, 400 naming the problem for bad JSON and a wrong
+    // shape, 200 for the models and a matched call, 400 with the digest for an unmatched
+    // call, and the run's verdict names that digest.
+    let (results, output) = probe("probe.py");
     let status = |name: &str| results[name][0].as_u64().unwrap();
     let body = |name: &str| results[name][1].as_str().unwrap().to_string();
     assert_eq!(status("unknown"), 404);
@@ -81,13 +92,69 @@ fn bad_requests_get_the_providers_error_shapes_and_an_unmatched_one_ends_in_erro
     assert_eq!(status("unmatched"), 400);
     let unmatched = body("unmatched");
     let digest = unmatched.split("sha256:").nth(1).unwrap()[..64].to_string();
-    assert_eq!(report.output.requests, 6);
-    assert_eq!(report.output.model_calls, 1);
+    assert_eq!(output.requests, 6);
+    assert_eq!(output.model_calls, 1);
     assert_eq!(
-        report.output.verdict(),
+        output.verdict(),
         format!("error: unmatched model request sha256:{digest}")
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn gemini_paths_answer_in_googles_shapes_and_an_unmatched_call_ends_in_error() {
+    // Goal: under Google's paths an unknown method or path is Google's 404 JSON
+    // (`NOT_FOUND`), bad bodies are 400 `INVALID_ARGUMENT` naming the problem, the model list,
+    // a model, a token count and a matched call are 200 in Google's shapes, and an unmatched
+    // call is Google's error shape with the digest and a hint, the run ERROR.
+    let (results, output) = probe("gemini_probe.py");
+    let status = |name: &str| results[name][0].as_u64().unwrap();
+    let body =
+        |name: &str| -> Value { serde_json::from_str(results[name][1].as_str().unwrap()).unwrap() };
+    for (name, code, google) in [
+        ("unknown_method", 404, "NOT_FOUND"),
+        ("unknown_path", 404, "NOT_FOUND"),
+        ("not_json", 400, "INVALID_ARGUMENT"),
+        ("wrong_shape", 400, "INVALID_ARGUMENT"),
+        ("unmatched", 400, "INVALID_ARGUMENT"),
+    ] {
+        assert_eq!(status(name), code, "{name}");
+        let error = &body(name)["error"];
+        assert_eq!(error["code"], code, "{name}: {error}");
+        assert_eq!(error["status"], google, "{name}: {error}");
+    }
+    assert!(body("unknown_method")["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(":embedContent"));
+    assert!(body("wrong_shape")["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("an array at contents"));
+    assert_eq!(body("models")["models"][0]["name"], "models/simtape");
+    assert_eq!(body("model")["name"], "models/gemini-2.5-flash");
+    assert!(body("count")["totalTokens"].as_u64().unwrap() > 0);
+    let hello = body("hello");
+    assert_eq!(status("hello"), 200);
+    assert_eq!(hello["candidates"][0]["content"]["parts"][0]["text"], "Hi.");
+    assert_eq!(hello["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(
+        hello["modelVersion"], "gemini-2.5-flash",
+        "the model of the path"
+    );
+    let unmatched = body("unmatched")["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        unmatched.contains("docs/llm-fixtures.md"),
+        "a hint: {unmatched}"
+    );
+    let digest = unmatched.split("sha256:").nth(1).unwrap()[..64].to_string();
+    assert_eq!(output.model_calls, 1);
+    assert_eq!(
+        output.verdict(),
+        format!("error: unmatched model request sha256:{digest}")
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Real agents on the official Python SDKs (PyPI `openai` on Chat Completions and on
-//! Responses, `anthropic` on Messages) under `serve`: each passes, two runs of a seed give
-//! the same tape bytes, and the tape replays without them.
+//! Responses, `anthropic` on Messages, `google-genai` on the Gemini API) under `serve`: each
+//! passes, two runs of a seed give the same tape bytes, and the tape replays without them.
 //!
 //! The SDKs come from `engine/serve/tests/peers/requirements.txt`; `.ci/run` installs them
 //! into a venv and names its python in SIMTAPE_SERVE_PYTHON. Without it these tests print a
@@ -106,6 +106,67 @@ fn an_anthropic_sdk_agent_runs_unchanged_and_deterministically() {
     // Goal: the official anthropic SDK (a plain call, then messages.stream) parses simtape's
     // Messages answers and event stream as a provider's; the tape is byte-stable and replays.
     check_agent("anthropic_agent.py");
+}
+
+#[test]
+fn a_google_genai_sdk_agent_runs_unchanged_and_deterministically() {
+    // Goal: Google's official google-genai SDK (a function-calling loop: a plain
+    // generate_content answered with a thought part and a functionCall, then a streamed one
+    // with the functionResponse) parses simtape's Gemini answers and event stream as Google's,
+    // from the fixture the other three SDK agents use; the tape is byte-stable and replays.
+    check_agent("gemini_agent.py");
+}
+
+#[test]
+fn a_google_genai_sdk_agent_retries_a_seeded_429_with_one_tape_over_ten_runs() {
+    // Goal: the google-genai agent's first call meets a seeded 429 in Google's error shape
+    // (RESOURCE_EXHAUSTED, a RetryInfo delay); the SDK retries it on its own and the agent
+    // passes; the tape shows the LLM actor's 429 reply, then the retried request answered;
+    // ten runs of seed 0 write one sha256.
+    let Some(python) = python() else { return };
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gemini-429/scenario.toml");
+    let dir = std::env::temp_dir().join(format!("simtape-serve-gemini-429-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut digests = std::collections::BTreeSet::new();
+    for run in 0..10 {
+        let tape = dir.join(format!("{run}.tape"));
+        let served = serve_scenario(&python, &scenario, "gemini_agent.py", &tape);
+        assert_eq!(served.verdict, "ok", "run {run} passes");
+        assert_eq!(served.model_calls, 2, "the 429 is no answer of the model");
+        digests.insert(simtape::tape::sha256_hex(&served.tape));
+    }
+    assert_eq!(digests.len(), 1, "ten runs, one tape: {digests:?}");
+
+    // On the tape: three model requests reach the gateway, the first answered 429.
+    let tape = std::fs::read(dir.join("0.tape")).unwrap();
+    let mut reader = simtape::tape::TapeReader::new(&tape[..]).unwrap();
+    let mut records = Vec::new();
+    while let Some(record) = reader.next_record().unwrap() {
+        records.push(
+            simtape::tape::payload_to_json(&record.payload)
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let generate = records
+        .iter()
+        .filter(|r| r.contains(":generateContent") || r.contains(":streamGenerateContent"))
+        .count();
+    assert_eq!(
+        generate, 3,
+        "the 429, its retry, the turn after the function"
+    );
+    let status_429 = records
+        .iter()
+        .position(|r| r.contains(r#"{"Http":[429,"#))
+        .expect("the 429 is on the tape");
+    let answered = records
+        .iter()
+        .position(|r| r.contains("Let me multiply."))
+        .expect("the retry's answer is on the tape");
+    assert!(status_429 < answered, "the 429 comes before the answer");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -173,6 +173,19 @@ fn anthropic_raises_on_a_cut_stream() {
 }
 
 #[test]
+fn gemini_raises_on_a_cut_stream() {
+    // Goal: a Gemini stream cut before its chunk with the finish reason is an error the
+    // google-genai SDK raises while the agent iterates.
+    check_cut("gemini", &["RemoteProtocolError"]);
+}
+
+#[test]
+fn gemini_times_out_on_a_stalled_stream() {
+    // Goal: a Gemini stream that stalls runs into the google-genai SDK's read timeout.
+    check_stall("gemini", &["ReadTimeout"]);
+}
+
+#[test]
 fn openai_chat_times_out_on_a_stalled_stream() {
     // Goal: a Chat Completions stream that stalls runs into the openai SDK's read timeout.
     check_stall("openai", &["ReadTimeout", "APITimeoutError"]);

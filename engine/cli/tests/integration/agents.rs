@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use std::time::{Duration, Instant};
 
-use crate::clients::{claude, codex, opencode};
+use crate::clients::{claude, codex, gemini_cli, opencode};
 use crate::common::{repo, scratch, simtape, text};
 
 /// An agent on the OpenAI Chat Completions wire, with nothing but Python's standard library:
@@ -525,28 +525,51 @@ fn run_twice(label: &str, scenario: &Path, program: &Path, held: &str, logged: &
     let dir = scratch("agents", label);
     let mut tapes = Vec::new();
     for run in 0..2 {
-        let tape = dir.join(format!("run-{run}.tape"));
-        let evidence = dir.join(format!("evidence-{run}"));
-        let output = simtape()
-            .args(["run", "--tape"])
-            .arg(&tape)
-            .arg("--evidence")
-            .arg(&evidence)
-            .arg("--agent-bin")
-            .arg(program)
-            .arg(scenario)
-            .output()
-            .unwrap();
-        let shown = text(&output);
-        assert_eq!(output.status.code(), Some(0), "{shown}");
-        assert!(shown.contains(&format!("verify held   {held}")), "{shown}");
-        let log = std::fs::read_to_string(evidence.join("session.ndjson")).unwrap();
+        let ran = run_agent(&dir, run, scenario, program);
+        assert_eq!(ran.code, Some(0), "{}", ran.shown);
+        assert!(
+            ran.shown.contains(&format!("verify held   {held}")),
+            "{}",
+            ran.shown
+        );
+        let log = std::fs::read_to_string(ran.evidence.join("session.ndjson")).unwrap();
         for wanted in logged {
             assert!(log.contains(wanted), "{wanted} in {log}");
         }
-        tapes.push(std::fs::read(&tape).unwrap());
+        tapes.push(ran.tape);
     }
     assert!(tapes[0] == tapes[1], "{label}: the tapes differ");
+}
+
+/// One `simtape run` of an agent scenario: its exit code, what it printed, its evidence
+/// directory and its tape.
+struct AgentRun {
+    code: Option<i32>,
+    shown: String,
+    evidence: PathBuf,
+    tape: Vec<u8>,
+}
+
+/// Runs `scenario` with `program` as run number `run` in `dir`.
+fn run_agent(dir: &Path, run: usize, scenario: &Path, program: &Path) -> AgentRun {
+    let tape = dir.join(format!("run-{run}.tape"));
+    let evidence = dir.join(format!("evidence-{run}"));
+    let output = simtape()
+        .args(["run", "--tape"])
+        .arg(&tape)
+        .arg("--evidence")
+        .arg(&evidence)
+        .arg("--agent-bin")
+        .arg(program)
+        .arg(scenario)
+        .output()
+        .unwrap();
+    AgentRun {
+        code: output.status.code(),
+        shown: text(&output),
+        evidence,
+        tape: std::fs::read(&tape).unwrap(),
+    }
 }
 
 #[test]
@@ -572,6 +595,39 @@ fn opencode_runs_as_a_scenario_agent() {
     run_example_twice("opencode", &opencode, "fs hello.txt", &logged);
 }
 
+#[test]
+fn gemini_cli_runs_as_a_scenario_agent_through_its_own_retry() {
+    // Gemini CLI (npm @google/gemini-cli) as the agent program of examples/agents/gemini-cli,
+    // pointed at simtape's Gemini API endpoint: it retries the seeded 429 (Google's
+    // RESOURCE_EXHAUSTED) on its own, the summary counts that retry from the tape, it writes
+    // hello.txt with its write_file tool and answers; ten runs, one tape.
+    let Some(gemini) = gemini_cli() else {
+        return;
+    };
+    let scenario = repo().join("examples/agents/gemini-cli/scenario.toml");
+    let dir = scratch("agents", "gemini-cli");
+    let mut tapes = std::collections::BTreeSet::new();
+    for run in 0..10 {
+        let ran = run_agent(&dir, run, &scenario, &gemini);
+        let shown = &ran.shown;
+        assert_eq!(ran.code, Some(0), "{shown}");
+        assert!(shown.contains("verify held   fs hello.txt"), "{shown}");
+        assert!(
+            shown.contains("agent: 2 turn(s), 1 tool call(s), 1 retr(ies)"),
+            "the 429 and its retry are on the tape: {shown}"
+        );
+        let log = std::fs::read_to_string(ran.evidence.join("session.ndjson")).unwrap();
+        assert!(log.contains("\"name\":\"write_file\""), "{log}");
+        let stderr = std::fs::read_to_string(ran.evidence.join("agent.stderr")).unwrap();
+        assert!(
+            stderr.contains("Resource has been exhausted"),
+            "Gemini CLI read Google's 429: {stderr}"
+        );
+        tapes.insert(ran.tape);
+    }
+    assert_eq!(tapes.len(), 1, "ten runs, one tape");
+}
+
 /// Runs `program` twice on the ticket-tracker world of `engine/cli/tests/data/serve-mcp/FILE`:
 /// it works the ticket through the world's 429, the world_goal verifier judges the world's
 /// final state, and its session log shows the close call under `close_tool`.
@@ -589,6 +645,33 @@ fn claude_code_works_an_mcp_world_as_a_scenario_agent() {
         return;
     };
     work_the_ticket_world("scenario.toml", &claude, "mcp__tickets__close_ticket");
+}
+
+#[test]
+fn gemini_cli_does_not_retry_a_stream_cut_mid_body() {
+    // Measured behaviour, for docs/agents.md: Gemini CLI's first streamed call is cut after
+    // one event, the connection closed mid-body; it does not retry it, exits 1 naming the
+    // dropped socket, and the run FAILs.
+    let Some(gemini) = gemini_cli() else {
+        return;
+    };
+    let scenario = repo().join("engine/cli/tests/data/gemini-cli-cut/scenario.toml");
+    let ran = run_agent(&scratch("agents", "gemini-cli-cut"), 0, &scenario, &gemini);
+    let shown = &ran.shown;
+    assert_eq!(ran.code, Some(1), "{shown}");
+    assert!(shown.contains("the agent exited with status 1"), "{shown}");
+    let stderr = std::fs::read_to_string(ran.evidence.join("agent.stderr")).unwrap();
+    assert!(stderr.contains("TypeError: terminated"), "{stderr}");
+}
+
+#[test]
+fn gemini_cli_works_an_mcp_world_as_a_scenario_agent() {
+    // The adapter names the server in Gemini CLI's settings; it offers the server's tools as
+    // `mcp_tickets_TOOL` and gets past the world's 429 on close.
+    let Some(gemini) = gemini_cli() else {
+        return;
+    };
+    work_the_ticket_world("gemini-cli.toml", &gemini, "mcp_tickets_close_ticket");
 }
 
 #[test]

@@ -99,6 +99,12 @@ pub(crate) fn opencode() -> Option<PathBuf> {
     agent_binary("OpenCode", "opencode-linux-x64/bin/opencode")
 }
 
+/// Finds Gemini CLI (npm `@google/gemini-cli`, a node script with its `#!/usr/bin/env node`),
+/// or returns `None` after [`missing`].
+pub(crate) fn gemini_cli() -> Option<PathBuf> {
+    agent_binary("Gemini CLI", "@google/gemini-cli/bundle/gemini.js")
+}
+
 /// Finds an agent CLI's binary at `path` under the agent peers' node_modules.
 fn agent_binary(name: &str, path: &str) -> Option<PathBuf> {
     let node_modules = std::env::var_os("SIMTAPE_AGENT_PEERS_DIR")

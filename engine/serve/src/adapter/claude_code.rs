@@ -77,6 +77,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     Launch {
         args,
         env: env.map(|(k, v)| (k.to_string(), v.to_string())).to_vec(),
+        files: Vec::new(),
     }
 }
 

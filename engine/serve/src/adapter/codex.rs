@@ -97,6 +97,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     Launch {
         args,
         env: vec![("CODEX_HOME".into(), home)],
+        files: Vec::new(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Adapters: how to start each agent CLI and how to read what it prints.
 //!
 //! Every CLI prints its session in its own shape (Claude Code's stream-json, Codex's `exec
-//! --json`, OpenCode's `run --format json`); an adapter reads one native line at a time into
+//! --json`, OpenCode's `run --format json`, Gemini CLI's stream-json); an adapter reads one native line at a time into
 //! zero or more [`EventKind`]s, the one vocabulary of seven kinds the tape, the session log
 //! and the transcript share. The simulation stamps each with the virtual instant it was
 //! delivered at (see `command`). Parsing never fails: a line an adapter does not know is
@@ -9,6 +9,7 @@
 
 mod claude_code;
 mod codex;
+mod gemini_cli;
 mod generic;
 mod opencode;
 
@@ -100,18 +101,22 @@ pub fn parser(adapter: AdapterKind) -> Box<dyn Parser> {
         AdapterKind::ClaudeCode => Box::<claude_code::StreamJson>::default(),
         AdapterKind::Codex => Box::<codex::ExecJson>::default(),
         AdapterKind::Opencode => Box::<opencode::RunJson>::default(),
+        AdapterKind::GeminiCli => Box::<gemini_cli::StreamJson>::default(),
         AdapterKind::Generic => Box::<generic::Lines>::default(),
     }
 }
 
 /// What starting one agent takes besides the endpoints: its program's arguments and
-/// environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// environment, and the config files it is pointed at.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Launch {
     /// The arguments, the adapter's then the scenario's.
     pub args: Vec<String>,
     /// Environment the adapter sets (before the scenario's `env`).
     pub env: Vec<(String, String)>,
+    /// Files written before the program starts (in its scratch HOME), with their text:
+    /// settings a CLI reads from a file only.
+    pub files: Vec<(std::path::PathBuf, String)>,
 }
 
 /// The places a session needs, for the adapter's arguments.
@@ -126,6 +131,18 @@ pub struct Places<'a> {
     /// Whether the agent runs in simtape's sandbox: a CLI's own full-access mode is then
     /// safe to use (Claude Code's bypassPermissions, Codex without its own sandbox).
     pub sandboxed: bool,
+}
+
+/// Returns each of the scenario's MCP servers with the URL of its Streamable HTTP endpoint.
+pub(crate) fn mcp_urls<'a>(places: &'a Places<'_>) -> impl Iterator<Item = (String, String)> + 'a {
+    let servers = places.mcp.map(|(servers, _)| servers).unwrap_or_default();
+    servers.iter().map(|server| {
+        let prefix = crate::mcp_http::MCP_PATH_PREFIX;
+        (
+            server.clone(),
+            format!("{}{prefix}{server}", places.base_url),
+        )
+    })
 }
 
 /// UUIDs anywhere: every CLI and SDK puts request and session ids in its requests.
@@ -144,6 +161,8 @@ pub fn rules(adapter: AdapterKind) -> Normalizer {
         }
         AdapterKind::Codex => Normalizer::built_in(codex::POINTERS, &[UUID_PATTERN])
             .then(Normalizer::built_in(&[], &codex::PATTERNS)),
+        AdapterKind::GeminiCli => Normalizer::built_in(&[], &gemini_cli::PATTERNS)
+            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
         AdapterKind::Opencode | AdapterKind::Generic => Normalizer::built_in(&[], &[UUID_PATTERN]),
     }
 }
@@ -153,6 +172,7 @@ pub(crate) fn all_rules() -> Normalizer {
     Normalizer::built_in(claude_code::POINTERS, &claude_code::PATTERNS)
         .then(Normalizer::built_in(codex::POINTERS, &[UUID_PATTERN]))
         .then(Normalizer::built_in(&[], &codex::PATTERNS))
+        .then(Normalizer::built_in(&[], &gemini_cli::PATTERNS))
 }
 
 /// Returns how to start `spec`'s agent.
@@ -161,10 +181,8 @@ pub fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         AdapterKind::ClaudeCode => claude_code::launch(spec, places),
         AdapterKind::Codex => codex::launch(spec, places),
         AdapterKind::Opencode => opencode::launch(spec, places),
-        AdapterKind::Generic => Launch {
-            args: Vec::new(),
-            env: Vec::new(),
-        },
+        AdapterKind::GeminiCli => gemini_cli::launch(spec, places),
+        AdapterKind::Generic => Launch::default(),
     };
     launch.args.extend(spec.args.iter().cloned());
     let home = places.home.display().to_string();
@@ -180,6 +198,7 @@ pub fn usual_binary(adapter: AdapterKind) -> Option<(&'static str, &'static str)
         AdapterKind::ClaudeCode => Some(("claude", "@anthropic-ai/claude-code")),
         AdapterKind::Codex => Some(("codex", "@openai/codex")),
         AdapterKind::Opencode => Some(("opencode", "opencode-ai")),
+        AdapterKind::GeminiCli => Some(("gemini", "@google/gemini-cli")),
         AdapterKind::Generic => None,
     }
 }
@@ -261,7 +280,8 @@ mod tests {
     use super::*;
 
     /// Lines of every CLI's shape, the seeds of the mutations below.
-    const SAMPLES: [&str; 6] = [
+    const SAMPLES: [&str; 7] = [
+        r#"{"type":"tool_result","tool_id":"c","status":"error","error":{"message":{"m":1}},"stats":{"input_tokens":"x"}}"#,
         r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Read","input":{"file_path":"/a"}},{"type":"text","text":"hi"}]}}"#,
         r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}],"is_error":true}]}}"#,
         r#"{"type":"result","subtype":"success","is_error":false,"result":"done","usage":{"input_tokens":1,"output_tokens":2}}"#,
@@ -274,12 +294,7 @@ mod tests {
     fn no_line_makes_an_adapter_panic() {
         // Every prefix of every sample, and each with one byte replaced by characters that
         // change JSON's shape, through every adapter: parsing never fails or panics.
-        let kinds = [
-            AdapterKind::ClaudeCode,
-            AdapterKind::Codex,
-            AdapterKind::Opencode,
-            AdapterKind::Generic,
-        ];
+        let kinds = AdapterKind::ALL.map(|(_, kind)| kind);
         let swaps = [b'"', b'{', b']', b'0', b'\\', b'n'];
         let mut lines = 0;
         for kind in kinds {

@@ -9,7 +9,7 @@
 use serde_json::Value;
 use simtape_agent::CommandAgentSpec;
 
-use super::{count, cut, may_write, EventKind, Launch, Parser, Places};
+use super::{count, cut, may_write, mcp_urls, EventKind, Launch, Parser, Places};
 
 pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     // An OpenAI-compatible provider whose baseURL is the endpoint, and the session's model;
@@ -22,19 +22,10 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         serde_json::json!({"edit": "deny", "bash": "deny"})
     };
     // The scenario's MCP servers, each a remote server at its Streamable HTTP endpoint.
-    let mcp: serde_json::Map<String, Value> = places
-        .mcp
-        .map(|(servers, _)| servers)
-        .unwrap_or_default()
-        .iter()
-        .map(|server| {
-            let url = format!(
-                "{}{}{server}",
-                places.base_url,
-                crate::mcp_http::MCP_PATH_PREFIX
-            );
+    let mcp: serde_json::Map<String, Value> = mcp_urls(places)
+        .map(|(server, url)| {
             let remote = serde_json::json!({"type": "remote", "url": url, "enabled": true});
-            (server.clone(), remote)
+            (server, remote)
         })
         .collect();
     let config = serde_json::json!({
@@ -66,6 +57,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         ]
         .map(|(name, value)| (name.to_string(), value))
         .to_vec(),
+        files: Vec::new(),
     }
 }
 

@@ -5,7 +5,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    array, field, implied_stop, optional, optional_string, schema, string, usage, Shape, WireAnswer,
+    alternating_turns, array, declarations, field, implied_stop, optional, optional_string, string,
+    system_text, usage, Shape, WireAnswer,
 };
 use simtape::cap::llm::{
     ChatRequest, ChatResponse, Message, Role, Thinking, ToolCall, ToolDefinition,
@@ -15,29 +16,12 @@ pub(super) fn request_body(request: &ChatRequest, model: &str, max_tokens: u64) 
     let mut body = Map::new();
     body.insert("model".into(), model.into());
     body.insert("max_tokens".into(), max_tokens.into());
-    let system: Vec<&str> = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::System)
-        .map(|m| m.content.as_str())
-        .collect();
-    if !system.is_empty() {
-        body.insert("system".into(), system.join("\n\n").into());
+    if let Some(system) = system_text(request) {
+        body.insert("system".into(), system.into());
     }
     body.insert("messages".into(), messages(request).into());
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": schema(&tool.parameters),
-                })
-            })
-            .collect();
-        body.insert("tools".into(), tools.into());
+        body.insert("tools".into(), declarations(request, "input_schema").into());
     }
     Value::Object(body)
 }
@@ -46,39 +30,25 @@ pub(super) fn request_body(request: &ChatRequest, model: &str, max_tokens: u64) 
 /// and consecutive messages of one role are merged, because the API requires the roles to
 /// alternate and every result of a turn to sit in the one message after it.
 fn messages(request: &ChatRequest) -> Vec<Value> {
-    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, mut blocks) = match message.role {
-            Role::System => continue,
-            Role::User => ("user", text_block(&message.content)),
-            Role::Tool => (
-                "user",
-                vec![json!({
-                    "type": "tool_result",
-                    "tool_use_id": message.tool_call_id.clone().unwrap_or_default(),
-                    "content": message.content,
-                })],
-            ),
-            Role::Assistant => {
-                let mut blocks = text_block(&message.content);
-                blocks.extend(message.tool_calls.iter().map(|call| {
+    alternating_turns(request, "content", |message| match message.role {
+        Role::System => unreachable!("system text is sent apart"),
+        Role::User => ("user", text_block(&message.content)),
+        Role::Tool => (
+            "user",
+            vec![json!({
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id.clone().unwrap_or_default(),
+                "content": message.content,
+            })],
+        ),
+        Role::Assistant => {
+            let mut blocks = text_block(&message.content);
+            blocks.extend(message.tool_calls.iter().map(|call| {
                     json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
                 }));
-                ("assistant", blocks)
-            }
-        };
-        match turns.last_mut() {
-            Some((last_role, last_blocks)) if *last_role == role => {
-                last_blocks.append(&mut blocks);
-            }
-            _ if blocks.is_empty() => {}
-            _ => turns.push((role, blocks)),
+            ("assistant", blocks)
         }
-    }
-    turns
-        .into_iter()
-        .map(|(role, blocks)| json!({"role": role, "content": blocks}))
-        .collect()
+    })
 }
 
 /// Returns a text block, or none for empty text (the API refuses empty text blocks).

@@ -6,6 +6,8 @@
 //! - `openai_chat` — OpenAI Chat Completions (`POST {base}/chat/completions`).
 //! - `openai_responses` — OpenAI Responses (`POST {base}/responses`).
 //! - `anthropic` — Anthropic Messages (`POST {base}/v1/messages`).
+//! - `gemini` — Google's Gemini API (`POST {base}/v1beta/models/{model}:generateContent` and
+//!   `:streamGenerateContent`); served only (record mode does not call it).
 //!
 //! The shapes follow what the official SDKs send and accept. Record mode speaks only the
 //! non-streaming form: it stores whole answers, and streaming would only change how the same
@@ -13,6 +15,7 @@
 //! error naming what was expected where, and what was found; nothing here panics on input.
 
 mod anthropic;
+mod gemini;
 mod openai_chat;
 mod openai_responses;
 
@@ -21,7 +24,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use simtape::cap::llm::fixture::json_kind;
-use simtape::cap::llm::{ChatRequest, ChatResponse, Provider, Thinking, ToolCall, Usage};
+use simtape::cap::llm::{
+    ChatRequest, ChatResponse, Message, Provider, Role, Thinking, ToolCall, Usage,
+};
 
 /// The `anthropic-version` header sent: the Messages API's stable version.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -58,6 +63,9 @@ pub trait Wire: Copy {
     ) -> Vec<String>;
     /// Returns the provider's error body for `status` with `message`.
     fn error_body(self, status: u16, message: &str) -> Value;
+    /// Marks an error answer with when to retry, as the provider says it: returns the headers
+    /// to send, and adds to `body` what goes there (Gemini's `RetryInfo` detail).
+    fn retry_after(self, body: &mut Value, retry_after_ms: u64) -> Vec<(String, String)>;
 }
 
 impl Wire for Provider {
@@ -71,12 +79,16 @@ impl Wire for Provider {
     /// assert_eq!(Provider::AnthropicMessages.endpoint("http://127.0.0.1:4010"),
     ///            "http://127.0.0.1:4010/v1/messages");
     /// ```
+    ///
+    /// Gemini's URL goes on with the model and the method (`/{model}:generateContent`); this is
+    /// the collection they follow.
     fn endpoint(self, base_url: &str) -> String {
         let base = base_url.trim_end_matches('/');
         match self {
             Provider::OpenAiChat => format!("{base}/chat/completions"),
             Provider::OpenAiResponses => format!("{base}/responses"),
             Provider::AnthropicMessages => format!("{base}/v1/messages"),
+            Provider::GeminiGenerateContent => format!("{base}/v1beta/models"),
         }
     }
 
@@ -93,18 +105,23 @@ impl Wire for Provider {
                     headers.push(("authorization", format!("Bearer {api_key}")));
                 }
                 Provider::AnthropicMessages => headers.push(("x-api-key", api_key.to_owned())),
+                Provider::GeminiGenerateContent => {
+                    headers.push(("x-goog-api-key", api_key.to_owned()))
+                }
             }
         }
         headers
     }
 
     /// Returns the JSON body of `request` in this wire format, asking for `model`.
-    /// `max_tokens` is sent only where the format requires it (Anthropic).
+    /// `max_tokens` is sent only where the format requires it (Anthropic); Gemini names the
+    /// model in the URL, not the body.
     fn request_body(self, request: &ChatRequest, model: &str, max_tokens: u64) -> Value {
         match self {
             Provider::OpenAiChat => openai_chat::request_body(request, model),
             Provider::OpenAiResponses => openai_responses::request_body(request, model),
             Provider::AnthropicMessages => anthropic::request_body(request, model, max_tokens),
+            Provider::GeminiGenerateContent => gemini::request_body(request),
         }
     }
 
@@ -114,6 +131,7 @@ impl Wire for Provider {
             Provider::OpenAiChat => openai_chat::parse_response(body),
             Provider::OpenAiResponses => openai_responses::parse_response(body),
             Provider::AnthropicMessages => anthropic::parse_response(body),
+            Provider::GeminiGenerateContent => gemini::parse_response(body),
         }
     }
 
@@ -125,6 +143,7 @@ impl Wire for Provider {
             Provider::OpenAiChat => openai_chat::parse_request(body)?,
             Provider::OpenAiResponses => openai_responses::parse_request(body, &mut namespaced)?,
             Provider::AnthropicMessages => anthropic::parse_request(body)?,
+            Provider::GeminiGenerateContent => gemini::parse_request(body)?,
         };
         let stream = optional(body, "stream").and_then(Value::as_bool) == Some(true);
         let include_usage = optional(body, "stream_options")
@@ -155,6 +174,7 @@ impl Wire for Provider {
                     openai_responses::response_body(served, answer, id, created_unix_s)
                 }
                 Provider::AnthropicMessages => anthropic::response_body(answer, id),
+                Provider::GeminiGenerateContent => gemini::response_body(answer, id),
             };
             return ServedBody {
                 content_type: "application/json",
@@ -172,7 +192,8 @@ impl Wire for Provider {
     /// Returns the server-sent events of `answer` as the provider streams them, each whole
     /// (its lines and the blank line after them); [`Wire::answer_body`] joins them. A
     /// stream fault sends the first few (at least two events make every stream: the final one
-    /// is `message_stop`, `[DONE]` or `response.completed`).
+    /// is `message_stop`, `[DONE]`, `response.completed` or Gemini's chunk with the
+    /// `finishReason`).
     fn answer_events(
         self,
         served: &ServedRequest,
@@ -184,10 +205,7 @@ impl Wire for Provider {
             Provider::OpenAiChat => {
                 let chunks =
                     openai_chat::stream_chunks(answer, id, created_unix_s, served.include_usage);
-                let mut events: Vec<String> = chunks
-                    .iter()
-                    .map(|chunk| format!("data: {chunk}\n\n"))
-                    .collect();
+                let mut events = data_events(&chunks);
                 events.push("data: [DONE]\n\n".to_string());
                 events
             }
@@ -198,6 +216,7 @@ impl Wire for Provider {
                 created_unix_s,
             )),
             Provider::AnthropicMessages => named_events(anthropic::stream_events(answer, id)),
+            Provider::GeminiGenerateContent => data_events(&gemini::stream_events(answer, id)),
         }
     }
 
@@ -209,6 +228,25 @@ impl Wire for Provider {
                 openai_chat::error_body(status, message)
             }
             Provider::AnthropicMessages => anthropic::error_body(status, message),
+            Provider::GeminiGenerateContent => gemini::error_body(status, message),
+        }
+    }
+
+    /// OpenAI and Anthropic send `retry-after` in whole seconds (rounded up) and
+    /// `retry-after-ms`; Google sends no header but a `RetryInfo` detail in the body.
+    fn retry_after(self, body: &mut Value, retry_after_ms: u64) -> Vec<(String, String)> {
+        match self {
+            Provider::GeminiGenerateContent => {
+                gemini::add_retry_info(body, retry_after_ms);
+                Vec::new()
+            }
+            _ => vec![
+                (
+                    "retry-after".into(),
+                    retry_after_ms.div_ceil(1000).to_string(),
+                ),
+                ("retry-after-ms".into(), retry_after_ms.to_string()),
+            ],
         }
     }
 }
@@ -235,6 +273,14 @@ pub struct ServedBody {
     pub content_type: &'static str,
     /// The body: one JSON document, or every server-sent event of the stream.
     pub body: String,
+}
+
+/// Returns server-sent events of data alone, one per JSON object.
+fn data_events(chunks: &[Value]) -> Vec<String> {
+    chunks
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect()
 }
 
 /// Returns server-sent events that name their type (`event:`) beside their data.
@@ -376,6 +422,57 @@ fn schema(parameters: &Value) -> Value {
     }
 }
 
+/// Returns the system messages' text joined by blank lines, for formats that send it apart
+/// from the conversation; `None` when there is none.
+fn system_text(request: &ChatRequest) -> Option<String> {
+    let system: Vec<&str> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str())
+        .collect();
+    (!system.is_empty()).then(|| system.join("\n\n"))
+}
+
+/// Returns the conversation but its system text as turns `{"role": ROLE, key: ITEMS}`, each
+/// message's role and items (blocks, parts) given by `turn`. A message of the last turn's role
+/// joins that turn, because formats whose roles alternate (Anthropic's, Gemini's) want every
+/// result of a turn in the one message after it; a turn of no items is left out.
+fn alternating_turns(
+    request: &ChatRequest,
+    key: &str,
+    turn: impl Fn(&Message) -> (&'static str, Vec<Value>),
+) -> Vec<Value> {
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for message in request.messages.iter().filter(|m| m.role != Role::System) {
+        let (role, mut items) = turn(message);
+        match turns.last_mut() {
+            Some((last_role, last_items)) if *last_role == role => last_items.append(&mut items),
+            _ if items.is_empty() => {}
+            _ => turns.push((role, items)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, items)| serde_json::json!({"role": role, key: items}))
+        .collect()
+}
+
+/// Returns the offered tools as `{"name", "description", schema_key: SCHEMA}` objects.
+fn declarations(request: &ChatRequest, schema_key: &str) -> Vec<Value> {
+    request
+        .tools
+        .iter()
+        .map(|tool| {
+            serde_json::json!({
+                "name": tool.name,
+                "description": tool.description,
+                schema_key: schema(&tool.parameters),
+            })
+        })
+        .collect()
+}
+
 /// Returns `end_turn` or `tool_use`, for formats whose answer does not say.
 fn implied_stop(tool_calls: &[ToolCall]) -> String {
     if tool_calls.is_empty() {
@@ -389,7 +486,15 @@ fn implied_stop(tool_calls: &[ToolCall]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use simtape::cap::llm::{Message, ToolDefinition};
+    use simtape::cap::llm::ToolDefinition;
+
+    /// Every wire format.
+    const ALL: [Provider; 4] = [
+        Provider::OpenAiChat,
+        Provider::OpenAiResponses,
+        Provider::AnthropicMessages,
+        Provider::GeminiGenerateContent,
+    ];
 
     #[test]
     fn malformed_answers_name_what_was_expected_and_found() {
@@ -412,11 +517,7 @@ mod tests {
             "a JSON string of tool arguments at output[0].arguments"
         );
         let not_an_object = serde_json::json!([1, 2]);
-        for provider in [
-            Provider::OpenAiChat,
-            Provider::OpenAiResponses,
-            Provider::AnthropicMessages,
-        ] {
+        for provider in ALL {
             assert_eq!(
                 provider.parse_response(&not_an_object).unwrap_err().found,
                 "an array"
@@ -501,16 +602,37 @@ mod tests {
         }])
     }
 
+    /// The answer that reads the file in [`conversation`], with `thinking`.
+    fn reading_answer(thinking: Option<Thinking>) -> ChatResponse {
+        ChatResponse {
+            model: "m".into(),
+            text: "Reading it.".into(),
+            tool_calls: conversation().messages[2].tool_calls.clone(),
+            stop_reason: "tool_use".into(),
+            usage: Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+            },
+            thinking,
+        }
+    }
+
+    /// The served form of [`conversation`].
+    fn served(stream: bool, include_usage: bool) -> ServedRequest {
+        ServedRequest {
+            request: conversation(),
+            stream,
+            include_usage,
+            namespaced: Default::default(),
+        }
+    }
+
     #[test]
     fn the_serving_side_reads_what_the_calling_side_writes() {
         // Goal: for every format, a request written by record mode's calling side reads
         // back, on the serving side, as the same conversation and tools.
         let request = conversation();
-        for provider in [
-            Provider::OpenAiChat,
-            Provider::OpenAiResponses,
-            Provider::AnthropicMessages,
-        ] {
+        for provider in ALL {
             let body = provider.request_body(&request, "m", 64);
             let served = provider.parse_request(&body).unwrap();
             assert_eq!(served.request.messages, request.messages, "{provider:?}");
@@ -524,23 +646,8 @@ mod tests {
         // Goal: an Anthropic stream is message_start, a start/delta/stop per block (text,
         // then tool_use with its JSON in one input_json_delta), message_delta, message_stop;
         // a Chat Completions stream ends with the finish reason, usage and [DONE].
-        let answer = ChatResponse {
-            model: "m".into(),
-            text: "Reading it.".into(),
-            tool_calls: conversation().messages[2].tool_calls.clone(),
-            stop_reason: "tool_use".into(),
-            usage: Usage {
-                input_tokens: 7,
-                output_tokens: 3,
-            },
-            thinking: None,
-        };
-        let served = |stream| ServedRequest {
-            request: conversation(),
-            stream,
-            include_usage: true,
-            namespaced: Default::default(),
-        };
+        let answer = reading_answer(None);
+        let served = |stream| served(stream, true);
         let body = Provider::AnthropicMessages.answer_body(&served(true), &answer, "msg_1", 0);
         assert_eq!(body.content_type, "text/event-stream");
         let events: Vec<&str> = body
@@ -595,12 +702,7 @@ mod tests {
                 signature: "sig-1".into(),
             }),
         };
-        let served = |stream| ServedRequest {
-            request: conversation(),
-            stream,
-            include_usage: false,
-            namespaced: Default::default(),
-        };
+        let served = |stream| served(stream, false);
         let stream = Provider::AnthropicMessages.answer_body(&served(true), &answer, "msg_1", 0);
         let data: Vec<Value> = stream
             .body
@@ -665,12 +767,7 @@ mod tests {
             usage: Usage::default(),
             thinking: None,
         };
-        let served = ServedRequest {
-            request: conversation(),
-            stream: true,
-            include_usage: false,
-            namespaced: Default::default(),
-        };
+        let served = served(true, false);
         let fault = StreamFault {
             mode: StreamMode::Cut,
             after_events: Some(1_000),
@@ -680,15 +777,146 @@ mod tests {
             (Provider::AnthropicMessages, "event: message_stop\n"),
             (Provider::OpenAiChat, "data: [DONE]\n"),
             (Provider::OpenAiResponses, "event: response.completed\n"),
+            (Provider::GeminiGenerateContent, "data: {\"candidates\""),
         ] {
             let events = provider.answer_events(&served, &answer, "id", 0);
             assert!(events.last().unwrap().starts_with(last), "{provider:?}");
             let sent = fault.events_sent(events.len() as u64, &mut rng) as usize;
             assert_eq!(sent, events.len() - 1);
+            // Gemini's last event is one more chunk, the only one with the finish reason.
+            let final_mark = match provider {
+                Provider::GeminiGenerateContent => "finishReason",
+                _ => last.trim_end(),
+            };
+            assert!(events.last().unwrap().contains(final_mark), "{provider:?}");
             assert!(
-                !events[..sent].concat().contains(last.trim_end()),
+                !events[..sent].concat().contains(final_mark),
                 "{provider:?}"
             );
         }
+    }
+
+    #[test]
+    fn gemini_answers_in_parts_and_reads_calls_back_by_name() {
+        // Goal: a Gemini answer is a thought part, a text part and a functionCall part with
+        // the call's id, `STOP` and the usage; a stream sends one part per chunk and the
+        // finish reason last; a later request whose functionResponse has no id answers the
+        // call of that name; errors are Google's shape, a retry delay a RetryInfo detail.
+        let gemini = Provider::GeminiGenerateContent;
+        let answer = ChatResponse {
+            model: "gemini-2.5-flash".into(),
+            ..reading_answer(Some(Thinking {
+                text: "It needs the file.".into(),
+                signature: "sig".into(),
+            }))
+        };
+        let served = |stream| served(stream, false);
+        let json = gemini.answer_body(&served(false), &answer, "r1", 0);
+        let json: Value = serde_json::from_str(&json.body).unwrap();
+        let candidate = &json["candidates"][0];
+        assert_eq!(candidate["content"]["role"], "model");
+        assert_eq!(
+            candidate["content"]["parts"],
+            serde_json::json!([
+                {"text": "It needs the file.", "thought": true},
+                {"text": "Reading it."},
+                {"functionCall": {"id": "call_1", "name": "read_file", "args": {"path": "a.txt"}}},
+            ])
+        );
+        assert_eq!(candidate["finishReason"], "STOP");
+        assert_eq!(json["usageMetadata"]["totalTokenCount"], 10);
+        let parsed = gemini.parse_response(&json).unwrap();
+        assert_eq!(parsed.text, "Reading it.");
+        assert_eq!(parsed.tool_calls, answer.tool_calls);
+        assert_eq!(parsed.thinking.unwrap().text, "It needs the file.");
+
+        let stream = gemini.answer_body(&served(true), &answer, "r1", 0);
+        assert_eq!(stream.content_type, "text/event-stream");
+        let chunks: Vec<Value> = stream
+            .body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect();
+        assert_eq!(chunks.len(), 4, "three parts, then the finish");
+        assert_eq!(
+            chunks[1]["candidates"][0]["content"]["parts"][0]["text"],
+            "Reading it."
+        );
+        assert!(chunks[..3]
+            .iter()
+            .all(|c| c["candidates"][0].get("finishReason").is_none()));
+        assert_eq!(chunks[3]["candidates"][0]["finishReason"], "STOP");
+
+        let long = ChatResponse {
+            text: "Streams can break; this one may.".into(),
+            thinking: None,
+            tool_calls: Vec::new(),
+            ..answer.clone()
+        };
+        let pieces: Vec<String> = gemini
+            .answer_events(&served(true), &long, "r2", 0)
+            .iter()
+            .map(|event| {
+                let chunk: Value = serde_json::from_str(&event["data: ".len()..]).unwrap();
+                chunk["candidates"][0]["content"]["parts"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(
+            pieces,
+            ["Streams can break; ", "this one may.", ""],
+            "text streams in pieces"
+        );
+
+        let request = serde_json::json!({
+            "systemInstruction": {"parts": [{"text": "rules"}]},
+            "contents": [
+                {"role": "user", "parts": [{"text": "fix it"}]},
+                {"role": "model", "parts": [
+                    {"text": "thinking", "thought": true},
+                    {"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}},
+                ]},
+                {"role": "user", "parts": [
+                    {"functionResponse": {"name": "read_file", "response": {"output": "hello"}}},
+                ]},
+            ],
+            "tools": [{"functionDeclarations": [
+                {"name": "read_file", "parameters": {"type": "OBJECT"}},
+            ]}, {"googleSearch": {}}],
+        });
+        let read = gemini.parse_request(&request).unwrap().request;
+        assert_eq!(read.messages[2].tool_calls[0].id, "call_1_1");
+        assert_eq!(read.messages[2].content, "", "thought parts stay out");
+        assert_eq!(
+            read.messages[3],
+            Message::tool_result("call_1_1", "hello"),
+            "an id-less result answers the pending call of its name"
+        );
+        assert_eq!(read.tools.len(), 1);
+        let missing = serde_json::json!({"contents": [{"role": "robot", "parts": []}]});
+        assert_eq!(
+            gemini.parse_request(&missing).unwrap_err().expected,
+            "\"user\" or \"model\" at contents[0].role"
+        );
+
+        let mut error = gemini.error_body(429, "slow down");
+        assert_eq!(
+            error,
+            serde_json::json!({"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}})
+        );
+        assert!(gemini.retry_after(&mut error, 1500).is_empty());
+        assert_eq!(error["error"]["details"][0]["retryDelay"], "1.500s");
+        assert_eq!(
+            gemini.error_body(503, "busy")["error"]["status"],
+            "UNAVAILABLE"
+        );
+        assert_eq!(
+            gemini.error_body(500, "oops")["error"]["status"],
+            "INTERNAL"
+        );
+        assert_eq!(error_message(&error.to_string()), "slow down");
     }
 }

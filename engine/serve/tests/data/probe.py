@@ -1,5 +1,5 @@
 """Sends the endpoints test's requests with the standard library and writes what came back
-(status, body, retry-after) as JSON to the file named by PROBE_OUT."""
+(status and body) as JSON to the file named by PROBE_OUT."""
 
 import json
 import os
@@ -24,13 +24,18 @@ def chat(text):
     return call("POST", "/v1/chat/completions", json.dumps(body).encode())
 
 
-results = {
-    "unknown": call("POST", "/v1/nope", b"{}"),
-    "not_json": call("POST", "/v1/messages", b"not json"),
-    "wrong_shape": call("POST", "/v1/messages", b'{"model": "m"}'),
-    "models": call("GET", "/v1/models"),
-    "hello": chat("hello"),
-    "unmatched": chat("something else"),
-}
-with open(os.environ["PROBE_OUT"], "w") as out:
-    json.dump(results, out)
+def main():
+    results = {
+        "unknown": call("POST", "/v1/nope", b"{}"),
+        "not_json": call("POST", "/v1/messages", b"not json"),
+        "wrong_shape": call("POST", "/v1/messages", b'{"model": "m"}'),
+        "models": call("GET", "/v1/models"),
+        "hello": chat("hello"),
+        "unmatched": chat("something else"),
+    }
+    with open(os.environ["PROBE_OUT"], "w") as out:
+        json.dump(results, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
 """The stream-faults test's agent, on the official SDKs: `stream_faults.py SDK OUT`.
 
-SDK is `openai` (Chat Completions), `responses` (OpenAI Responses) or `anthropic`
-(Messages). It makes a plain call, then a streamed one, and if the stream breaks (an
+SDK is `openai` (Chat Completions), `responses` (OpenAI Responses), `anthropic` (Messages)
+or `gemini` (google-genai on the Gemini API). It makes a plain call, then a streamed one, and if the stream breaks (an
 exception while reading it), one more streamed call, as an agent retrying on its own would.
 Each client has a 3 s timeout and the SDK's default retries. It writes what it saw to OUT as
 JSON: the plain call's text, each stream's text so far, and the exception each raised.
@@ -52,9 +52,23 @@ def anthropic_calls():
     return plain.content[0].text, stream
 
 
+def gemini_calls():
+    from google import genai
+    from google.genai import types
+    # The SDK's default is no retries; its timeout is in milliseconds.
+    client = genai.Client(http_options=types.HttpOptions(timeout=3000))
+    plain = client.models.generate_content(model="simtape", contents=ASK)
+
+    def stream(texts):
+        for chunk in client.models.generate_content_stream(model="simtape", contents=ASK):
+            if chunk.text:
+                texts.append(chunk.text)
+    return plain.text, stream
+
+
 def main():
     plain, stream = {"openai": openai_calls, "responses": responses_calls,
-                     "anthropic": anthropic_calls}[SDK]()
+                     "anthropic": anthropic_calls, "gemini": gemini_calls}[SDK]()
     seen = {"plain": plain, "streams": []}
     for _ in range(2):
         texts = []

@@ -109,7 +109,9 @@ fn scratch(name: &str) -> PathBuf {
 /// The base URL in the form each SDK takes it.
 fn base_url(provider: Provider, port: u16) -> String {
     match provider {
-        Provider::AnthropicMessages => format!("http://127.0.0.1:{port}"),
+        Provider::AnthropicMessages | Provider::GeminiGenerateContent => {
+            format!("http://127.0.0.1:{port}")
+        }
         Provider::OpenAiChat | Provider::OpenAiResponses => format!("http://127.0.0.1:{port}/v1"),
     }
 }

@@ -21,6 +21,9 @@ pub enum Provider {
     OpenAiResponses,
     /// Anthropic Messages, `POST {base}/v1/messages`, `x-api-key` and `anthropic-version`.
     AnthropicMessages,
+    /// Google's Gemini API, `POST {base}/v1beta/models/{model}:generateContent`,
+    /// `x-goog-api-key`. Served by `simtape serve`; record mode does not call it.
+    GeminiGenerateContent,
 }
 
 impl Provider {
@@ -30,6 +33,7 @@ impl Provider {
             Provider::OpenAiChat => "openai_chat",
             Provider::OpenAiResponses => "openai_responses",
             Provider::AnthropicMessages => "anthropic_messages",
+            Provider::GeminiGenerateContent => "gemini_generate_content",
         }
     }
 
@@ -38,6 +42,7 @@ impl Provider {
         match self {
             Provider::OpenAiChat | Provider::OpenAiResponses => "https://api.openai.com/v1",
             Provider::AnthropicMessages => "https://api.anthropic.com",
+            Provider::GeminiGenerateContent => "https://generativelanguage.googleapis.com",
         }
     }
 
@@ -46,6 +51,7 @@ impl Provider {
         match self {
             Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_API_KEY",
             Provider::AnthropicMessages => "ANTHROPIC_API_KEY",
+            Provider::GeminiGenerateContent => "GEMINI_API_KEY",
         }
     }
 
@@ -54,6 +60,7 @@ impl Provider {
         match self {
             Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_BASE_URL",
             Provider::AnthropicMessages => "ANTHROPIC_BASE_URL",
+            Provider::GeminiGenerateContent => "GOOGLE_GEMINI_BASE_URL",
         }
     }
 }
