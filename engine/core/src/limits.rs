@@ -87,11 +87,13 @@ pub enum InputKind {
     SweepReport,
     /// The journal an MCP session leaves (`mcp record|world --recover`).
     McpJournal,
+    /// One entry of a sweep's failure database (docs/failures.md).
+    FailureEntry,
 }
 
 impl InputKind {
     /// Every kind, in the order of the table in docs/cli.md.
-    pub const ALL: [InputKind; 9] = [
+    pub const ALL: [InputKind; 10] = [
         InputKind::Scenario,
         InputKind::LlmFixture,
         InputKind::ProcessTape,
@@ -101,6 +103,7 @@ impl InputKind {
         InputKind::WorldState,
         InputKind::SweepReport,
         InputKind::McpJournal,
+        InputKind::FailureEntry,
     ];
 
     /// Returns what a file of this kind is called in messages.
@@ -115,6 +118,7 @@ impl InputKind {
             InputKind::WorldState => "world state",
             InputKind::SweepReport => "sweep report",
             InputKind::McpJournal => "MCP journal",
+            InputKind::FailureEntry => "failure database entry",
         }
     }
 
@@ -133,6 +137,8 @@ impl InputKind {
             InputKind::WorldState => 64 << 20,
             // A report of `SWEEP_RUNS_MAX` runs at a few hundred bytes each.
             InputKind::SweepReport => 4 << 30,
+            // A cluster, its status and at most `SEEDS_KEPT_MAX` seeds: a few KiB.
+            InputKind::FailureEntry => 1 << 20,
         }
     }
 
