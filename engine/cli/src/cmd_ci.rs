@@ -132,6 +132,7 @@ fn replay_known(
     )?;
     let replayed = known::judge(&db, &loaded, &ran.results);
     print!("{}", known::text(db.dir(), &replayed));
+    print!("{}", known::replay_shrunk(&db, &loaded)?);
     let still = replayed
         .iter()
         .filter(|r| r.outcome == simtape_eval::failures::ReplayOutcome::StillFails)

@@ -123,18 +123,8 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     if done != runs {
         eprintln!("interrupted: {done} of {runs} run(s) done; the report is partial");
     }
-    if let Some(mut db) = failures {
-        if done == runs {
-            for (loaded, results) in scenarios.iter().zip(&everything) {
-                known::record(&mut db, loaded, results)?;
-            }
-        } else {
-            // A partial sweep did not see every cluster: it would call unseen ones resolved.
-            eprintln!(
-                "note: the failure database {} is left as it was",
-                db.dir().display()
-            );
-        }
+    if let Some(db) = failures {
+        remember(db, &scenarios, &everything, done == runs)?;
     }
     let report = SweepReport::new(
         seeds,
@@ -190,7 +180,8 @@ fn run_seeds(
             stop,
             &mut progress,
         )?;
-        let text = known::text(db.dir(), &known::judge(db, scenarios, &ran.results));
+        let mut text = known::text(db.dir(), &known::judge(db, scenarios, &ran.results));
+        text.push_str(&known::replay_shrunk(db, scenarios)?);
         match summary_on_stderr {
             true => eprint!("{text}"),
             false => print!("{text}"),
@@ -224,6 +215,27 @@ fn run_seeds(
         ran.reused[index] += reused[index];
     }
     Ok((ran, everything))
+}
+
+/// Brings the failure database up to date with every result of a sweep, unless the sweep
+/// stopped part-way: it did not see every cluster, and would call the unseen ones resolved.
+fn remember(
+    mut db: simtape_eval::failures::FailureDb,
+    scenarios: &[Loaded],
+    everything: &[Vec<simtape_eval::sweep::SeedResult>],
+    complete: bool,
+) -> Result<(), CliError> {
+    if !complete {
+        eprintln!(
+            "note: the failure database {} is left as it was",
+            db.dir().display()
+        );
+        return Ok(());
+    }
+    for (loaded, results) in scenarios.iter().zip(everything) {
+        known::record(&mut db, loaded, results)?;
+    }
+    Ok(())
 }
 
 /// Writes the job file of `simtape sweep plan` (to `--out`, or standard output).

@@ -87,7 +87,8 @@ pub enum InputKind {
     SweepReport,
     /// The journal an MCP session leaves (`mcp record|world --recover`).
     McpJournal,
-    /// One entry of a sweep's failure database (docs/failures.md).
+    /// One entry of a sweep's failure database, or a decisions file it names
+    /// (docs/failures.md).
     FailureEntry,
 }
 
@@ -137,8 +138,8 @@ impl InputKind {
             InputKind::WorldState => 64 << 20,
             // A report of `SWEEP_RUNS_MAX` runs at a few hundred bytes each.
             InputKind::SweepReport => 4 << 30,
-            // A cluster, its status and at most `SEEDS_KEPT_MAX` seeds: a few KiB.
-            InputKind::FailureEntry => 1 << 20,
+            // An entry is a few KiB; a seed's decisions file about 70 bytes a decision.
+            InputKind::FailureEntry => 16 << 20,
         }
     }
 

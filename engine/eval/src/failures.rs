@@ -141,8 +141,12 @@ impl FailureDb {
             for file in std::fs::read_dir(&scenario).map_err(io(&scenario))? {
                 let path = file.map_err(io(&scenario))?.path();
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                // Entries are `<cluster id>.json`; every other file (decisions, what
+                // `simtape shrink` writes beside them) is an entry's, or someone else's.
                 let is_entry = name.as_deref().is_some_and(|n| {
-                    n.ends_with(".json") && !n.ends_with(".decisions.json") && !n.starts_with('.')
+                    n.strip_suffix(".json").is_some_and(|id| {
+                        id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
+                    })
                 });
                 if is_entry {
                     files.push(path);

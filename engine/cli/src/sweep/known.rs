@@ -102,6 +102,63 @@ pub(crate) fn text(dir: &Path, replayed: &[Replayed]) -> String {
     out
 }
 
+/// Replays the shrunk decisions of every known failure of `scenarios` that has them (its
+/// first seed, with the decisions `simtape shrink` left), and returns one line for each: the
+/// same cluster (`still fails`), another, or a pass. Decisions taken on another version of
+/// the scenario are not replayed (its draws may have moved), and the line says so.
+pub(crate) fn replay_shrunk(db: &FailureDb, scenarios: &[Loaded]) -> Result<String, CliError> {
+    let mut out = String::new();
+    for loaded in scenarios {
+        let digest = loaded.scenario.scenario().digest();
+        for entry in db.of_scenario(loaded.scenario.scenario().name()) {
+            let Some(relative) = &entry.shrunk else {
+                continue;
+            };
+            let path = db.dir().join(relative);
+            let seed = entry.seeds[0];
+            let said = match stamped_digest(&path)? {
+                Some(stamp) if stamp != digest => {
+                    "taken on another version of the scenario, not replayed".to_string()
+                }
+                _ => {
+                    let decided = crate::common::decisions::load(&path, &digest)?;
+                    let mut builder = loaded.scenario.builder(seed);
+                    builder.decisions(decided.book, None);
+                    let result = super::pool::result_of(&loaded.scenario.run_summary(&mut builder));
+                    match simtape_eval::sweep::ClusterKey::of(&result) {
+                        Some(key) if key == entry.cluster => "still fails".to_string(),
+                        Some(key) => format!("fails otherwise: {key}"),
+                        None => "passes".to_string(),
+                    }
+                }
+            };
+            let _ = writeln!(
+                out,
+                "  {:<15} {}: {}: {} (seed {seed} with {}: {said})",
+                "shrunk",
+                entry.scenario,
+                entry.cluster.kind,
+                entry.cluster.reason,
+                path.display()
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Returns the scenario digest a decisions file is stamped with, if any (read within the
+/// database's cap).
+fn stamped_digest(path: &Path) -> Result<Option<String>, CliError> {
+    let text = simtape::input::read_input_text(path, simtape::limits::InputKind::FailureEntry)?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
+        CliError::Input(format!("{}: (file): not JSON: {error}", path.display()))
+    })?;
+    Ok(value
+        .get("scenario")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string))
+}
+
 /// Brings the entries of `loaded` up to date after a sweep whose every result (known
 /// failures replayed first included) is `results`, and writes the first seed's decisions of
 /// each failing entry that has none yet.

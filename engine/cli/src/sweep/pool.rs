@@ -140,7 +140,7 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
 
 /// A seed's result as a run's report says it: its verdict, harness outcome, retries and
 /// model calls.
-fn result_of(report: &simtape_agent::EvalReport) -> SeedResult {
+pub(crate) fn result_of(report: &simtape_agent::EvalReport) -> SeedResult {
     let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
     result.harness = report.harness.clone();

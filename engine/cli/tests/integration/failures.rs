@@ -42,15 +42,18 @@ fn sweep(dir: &Path, jobs: &str, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Whether a file of the database is an entry: `<16 hex digits>.json`.
+fn is_entry(name: &str) -> bool {
+    name.strip_suffix(".json")
+        .is_some_and(|id| id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// Returns the entry files of the database in `db`, sorted.
 fn entries(db: &Path) -> Vec<serde_json::Value> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(db.join("ticket-retry"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            name.ends_with(".json") && !name.ends_with(".decisions.json")
-        })
+        .filter(|p| is_entry(&p.file_name().unwrap().to_string_lossy()))
         .collect();
     paths.sort();
     paths.iter().map(|p| load_json(p)).collect()
@@ -208,6 +211,29 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
     }
     known.sort_unstable();
     assert_eq!(known, [3, 6, 7, 11, 12, 17, 23, 27]);
+    // As `simtape shrink` would: the first entry names a shrunk decisions file (here the
+    // seed's own decisions, which fail the same way).
+    let first_entry = db.join(format!(
+        "ticket-retry/{}",
+        std::fs::read_dir(db.join("ticket-retry"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| is_entry(n))
+            .min()
+            .unwrap()
+    ));
+    let mut entry: serde_json::Value = load_json(&first_entry);
+    let shrunk = entry["decisions"]
+        .as_str()
+        .unwrap()
+        .replace(".decisions.json", ".shrunk.json");
+    std::fs::copy(
+        db.join(entry["decisions"].as_str().unwrap()),
+        db.join(&shrunk),
+    )
+    .unwrap();
+    entry["shrunk"] = serde_json::Value::String(shrunk.clone());
+    std::fs::write(&first_entry, serde_json::to_string_pretty(&entry).unwrap()).unwrap();
 
     for jobs in ["1", "2"] {
         let again = sweep(&dir, jobs, &["--out", "out", "--report-out", "again.json"]);
@@ -224,6 +250,13 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
                 .matches("  still fails     ticket-retry: llm_unmatched")
                 .count(),
             2,
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!(
+                "(seed {} with out/failures.db/{shrunk}: still fails)",
+                entry["seeds"][0]
+            )),
             "{stdout}"
         );
         let stderr = String::from_utf8_lossy(&again.stderr);
@@ -259,7 +292,15 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
     let fixed = sweep(&dir, "2", &["--out", "out", "--report-out", "fixed.json"]);
     assert_eq!(fixed.status.code(), Some(0), "{}", text(&fixed));
     let stdout = String::from_utf8_lossy(&fixed.stdout);
-    let known_lines: String = stdout.lines().take(3).map(|l| format!("{l}\n")).collect();
+    let known_lines: String = stdout
+        .lines()
+        .take_while(|l| !l.starts_with("sweep: seeds"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        known_lines.contains("taken on another version of the scenario, not replayed"),
+        "{known_lines}"
+    );
     assert_eq!(
         known_lines
             .matches("  resolved        ticket-retry")
@@ -275,6 +316,10 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
     for entry in entries(&db) {
         assert_eq!(entry["status"], "resolved", "{entry}");
     }
+    assert_eq!(
+        load_json(&first_entry)["shrunk"].as_str(),
+        Some(shrunk.as_str())
+    );
     ci(0, "resolved");
 }
 
@@ -291,7 +336,7 @@ fn a_damaged_entry_or_a_file_that_is_not_a_report_exits_2_naming_it() {
     let entry = std::fs::read_dir(&folder)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| !p.to_string_lossy().ends_with(".decisions.json"))
+        .find(|p| is_entry(&p.file_name().unwrap().to_string_lossy()))
         .unwrap();
     let good = std::fs::read_to_string(&entry).unwrap();
     std::fs::write(&entry, good.replace("\"failing\"", "\"gone\"")).unwrap();
