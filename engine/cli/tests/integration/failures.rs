@@ -235,8 +235,10 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
     entry["shrunk"] = serde_json::Value::String(shrunk.clone());
     std::fs::write(&first_entry, serde_json::to_string_pretty(&entry).unwrap()).unwrap();
 
+    let mut printed = Vec::new();
     for jobs in ["1", "2"] {
         let again = sweep(&dir, jobs, &["--out", "out", "--report-out", "again.json"]);
+        printed.push(again.stdout.clone());
         assert_eq!(again.status.code(), Some(1), "{}", text(&again));
         let stdout = String::from_utf8_lossy(&again.stdout);
         assert!(
@@ -270,6 +272,10 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
             "--jobs {jobs}: a sweep that replays known failures first reports other bytes"
         );
     }
+    assert!(
+        printed[0] == printed[1],
+        "--jobs 1 and 2 print different known failures or summaries"
+    );
 
     // `ci` over the same database: the known failures still fail, a finding.
     std::fs::create_dir_all(dir.join("tapes")).unwrap();
