@@ -199,6 +199,17 @@ impl FailureDb {
         Ok(())
     }
 
+    /// Removes the file `relative` under the directory, if it is there.
+    pub fn remove_file(&self, relative: &str) -> Result<(), FailureDbError> {
+        let path = self.dir.join(relative);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(FailureDbError::Io { path, source: e })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Writes `bytes` to `relative` under the directory: to a temporary name, then renamed.
     pub fn write_file(&self, relative: &str, bytes: &[u8]) -> Result<(), FailureDbError> {
         let path = self.dir.join(relative);
@@ -429,6 +440,22 @@ pub fn update(
     out
 }
 
+/// Returns the decisions files of `known` entries that their updated versions (`updated`,
+/// before the caller writes new decisions) no longer name: a cluster whose first seed
+/// changed, or whose scenario changed, gets new decisions, and the old file would be left
+/// behind. A file an entry still names as `shrunk` is kept.
+pub fn stale_decisions(known: &[&FailureEntry], updated: &[FailureEntry]) -> Vec<String> {
+    known
+        .iter()
+        .filter_map(|old| {
+            let file = old.decisions.as_ref()?;
+            let new = updated.iter().find(|e| e.cluster == old.cluster)?;
+            let named = new.decisions.as_ref() == Some(file) || new.shrunk.as_ref() == Some(file);
+            (!named).then(|| file.clone())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,5 +530,21 @@ mod tests {
             Replayed::of(&late, &[failing(50, "late")]).outcome,
             ReplayOutcome::StillFails
         );
+        // A first seed that changes leaves its old decisions file stale; a kept one does not.
+        let mut with_file = late.clone();
+        with_file.decisions = Some(with_file.decisions_path(50));
+        let moved = update(
+            "s",
+            "aa",
+            &[&with_file],
+            &[failing(7, "late"), failing(50, "late")],
+        );
+        assert_eq!(moved[0].seeds, [7, 50]);
+        assert_eq!(
+            stale_decisions(&[&with_file], &moved),
+            [with_file.decisions_path(50)]
+        );
+        let kept = update("s", "aa", &[&with_file], &[failing(50, "late")]);
+        assert!(stale_decisions(&[&with_file], &kept).is_empty());
     }
 }

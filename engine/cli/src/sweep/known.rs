@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use simtape::decision::DecisionBook;
-use simtape_eval::failures::{update, FailureDb, FailureDbError, FailureEntry, Replayed};
+use simtape_eval::failures::{
+    stale_decisions, update, FailureDb, FailureDbError, FailureEntry, Replayed,
+};
 use simtape_eval::sweep::SeedResult;
 
 use super::pool::Loaded;
@@ -172,6 +174,9 @@ pub(crate) fn record(
     let known: Vec<FailureEntry> = db.of_scenario(scenario.name()).cloned().collect();
     let known: Vec<&FailureEntry> = known.iter().collect();
     let entries = update(scenario.name(), &digest, &known, results);
+    for stale in stale_decisions(&known, &entries) {
+        db.remove_file(&stale).map_err(db_error)?;
+    }
     for mut entry in entries {
         let first = entry.seeds[0];
         let failing = entry.status == simtape_eval::failures::EntryStatus::Failing;
