@@ -105,8 +105,9 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         // On standard error: the report is the same whether a result was run or reused.
         for ((loaded, results), reused) in scenarios.iter().zip(&ran.results).zip(&ran.reused) {
             eprintln!(
-                "sweep: {}: {reused} of {} run(s) skipped (a result stored under the same key)",
+                "sweep: {}: {} of {} run(s) skipped (a result stored under the same key)",
                 loaded.scenario.scenario().name(),
+                reused.len(),
                 results.len()
             );
         }
@@ -165,7 +166,7 @@ fn run_seeds(
     let scenarios = plan.scenarios;
     let known_tasks = failures.map_or_else(Vec::new, |db| known::tasks(db, scenarios));
     let mut replayed = vec![Vec::new(); scenarios.len()];
-    let mut reused = vec![0; scenarios.len()];
+    let mut reused = vec![Vec::new(); scenarios.len()];
     if let (Some(db), false) = (failures, known_tasks.is_empty()) {
         let count = known_tasks.len();
         eprintln!(
@@ -212,15 +213,19 @@ fn run_seeds(
         }
         ran.results[index].sort_by_key(|r| r.seed);
         everything[index].sort_by_key(|r| r.seed);
-        ran.reused[index] += reused[index];
+        // Only the plan's seeds count as skipped runs of the sweep.
+        let in_plan_reused = reused[index].iter().filter(|&&seed| plan.has_seed(seed));
+        ran.reused[index].extend(in_plan_reused);
     }
     Ok((ran, everything))
 }
 
 /// Brings the failure database up to date with every result of a sweep, unless the sweep
 /// stopped part-way: it did not see every cluster, and would call the unseen ones resolved.
+/// The database is read again first, so what other shards wrote meanwhile is merged, not
+/// overwritten (two shards writing one entry at the same instant: the last one wins).
 fn remember(
-    mut db: simtape_eval::failures::FailureDb,
+    db: simtape_eval::failures::FailureDb,
     scenarios: &[Loaded],
     everything: &[Vec<simtape_eval::sweep::SeedResult>],
     complete: bool,
@@ -232,6 +237,7 @@ fn remember(
         );
         return Ok(());
     }
+    let mut db = known::open(db.dir())?;
     for (loaded, results) in scenarios.iter().zip(everything) {
         known::record(&mut db, loaded, results)?;
     }

@@ -391,10 +391,12 @@ impl Replayed {
 /// Returns a scenario's entries as they stand after a sweep whose results (every seed it
 /// ran, known failures included) are `results`, from the entries it had (`known`):
 ///
-/// * a cluster the sweep saw is `failing`, with the seeds of its old entry that still fail in
-///   it and the sweep's seeds in it, the smallest [`SEEDS_KEPT_MAX`];
-/// * a known cluster the sweep did not see is `resolved`, its seeds kept (replayed again
-///   next time, so a fix that comes undone is seen).
+/// * a cluster the sweep saw is `failing`, with the sweep's seeds in it and the seeds of its
+///   old entry the sweep did not run (another shard's, written meanwhile: nothing says they
+///   stopped failing), the smallest [`SEEDS_KEPT_MAX`];
+/// * a known cluster the sweep did not see, though it ran some of its seeds, is `resolved`,
+///   its seeds kept (replayed again next time, so a fix that comes undone is seen);
+/// * a known cluster none of whose seeds the sweep ran is left out: it stays as it is.
 ///
 /// `decisions` is kept when the first seed and the scenario are unchanged, else `None` (the
 /// caller writes the new first seed's); `shrunk` is always kept. Sorted by cluster.
@@ -410,10 +412,15 @@ pub fn update(
             seen.entry(key).or_default().insert(result.seed);
         }
     }
+    let ran: BTreeSet<u64> = results.iter().map(|r| r.seed).collect();
     let mut out = Vec::new();
     for (cluster, seeds) in &seen {
         let old = known.iter().find(|e| &e.cluster == cluster);
-        let seeds: Vec<u64> = seeds.iter().copied().take(SEEDS_KEPT_MAX).collect();
+        let not_run = old
+            .into_iter()
+            .flat_map(|old| old.seeds.iter().filter(|seed| !ran.contains(seed)));
+        let all: BTreeSet<u64> = seeds.iter().chain(not_run).copied().collect();
+        let seeds: Vec<u64> = all.into_iter().take(SEEDS_KEPT_MAX).collect();
         let keep_decisions = old.is_some_and(|old| {
             old.seeds.first() == seeds.first() && old.scenario_sha256 == scenario_sha256
         });
@@ -430,7 +437,12 @@ pub fn update(
             shrunk: old.and_then(|old| old.shrunk.clone()),
         });
     }
-    for old in known.iter().filter(|e| !seen.contains_key(&e.cluster)) {
+    let judged = |e: &&&FailureEntry| e.seeds.iter().any(|seed| ran.contains(seed));
+    for old in known
+        .iter()
+        .filter(|e| !seen.contains_key(&e.cluster))
+        .filter(judged)
+    {
         out.push(FailureEntry {
             status: EntryStatus::Resolved,
             ..(*old).clone()
@@ -546,5 +558,14 @@ mod tests {
         );
         let kept = update("s", "aa", &[&with_file], &[failing(50, "late")]);
         assert!(stale_decisions(&[&with_file], &kept).is_empty());
+        // Another shard's seeds the sweep did not run stay; a cluster none of whose seeds
+        // ran is not judged.
+        let other_shard = update("s", "aa", &[&with_file, &lost], &[failing(40, "late")]);
+        assert_eq!(
+            other_shard.len(),
+            1,
+            "lost's seeds did not run: {other_shard:?}"
+        );
+        assert_eq!(other_shard[0].seeds, [40, 50]);
     }
 }

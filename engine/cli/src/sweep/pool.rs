@@ -182,12 +182,12 @@ impl Tasks<'_> {
     }
 }
 
-/// What the pool did: the records by scenario index, each sorted by seed, and how many of
-/// each scenario's came from a result store instead of a run.
+/// What the pool did: the records by scenario index, each sorted by seed, and the seeds of
+/// each scenario whose record came from a result store instead of a run.
 #[derive(Debug)]
 pub(crate) struct Ran {
     pub(crate) results: Vec<Vec<SeedResult>>,
-    pub(crate) reused: Vec<u64>,
+    pub(crate) reused: Vec<Vec<u64>>,
 }
 
 /// Runs `tasks` of `plan` on `jobs` threads. Workers stop taking tasks once `stop` is
@@ -251,10 +251,12 @@ pub(crate) fn run(
     }
     collected.sort_by_key(|(index, result, _)| (*index, result.seed));
     let mut by_scenario = vec![Vec::new(); plan.scenarios.len()];
-    let mut reused = vec![0; plan.scenarios.len()];
+    let mut reused = vec![Vec::new(); plan.scenarios.len()];
     for (index, result, from_store) in collected {
+        if from_store {
+            reused[index].push(result.seed);
+        }
         by_scenario[index].push(result);
-        reused[index] += u64::from(from_store);
     }
     Ok(Ran {
         results: by_scenario,
