@@ -60,9 +60,21 @@ pub struct FailureEntry {
     /// The first seed's own decisions (`simtape run --decisions-out`), relative to the
     /// database directory; `None` when not written (an agent-program scenario).
     pub decisions: Option<String>,
-    /// The shrunk decisions of the first seed, relative to the database directory, once
-    /// `simtape shrink` wrote them; `None` until then. A sweep keeps what it finds here.
-    pub shrunk: Option<String>,
+    /// The shrunk decisions of one of the seeds, once `simtape shrink` wrote them; `None`
+    /// until then. A sweep keeps what it finds here.
+    pub shrunk: Option<Shrunk>,
+}
+
+/// A failing seed's shrunk decisions: the seed they were shrunk from (overrides replace only
+/// their own draws; the rest come from the seed's streams) and the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shrunk {
+    /// The seed whose run was shrunk.
+    pub seed: u64,
+    /// The decisions file (as `simtape shrink` writes it), relative to the database
+    /// directory.
+    pub decisions: String,
 }
 
 impl FailureEntry {
@@ -270,7 +282,12 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
                     && seeds.len() <= SEEDS_KEPT_MAX
                     && seeds.iter().all(|s| s.as_u64().is_some())
             }),
-            _ => value.is_null() || value.as_str().is_some_and(relative_inside),
+            "decisions" => value.is_null() || value.as_str().is_some_and(relative_inside),
+            _ => {
+                value.is_null()
+                    || serde_json::from_value::<Shrunk>(value.clone())
+                        .is_ok_and(|shrunk| relative_inside(&shrunk.decisions))
+            }
         };
         if !fits {
             let expected = match field {
@@ -279,7 +296,10 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
                 "cluster" => "expected {verdict, kind, reason}".into(),
                 "status" => "expected \"failing\" or \"resolved\"".into(),
                 "seeds" => format!("expected 1 to {SEEDS_KEPT_MAX} unsigned 64-bit seeds"),
-                _ => "expected null or a path relative to the database directory".into(),
+                "decisions" => {
+                    "expected null or a path relative to the database directory".into()
+                }
+                _ => "expected null or {seed, decisions} with a path relative to the database directory".into(),
             };
             return Err(field_error(field, format!("{expected}, found {value}")));
         }
@@ -462,7 +482,8 @@ pub fn stale_decisions(known: &[&FailureEntry], updated: &[FailureEntry]) -> Vec
         .filter_map(|old| {
             let file = old.decisions.as_ref()?;
             let new = updated.iter().find(|e| e.cluster == old.cluster)?;
-            let named = new.decisions.as_ref() == Some(file) || new.shrunk.as_ref() == Some(file);
+            let named = new.decisions.as_ref() == Some(file)
+                || new.shrunk.as_ref().is_some_and(|s| &s.decisions == file);
             (!named).then(|| file.clone())
         })
         .collect()
@@ -518,7 +539,11 @@ mod tests {
             (0..SEEDS_KEPT_MAX as u64).collect::<Vec<_>>()
         );
         let mut lost = first[1].clone();
-        lost.shrunk = Some("s/x.shrunk.json".into());
+        let shrunk = Shrunk {
+            seed: 0,
+            decisions: "s/x.shrunk.json".into(),
+        };
+        lost.shrunk = Some(shrunk.clone());
         let late = first[0].clone();
         let second = update(
             "s",
@@ -529,7 +554,7 @@ mod tests {
         assert_eq!(second[0].status, EntryStatus::Failing);
         assert_eq!(second[1].status, EntryStatus::Resolved);
         assert_eq!(second[1].seeds, lost.seeds);
-        assert_eq!(second[1].shrunk.as_deref(), Some("s/x.shrunk.json"));
+        assert_eq!(second[1].shrunk, Some(shrunk));
         let replays = [failing(0, "other"), passing(1)];
         let replayed = Replayed::of(&lost, &replays);
         assert_eq!(replayed.outcome, ReplayOutcome::FailsOtherwise);

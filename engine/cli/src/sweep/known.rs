@@ -104,8 +104,8 @@ pub(crate) fn text(dir: &Path, replayed: &[Replayed]) -> String {
     out
 }
 
-/// Replays the shrunk decisions of every known failure of `scenarios` that has them (its
-/// first seed, with the decisions `simtape shrink` left), and returns one line for each: the
+/// Replays the shrunk decisions of every known failure of `scenarios` that has them (the
+/// seed they were shrunk from, with the decisions `simtape shrink` left), and returns one line for each: the
 /// same cluster (`still fails`), another, or a pass. Decisions taken on another version of
 /// the scenario are not replayed (its draws may have moved), and the line says so.
 pub(crate) fn replay_shrunk(db: &FailureDb, scenarios: &[Loaded]) -> Result<String, CliError> {
@@ -113,11 +113,11 @@ pub(crate) fn replay_shrunk(db: &FailureDb, scenarios: &[Loaded]) -> Result<Stri
     for loaded in scenarios {
         let digest = loaded.scenario.scenario().digest();
         for entry in db.of_scenario(loaded.scenario.scenario().name()) {
-            let Some(relative) = &entry.shrunk else {
+            let Some(shrunk) = &entry.shrunk else {
                 continue;
             };
-            let path = db.dir().join(relative);
-            let seed = entry.seeds[0];
+            let path = db.dir().join(&shrunk.decisions);
+            let seed = shrunk.seed;
             let said = match stamped_digest(&path)? {
                 Some(stamp) if stamp != digest => {
                     "taken on another version of the scenario, not replayed".to_string()

@@ -232,7 +232,7 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
         db.join(&shrunk),
     )
     .unwrap();
-    entry["shrunk"] = serde_json::Value::String(shrunk.clone());
+    entry["shrunk"] = serde_json::json!({"seed": entry["seeds"][0], "decisions": shrunk});
     std::fs::write(&first_entry, serde_json::to_string_pretty(&entry).unwrap()).unwrap();
 
     let mut printed = Vec::new();
@@ -323,8 +323,9 @@ fn a_second_sweep_over_the_same_out_replays_known_failures_first() {
         assert_eq!(entry["status"], "resolved", "{entry}");
     }
     assert_eq!(
-        load_json(&first_entry)["shrunk"].as_str(),
-        Some(shrunk.as_str())
+        load_json(&first_entry)["shrunk"]["decisions"].as_str(),
+        Some(shrunk.as_str()),
+        "a sweep keeps what shrink wrote"
     );
     ci(0, "resolved");
 }
@@ -371,6 +372,21 @@ fn a_damaged_entry_or_a_file_that_is_not_a_report_exits_2_naming_it() {
         ]),
         2,
         "seeds: expected 1 to 16 unsigned 64-bit seeds",
+    );
+    // `shrunk` names its seed and a file inside the database, never a path outside it.
+    let outside = "\"shrunk\": {\"seed\": 3, \"decisions\": \"../x.json\"}";
+    std::fs::write(&entry, good.replace("\"shrunk\": null", outside)).unwrap();
+    expect(
+        simtape().current_dir(&dir).args([
+            "sweep",
+            "scenarios/ticket-retry.toml",
+            "--seeds",
+            "0..2",
+            "--out",
+            "out",
+        ]),
+        2,
+        "shrunk: expected null or {seed, decisions}",
     );
 
     std::fs::write(
