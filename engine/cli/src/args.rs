@@ -377,6 +377,11 @@ pub(crate) struct CiArgs {
     /// Rewrite the golden tapes that are missing or differ.
     #[arg(long)]
     pub(crate) bless: bool,
+    /// A sweep's failure database (docs/failures.md): first replay the known failures of
+    /// the scenarios under `scenarios/` and say which still fail (a finding) and which are
+    /// resolved; the database is read, not written.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) failures: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -435,6 +440,10 @@ pub(crate) struct SweepArgs {
     /// Write the report to this file (default format: json).
     #[arg(long, value_name = "PATH")]
     pub(crate) report_out: Option<PathBuf>,
+    /// The failure database (default: DIR/failures under --out; docs/failures.md): its known
+    /// failures are replayed before the other seeds, then it is updated with this sweep's.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) failures: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -503,6 +512,22 @@ pub(crate) enum ReportCommand {
         /// Write the merged report to this file instead of standard output.
         #[arg(long, value_name = "PATH")]
         report_out: Option<PathBuf>,
+    },
+    /// Compares two JSON sweep reports: failure clusters new, resolved and ongoing, pass rate
+    /// and pass^k with 95 % intervals, and the exact paired sign test on the common seeds
+    /// (docs/failures.md). Exit 1 when the new sweep has a new cluster or is significantly
+    /// less robust.
+    Diff {
+        /// The earlier sweep's JSON report.
+        old: PathBuf,
+        /// The later sweep's JSON report.
+        new: PathBuf,
+        /// Print the diff as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write the diff as a self-contained HTML page.
+        #[arg(long, value_name = "OUT")]
+        html: Option<PathBuf>,
     },
 }
 

@@ -12,6 +12,10 @@ use crate::args::CiArgs;
 use crate::common::golden::{golden_path, tape_bytes};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
+use crate::sweep::known;
+use crate::sweep::pool::{self, Loaded, Plan, Tasks};
+use crate::sweep::progress::Progress;
+use std::sync::atomic::AtomicBool;
 
 /// What happened to one (scenario, seed).
 enum Check {
@@ -42,6 +46,10 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
         loaded.push(eval);
     }
     let mut unmet = 0;
+    let mut known_failing = 0;
+    if let Some(dir) = &args.failures {
+        (loaded, known_failing) = replay_known(dir, &scenarios, std::mem::take(&mut loaded))?;
+    }
     for eval in &loaded {
         let scenario = eval.scenario();
         let mut properties = Vec::new();
@@ -93,6 +101,10 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
         println!("if the change is intended: simtape ci --bless, then review and commit tapes/");
         return Ok(Outcome::Finding);
     }
+    if known_failing > 0 {
+        println!("ci: {known_failing} known failure(s) still fail");
+        return Ok(Outcome::Finding);
+    }
     if unmet > 0 {
         println!(
             "ci: {unmet} property(ies) never hit: pin a seed that reaches each ([scenario] seeds)"
@@ -100,6 +112,55 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
         return Ok(Outcome::Finding);
     }
     Ok(Outcome::Success)
+}
+
+/// Replays the known failures of the database in `dir` for the scenarios of `paths` (loaded
+/// as `evals`) and prints what became of them; returns the scenarios, in order, and how many
+/// known failures still fail.
+fn replay_known(
+    dir: &Path,
+    paths: &[PathBuf],
+    evals: Vec<simtape_agent::EvalScenario>,
+) -> Result<(Vec<simtape_agent::EvalScenario>, usize), CliError> {
+    let db = known::open(dir)?;
+    let loaded: Vec<Loaded> = evals
+        .into_iter()
+        .zip(paths)
+        .map(|(scenario, path)| Loaded {
+            scenario,
+            path: path.clone(),
+            inputs: None,
+            key: None,
+        })
+        .collect();
+    let tasks = known::tasks(&db, &loaded);
+    let plan = Plan {
+        scenarios: &loaded,
+        seeds: simtape_eval::sweep::SeedRange { start: 0, end: 1 },
+        shard: simtape_eval::sweep::Shard::ALL,
+        out: None,
+        agent_bin: None,
+        sandbox: None,
+        stores: &[],
+    };
+    let stop = AtomicBool::new(false);
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut progress = Progress::new(tasks.len() as u64);
+    let ran = pool::run(
+        plan,
+        Tasks::Listed(&tasks),
+        jobs.clamp(1, tasks.len().max(1)),
+        &stop,
+        &mut progress,
+    )?;
+    let replayed = known::judge(&db, &loaded, &ran.results);
+    print!("{}", known::text(db.dir(), &replayed));
+    print!("{}", known::replay_shrunk(&db, &loaded)?);
+    let still = replayed
+        .iter()
+        .filter(|r| r.outcome == simtape_eval::failures::ReplayOutcome::StillFails)
+        .count();
+    Ok((loaded.into_iter().map(|l| l.scenario).collect(), still))
 }
 
 /// Returns the scenario files of `dir`, sorted so the output order is stable.

@@ -12,8 +12,9 @@ use crate::common::render::deliver;
 use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::cache::{EngineDigest, ScenarioKey, Store};
+use crate::sweep::known;
 use crate::sweep::plan::{self as job_plan, K8s, Sweep};
-use crate::sweep::pool::{self, Loaded, Plan};
+use crate::sweep::pool::{self, Loaded, Plan, Ran, Tasks};
 use crate::sweep::progress::Progress;
 use simtape_serve::shard::ShardArg;
 
@@ -44,6 +45,14 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         }
     };
     let stores = stores(args)?;
+    let failures = match args
+        .failures
+        .clone()
+        .or_else(|| args.out.as_ref().map(|out| out.join(FAILURES)))
+    {
+        Some(dir) => Some(known::open(&dir)?),
+        None => None,
+    };
     let scenarios = load(
         &args.scenarios,
         args.out.is_some(),
@@ -90,14 +99,15 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         "sweep: {runs} run(s) on {} thread(s)",
         jobs.min(runs.max(1) as usize)
     );
-    let mut progress = Progress::new(runs);
-    let ran = pool::run(plan, jobs.min(runs.max(1) as usize), stop, &mut progress)?;
+    let summary_on_stderr = args.report.is_some() && args.report_out.is_none();
+    let (ran, everything) = run_seeds(plan, jobs, stop, failures.as_ref(), summary_on_stderr)?;
     if stores.iter().any(|store| store.read) {
         // On standard error: the report is the same whether a result was run or reused.
         for ((loaded, results), reused) in scenarios.iter().zip(&ran.results).zip(&ran.reused) {
             eprintln!(
-                "sweep: {}: {reused} of {} run(s) skipped (a result stored under the same key)",
+                "sweep: {}: {} of {} run(s) skipped (a result stored under the same key)",
                 loaded.scenario.scenario().name(),
+                reused.len(),
                 results.len()
             );
         }
@@ -113,6 +123,9 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let done = results.iter().map(Vec::len).sum::<usize>() as u64;
     if done != runs {
         eprintln!("interrupted: {done} of {runs} run(s) done; the report is partial");
+    }
+    if let Some(db) = failures {
+        remember(db, &scenarios, &everything, done == runs)?;
     }
     let report = SweepReport::new(
         seeds,
@@ -133,6 +146,102 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             .collect(),
     );
     deliver(&report, args.report, args.report_out.as_deref())
+}
+
+/// The failure database's directory under `--out` (scenario names have no `.`, so no
+/// scenario's tape directory can take this name).
+const FAILURES: &str = "failures.db";
+
+/// Runs the sweep's seeds on `jobs` threads, the known failures of `failures` first (and
+/// says what became of them: on standard output, or standard error when the report goes
+/// there). Returns the plan's results, and every result by scenario (the known failures'
+/// seeds outside the plan included) for the database.
+fn run_seeds(
+    plan: Plan<'_>,
+    jobs: usize,
+    stop: &'static AtomicBool,
+    failures: Option<&simtape_eval::failures::FailureDb>,
+    summary_on_stderr: bool,
+) -> Result<(Ran, Vec<Vec<simtape_eval::sweep::SeedResult>>), CliError> {
+    let scenarios = plan.scenarios;
+    let known_tasks = failures.map_or_else(Vec::new, |db| known::tasks(db, scenarios));
+    let mut replayed = vec![Vec::new(); scenarios.len()];
+    let mut reused = vec![Vec::new(); scenarios.len()];
+    if let (Some(db), false) = (failures, known_tasks.is_empty()) {
+        let count = known_tasks.len();
+        eprintln!(
+            "sweep: {count} known failure seed(s) first ({})",
+            db.dir().display()
+        );
+        let mut progress = Progress::new(count as u64);
+        let ran = pool::run(
+            plan,
+            Tasks::Listed(&known_tasks),
+            jobs.min(count),
+            stop,
+            &mut progress,
+        )?;
+        let mut text = known::text(db.dir(), &known::judge(db, scenarios, &ran.results));
+        text.push_str(&known::replay_shrunk(db, scenarios)?);
+        match summary_on_stderr {
+            true => eprint!("{text}"),
+            false => print!("{text}"),
+        }
+        (replayed, reused) = (ran.results, ran.reused);
+    }
+    let in_plan: std::collections::BTreeSet<(usize, u64)> = known_tasks
+        .iter()
+        .copied()
+        .filter(|&(_, seed)| plan.has_seed(seed))
+        .collect();
+    let rest = plan.runs() - in_plan.len() as u64;
+    let mut progress = Progress::new(rest);
+    let mut ran = pool::run(
+        plan,
+        Tasks::Plan(&in_plan),
+        jobs.min(rest.max(1) as usize),
+        stop,
+        &mut progress,
+    )?;
+    let mut everything = ran.results.clone();
+    for (index, known) in replayed.into_iter().enumerate() {
+        for result in known {
+            if plan.has_seed(result.seed) {
+                ran.results[index].push(result.clone());
+            }
+            everything[index].push(result);
+        }
+        ran.results[index].sort_by_key(|r| r.seed);
+        everything[index].sort_by_key(|r| r.seed);
+        // Only the plan's seeds count as skipped runs of the sweep.
+        let in_plan_reused = reused[index].iter().filter(|&&seed| plan.has_seed(seed));
+        ran.reused[index].extend(in_plan_reused);
+    }
+    Ok((ran, everything))
+}
+
+/// Brings the failure database up to date with every result of a sweep, unless the sweep
+/// stopped part-way: it did not see every cluster, and would call the unseen ones resolved.
+/// The database is read again first, so what other shards wrote meanwhile is merged, not
+/// overwritten (two shards writing one entry at the same instant: the last one wins).
+fn remember(
+    db: simtape_eval::failures::FailureDb,
+    scenarios: &[Loaded],
+    everything: &[Vec<simtape_eval::sweep::SeedResult>],
+    complete: bool,
+) -> Result<(), CliError> {
+    if !complete {
+        eprintln!(
+            "note: the failure database {} is left as it was",
+            db.dir().display()
+        );
+        return Ok(());
+    }
+    let mut db = known::open(db.dir())?;
+    for (loaded, results) in scenarios.iter().zip(everything) {
+        known::record(&mut db, loaded, results)?;
+    }
+    Ok(())
 }
 
 /// Writes the job file of `simtape sweep plan` (to `--out`, or standard output).

@@ -89,11 +89,14 @@ pub enum InputKind {
     McpJournal,
     /// A decisions file (`run --decisions`).
     Decisions,
+    /// One entry of a sweep's failure database, or a decisions file it names
+    /// (docs/failures.md).
+    FailureEntry,
 }
 
 impl InputKind {
     /// Every kind, in the order of the table in docs/cli.md.
-    pub const ALL: [InputKind; 10] = [
+    pub const ALL: [InputKind; 11] = [
         InputKind::Scenario,
         InputKind::LlmFixture,
         InputKind::ProcessTape,
@@ -104,6 +107,7 @@ impl InputKind {
         InputKind::SweepReport,
         InputKind::McpJournal,
         InputKind::Decisions,
+        InputKind::FailureEntry,
     ];
 
     /// Returns what a file of this kind is called in messages.
@@ -119,6 +123,7 @@ impl InputKind {
             InputKind::SweepReport => "sweep report",
             InputKind::McpJournal => "MCP journal",
             InputKind::Decisions => "decisions file",
+            InputKind::FailureEntry => "failure database entry",
         }
     }
 
@@ -139,6 +144,8 @@ impl InputKind {
             InputKind::Decisions => 64 << 20,
             // A report of `SWEEP_RUNS_MAX` runs at a few hundred bytes each.
             InputKind::SweepReport => 4 << 30,
+            // An entry is a few KiB; a seed's decisions file about 70 bytes a decision.
+            InputKind::FailureEntry => 16 << 20,
         }
     }
 

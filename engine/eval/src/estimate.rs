@@ -171,6 +171,78 @@ impl KRow {
     }
 }
 
+/// The z of a two-sided 95 % normal interval.
+const Z_95: f64 = 1.959_963_984_540_054;
+
+/// A 95 % confidence interval, as decimals in `[0, 1]`, for display: no behaviour depends on
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// The lower bound.
+    pub low: f64,
+    /// The upper bound.
+    pub high: f64,
+}
+
+impl Interval {
+    /// Returns the Wilson score interval of the pass rate of `c` passes in `n` trials
+    /// (`n > 0`): unlike the normal one it stays inside `[0, 1]` and is not empty at 0 or n
+    /// passes, which sweeps often give. Only IEEE-exact operations (`+ − × ÷ √`), so the
+    /// same counts give the same bits on every machine.
+    ///
+    /// ```
+    /// use simtape_eval::estimate::Interval;
+    /// let all = Interval::wilson(10, 10);
+    /// assert_eq!(all.high, 1.0);
+    /// assert!((all.low - 0.7225).abs() < 1e-4);
+    /// ```
+    pub fn wilson(n: u64, c: u64) -> Interval {
+        assert!(
+            n > 0 && c <= n,
+            "an interval needs trials, and no more passes than trials"
+        );
+        let (all, none) = (c == n, c == 0);
+        let (n, c) = (n as f64, c as f64);
+        let rate = c / n;
+        let z2 = Z_95 * Z_95;
+        let scale = 1.0 + z2 / n;
+        let center = (rate + z2 / (2.0 * n)) / scale;
+        let half = Z_95 / scale * (rate * (1.0 - rate) / n + z2 / (4.0 * n * n)).sqrt();
+        // At 0 or n passes the bound is 0 or 1 exactly; rounding would leave it a hair off.
+        Interval {
+            low: if none { 0.0 } else { (center - half).max(0.0) },
+            high: if all { 1.0 } else { (center + half).min(1.0) },
+        }
+    }
+
+    /// Returns the interval of pass^k that the pass rate's interval gives: each bound to the
+    /// k-th power (pass^k of independent trials is p^k, increasing in p), by repeated
+    /// multiplication so the bits are the same everywhere.
+    ///
+    /// ```
+    /// use simtape_eval::estimate::Interval;
+    /// let squared = Interval { low: 0.5, high: 0.9 }.power(2);
+    /// assert_eq!((squared.low, squared.high), (0.25, 0.81));
+    /// ```
+    pub fn power(self, k: u64) -> Interval {
+        let mut out = Interval {
+            low: 1.0,
+            high: 1.0,
+        };
+        for _ in 0..k.min(1 << 16) {
+            out.low *= self.low;
+            out.high *= self.high;
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Interval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{:.4}, {:.4}]", self.low, self.high)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +262,18 @@ mod tests {
             100_891_344_545_564_193_334_812_497_256
         );
         assert_eq!(pass_hat_k(100, 99, 99), Fraction::new(1, 100));
+    }
+
+    #[test]
+    fn wilson_intervals_match_published_values() {
+        // Goal: the Wilson interval gives the textbook bounds (Newcombe 1998, table I:
+        // 81/263 -> 0.2553..0.3662) and stays inside [0, 1] at the ends.
+        let interval = Interval::wilson(263, 81);
+        assert!((interval.low - 0.2553).abs() < 1e-4, "{interval}");
+        assert!((interval.high - 0.3662).abs() < 1e-4, "{interval}");
+        let none = Interval::wilson(29, 0);
+        assert_eq!(none.low, 0.0);
+        assert!((none.high - 0.1170).abs() < 1e-4, "{none}");
+        assert_eq!(interval.power(1), interval);
     }
 }

@@ -23,7 +23,10 @@
 //! - `verdict` — [`Verdict`], [`VerdictKind`], [`VerifierResult`].
 //! - [`estimate`] — exact fractions, binomials, pass@k and pass^k, [`estimate::KRow`].
 //! - [`sweep`] — the `simtape-sweep/1` report: seed ranges and shards, records, summaries,
-//!   the merge, the renderings.
+//!   failure clusters, the merge, the renderings, and the diff of two reports.
+//! - [`paired`] — the exact sign (McNemar) test on the seeds two sweeps both ran.
+//! - [`failures`] — the failure database a sweep keeps under `--out`: one entry per failure
+//!   cluster, replayed first by the next sweep or `simtape ci`.
 //! - [`run_json`] — the JSON of one run (`simtape run --json`, `verdict.json`).
 //! - [`evidence`] — the run-and-test evidence contract: `GATES.json`, plan, tests,
 //!   artifacts, and the normalizer of the run log.
@@ -44,7 +47,9 @@
 pub mod estimate;
 pub mod evidence;
 pub mod explain;
+pub mod failures;
 pub mod harness;
+pub mod paired;
 pub mod property;
 pub mod run_json;
 pub mod shrink;

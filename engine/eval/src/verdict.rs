@@ -54,7 +54,7 @@ pub enum Verdict {
 
 /// What kind of verdict a run had, without its reason: what a sweep's per-seed record keeps
 /// (serialized `"pass"`, `"fail"`, `"blocked"` or `"error"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VerdictKind {
     /// The run completed, at least one verifier ran and every verifier held.

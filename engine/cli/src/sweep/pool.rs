@@ -86,6 +86,12 @@ impl Plan<'_> {
         self.seeds.shard_seeds(self.shard).1 * self.scenarios.len() as u64
     }
 
+    /// Returns whether `seed` is one of the plan's (in the range and the shard).
+    pub(crate) fn has_seed(&self, seed: u64) -> bool {
+        (self.seeds.start..self.seeds.end).contains(&seed)
+            && seed % self.shard.count == self.shard.index
+    }
+
     /// Returns the (scenario index, seed) of task `task`, `task < self.runs()`.
     fn task(&self, task: u64) -> (usize, u64) {
         let (first, per_scenario) = self.seeds.shard_seeds(self.shard);
@@ -134,7 +140,7 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
 
 /// A seed's result as a run's report says it: its verdict, harness outcome, retries and
 /// model calls.
-fn result_of(report: &simtape_agent::EvalReport) -> SeedResult {
+pub(crate) fn result_of(report: &simtape_agent::EvalReport) -> SeedResult {
     let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
     let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
     result.harness = report.harness.clone();
@@ -157,25 +163,54 @@ pub(crate) fn tape_path(out: &Path, scenario: &str, seed: u64) -> PathBuf {
     out.join(scenario).join(format!("seed-{seed}.tape"))
 }
 
-/// What the pool did: the records by scenario index, each sorted by seed, and how many of
-/// each scenario's came from a result store instead of a run.
+/// Which runs the pool does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tasks<'a> {
+    /// Every (scenario index, seed) of the plan but those in the set (already run: the
+    /// known failures a sweep replays first).
+    Plan(&'a std::collections::BTreeSet<(usize, u64)>),
+    /// Exactly these (scenario index, seed), which may lie outside the plan's seeds.
+    Listed(&'a [(usize, u64)]),
+}
+
+impl Tasks<'_> {
+    /// Returns how many tasks there are to take (skipped ones included).
+    fn count(&self, plan: &Plan<'_>) -> u64 {
+        match self {
+            Tasks::Plan(_) => plan.runs(),
+            Tasks::Listed(list) => list.len() as u64,
+        }
+    }
+
+    /// Returns task `task`, or `None` when it is skipped.
+    fn get(&self, plan: &Plan<'_>, task: u64) -> Option<(usize, u64)> {
+        match self {
+            Tasks::Plan(skip) => Some(plan.task(task)).filter(|t| !skip.contains(t)),
+            Tasks::Listed(list) => Some(list[usize::try_from(task).expect("a listed task")]),
+        }
+    }
+}
+
+/// What the pool did: the records by scenario index, each sorted by seed, and the seeds of
+/// each scenario whose record came from a result store instead of a run.
 #[derive(Debug)]
 pub(crate) struct Ran {
     pub(crate) results: Vec<Vec<SeedResult>>,
-    pub(crate) reused: Vec<u64>,
+    pub(crate) reused: Vec<Vec<u64>>,
 }
 
-/// Runs every task of `plan` on `jobs` threads. Workers stop taking tasks once `stop` is
+/// Runs `tasks` of `plan` on `jobs` threads. Workers stop taking tasks once `stop` is
 /// set, or once a result store fails (that error is returned).
 pub(crate) fn run(
     plan: Plan<'_>,
+    tasks: Tasks<'_>,
     jobs: usize,
     stop: &AtomicBool,
     progress: &mut Progress,
 ) -> Result<Ran, CliError> {
     let next = AtomicU64::new(0);
     let failed: Mutex<Option<CliError>> = Mutex::new(None);
-    let runs = plan.runs();
+    let runs = tasks.count(&plan);
     let (sender, receiver) = mpsc::channel::<bool>();
     let mut collected: Vec<(usize, SeedResult, bool)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
@@ -189,7 +224,9 @@ pub(crate) fn run(
                         if task >= runs {
                             break;
                         }
-                        let (index, seed) = plan.task(task);
+                        let Some((index, seed)) = tasks.get(&plan, task) else {
+                            continue;
+                        };
                         let (result, from_store) =
                             match stored_or_run(&plan.scenarios[index], seed, plan) {
                                 Ok(done) => done,
@@ -223,10 +260,12 @@ pub(crate) fn run(
     }
     collected.sort_by_key(|(index, result, _)| (*index, result.seed));
     let mut by_scenario = vec![Vec::new(); plan.scenarios.len()];
-    let mut reused = vec![0; plan.scenarios.len()];
+    let mut reused = vec![Vec::new(); plan.scenarios.len()];
     for (index, result, from_store) in collected {
+        if from_store {
+            reused[index].push(result.seed);
+        }
         by_scenario[index].push(result);
-        reused[index] += u64::from(from_store);
     }
     Ok(Ran {
         results: by_scenario,

@@ -326,9 +326,17 @@ fn a_planned_slurm_array_merges_into_the_one_machine_report() {
     drop(cluster);
     let expected = std::fs::read(single.join("sweep-results/report.json")).unwrap();
     assert!(merged == expected, "merged report differs\n{logs}");
+    // The failure database is left out: shards running at once may each write an entry
+    // (whole, never torn), the last one's seeds winning (docs/failures.md).
+    let without_db = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        files(dir)
+            .into_iter()
+            .filter(|(path, _)| !path.starts_with("failures.db"))
+            .collect()
+    };
     assert_eq!(
-        files(&results.join("tapes")),
-        files(&single.join("sweep-results/tapes")),
+        without_db(&results.join("tapes")),
+        without_db(&single.join("sweep-results/tapes")),
         "the failing seeds' tapes"
     );
     assert!(!files(&results.join("tapes")).is_empty());

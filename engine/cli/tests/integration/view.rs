@@ -516,3 +516,49 @@ fn a_backwards_window_and_a_file_that_is_not_a_tape_are_refused() {
     assert!(String::from_utf8_lossy(&not_a_tape.stderr).contains("README.md: not a simtape tape"));
     assert!(!page.exists(), "no page for a tape that does not read");
 }
+
+#[test]
+fn the_sweep_diff_page_shows_the_paired_test_and_every_cluster() {
+    // Goal: `report diff --html` of a race-edit sweep against itself opens without a
+    // console error and shows each cluster as ongoing and the paired test (b = c = 0, p = 1).
+    let Some(browser) = chromium() else { return };
+    let dir = scratch("view", "sweep-diff-page");
+    let json = dir.join("r.json");
+    let output = simtape()
+        .arg("sweep")
+        .arg(repo().join("scenarios/race-edit.toml"))
+        .args(["--seeds", "0..24", "--report-out"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "some seeds fail");
+    let page = dir.join("diff.html");
+    run_ok(
+        simtape()
+            .args(["report", "diff"])
+            .arg(&json)
+            .arg(&json)
+            .arg("--html")
+            .arg(&page),
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let clusters = report["scenarios"][0]["summary"]["failures"]
+        .as_array()
+        .unwrap()
+        .len();
+    let result = open_in_browser(
+        &browser,
+        &page,
+        "sweep-diff",
+        r##"
+        result.ongoing = document.querySelectorAll("tr.cluster.ongoing").length;
+        result.paired = document.querySelector(".paired").textContent;
+        "##,
+    );
+    assert_eq!(result["ongoing"], clusters, "{result}");
+    let paired = result["paired"].as_str().unwrap();
+    assert!(
+        paired.contains("b = 0") && paired.contains("c = 0") && paired.contains("p = 1"),
+        "{paired}"
+    );
+}

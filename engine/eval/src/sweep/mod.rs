@@ -6,16 +6,22 @@
 //! * this module: the seed range (`A..B`) and the shard (`I/N`) a sweep covers;
 //! * [`report`]: the per-seed records, the per-scenario summary (pass rate, pass@k, pass^k,
 //!   failures by reason) and the merge of shard reports;
-//! * [`formats`]: the report as JSON, JSON lines, JUnit XML or CSV, and the text summary.
+//! * [`formats`]: the report as JSON, JSON lines, JUnit XML or CSV, and the text summary;
+//! * [`cluster`]: the failure cluster, what makes two failing seeds the same failure;
+//! * [`diff`]: two reports compared (`simtape report diff`).
 //!
 //! Running the seeds (threads, progress, kept tapes) is the command line's; a report never
 //! depends on how: its records are sorted by (scenario, seed) before anything renders them.
 
+pub mod cluster;
+pub mod diff;
 pub mod formats;
 pub mod report;
 
 use serde::{Deserialize, Serialize};
 
+pub use cluster::ClusterKey;
+pub use diff::SweepDiff;
 pub use formats::{render, summary_text, write_report, ReportFormat, ReportWriteError};
 pub use report::{
     merge, FailureGroup, MergeError, Reason, RetryTotals, ScenarioResults, ScenarioSummary,

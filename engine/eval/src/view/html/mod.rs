@@ -1,5 +1,5 @@
-//! Self-contained HTML pages: a tape ([`tape`]), a diff of two tapes ([`diff`]) and a sweep
-//! report ([`sweep`]). Each is one file with its CSS, JavaScript and data inline (SVG drawn by
+//! Self-contained HTML pages: a tape ([`tape`]), a diff of two tapes ([`diff`]), a sweep
+//! report ([`sweep`]) and two sweep reports compared ([`sweep_diff`]). Each is one file with its CSS, JavaScript and data inline (SVG drawn by
 //! a few hundred lines of hand-written script, no framework, no network), so it opens from
 //! disk and travels as a CI artifact.
 //!
@@ -11,6 +11,7 @@
 
 pub mod diff;
 pub mod sweep;
+pub mod sweep_diff;
 pub mod tape;
 
 use std::fmt::Write as _;
