@@ -182,6 +182,10 @@ pub(crate) struct ShrinkArgs {
     /// with the extension `.shrink`).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+    /// The failure database to record the shrunk run in (default: `OUT/failures.db` when the
+    /// tape is a sweep's `OUT/<scenario>/seed-N.tape`), so the next sweep replays it.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) failures: Option<PathBuf>,
     /// The most reruns the search makes (an agent program runs once per rerun).
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_reruns: u32,

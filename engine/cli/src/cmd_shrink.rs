@@ -10,8 +10,9 @@ use simtape::oracle::{diff_paths, DivergenceOp, Mode};
 use simtape::tape::sha256_hex;
 use simtape::time::format_ns;
 use simtape_agent::{EvalReport, EvalScenario};
+use simtape_eval::failures::{FailureDb, Shrunk as ShrunkEntry};
 use simtape_eval::shrink::{shrink, ShrinkError, Shrunk, Trial};
-use simtape_eval::sweep::Reason;
+use simtape_eval::sweep::{ClusterKey, Reason, SeedResult};
 
 use crate::args::ShrinkArgs;
 use crate::common::files::{create_output_dir, read};
@@ -132,6 +133,64 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
         decisions_path: &decisions_path,
         min_tape: &min_tape,
     });
+    if let Some(db) = failures_dir(args) {
+        let name = eval.scenario().name();
+        remember(&db, name, header.seed, &decisions_path, &minimal.key)?;
+    }
+    Ok(())
+}
+
+/// The failure database to record the shrink in: `--failures DIR`, or the one of the sweep
+/// whose `--out` holds the tape (`OUT/<scenario>/seed-N.tape` beside `OUT/failures.db/`).
+fn failures_dir(args: &ShrinkArgs) -> Option<PathBuf> {
+    if let Some(dir) = &args.failures {
+        return Some(dir.clone());
+    }
+    let out = args.tape.parent()?.parent()?;
+    let db = out.join("failures.db");
+    db.is_dir().then_some(db)
+}
+
+/// Writes the shrunk decisions beside the cluster's entry in the failure database and names
+/// them in its `shrunk` field, so the next sweep replays the minimal run too; a database with
+/// no entry for the cluster is told, not changed.
+fn remember(
+    dir: &Path,
+    scenario: &str,
+    seed: u64,
+    decisions: &Path,
+    key: &ClusterKey,
+) -> Result<(), CliError> {
+    let database = |error: simtape_eval::failures::FailureDbError| {
+        CliError::Input(format!("failure database: {error}"))
+    };
+    let mut db = FailureDb::open(dir).map_err(database)?;
+    let Some(entry) = db
+        .of_scenario(scenario)
+        .find(|entry| &entry.cluster == key)
+        .cloned()
+    else {
+        println!(
+            "failure database {}: no entry for this cluster of {scenario} (a sweep with \
+             --out writes one); nothing recorded",
+            dir.display()
+        );
+        return Ok(());
+    };
+    let relative = format!("{scenario}/{}.seed-{seed}.shrunk.json", key.id());
+    db.write_file(&relative, &read(decisions)?)
+        .map_err(database)?;
+    let mut updated = entry;
+    updated.shrunk = Some(ShrunkEntry {
+        seed,
+        decisions: relative.clone(),
+    });
+    db.put(updated).map_err(database)?;
+    println!(
+        "failure database: {} records the shrunk run ({})",
+        dir.join(format!("{scenario}/{}.json", key.id())).display(),
+        relative
+    );
     Ok(())
 }
 
@@ -182,9 +241,14 @@ fn minimal(
         "the minimal run did not give the same tape twice",
     )?;
     match reason(&report) {
-        Some(found) if found.cluster() == target.cluster() => Ok(Minimal {
-            verdict: report.verdict.to_string(),
-        }),
+        Some(found) if found.cluster() == target.cluster() => {
+            let kind = report.failure.as_ref().map(|failure| failure.kind());
+            let result = SeedResult::of(&report.summary, &report.verdict, kind);
+            Ok(Minimal {
+                verdict: report.verdict.to_string(),
+                key: ClusterKey::of(&result).expect("a failing run has a cluster"),
+            })
+        }
         found => Err(Stop::Differs(format!(
             "the minimal run, written to {}, did not fail the same way ({}): the run \
              depends on something its decisions do not hold",
@@ -203,6 +267,8 @@ struct Start {
 /// The minimal run: its verdict line.
 struct Minimal {
     verdict: String,
+    /// The failure cluster, as the failure database keys it.
+    key: ClusterKey,
 }
 
 /// What simplifying one decision that matters does to the minimal run.

@@ -311,3 +311,45 @@ fn a_passing_tape_a_prefix_and_a_nondeterministic_program_are_refused() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_shrink_of_a_sweeps_tape_is_remembered_by_its_failure_database() {
+    let dir = scratch("shrink", "remembered");
+    let scenario = repo().join("scenarios/race-edit.toml");
+    let sweep = || {
+        let output = simtape()
+            .current_dir(&dir)
+            .arg("sweep")
+            .arg(&scenario)
+            .args(["--seeds", "0..6", "--out", "out"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    sweep();
+    let output = shrink(&dir, &["out/race-edit/seed-1.tape"]);
+    let shown = text(&output);
+    assert!(
+        shown.contains("failure database: out/failures.db/race-edit/"),
+        "{shown}"
+    );
+    let entries: Vec<serde_json::Value> = files(&dir.join("out/failures.db/race-edit"))
+        .into_iter()
+        .filter(|(path, _)| path.to_string_lossy().matches('.').count() == 1)
+        .map(|(_, bytes)| serde_json::from_slice(&bytes).unwrap())
+        .collect();
+    let shrunk: Vec<&serde_json::Value> = entries
+        .iter()
+        .filter(|entry| !entry["shrunk"].is_null())
+        .collect();
+    assert_eq!(shrunk.len(), 1, "{entries:?}");
+    assert_eq!(shrunk[0]["shrunk"]["seed"], 1);
+    // The next sweep replays the shrunk run among the known failures.
+    let next = sweep();
+    assert!(
+        next.lines()
+            .any(|line| line.starts_with("  shrunk") && line.ends_with("still fails)")),
+        "{next}"
+    );
+}
