@@ -106,8 +106,10 @@ pub struct Decision {
     )]
     pub draw: Option<Draw>,
     /// Where the run was when it took the decision: the ordinal of the record its actor was
-    /// about to write (records of the run, the tape's checkpoints and blobs not counted).
-    /// Set on taken decisions drawn by an actor; absent on overrides.
+    /// about to write (records of the run, the tape's checkpoints and blobs not counted); a
+    /// pipeline's own stream (`Host::rng`) draws between records and takes the last actor
+    /// call's. Set on taken decisions (absent before any actor was called); absent on
+    /// overrides.
     #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
     pub record: Option<u64>,
 }

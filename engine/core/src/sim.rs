@@ -388,6 +388,7 @@ impl Builder {
             core,
             tape_path: self.tape_file(),
             capabilities: self.capabilities.clone(),
+            decisions: self.decisions.clone(),
         })
     }
 
@@ -404,6 +405,7 @@ pub struct Sim {
     core: Core,
     tape_path: Option<PathBuf>,
     capabilities: Capabilities,
+    decisions: Option<Arc<crate::decision::DecisionBook>>,
 }
 
 impl std::fmt::Debug for Sim {
@@ -547,6 +549,7 @@ impl Sim {
             seed: self.core.seed,
             start_unix_ns: self.core.start_unix_ns,
             capabilities: self.capabilities.clone(),
+            decisions: self.decisions.clone(),
         };
         let (core, main, failure) = executor::start(self.core, pipeline(host));
         (core, main, failure, self.tape_path, self.capabilities)
@@ -627,6 +630,9 @@ pub struct Host {
     seed: u64,
     start_unix_ns: i64,
     pub(crate) capabilities: Capabilities,
+    /// The run's decisions, when it takes them through a book: the pipeline's own streams
+    /// are decisions too.
+    decisions: Option<Arc<crate::decision::DecisionBook>>,
 }
 
 impl Host {
@@ -675,9 +681,11 @@ impl Host {
         executor::record_engine(crate::tape::RecordKind::Outcome, &(name, value));
     }
 
-    /// Returns a random stream forked from `(seed, name)`, independent of every actor's.
+    /// Returns a random stream forked from `(seed, name)`, independent of every actor's. In
+    /// a run with decisions, its draws are the decisions `name#n` (two streams of one name
+    /// draw the same, so they share their decisions).
     pub fn rng(&self, name: &str) -> RngStream {
-        RngStream::fork(self.seed, name)
+        RngStream::fork_decided(self.seed, name, self.decisions.clone())
     }
 
     /// Logs a structured event onto the tape through the user-event actor; returns its

@@ -144,10 +144,22 @@ pub fn shrink<E>(
                     exhausted = true;
                     break 'passes;
                 }
-                let mut candidate = current.clone();
-                candidate[index] = simplified(&current[index]);
+                // Every decision of the name at once: two streams of one name (a pipeline's
+                // `Host::rng` asked twice) draw the same, and share their decisions.
+                let name = current[index].name.clone();
+                let candidate: Vec<Decision> = current
+                    .iter()
+                    .map(|d| {
+                        if d.name == name {
+                            simplified(d)
+                        } else {
+                            d.clone()
+                        }
+                    })
+                    .collect();
                 let trial = attempt(&candidate, &mut reruns)?;
-                if same_failure(trial.failure.as_ref(), target) {
+                // Kept only when it changed the run's decisions and kept the failure.
+                if trial.taken != current && same_failure(trial.failure.as_ref(), target) {
                     current = trial.taken;
                     kept = true;
                 }

@@ -177,3 +177,30 @@ fn a_file_that_does_not_fit_exits_2_naming_the_field() {
         );
     }
 }
+
+#[test]
+fn a_harness_crash_point_and_its_picks_are_decisions() {
+    // Goal: the harness's own stream (its seeded crashes and the selector's picks) draws
+    // named decisions too, so a shrink can turn a crash off.
+    let dir = scratch_dir("harness");
+    let out = dir.join("d.json");
+    let output = simtape()
+        .current_dir(repo())
+        .args(["run", "scenarios/feature-list-broken.toml", "--seed", "7"])
+        .arg("--decisions-out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let json = crate::common::load_json(&out);
+    let harness: Vec<&serde_json::Value> = json["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["name"].as_str().unwrap().starts_with("harness#"))
+        .collect();
+    assert!(
+        harness.iter().any(|d| d["kind"] == "chance 1/4"),
+        "the seeded crash's chance: {harness:?}"
+    );
+}
