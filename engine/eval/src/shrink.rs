@@ -301,4 +301,67 @@ mod tests {
         assert!(shrunk.exhausted);
         assert_eq!(shrunk.reruns, 1);
     }
+
+    #[test]
+    fn a_rust_pipeline_shrinks_through_its_decision_book() {
+        // Goal: the search works on a real run: a pipeline draws ten 1/2 faults from its own
+        // stream and fails when three in a row fire; shrinking a failing seed leaves exactly
+        // three consecutive faults, the rest turned off.
+        let run = |seed: u64, overrides: &[Decision]| -> Trial {
+            let book = simtape::decision::DecisionBook::new(overrides);
+            let mut builder = simtape::Sim::builder();
+            builder
+                .seed(seed)
+                .decisions(std::sync::Arc::clone(&book), None);
+            let longest = builder
+                .build()
+                .unwrap()
+                .run(|host| async move {
+                    let mut rng = host.rng("faults");
+                    let half = Ratio::new(1, 2).unwrap();
+                    let (mut run, mut longest) = (0, 0);
+                    for _ in 0..10 {
+                        run = if rng.chance(half) { run + 1 } else { 0 };
+                        longest = longest.max(run);
+                    }
+                    longest
+                })
+                .unwrap()
+                .output;
+            let failure = (longest >= 3).then(|| Reason {
+                kind: "verifier".into(),
+                message: "three faults in a row".into(),
+            });
+            Trial {
+                failure,
+                taken: book.taken(),
+            }
+        };
+        let seed = (0..100)
+            .find(|seed| {
+                let trial = run(*seed, &[]);
+                let fired = trial.taken.iter().filter(|d| {
+                    d.draw
+                        .is_some_and(|draw| draw.reads(d.value).starts_with("fires"))
+                });
+                trial.failure.is_some() && fired.count() > 3
+            })
+            .expect("a seed with more faults than the failure needs");
+        let start = run(seed, &[]);
+        let target = start.failure.clone().unwrap();
+        let shrunk = shrink(&start.taken, &target, 100, |d| {
+            Ok::<_, String>(run(seed, d))
+        })
+        .unwrap();
+        let left: Vec<u64> = shrunk
+            .matter()
+            .map(|d| d.name.trim_start_matches("faults#").parse().unwrap())
+            .collect();
+        assert_eq!(left.len(), 3, "seed {seed}: {left:?}");
+        assert!(
+            left.windows(2).all(|w| w[1] == w[0] + 1),
+            "in a row: {left:?}"
+        );
+        assert!(!shrunk.exhausted);
+    }
 }
