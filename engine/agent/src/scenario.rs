@@ -241,6 +241,14 @@ impl EvalScenario {
             .set_process_runner(runner);
     }
 
+    /// Sets an agent program's settle window (`--settle-ms`, over `[agent] settle`); no-op
+    /// for the built-in agent.
+    pub fn set_settle_ms(&mut self, ms: u64) {
+        if let Some(command) = Arc::make_mut(&mut self.shared).eval.command.as_mut() {
+            command.settle_ms = Some(ms);
+        }
+    }
+
     /// Returns the eval parts the runs use.
     pub fn eval(&self) -> &EvalSpec {
         &self.shared.eval

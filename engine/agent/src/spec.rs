@@ -56,6 +56,10 @@ pub struct CommandAgentSpec {
     pub task: String,
     /// Wall-clock milliseconds the agent may run before it is stopped and the run is an ERROR.
     pub timeout_ms: u64,
+    /// The settle window in wall-clock milliseconds (how long the driver waits for more of
+    /// the agent's requests before it orders a batch), when wider than the adapter's own;
+    /// `None`: the default (`[agent] settle`, or `--settle-ms` on run and sweep).
+    pub settle_ms: Option<u64>,
     /// What the agent may do in its working directory.
     pub permission: Permission,
     /// Which time the agent's own clock reads.

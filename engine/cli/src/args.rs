@@ -103,6 +103,11 @@ pub(crate) struct RunArgs {
     /// sandbox (docs/sandbox.md); the verdict line and the tape say so.
     #[arg(long)]
     pub(crate) no_sandbox: bool,
+    /// An agent program's settle window, in wall-clock milliseconds: how long the driver
+    /// waits for more of its requests before ordering a batch (over `[agent] settle`; raise it
+    /// for an agent whose parallel requests arrive further apart, docs/serve.md).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub(crate) settle_ms: Option<u64>,
     /// Where to write the tape (default: no tape file).
     #[arg(long)]
     pub(crate) tape: Option<PathBuf>,
@@ -414,6 +419,11 @@ pub(crate) struct SweepArgs {
     /// sandbox (docs/sandbox.md); the verdict line and the tape say so.
     #[arg(long)]
     pub(crate) no_sandbox: bool,
+    /// An agent program's settle window, in wall-clock milliseconds: how long the driver
+    /// waits for more of its requests before ordering a batch (over `[agent] settle`; raise it
+    /// for an agent whose parallel requests arrive further apart, docs/serve.md).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub(crate) settle_ms: Option<u64>,
     /// The seeds: `A..B` (B excluded) or `A..=B`.
     #[arg(long, required = true, value_parser = simtape_eval::sweep::parse_seeds)]
     pub(crate) seeds: Option<simtape_eval::sweep::SeedRange>,

@@ -141,6 +141,7 @@ fn replay_known(
         out: None,
         agent_bin: None,
         sandbox: None,
+        settle_ms: None,
         stores: &[],
     };
     let stop = AtomicBool::new(false);

@@ -26,6 +26,9 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     if args.no_sandbox {
         crate::common::unconfined(&mut eval);
     }
+    if let Some(ms) = args.settle_ms {
+        eval.set_settle_ms(ms);
+    }
     let scenario = eval.scenario();
     if let (Some(path), false) = (&args.emit_diff, scenario.has_fs()) {
         return Err(CliError::Usage(format!(
@@ -46,6 +49,9 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     }
     if args.no_sandbox {
         deciding.push("--no-sandbox".to_string());
+    }
+    if let Some(ms) = args.settle_ms {
+        deciding.extend(["--settle-ms".to_string(), ms.to_string()]);
     }
     let reproduce = reproduce_command(
         &args.scenario,

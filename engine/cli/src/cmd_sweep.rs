@@ -58,6 +58,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         args.out.is_some(),
         !stores.is_empty(),
         args.no_sandbox,
+        args.settle_ms,
     )?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
@@ -72,6 +73,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         sandbox: args
             .no_sandbox
             .then_some(simtape_serve::sandbox::SandboxMode::Off),
+        settle_ms: args.settle_ms,
         stores: &stores,
     };
     let runs = plan.runs();
@@ -258,7 +260,7 @@ fn write_plan(args: &PlanArgs) -> CliResult {
     let (text, submit) = if args.slurm {
         // The jobs share this machine's files: catch a scenario that does not load now,
         // not in every array task.
-        load(&args.scenarios, false, false, false)?;
+        load(&args.scenarios, false, false, false, None)?;
         let simtape = match &args.simtape {
             Some(path) => path.clone(),
             None => std::env::current_exe()
@@ -388,6 +390,7 @@ fn load(
     keep_tapes: bool,
     keyed: bool,
     no_sandbox: bool,
+    settle_ms: Option<u64>,
 ) -> Result<Vec<Loaded>, CliError> {
     let engine = match keyed {
         true => Some(EngineDigest::of_this_binary()?),
@@ -398,6 +401,9 @@ fn load(
         let mut scenario = load_scenario(path, None)?;
         if no_sandbox {
             crate::common::unconfined(&mut scenario);
+        }
+        if let Some(ms) = settle_ms {
+            scenario.set_settle_ms(ms);
         }
         let inputs = match keep_tapes || keyed {
             true => Some(inputs::capture(&scenario, None)?),

@@ -331,10 +331,12 @@ impl ProgramRun<'_> {
             .then(self.options.normalizer.clone())
             .with_scenario_rules(&self.scenario.eval().normalize)
             .for_agent(Some(&sight.work), Some(&sight.home.display().to_string()));
+        let scenario_settle = Duration::from_millis(self.spec.settle_ms.unwrap_or(0));
         let settle = self
             .options
             .settle
-            .max(adapter::settle_min(self.spec.adapter));
+            .max(adapter::settle_min(self.spec.adapter))
+            .max(scenario_settle);
         let mut driver = Driver::new(self.inputs, self.responses, settle, normalizer);
         driver.orders = orders;
         driver.events_at_exit = adapter::events_at_exit(self.spec.adapter);
@@ -853,6 +855,7 @@ mod tests {
             env: Vec::new(),
             task: "t".into(),
             timeout_ms: 1000,
+            settle_ms: None,
             permission: Permission::Full,
             clock: simtape_agent::AgentClock::Host,
             sandbox: AgentSandbox::On,

@@ -20,7 +20,7 @@ pub(crate) enum AgentTable {
 /// The agent kinds of `[agent] kind`.
 const AGENT_KINDS: [(&str, &str); 2] = [("builtin", "builtin"), ("command", "command")];
 /// The keys of `[agent] kind = "command"`.
-const COMMAND_KEYS: [&str; 11] = [
+const COMMAND_KEYS: [&str; 12] = [
     "kind",
     "adapter",
     "command",
@@ -28,6 +28,7 @@ const COMMAND_KEYS: [&str; 11] = [
     "task",
     "env",
     "timeout",
+    "settle",
     "permission",
     "clock",
     "sandbox",
@@ -136,6 +137,10 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         }),
         None => Some(COMMAND_TIMEOUT_DEFAULT_MS),
     };
+    let settle_ms = match fields.take("settle") {
+        Some(field) => decoded.duration_ms(&field).map(Some),
+        None => Some(None),
+    };
     let permission = match fields.take("permission") {
         Some(field) => choice(decoded, &field, &PERMISSIONS, "a permission"),
         None => Some(Permission::Full),
@@ -166,6 +171,7 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         env: env?,
         task: task?,
         timeout_ms: timeout_ms?,
+        settle_ms: settle_ms?,
         permission: permission?,
         clock: clock?,
         sandbox: sandbox?,

@@ -876,6 +876,7 @@ args = ["-m", "unittest"]
             env: vec![("A".into(), "1".into()), ("B".into(), "2".into())],
             task: "Fix it.".into(),
             timeout_ms: 600_000,
+            settle_ms: None,
             permission: Permission::Full,
             clock: AgentClock::Host,
             sandbox: simtape_agent::AgentSandbox::On,
@@ -922,7 +923,7 @@ max_turns = 3
             "5:1: field `agent.command`: expected the program to run (the generic adapter has no usual binary), found nothing",
             "9:11: field `agent.timeout`: expected a timeout longer than 0s, found \"0s\"",
             "10:14: field `agent.permission`: expected a permission `full`, `read-only`, found \"root\"",
-            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `permission`, `clock`, `sandbox`, `expose`",
+            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `settle`, `permission`, `clock`, `sandbox`, `expose`",
         ]
     );
     let source = format!(

@@ -67,6 +67,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) agent_bin: Option<&'a Path>,
     /// The sandbox override (`--no-sandbox`).
     pub(crate) sandbox: Option<simtape_serve::sandbox::SandboxMode>,
+    /// The settle window override (`--settle-ms`), which the reproduce commands carry.
+    pub(crate) settle_ms: Option<u64>,
     /// Where results are looked up and stored (`--out`'s, `--cache`'s).
     pub(crate) stores: &'a [Store],
 }
@@ -74,10 +76,13 @@ pub(crate) struct Plan<'a> {
 impl Plan<'_> {
     /// The command that reruns `seed` of `loaded` as this sweep ran it.
     fn reproduce(&self, loaded: &Loaded, seed: u64) -> String {
-        let deciding = match self.sandbox {
+        let mut deciding = match self.sandbox {
             Some(simtape_serve::sandbox::SandboxMode::Off) => vec!["--no-sandbox".to_string()],
             _ => Vec::new(),
         };
+        if let Some(ms) = self.settle_ms {
+            deciding.extend(["--settle-ms".to_string(), ms.to_string()]);
+        }
         reproduce_command(&loaded.path, seed, None, None, &deciding)
     }
 

@@ -899,3 +899,52 @@ fn an_agent_program_on_the_virtual_clock_reads_the_runs_time() {
     assert_eq!(output.status.code(), Some(0), "{shown}");
     assert!(shown.contains("verify held   answer"), "{shown}");
 }
+
+#[test]
+fn an_agent_programs_settle_window_is_set_by_the_scenario_or_the_flag() {
+    // Goal: `[agent] settle` decodes (a bad one is a check error at its field), and
+    // `--settle-ms` on run and sweep widens the window; the runs still pass.
+    let dir = scratch("agents", "settle");
+    let path = scenario(&dir, "");
+    let source = std::fs::read_to_string(&path).unwrap();
+    let with = |settle: &str| {
+        let edited = source.replace(
+            "task = \"Write the notes.\"",
+            &format!("task = \"Write the notes.\"\nsettle = {settle}"),
+        );
+        assert_ne!(edited, source);
+        std::fs::write(&path, edited).unwrap();
+    };
+    with("\"fast\"");
+    let check = simtape().arg("check").arg(&path).output().unwrap();
+    assert_eq!(check.status.code(), Some(2), "{}", text(&check));
+    assert!(
+        text(&check).contains("field `agent.settle`"),
+        "{}",
+        text(&check)
+    );
+    with("\"40ms\"");
+    let run = simtape().arg("run").arg(&path).output().unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let flagged = simtape()
+        .arg("run")
+        .arg(&path)
+        .args(["--settle-ms", "60"])
+        .output()
+        .unwrap();
+    assert_eq!(flagged.status.code(), Some(0), "{}", text(&flagged));
+    let swept = simtape()
+        .arg("sweep")
+        .arg(&path)
+        .args(["--seeds", "0..2", "--settle-ms", "60"])
+        .output()
+        .unwrap();
+    assert_eq!(swept.status.code(), Some(0), "{}", text(&swept));
+    let refused = simtape()
+        .arg("run")
+        .arg(&path)
+        .args(["--settle-ms", "70000"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+}
