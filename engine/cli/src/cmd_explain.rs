@@ -11,7 +11,7 @@ use simtape_eval::explain::{inevitable_from, Point};
 use crate::args::ExplainArgs;
 use crate::common::files::scratch_dir;
 use crate::common::inputs;
-use crate::common::rerun::{footer_verdict, prefix, reason, records, Rerun, Stop, TapeOut};
+use crate::common::rerun::{prefix, reason, records, Rerun, Stop, TapeOut};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
 
@@ -31,7 +31,7 @@ pub(crate) fn run(args: &ExplainArgs) -> CliResult {
 // curve and its point of no return), each a few lines.
 fn explain(args: &ExplainArgs, scratch: &std::path::Path) -> Result<(), Stop> {
     let tape = inputs::read(&args.tape)?;
-    if footer_verdict(&args.tape, "explain")? == "pass" {
+    if tape.verdict == "pass" {
         return Err(CliError::Usage(format!(
             "{}: nothing to explain: the run passed",
             args.tape.display()

@@ -12,7 +12,7 @@ use simtape::time::format_ns;
 use crate::args::ForkArgs;
 use crate::common::files::{check_output, create_parent, read, scratch_dir};
 use crate::common::inputs;
-use crate::common::rerun::{footer_verdict, prefix, records, Rerun, Stop, TapeOut};
+use crate::common::rerun::{prefix, records, Rerun, Stop, TapeOut};
 use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
@@ -28,7 +28,6 @@ pub(crate) fn run(args: &ForkArgs) -> CliResult {
 
 fn fork(args: &ForkArgs, scratch: &Path) -> Result<(), Stop> {
     let tape = inputs::read(&args.tape)?;
-    footer_verdict(&args.tape, "fork")?;
     if tape.section.is_none() {
         return Err(CliError::Usage(format!(
             "{}: the tape carries no scenario files (a Rust pipeline's tape): fork its run from \

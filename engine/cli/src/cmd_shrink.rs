@@ -17,7 +17,7 @@ use simtape_eval::sweep::{ClusterKey, Reason, SeedResult};
 use crate::args::ShrinkArgs;
 use crate::common::files::{create_output_dir, read};
 use crate::common::inputs;
-use crate::common::rerun::{footer_verdict, reason, records, same_tape, Rerun, Stop, TapeOut};
+use crate::common::rerun::{reason, records, same_tape, Rerun, Stop, TapeOut};
 use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
@@ -35,8 +35,7 @@ pub(crate) fn run(args: &ShrinkArgs) -> CliResult {
 // explain, print), each a call.
 fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
     let tape = inputs::read(&args.tape)?;
-    let verdict = footer_verdict(&args.tape, "shrink")?;
-    if verdict == "pass" {
+    if tape.verdict == "pass" {
         return Err(CliError::Usage(format!(
             "{}: nothing to shrink: the run passed",
             args.tape.display()
@@ -60,6 +59,16 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
     // The scenario the decisions belong to is written beside them, so the reproduce command
     // runs wherever the directory is.
     let scenario_dir = out.join(SCENARIO_DIR);
+    // Only a former shrink's scenario is replaced: a `scenario/` of anything else is kept.
+    if scenario_dir.exists() && !out.join(DECISIONS_FILE).is_file() {
+        return Err(CliError::Usage(format!(
+            "-o {}: {} exists and is not a shrink's (no {DECISIONS_FILE} beside it); choose \
+             another directory",
+            out.display(),
+            scenario_dir.display()
+        ))
+        .into());
+    }
     if scenario_dir.exists() {
         std::fs::remove_dir_all(&scenario_dir).map_err(CliError::io(&scenario_dir))?;
     }

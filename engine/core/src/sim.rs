@@ -586,7 +586,7 @@ pub(crate) fn finish_run<T: 'static>(
         .transpose();
     let (records, fingerprint) = (core.recorder.records(), core.recorder.fingerprint());
     let properties = std::mem::take(&mut core.properties);
-    crate::testing::collect_properties(seed, &properties);
+    crate::testing::collect_properties(&properties);
     let actors = ActorStates {
         states: core
             .actors

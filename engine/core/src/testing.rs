@@ -347,10 +347,21 @@ impl Failure {
 fn run_seeds(
     seeds: impl Iterator<Item = u64>,
     test: &str,
-    mut run_seed: impl FnMut(u64) -> Result<Option<Failure>, Failure>,
+    run_seed: impl FnMut(u64) -> Result<Option<Failure>, Failure>,
 ) -> Result<usize, SeedFailure> {
     watch_panic_locations();
-    COLLECTED.with(|collected| *collected.borrow_mut() = Some(Vec::new()));
+    COLLECTED.with(|collected| *collected.borrow_mut() = Some(Collected::default()));
+    SWEEPING.with(|sweeping| sweeping.set(true));
+    let ran = seed_loop(seeds, test, run_seed);
+    SWEEPING.with(|sweeping| sweeping.set(false));
+    ran
+}
+
+fn seed_loop(
+    seeds: impl Iterator<Item = u64>,
+    test: &str,
+    mut run_seed: impl FnMut(u64) -> Result<Option<Failure>, Failure>,
+) -> Result<usize, SeedFailure> {
     let mut ran = 0;
     for seed in seeds {
         PANICKED_AT.with(|at| at.borrow_mut().clear());
@@ -375,12 +386,29 @@ fn panic_text(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a panic whose payload is not text".to_string())
 }
 
-/// Notes the properties one run evaluated, while a sweep of this thread collects them
-/// ([`Sim::run`] calls this as the run ends).
-pub(crate) fn collect_properties(seed: u64, properties: &[crate::property::Evaluated]) {
+/// Notes the properties one run evaluated, while a sweep of this thread runs its seeds
+/// ([`Sim::run`] calls this as the run ends; outside a sweep it keeps nothing).
+pub(crate) fn collect_properties(properties: &[crate::property::Evaluated]) {
+    if !SWEEPING.with(std::cell::Cell::get) {
+        return;
+    }
     COLLECTED.with(|collected| {
-        if let Some(runs) = collected.borrow_mut().as_mut() {
-            runs.push((seed, properties.to_vec()));
+        if let Some(collected) = collected.borrow_mut().as_mut() {
+            collected.runs += 1;
+            for property in properties {
+                match collected
+                    .hits
+                    .iter_mut()
+                    .find(|(name, ..)| *name == property.name)
+                {
+                    Some(known) => known.2 |= property.hit,
+                    None => {
+                        collected
+                            .hits
+                            .push((property.name.clone(), property.kind, property.hit))
+                    }
+                }
+            }
         }
     });
 }
@@ -388,17 +416,9 @@ pub(crate) fn collect_properties(seed: u64, properties: &[crate::property::Evalu
 /// After a sweep of this thread: the report of every `sometimes!` or `reachable!` that no seed
 /// hit, or `None` when each was hit (or none was evaluated). Ends the collection.
 pub fn unmet_properties() -> Option<String> {
-    let runs = COLLECTED.with(|collected| collected.borrow_mut().take())?;
-    let mut kinds: Vec<(String, crate::property::PropertyKind, bool)> = Vec::new();
-    for (_, properties) in &runs {
-        for property in properties {
-            match kinds.iter_mut().find(|(name, ..)| *name == property.name) {
-                Some(known) => known.2 |= property.hit,
-                None => kinds.push((property.name.clone(), property.kind, property.hit)),
-            }
-        }
-    }
-    let unmet: Vec<String> = kinds
+    let collected = COLLECTED.with(|collected| collected.borrow_mut().take())?;
+    let unmet: Vec<String> = collected
+        .hits
         .iter()
         .filter(|(_, kind, hit)| kind.needs_a_hit() && !hit)
         .map(|(name, kind, _)| format!("{kind} property {name:?}"))
@@ -407,18 +427,24 @@ pub fn unmet_properties() -> Option<String> {
         format!(
             "{} never hit in {} run(s): the seeds never reached what it names",
             unmet.join(", "),
-            runs.len()
+            collected.runs
         )
     })
 }
 
-/// One run's seed and the properties it evaluated.
-type SeedProperties = (u64, Vec<crate::property::Evaluated>);
+/// The properties a sweep's runs evaluated: per name, its kind and whether any run hit it.
+#[derive(Default)]
+struct Collected {
+    runs: usize,
+    hits: Vec<(String, crate::property::PropertyKind, bool)>,
+}
 
 thread_local! {
     /// Each run's properties while a sweep on this thread collects them (`run_seeds`); test
     /// tooling like `PANICKED_AT`, read by nothing in a run.
-    static COLLECTED: RefCell<Option<Vec<SeedProperties>>> = const { RefCell::new(None) };
+    static COLLECTED: RefCell<Option<Collected>> = const { RefCell::new(None) };
+    /// Whether a sweep on this thread is running its seeds.
+    static SWEEPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Where this thread panicked since its current seed started (written by the hook).
     static PANICKED_AT: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }

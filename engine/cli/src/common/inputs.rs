@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use simtape::scenario::unpack;
-use simtape::tape::{read_inputs, InputsSection, TapeHeader, TapeReader};
+use simtape::tape::{InputsSection, TapeHeader, TapeReader};
 use simtape_agent::EvalScenario;
 
 use crate::exit::CliError;
@@ -33,21 +33,43 @@ pub(crate) fn capture(
     Ok(Arc::new(captured.inputs))
 }
 
-/// A tape's header and its inputs section (every file loaded), if it has one.
+/// A tape's header, its footer's verdict and its inputs section (every file loaded), if it
+/// has one.
 pub(crate) struct TapeInputs {
     pub(crate) header: TapeHeader,
     pub(crate) section: Option<InputsSection>,
+    /// The footer's verdict line.
+    pub(crate) verdict: String,
 }
 
-/// Reads the header and the inputs of the tape at `path`.
+/// Reads the header, the verdict and the inputs of the tape at `path`, in one pass (a tape
+/// cut before its footer is the reader's truncation error).
 pub(crate) fn read(path: &Path) -> Result<TapeInputs, CliError> {
     let tape_error = |error| CliError::Tape {
         path: Some(path.to_path_buf()),
         error,
     };
-    let header = TapeReader::open(path).map_err(tape_error)?.header().clone();
-    let section = read_inputs(path).map_err(tape_error)?;
-    Ok(TapeInputs { header, section })
+    let mut reader = TapeReader::open(path).map_err(tape_error)?;
+    while reader.next_record().map_err(tape_error)?.is_some() {}
+    let header = reader.header().clone();
+    let verdict = reader
+        .footer()
+        .map(|footer| footer.verdict.clone())
+        .unwrap_or_default();
+    let section = match reader.inputs().cloned() {
+        Some(mut section) => {
+            section
+                .load_files(path.parent().unwrap_or(Path::new("")))
+                .map_err(tape_error)?;
+            Some(section)
+        }
+        None => None,
+    };
+    Ok(TapeInputs {
+        header,
+        section,
+        verdict,
+    })
 }
 
 /// A tape's inputs written out: the scenario file, and the `--process-wasi` directory its

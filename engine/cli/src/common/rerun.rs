@@ -43,24 +43,6 @@ impl Stop {
     }
 }
 
-/// The verdict in the tape's footer; a tape without one (a killed run's prefix) is not a
-/// whole run to rerun.
-pub(crate) fn footer_verdict(path: &Path, command: &str) -> Result<String, CliError> {
-    let tape_error = |error| CliError::Tape {
-        path: Some(path.to_path_buf()),
-        error,
-    };
-    let mut reader = TapeReader::open(path).map_err(tape_error)?;
-    while reader.next_record().map_err(tape_error)?.is_some() {}
-    match reader.footer() {
-        Some(footer) => Ok(footer.verdict.clone()),
-        None => Err(CliError::Usage(format!(
-            "{}: the tape ends before its footer (a prefix of a run): {command} needs a whole run",
-            path.display()
-        ))),
-    }
-}
-
 /// Reruns a tape's scenario with given decisions.
 pub(crate) struct Rerun<'a> {
     pub(crate) eval: &'a EvalScenario,

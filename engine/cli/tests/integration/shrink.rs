@@ -277,15 +277,10 @@ fn a_passing_tape_a_prefix_and_a_nondeterministic_program_are_refused() {
     // A prefix (a killed run's tape) has no verdict to keep.
     let whole = std::fs::read(dir.join("pass.tape")).unwrap();
     std::fs::write(dir.join("cut.tape"), &whole[..whole.len() / 2]).unwrap();
-    let output = simtape()
-        .current_dir(&dir)
-        .args(["shrink", "cut.tape"])
-        .output()
-        .unwrap();
-    assert!(
-        matches!(output.status.code(), Some(1 | 2)),
-        "{}",
-        text(&output)
+    expect(
+        simtape().current_dir(&dir).args(["shrink", "cut.tape"]),
+        1,
+        "truncated tape",
     );
     // An agent whose requests carry fresh entropy: its rerun is another run.
     let scenario = crashing_agent_scenario(&dir);
@@ -309,7 +304,17 @@ fn a_passing_tape_a_prefix_and_a_nondeterministic_program_are_refused() {
     assert!(
         shown.contains("simtape diff noisy.tape noisy/rerun-1.tape"),
         "{shown}"
+    ); // An output directory whose `scenario/` is not a former shrink's is left alone.
+    std::fs::create_dir_all(dir.join("mine/scenario")).unwrap();
+    std::fs::write(dir.join("mine/scenario/keep.txt"), "mine").unwrap();
+    expect(
+        simtape()
+            .current_dir(&dir)
+            .args(["shrink", "noisy.tape", "-o", "mine"]),
+        2,
+        "exists and is not a shrink's",
     );
+    assert!(dir.join("mine/scenario/keep.txt").exists());
 }
 
 #[test]

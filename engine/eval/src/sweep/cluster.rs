@@ -35,11 +35,11 @@ impl ClusterKey {
     /// assert_eq!(key.id().len(), 16);
     /// ```
     pub fn of(result: &SeedResult) -> Option<ClusterKey> {
-        let reason = result.reason.as_ref()?;
+        let (kind, reason) = result.reason.as_ref()?.cluster();
         Some(ClusterKey {
             verdict: result.verdict,
-            kind: reason.kind.clone(),
-            reason: reason.first_line().to_string(),
+            kind: kind.to_string(),
+            reason: reason.to_string(),
         })
     }
 
