@@ -6,6 +6,7 @@
 //! - [`runner`]: interleaved rounds, medians, and the checks that every run did the work.
 //! - [`report`]: the table, its JSON, and the performance bars.
 //! - [`scenario`]: the reference eval scenario: runs per second, and a sweep on 1 and 2 threads.
+//! - [`explore`]: runs to a rare failure: uniform seeds, swarm runs, guided exploration.
 //! - [`serve`]: `simtape serve`'s round trip for a 50 KB request, JSON and SSE, beside aimock.
 //! - [`claude_code`]: Claude Code's runs per minute under simtape (in its sandbox and on the
 //!   host) and against a bare mock.
@@ -24,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod claude_code;
+pub mod explore;
 pub mod frameworks;
 pub mod report;
 pub mod runner;

@@ -256,6 +256,26 @@ pub struct WorldOutcome {
 }
 
 impl EvalReport {
+    /// This run as a sweep (or an exploration) records it: its verdict, harness outcome,
+    /// retries, model calls and property hits (what each property saw stays with the run).
+    pub fn seed_result(&self) -> simtape_eval::sweep::SeedResult {
+        let failure_kind = self.failure.as_ref().map(|failure| failure.kind());
+        let mut result =
+            simtape_eval::sweep::SeedResult::of(&self.summary, &self.verdict, failure_kind);
+        result.harness = self.harness.clone();
+        result.retries = self.transcript.as_ref().map(|t| t.retries);
+        result.properties = self
+            .properties
+            .iter()
+            .map(|p| simtape_eval::property::PropertyResult {
+                saw: String::new(),
+                ..p.clone()
+            })
+            .collect();
+        result.model_calls = self.transcript.as_ref().map(|t| t.turns.len() as u64);
+        result
+    }
+
     /// Returns the JSON of this run of `scenario` (what `simtape run --json` prints and the
     /// evidence's `verdict.json` holds).
     pub fn to_json(&self, scenario: &str) -> RunJson {

@@ -249,6 +249,33 @@ impl EvalScenario {
         }
     }
 
+    /// Returns every actor's `rate` fault rules as a swarm run sets them (`simtape
+    /// explore`): the llm, fs and process actors' `[faults]` rules, then each world-backed
+    /// `[[mcp]]` server's (its spec's and `[[faults.mcp]]`), in file order; actors without
+    /// one left out.
+    pub fn swarm_sites(&self) -> Vec<simtape_eval::explore::Site> {
+        use simtape::cap::fault_rules::rate_rules;
+        use simtape::capabilities::{FS_ACTOR, LLM_ACTOR, PROCESS_ACTOR};
+        let faults = self.shared.scenario.faults();
+        let core = [
+            (LLM_ACTOR.to_string(), rate_rules(&faults.llm)),
+            (FS_ACTOR.to_string(), rate_rules(&faults.fs)),
+            (PROCESS_ACTOR.to_string(), rate_rules(&faults.process)),
+        ];
+        let mcp = self
+            .shared
+            .eval
+            .mcp
+            .iter()
+            .zip(&self.shared.mcp)
+            .map(|(server, actor)| (mcp_actor_name(&server.name), actor.rate_rules()));
+        core.into_iter()
+            .chain(mcp)
+            .filter(|(_, rules)| !rules.is_empty())
+            .map(|(stream, rules)| simtape_eval::explore::Site { stream, rules })
+            .collect()
+    }
+
     /// Returns the eval parts the runs use.
     pub fn eval(&self) -> &EvalSpec {
         &self.shared.eval

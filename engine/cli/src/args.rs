@@ -20,6 +20,12 @@ Exit codes:
   1  some seed failed, was blocked or ended in error, or the sweep was stopped before every seed ran
   2  bad usage or bad input: arguments, scenario files, unreadable reports";
 
+const EXPLORE_EXIT_CODES: &str = "\
+Exit codes:
+  0  every run passed: nothing found
+  1  some run failed, was blocked or ended in error (each cluster is listed, shrunk with --out)
+  2  bad usage or bad input: arguments, scenario files, a scenario that draws nothing";
+
 /// simtape: deterministic simulation for LLM-agent pipelines.
 #[derive(Debug, Parser)]
 #[command(
@@ -57,6 +63,11 @@ pub(crate) enum Command {
     /// decisions, and the share of futures that fail the same way.
     #[command(after_help = EXIT_CODES)]
     Explain(ExplainArgs),
+    /// Searches a scenario for failures: swarm runs (a random subset of its fault rules, at
+    /// scaled rates) and forks of the runs that reached something new; every failure found
+    /// is shrunk and stored.
+    #[command(after_help = EXPLORE_EXIT_CODES)]
+    Explore(ExploreArgs),
     /// Reads, exports and verifies tapes.
     #[command(after_help = EXIT_CODES)]
     Tape(TapeArgs),
@@ -197,6 +208,9 @@ pub(crate) struct ShrinkArgs {
     /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
+    /// Print nothing (`simtape explore --json` shrinks what it finds and prints only JSON).
+    #[arg(skip)]
+    pub(crate) quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -206,9 +220,67 @@ pub(crate) struct ExplainArgs {
     /// Forks at each point (each a run of the scenario; an agent program runs each time).
     #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(crate) forks: u32,
+    /// Also write the run's tape page with the curve drawn above its timeline.
+    #[arg(long, value_name = "OUT")]
+    pub(crate) html: Option<PathBuf>,
     /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExploreArgs {
+    /// The scenario to explore.
+    pub(crate) scenario: PathBuf,
+    /// The most runs to make.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) runs: u64,
+    /// A wall-clock bound besides --runs (`90s`, `10m`): no new batch of runs starts after
+    /// it. The report of a run cut by it depends on the machine's speed.
+    #[arg(long, value_name = "DURATION", value_parser = wall_budget)]
+    pub(crate) budget: Option<std::time::Duration>,
+    /// The exploration's seed: the same seed gives the same runs and the same report.
+    #[arg(long, value_name = "E", default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// How runs are planned: `guided` (swarm runs and forks of the runs that reached
+    /// something new), `swarm` (swarm runs only) or `uniform` (fresh seeds, as a sweep).
+    #[arg(long, value_name = "NAME", default_value = "guided", value_parser = strategy)]
+    pub(crate) strategy: simtape_eval::explore::Strategy,
+    /// Worker threads (default: the available parallelism). Results do not depend on it.
+    #[arg(long)]
+    pub(crate) jobs: Option<std::num::NonZeroUsize>,
+    /// Write the report (explore.json), the first failing run of each cluster (its tape and
+    /// decisions) and its shrink under DIR, and store each cluster in DIR/failures.db.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// The failure database to store the clusters in (default: DIR/failures.db under --out).
+    #[arg(long, value_name = "DIR", requires = "out")]
+    pub(crate) failures: Option<PathBuf>,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) agent_bin: Option<PathBuf>,
+}
+
+/// Parses `--strategy`.
+fn strategy(text: &str) -> Result<simtape_eval::explore::Strategy, String> {
+    simtape_eval::explore::Strategy::named(text).ok_or_else(|| {
+        format!(
+            "expected one of {}",
+            simtape_eval::explore::Strategy::NAMES.join(", ")
+        )
+    })
+}
+
+/// Parses a wall-clock bound such as `10m`; zero is refused (a budget of nothing runs
+/// nothing).
+fn wall_budget(text: &str) -> Result<std::time::Duration, String> {
+    match simtape::time::parse_duration_ns(text).map_err(|e| e.to_string())? {
+        0 => Err("a budget of 0 runs nothing; give a positive duration".into()),
+        ns => Ok(std::time::Duration::from_nanos(ns)),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -6,14 +6,16 @@
 
 use std::collections::BTreeSet;
 
-use simtape_eval::explain::{inevitable_from, Point};
+use simtape_eval::explain::{inevitable_from, Explanation, Placed, Point};
+use simtape_eval::view::html::tape::{render_explained, TapeView};
 
 use crate::args::ExplainArgs;
 use crate::common::files::scratch_dir;
 use crate::common::inputs;
-use crate::common::rerun::{prefix, reason, records, Rerun, Stop, TapeOut};
+use crate::common::rerun::{reason, records, Rerun, Stop, TapeOut};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
+use simtape_eval::branch::{future_seed, prefix};
 
 /// "Nearly certain": at least this share of the forks fail the same way.
 const NEARLY_CERTAIN: (u32, u32) = (9, 10);
@@ -80,7 +82,6 @@ fn explain(args: &ExplainArgs, scratch: &std::path::Path) -> Result<(), Stop> {
         ordinals.len()
     );
     let mut curve = Vec::new();
-    let mut taken_at = Vec::new();
     for &ordinal in &ordinals {
         let Some(record) = records.get(ordinal as usize) else {
             continue;
@@ -90,67 +91,92 @@ fn explain(args: &ExplainArgs, scratch: &std::path::Path) -> Result<(), Stop> {
         for fork in 0..args.forks {
             // Fork seeds are fixed by the point and the fork's number: the curve is the
             // same every time.
-            let seed = fork_seed(tape.header.seed, record.index, fork);
+            let seed = future_seed(
+                "explain",
+                &[tape.header.seed, record.index, u64::from(fork)],
+            );
             let (child, _) = rerun.run_at(seed, &kept, TapeOut::None, None)?;
             if reason(&child).is_some_and(|found| found.cluster() == target.cluster()) {
                 same += 1;
             }
         }
-        let point = Point {
-            record: record.index,
-            same,
-            forks: args.forks,
+        let placed = Placed {
+            point: Point {
+                record: record.index,
+                same,
+                forks: args.forks,
+            },
+            t_ns: record.t_ns,
+            decided: taken
+                .iter()
+                .filter(|d| d.record == Some(ordinal))
+                .map(|d| match d.draw {
+                    Some(draw) => format!("{} ({})", d.name, draw.reads(d.value)),
+                    None => d.name.clone(),
+                })
+                .collect(),
         };
-        let decided: Vec<String> = taken
-            .iter()
-            .filter(|d| d.record == Some(ordinal))
-            .map(|d| match d.draw {
-                Some(draw) => format!("{} ({})", d.name, draw.reads(d.value)),
-                None => d.name.clone(),
-            })
-            .collect();
         println!(
             "  record {:>5} ({record}): {:>3}/{} fail the same way{}",
             record.index,
             same,
             args.forks,
-            if decided.is_empty() {
+            if placed.decided.is_empty() {
                 String::new()
             } else {
-                format!("; then decided: {}", decided.join(", "))
+                format!("; then decided: {}", placed.decided.join(", "))
             }
         );
-        curve.push(point);
-        taken_at.push(decided);
+        curve.push(placed);
     }
-    match inevitable_from(&curve, NEARLY_CERTAIN) {
-        Some(0) => println!(
-            "the failure was nearly certain from the start: {}/{} futures fail the same way \
-             before any decision",
-            curve[0].same, curve[0].forks
-        ),
-        Some(index) => {
-            let (before, after) = (curve[index - 1], curve[index]);
-            let what = taken_at[index - 1].join(", ");
-            println!(
-                "after record {} ({what}), {}/{} futures fail the same way; before it, {}/{}",
-                before.record, after.same, after.forks, before.same, before.forks
-            );
-        }
-        None => println!(
-            "the failure never became nearly certain: even the last point's futures fail the \
-             same way only {}/{} times (a late decision, or one no fork redraws, decides it)",
-            curve.last().map_or(0, |p| p.same),
-            args.forks
-        ),
+    let points: Vec<Point> = curve.iter().map(|placed| placed.point).collect();
+    let explanation = Explanation {
+        failure: format!("{}: {}", target.kind, target.first_line()),
+        inevitable: inevitable_from(&points, NEARLY_CERTAIN),
+        curve,
+        nearly: NEARLY_CERTAIN,
+    };
+    println!("{}", conclusion(&explanation, args.forks));
+    if let Some(html) = &args.html {
+        let mut reader =
+            simtape::tape::TapeReader::open(&args.tape).map_err(|error| CliError::Tape {
+                path: Some(args.tape.clone()),
+                error,
+            })?;
+        let view = TapeView::read(&mut reader, None)
+            .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?;
+        let page = render_explained(&view, &args.tape.display().to_string(), &explanation);
+        std::fs::write(html, page).map_err(CliError::io(html))?;
+        println!("page: {}", html.display());
     }
     Ok(())
 }
 
-/// The seed of fork `fork` at `record` of a run at `seed`: a hash, so no two points share
-/// their futures' draws.
-fn fork_seed(seed: u64, record: u64, fork: u32) -> u64 {
-    let text = format!("simtape.explain.v1:{seed}:{record}:{fork}");
-    let digest = simtape::tape::sha256_hex(text.as_bytes());
-    u64::from_str_radix(&digest[..16], 16).unwrap_or(0)
+/// The last line: where the failure became nearly certain, and the decision taken there.
+fn conclusion(explanation: &Explanation, forks: u32) -> String {
+    let curve = &explanation.curve;
+    match explanation.inevitable {
+        Some(0) => format!(
+            "the failure was nearly certain from the start: {}/{} futures fail the same way \
+             before any decision",
+            curve[0].point.same, curve[0].point.forks
+        ),
+        Some(index) => {
+            let (before, after) = (&curve[index - 1], &curve[index]);
+            format!(
+                "after record {} ({}), {}/{} futures fail the same way; before it, {}/{}",
+                before.point.record,
+                before.decided.join(", "),
+                after.point.same,
+                after.point.forks,
+                before.point.same,
+                before.point.forks
+            )
+        }
+        None => format!(
+            "the failure never became nearly certain: even the last point's futures fail the \
+             same way only {}/{forks} times (a late decision, or one no fork redraws, decides it)",
+            curve.last().map_or(0, |p| p.point.same)
+        ),
+    }
 }

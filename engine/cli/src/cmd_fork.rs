@@ -12,10 +12,11 @@ use simtape::time::format_ns;
 use crate::args::ForkArgs;
 use crate::common::files::{check_output, create_parent, read, scratch_dir};
 use crate::common::inputs;
-use crate::common::rerun::{prefix, records, Rerun, Stop, TapeOut};
+use crate::common::rerun::{records, Rerun, Stop, TapeOut};
 use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
+use simtape_eval::branch::prefix;
 
 pub(crate) fn run(args: &ForkArgs) -> CliResult {
     let scratch = scratch_dir("fork")?;

@@ -122,7 +122,7 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
             .and_then(|ordinal| records.get(ordinal as usize))
             .map(|record| format!(", at record {} ({record})", record.index));
     }
-    print_shrunk(&Printed {
+    let printed = Printed {
         args,
         eval: &eval,
         seed: header.seed,
@@ -141,10 +141,16 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
         ]),
         decisions_path: &decisions_path,
         min_tape: &min_tape,
-    });
+    };
+    if !args.quiet {
+        print_shrunk(&printed);
+    }
     if let Some(db) = failures_dir(args) {
         let name = eval.scenario().name();
-        remember(&db, name, header.seed, &decisions_path, &minimal.key)?;
+        let said = remember(&db, name, header.seed, &decisions_path, &minimal.key)?;
+        if !args.quiet {
+            println!("{said}");
+        }
     }
     Ok(())
 }
@@ -162,14 +168,14 @@ fn failures_dir(args: &ShrinkArgs) -> Option<PathBuf> {
 
 /// Writes the shrunk decisions beside the cluster's entry in the failure database and names
 /// them in its `shrunk` field, so the next sweep replays the minimal run too; a database with
-/// no entry for the cluster is told, not changed.
+/// no entry for the cluster is told, not changed. Returns the line that says which.
 fn remember(
     dir: &Path,
     scenario: &str,
     seed: u64,
     decisions: &Path,
     key: &ClusterKey,
-) -> Result<(), CliError> {
+) -> Result<String, CliError> {
     let database = |error: simtape_eval::failures::FailureDbError| {
         CliError::Input(format!("failure database: {error}"))
     };
@@ -179,12 +185,11 @@ fn remember(
         .find(|entry| &entry.cluster == key)
         .cloned()
     else {
-        println!(
+        return Ok(format!(
             "failure database {}: no entry for this cluster of {scenario} (a sweep with \
              --out writes one); nothing recorded",
             dir.display()
-        );
-        return Ok(());
+        ));
     };
     let relative = format!("{scenario}/{}.seed-{seed}.shrunk.json", key.id());
     db.write_file(&relative, &read(decisions)?)
@@ -195,12 +200,11 @@ fn remember(
         decisions: relative.clone(),
     });
     db.put(updated).map_err(database)?;
-    println!(
+    Ok(format!(
         "failure database: {} records the shrunk run ({})",
         dir.join(format!("{scenario}/{}.json", key.id())).display(),
         relative
-    );
-    Ok(())
+    ))
 }
 
 /// One rerun for the search: its failure and its decisions.

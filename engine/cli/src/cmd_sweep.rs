@@ -190,6 +190,14 @@ fn run_seeds(
             false => print!("{text}"),
         }
         (replayed, reused) = (ran.results, ran.reused);
+    } else if let Some(db) = failures {
+        // No seed to replay (none known, or only explored ones, which fail only with their
+        // decisions): the shrunk decisions are still replayed.
+        let text = known::replay_shrunk(db, scenarios)?;
+        match summary_on_stderr {
+            true => eprint!("{text}"),
+            false => print!("{text}"),
+        }
     }
     let in_plan: std::collections::BTreeSet<(usize, u64)> = known_tasks
         .iter()

@@ -11,6 +11,7 @@ mod cmd_check;
 mod cmd_ci;
 mod cmd_diff;
 mod cmd_explain;
+mod cmd_explore;
 mod cmd_fixtures;
 mod cmd_fork;
 mod cmd_mcp;
@@ -72,6 +73,7 @@ fn dispatch(command: args::Command) -> exit::CliResult {
         args::Command::Shrink(a) => cmd_shrink::run(&a),
         args::Command::Fork(a) => cmd_fork::run(&a),
         args::Command::Explain(a) => cmd_explain::run(&a),
+        args::Command::Explore(a) => cmd_explore::run(&a),
         args::Command::Tape(a) => cmd_tape::run(&a),
         args::Command::Fixtures(a) => cmd_fixtures::run(&a),
         args::Command::Check(a) => cmd_check::run(&a),

@@ -31,12 +31,82 @@ pub enum Draw {
     Chance(Ratio),
     /// A pick among weights summing to this total (a fixture alternative).
     Pick(u64),
+    /// A fault rule's swarm setting (`simtape explore`): the value is a [`Swarm`] level, not
+    /// raw bits, and is only ever an override (a run without one draws nothing for it).
+    Swarm,
+}
+
+/// A fault rule's setting in a swarm run: off, or its rate scaled by a power of two from
+/// 1/8 to 8 (an `on_call` rule is on at every level but 0). Swarm testing reaches deep
+/// states sooner than one fixed mix: each run enables a random subset of the fault kinds
+/// and tunes their rates, so some runs see few kinds often and others many rarely.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Swarm(u8);
+
+impl Swarm {
+    /// The levels: 0 (off), then the rate times 1/8, 1/4, 1/2, 1, 2, 4, 8.
+    pub const LEVELS: u64 = 8;
+    /// The rule as written (level 4, times 1).
+    pub const AS_WRITTEN: Swarm = Swarm(4);
+    /// The rule off.
+    pub const OFF: Swarm = Swarm(0);
+
+    /// The level a decision's value names (a value past the last level reads as the last).
+    pub fn from_value(value: u64) -> Swarm {
+        Swarm(value.min(Swarm::LEVELS - 1) as u8)
+    }
+
+    /// The decision value of this level.
+    pub fn value(self) -> u64 {
+        u64::from(self.0)
+    }
+
+    /// Whether the rule is on at all.
+    pub fn is_on(self) -> bool {
+        self.0 > 0
+    }
+
+    /// `ratio` at this level: scaled by the level's power of two, capped at one; zero when off.
+    ///
+    /// ```
+    /// use simtape::decision::Swarm;
+    /// use simtape::rng::Ratio;
+    /// let tenth = Ratio::new(1, 10).unwrap();
+    /// assert_eq!(Swarm::from_value(1).scale(tenth), Ratio::new(1, 80).unwrap());
+    /// assert_eq!(Swarm::from_value(6).scale(tenth), Ratio::new(4, 10).unwrap());
+    /// assert_eq!(Swarm::from_value(7).scale(Ratio::new(1, 2).unwrap()), Ratio::ONE);
+    /// assert_eq!(Swarm::OFF.scale(tenth).numerator(), 0);
+    /// ```
+    pub fn scale(self, ratio: Ratio) -> Ratio {
+        let (numerator, denominator) = (ratio.numerator(), ratio.denominator());
+        let scaled = match self.0 {
+            0 => Ratio::new(0, denominator),
+            level @ 1..=3 => denominator
+                .checked_mul(1 << (4 - level))
+                .and_then(|denominator| Ratio::new(numerator, denominator)),
+            level => numerator
+                .checked_mul(1 << (level - 4))
+                .and_then(|numerator| Ratio::new(numerator, denominator)),
+        };
+        // Past one (or too large to write) is always.
+        scaled.unwrap_or(Ratio::ONE)
+    }
+}
+
+impl fmt::Display for Swarm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => write!(f, "off"),
+            level @ 1..=3 => write!(f, "rate x1/{}", 1u32 << (4 - level)),
+            level => write!(f, "rate x{}", 1u32 << (level - 4)),
+        }
+    }
 }
 
 impl Draw {
     /// The value this draw reads as its simplest outcome: `0` (the first alternative, the
-    /// lowest bound) for every draw but a chance, whose simplest outcome is not firing, the
-    /// largest value.
+    /// lowest bound, a swarm rule off) for every draw but a chance, whose simplest outcome is
+    /// not firing, the largest value.
     pub fn simplest(self) -> u64 {
         match self {
             Draw::Chance(_) => u64::MAX,
@@ -63,6 +133,7 @@ impl Draw {
                 }
             }
             Draw::Pick(total) => format!("pick {} of weight {total}", scaled(total)),
+            Draw::Swarm => Swarm::from_value(value).to_string(),
         }
     }
 }
@@ -75,6 +146,7 @@ impl fmt::Display for Draw {
             Draw::Range(low, high) => write!(f, "range {low}..={high}"),
             Draw::Chance(ratio) => write!(f, "chance {ratio}"),
             Draw::Pick(total) => write!(f, "pick {total}"),
+            Draw::Swarm => write!(f, "swarm"),
         }
     }
 }
@@ -114,6 +186,28 @@ pub struct Decision {
     pub record: Option<u64>,
 }
 
+/// The prefix of a swarm setting's decision name: `swarm:<stream>#<rule>` sets rule `rule` of
+/// the fault rules drawing from stream `<stream>` (see [`Swarm`]).
+pub const SWARM_PREFIX: &str = "swarm:";
+
+/// The name of the swarm setting of rule `rule` of the fault rules on stream `stream`.
+pub fn swarm_name(stream: &str, rule: usize) -> String {
+    format!("{SWARM_PREFIX}{stream}#{rule}")
+}
+
+/// A fault rule that fired: which stream's rules, which rule, on what target, at which record.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Fired {
+    /// The stream the rules draw from (the actor's name).
+    pub stream: String,
+    /// The rule's index among them.
+    pub rule: usize,
+    /// The call's target (an fs operation, a program, a tool, a model).
+    pub target: String,
+    /// The record ordinal the actor was about to write, as for [`Decision::record`].
+    pub record: Option<u64>,
+}
+
 /// The overrides of one run and the log of the decisions it took.
 #[derive(Debug)]
 pub struct DecisionBook {
@@ -124,6 +218,8 @@ pub struct DecisionBook {
     // A mutex, not a RefCell: streams live in actor slots the executor may hand between
     // threads; the executor runs one task at a time, so the log's order is the run's order.
     taken: Mutex<Vec<Decision>>,
+    /// The fault rules that fired, in the run's order (what an explorer counts as reached).
+    fired: Mutex<Vec<Fired>>,
 }
 
 impl DecisionBook {
@@ -136,6 +232,7 @@ impl DecisionBook {
                 .collect(),
             position: std::sync::atomic::AtomicU64::new(NO_RECORD),
             taken: Mutex::new(Vec::new()),
+            fired: Mutex::new(Vec::new()),
         })
     }
 
@@ -164,38 +261,69 @@ impl DecisionBook {
     pub(crate) fn decide(&self, name: String, drawn: u64, draw: Draw) -> (u64, bool) {
         let value = self.overrides.get(&name).copied().unwrap_or(drawn);
         let position = self.position.load(std::sync::atomic::Ordering::Relaxed);
-        self.taken
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Decision {
-                name,
-                value,
-                draw: Some(draw),
-                record: (position != NO_RECORD).then_some(position),
-            });
+        lock(&self.taken).push(Decision {
+            name,
+            value,
+            draw: Some(draw),
+            record: (position != NO_RECORD).then_some(position),
+        });
         (value, value != drawn)
+    }
+
+    /// The swarm setting `name` (see [`swarm_name`]) when the overrides give one, logged as
+    /// taken (with no record: a setting holds for the whole run); `None`, and nothing drawn
+    /// or logged, when they do not.
+    pub(crate) fn swarm(&self, name: String) -> Option<Swarm> {
+        let value = *self.overrides.get(&name)?;
+        lock(&self.taken).push(Decision {
+            name,
+            value,
+            draw: Some(Draw::Swarm),
+            record: None,
+        });
+        Some(Swarm::from_value(value))
+    }
+
+    /// Notes that rule `rule` of the fault rules on `stream` fired on a call of `target`.
+    pub(crate) fn fired_rule(&self, stream: &str, rule: usize, target: &str) {
+        let position = self.position.load(std::sync::atomic::Ordering::Relaxed);
+        lock(&self.fired).push(Fired {
+            stream: stream.to_string(),
+            rule,
+            target: target.to_string(),
+            record: (position != NO_RECORD).then_some(position),
+        });
+    }
+
+    /// The fault rules that fired so far, in the order they fired.
+    pub fn fired(&self) -> Vec<Fired> {
+        lock(&self.fired).clone()
     }
 
     /// The decisions taken so far, in the order the run took them.
     pub fn taken(&self) -> Vec<Decision> {
-        self.taken
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        lock(&self.taken).clone()
     }
 
     /// Names of overrides the run never reached, sorted: a decisions file that does not fit
-    /// the scenario lists some.
+    /// the scenario lists some. A swarm setting is not one of them: the rules of an actor the
+    /// run never calls take none.
     pub fn unused(&self) -> Vec<String> {
         let taken = self.taken();
         let reached: std::collections::BTreeSet<&str> =
             taken.iter().map(|d| d.name.as_str()).collect();
         self.overrides
             .keys()
-            .filter(|name| !reached.contains(name.as_str()))
+            .filter(|name| !reached.contains(name.as_str()) && !name.starts_with(SWARM_PREFIX))
             .cloned()
             .collect()
     }
+}
+
+/// Locks a log: a panic elsewhere never poisons a log for good (the run reports the panic).
+fn lock<T>(log: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    log.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

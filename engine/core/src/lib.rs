@@ -47,6 +47,7 @@
 #![warn(missing_docs)]
 
 pub mod actor;
+pub mod buggify;
 pub mod cap;
 pub mod capabilities;
 pub mod decision;

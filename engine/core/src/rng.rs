@@ -142,6 +142,23 @@ impl RngStream {
         }
     }
 
+    /// The swarm setting of rule `rule` of the fault rules drawing from this stream, when
+    /// the run's decisions give one (see [`crate::decision::Swarm`]); draws nothing.
+    pub fn swarm(&self, rule: usize) -> Option<crate::decision::Swarm> {
+        let decided = self.decided.as_ref()?;
+        decided
+            .book
+            .swarm(crate::decision::swarm_name(&decided.name, rule))
+    }
+
+    /// Notes, for a stream whose draws are decisions, that rule `rule` of its fault rules
+    /// fired on a call of `target`.
+    pub fn fired(&self, rule: usize, target: &str) {
+        if let Some(decided) = &self.decided {
+            decided.book.fired_rule(&decided.name, rule, target);
+        }
+    }
+
     /// Returns the next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.draw(Draw::Bits).0
@@ -200,10 +217,15 @@ impl RngStream {
         }
     }
 
-    /// Returns true with probability `ratio`.
+    /// Returns true with probability `ratio`. A ratio of zero draws nothing.
     pub fn chance(&mut self, ratio: Ratio) -> bool {
-        ratio.numerator > 0
-            && self.below_as(ratio.denominator, Draw::Chance(ratio)) < ratio.numerator
+        ratio.numerator > 0 && self.chance_drawn(ratio)
+    }
+
+    /// Returns true with probability `ratio`, drawing once even for a ratio of zero: a swarm
+    /// run that turns a rule off keeps every later draw of the stream where it was.
+    pub fn chance_drawn(&mut self, ratio: Ratio) -> bool {
+        self.below_as(ratio.denominator, Draw::Chance(ratio)) < ratio.numerator
     }
 
     /// Picks an index with probability proportional to its weight. Returns `None` when every

@@ -384,6 +384,7 @@ impl Builder {
             actors,
         );
         core.inboxes.clone_from(&self.inboxes);
+        core.decisions.clone_from(&self.decisions);
         Ok(Sim {
             core,
             tape_path: self.tape_file(),

@@ -31,6 +31,32 @@ impl Point {
     }
 }
 
+/// A point of the curve where it sits on the run: its virtual time and the decisions the run
+/// took at its record (what the page and the text name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Placed {
+    /// The point.
+    pub point: Point,
+    /// The virtual time of its record.
+    pub t_ns: u64,
+    /// The decisions taken at its record, as people read them (`fs#3 (13384093 of 0..2…)`).
+    pub decided: Vec<String>,
+}
+
+/// A whole explanation: the failure, the curve along the run, and where it became (nearly)
+/// certain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// The failure's cluster, as a line (`verifier (fail): both edits landed: …`).
+    pub failure: String,
+    /// The points, in record order.
+    pub curve: Vec<Placed>,
+    /// The index in `curve` of the first point from which the failure is nearly certain.
+    pub inevitable: Option<usize>,
+    /// What "nearly certain" is: at least this share of the forks.
+    pub nearly: (u32, u32),
+}
+
 /// The index of the first point from which every later point has at least `ratio` of its
 /// forks failing the same way: where the failure became (nearly) certain. `None` when even
 /// the last point does not reach it.

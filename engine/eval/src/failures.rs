@@ -63,6 +63,11 @@ pub struct FailureEntry {
     /// The shrunk decisions of one of the seeds, once `simtape shrink` wrote them; `None`
     /// until then. A sweep keeps what it finds here.
     pub shrunk: Option<Shrunk>,
+    /// Whether the cluster was found by `simtape explore`: its seed fails only with its
+    /// `decisions` (swarm settings, a fork's kept draws), so a sweep does not replay it as a
+    /// plain seed, and judges it only through its shrunk decisions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explored: bool,
 }
 
 /// A failing seed's shrunk decisions: the seed they were shrunk from (overrides replace only
@@ -252,7 +257,7 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
     let object = value
         .as_object()
         .ok_or_else(|| field_error("(file)", "expected a JSON object".into()))?;
-    const FIELDS: [&str; 8] = [
+    const FIELDS: [&str; 9] = [
         "format",
         "scenario",
         "scenario_sha256",
@@ -261,6 +266,7 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
         "seeds",
         "decisions",
         "shrunk",
+        "explored",
     ];
     if let Some(key) = object.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(field_error(
@@ -270,6 +276,10 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
     }
     for field in FIELDS {
         let Some(value) = object.get(field) else {
+            // Written only when true.
+            if field == "explored" {
+                continue;
+            }
             return Err(field_error(field, "missing".into()));
         };
         let fits = match field {
@@ -283,6 +293,7 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
                     && seeds.iter().all(|s| s.as_u64().is_some())
             }),
             "decisions" => value.is_null() || value.as_str().is_some_and(relative_inside),
+            "explored" => value.is_boolean(),
             _ => {
                 value.is_null()
                     || serde_json::from_value::<Shrunk>(value.clone())
@@ -299,6 +310,7 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
                 "decisions" => {
                     "expected null or a path relative to the database directory".into()
                 }
+                "explored" => "expected true or false".into(),
                 _ => "expected null or {seed, decisions} with a path relative to the database directory".into(),
             };
             return Err(field_error(field, format!("{expected}, found {value}")));
@@ -436,13 +448,18 @@ pub fn update(
     let mut out = Vec::new();
     for (cluster, seeds) in &seen {
         let old = known.iter().find(|e| &e.cluster == cluster);
+        // An explored entry's seed fails only with its decisions: a sweep that sees the
+        // cluster keeps its own seeds instead.
         let not_run = old
             .into_iter()
+            .filter(|old| !old.explored)
             .flat_map(|old| old.seeds.iter().filter(|seed| !ran.contains(seed)));
         let all: BTreeSet<u64> = seeds.iter().chain(not_run).copied().collect();
         let seeds: Vec<u64> = all.into_iter().take(SEEDS_KEPT_MAX).collect();
         let keep_decisions = old.is_some_and(|old| {
-            old.seeds.first() == seeds.first() && old.scenario_sha256 == scenario_sha256
+            !old.explored
+                && old.seeds.first() == seeds.first()
+                && old.scenario_sha256 == scenario_sha256
         });
         out.push(FailureEntry {
             format: FAILURE_FORMAT.to_string(),
@@ -455,9 +472,10 @@ pub fn update(
                 .filter(|_| keep_decisions)
                 .and_then(|o| o.decisions.clone()),
             shrunk: old.and_then(|old| old.shrunk.clone()),
+            explored: false,
         });
     }
-    let judged = |e: &&&FailureEntry| e.seeds.iter().any(|seed| ran.contains(seed));
+    let judged = |e: &&&FailureEntry| !e.explored && e.seeds.iter().any(|seed| ran.contains(seed));
     for old in known
         .iter()
         .filter(|e| !seen.contains_key(&e.cluster))

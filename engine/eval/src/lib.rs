@@ -44,9 +44,11 @@
 
 #![warn(missing_docs)]
 
+pub mod branch;
 pub mod estimate;
 pub mod evidence;
 pub mod explain;
+pub mod explore;
 pub mod failures;
 pub mod harness;
 pub mod paired;

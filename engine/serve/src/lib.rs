@@ -37,6 +37,7 @@ pub mod mcp_http;
 pub mod mcp_stdio;
 pub mod normalize;
 pub mod outside;
+pub mod parallel;
 mod place;
 pub mod process;
 pub mod sandbox;

@@ -212,18 +212,3 @@ pub(crate) fn records(path: &Path) -> Result<Vec<RecordAt>, CliError> {
     }
     Ok(records)
 }
-
-/// The decisions the run took before its record `ordinal`, in its order, as overrides:
-/// everything up to the first decision taken at or after it (a decision drawn outside an
-/// actor has no record and goes with those before it).
-pub(crate) fn prefix(taken: &[Decision], ordinal: u64) -> Vec<Decision> {
-    taken
-        .iter()
-        .take_while(|d| d.record.is_none_or(|record| record < ordinal))
-        .map(|d| Decision {
-            draw: None,
-            record: None,
-            ..d.clone()
-        })
-        .collect()
-}

@@ -39,6 +39,7 @@ pub(crate) fn tasks(db: &FailureDb, scenarios: &[Loaded]) -> Vec<(usize, u64)> {
         .enumerate()
         .flat_map(|(index, loaded)| {
             db.of_scenario(loaded.scenario.scenario().name())
+                .filter(|entry| !entry.explored)
                 .flat_map(move |entry| entry.seeds.iter().map(move |&seed| (index, seed)))
         })
         .collect();
@@ -59,6 +60,7 @@ pub(crate) fn judge(
         .zip(results)
         .flat_map(|(loaded, results)| {
             db.of_scenario(loaded.scenario.scenario().name())
+                .filter(|entry| !entry.explored)
                 .map(|entry| Replayed::of(entry, results))
         })
         .collect()
@@ -126,7 +128,7 @@ pub(crate) fn replay_shrunk(db: &FailureDb, scenarios: &[Loaded]) -> Result<Stri
                     let decided = crate::common::decisions::load(&path, &digest)?;
                     let mut builder = loaded.scenario.builder(seed);
                     builder.decisions(decided.book, None);
-                    let result = super::pool::result_of(&loaded.scenario.run_summary(&mut builder));
+                    let result = loaded.scenario.run_summary(&mut builder).seed_result();
                     match simtape_eval::sweep::ClusterKey::of(&result) {
                         Some(key) if key == entry.cluster => "still fails".to_string(),
                         Some(key) => format!("fails otherwise: {key}"),

@@ -131,7 +131,7 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
                 return SeedResult::of(&RunSummary::unstarted(seed), &verdict, Some("config"));
             }
         };
-    let mut result = result_of(&report);
+    let mut result = report.seed_result();
     if result.verdict == VerdictKind::Pass {
         if let Some(path) = &path {
             let _ = std::fs::remove_file(path);
@@ -140,26 +140,6 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     }
     result.tape = report.summary.tape_path.map(|p| p.display().to_string());
     result.replay = Some(plan.reproduce(loaded, seed));
-    result
-}
-
-/// A seed's result as a run's report says it: its verdict, harness outcome, retries and
-/// model calls.
-pub(crate) fn result_of(report: &simtape_agent::EvalReport) -> SeedResult {
-    let failure_kind = report.failure.as_ref().map(|failure| failure.kind());
-    let mut result = SeedResult::of(&report.summary, &report.verdict, failure_kind);
-    result.harness = report.harness.clone();
-    result.retries = report.transcript.as_ref().map(|t| t.retries);
-    // What each property saw stays with the run; the sweep counts hits.
-    result.properties = report
-        .properties
-        .iter()
-        .map(|p| simtape_eval::property::PropertyResult {
-            saw: String::new(),
-            ..p.clone()
-        })
-        .collect();
-    result.model_calls = report.transcript.as_ref().map(|t| t.turns.len() as u64);
     result
 }
 
@@ -366,7 +346,7 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
         return run_program_seed(loaded, seed, plan);
     }
     let report = eval.run_summary(&mut eval.builder(seed));
-    let mut result = result_of(&report);
+    let mut result = report.seed_result();
     if result.verdict == VerdictKind::Pass {
         return result;
     }

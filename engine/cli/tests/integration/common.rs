@@ -127,3 +127,25 @@ pub(crate) fn processes_with(marker: &str) -> Vec<String> {
     }
     found
 }
+
+/// ticket-retry with a whole-run retry budget of 3: the world's 429 on close_ticket takes one
+/// retry, so the run fails exactly when comment_ticket's seeded 1/2 chance gives three 429s
+/// in a row.
+pub(crate) fn three_429s_variant(dir: &Path) -> PathBuf {
+    let scenarios = repo().join("scenarios");
+    let source = std::fs::read_to_string(scenarios.join("ticket-retry.toml")).unwrap();
+    let variant = source
+        .replace("retry_budget = 20", "retry_budget = 3")
+        .replace(
+            "fixture = \"data/",
+            &format!("fixture = \"{}/data/", scenarios.display()),
+        )
+        .replace(
+            "world = \"worlds/",
+            &format!("world = \"{}/worlds/", scenarios.display()),
+        );
+    assert_ne!(variant, source);
+    let path = dir.join("ticket-retry-3x429.toml");
+    std::fs::write(&path, variant).unwrap();
+    path
+}

@@ -13,6 +13,7 @@ mod cli;
 mod crash;
 mod decisions;
 mod evidence;
+mod explore;
 mod failures;
 mod fork;
 mod harness;

@@ -9,6 +9,7 @@ use std::process::Output;
 
 use crate::common::{
     check_doc_block, expect, files, load_json, repo, run_seed, scratch, simtape, text,
+    three_429s_variant,
 };
 
 /// [`run_seed`] of a seed that must fail (exit 1) or stop in error (exit 3).
@@ -112,28 +113,6 @@ fn a_race_edit_seed_shrinks_to_the_latency_that_loses_the_edit() {
     // Twice, the same files.
     shrink(&dir, &["race-1.tape", "-o", "again"]);
     assert_eq!(files(&out), files(&dir.join("again")));
-}
-
-/// ticket-retry with a whole-run retry budget of 3: the world's 429 on close_ticket takes one
-/// retry, so the run fails exactly when comment_ticket's seeded 1/2 chance gives three 429s
-/// in a row.
-fn three_429s_variant(dir: &Path) -> PathBuf {
-    let scenarios = repo().join("scenarios");
-    let source = std::fs::read_to_string(scenarios.join("ticket-retry.toml")).unwrap();
-    let variant = source
-        .replace("retry_budget = 20", "retry_budget = 3")
-        .replace(
-            "fixture = \"data/",
-            &format!("fixture = \"{}/data/", scenarios.display()),
-        )
-        .replace(
-            "world = \"worlds/",
-            &format!("world = \"{}/worlds/", scenarios.display()),
-        );
-    assert_ne!(variant, source);
-    let path = dir.join("ticket-retry-3x429.toml");
-    std::fs::write(&path, variant).unwrap();
-    path
 }
 
 #[test]

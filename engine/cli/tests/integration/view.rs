@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use simtape::tape::{RecordKind, TapeReader};
 
-use crate::common::{repo, scratch, simtape};
+use crate::common::{repo, run_seed, scratch, simtape, three_429s_variant};
 
 /// One Chromium at a time: parallel instances on a small host compete for its socket
 /// directory and its two cores.
@@ -352,6 +352,74 @@ fn the_tape_page_draws_a_lane_per_actor_and_task_and_shows_a_payload_on_click() 
         "{result}"
     );
     assert!(result["transcript"].as_u64().unwrap() >= 4, "{result}");
+}
+
+#[test]
+fn explain_names_the_third_429_and_draws_its_curve_on_the_tape_page() {
+    // Goal: on the ticket-retry variant whose retry budget three 429s on comment_ticket use
+    // up (so the world's 429 on close_ticket is not retried), explain names the fault draw
+    // after which that failure is certain (the fourth attempt getting through: had it been
+    // refused too, the run would fail another way), and its page draws the curve, one point
+    // per fork point, above the run's timeline.
+    let dir = scratch("view", "explain");
+    let scenario = three_429s_variant(&dir);
+    let output = run_seed(&dir, &scenario, 11, "t.tape");
+    assert!(
+        matches!(output.status.code(), Some(1 | 3)),
+        "a failing run: {:?}",
+        output.status
+    );
+    let output = run_ok(simtape().current_dir(&dir).args([
+        "explain",
+        "t.tape",
+        "--forks",
+        "10",
+        "--html",
+        "explain.html",
+    ]));
+    let shown = String::from_utf8_lossy(&output.stdout).into_owned();
+    let conclusion = shown
+        .lines()
+        .find(|l| l.starts_with("after record "))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        conclusion.contains("(mcp:tickets#3 (does not fire (chance 1/2)))")
+            && conclusion.contains("10/10 futures fail the same way"),
+        "the fourth attempt decides it: {shown}"
+    );
+    assert_eq!(
+        shown.matches("(fires (chance 1/2))").count(),
+        3,
+        "three 429s before it: {shown}"
+    );
+    let points = shown.lines().filter(|l| l.starts_with("  record ")).count();
+    let Some(browser) = chromium() else { return };
+    let result = open_in_browser(
+        &browser,
+        &dir.join("explain.html"),
+        "explain",
+        r##"
+        result.points = document.querySelectorAll("#explain-curve circle").length;
+        result.inevitable = document.querySelectorAll("#explain-curve line.inevitable").length;
+        result.rows = document.querySelectorAll("#explain tr").length - 1;
+        result.note = document.querySelector("#explain .summary-note").textContent;
+        result.lanes = document.querySelectorAll("g.lane").length;
+        "##,
+    );
+    assert_eq!(result["points"], points as u64, "{result}");
+    assert_eq!(result["rows"], points as u64, "{result}");
+    assert_eq!(result["inevitable"], 1, "{result}");
+    assert!(
+        result["note"]
+            .as_str()
+            .unwrap()
+            .contains("nearly certain after record"),
+        "{result}"
+    );
+    assert!(
+        result["lanes"].as_u64().unwrap() > 2,
+        "the timeline is drawn: {result}"
+    );
 }
 
 #[test]

@@ -12,12 +12,21 @@
 //! [`RngStream::chance`]); `on_call` rules draw nothing. So the stream's position depends only
 //! on the sequence of calls, never on which faults fired, and a plan without rate rules draws
 //! nothing at all. The first rule in order that fires wins.
+//!
+//! In a swarm run (`simtape explore`) each `rate` rule may carry a setting ([`Swarm`], a
+//! decision `swarm:<stream>#<rule>` the run's overrides give): off, or its rate scaled. An
+//! `on_call` rule takes none: it is the scenario's script (a world that rate-limits its
+//! first call), not a chance to vary. The settings are read at the first call. With any
+//! setting given, every rate rule whose target matches draws once per call even when off or
+//! at a zero rate, so a setting never moves a later draw of the stream (a shrinker turning a
+//! rule off keeps the rest of the run's names).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 pub use crate::cap::llm::faults::{LlmFaultKind, StreamFault, StreamMode};
+use crate::decision::Swarm;
 use crate::rng::{Ratio, RngStream};
 
 /// The deprecated name of `rate` in world specs, still read: `"probability": "1/5"`.
@@ -203,6 +212,9 @@ pub struct FaultRules<R> {
     rules: Vec<R>,
     per_target: BTreeMap<String, u64>,
     all: u64,
+    /// The swarm settings, read at the first call: `None` before it, `Some(None)` for a run
+    /// that gives none.
+    swarm: Option<Option<Vec<Swarm>>>,
 }
 
 impl<R> Default for FaultRules<R> {
@@ -218,8 +230,19 @@ impl<R> FaultRules<R> {
             rules,
             per_target: BTreeMap::new(),
             all: 0,
+            swarm: None,
         }
     }
+}
+
+/// The indices of the `rate` rules among `rules`: the ones a swarm run sets.
+pub fn rate_rules<R: FaultRule>(rules: &[R]) -> Vec<usize> {
+    rules
+        .iter()
+        .enumerate()
+        .filter(|(_, rule)| matches!(rule.trigger(), Trigger::Rate(_)))
+        .map(|(index, _)| index)
+        .collect()
 }
 
 impl<R: FaultRule> FaultRules<R> {
@@ -237,6 +260,23 @@ impl<R: FaultRule> FaultRules<R> {
         self.all = self.all.saturating_add(1);
         let calls = self.per_target.entry(target.to_string()).or_insert(0);
         *calls = calls.saturating_add(1);
+        let rules = &self.rules;
+        let swarm = self.swarm.get_or_insert_with(|| {
+            let settings: Vec<Option<Swarm>> = rules
+                .iter()
+                .enumerate()
+                .map(|(index, rule)| match rule.trigger() {
+                    Trigger::Rate(_) => rng.swarm(index),
+                    Trigger::OnCall(_) => None,
+                })
+                .collect();
+            settings.iter().any(Option::is_some).then(|| {
+                settings
+                    .into_iter()
+                    .map(|setting| setting.unwrap_or(Swarm::AS_WRITTEN))
+                    .collect()
+            })
+        });
         let mut fired = None;
         for (index, rule) in self.rules.iter().enumerate() {
             let counted = match rule.target() {
@@ -244,21 +284,26 @@ impl<R: FaultRule> FaultRules<R> {
                 named if named == target => self.per_target[target],
                 _ => continue,
             };
-            let fires = match rule.trigger() {
-                Trigger::OnCall(call) => counted == call,
-                Trigger::Rate(ratio) => rng.chance(ratio),
+            let setting = swarm.as_ref().map(|settings| settings[index]);
+            let fires = match (rule.trigger(), setting) {
+                (Trigger::OnCall(call), _) => counted == call,
+                (Trigger::Rate(ratio), None) => rng.chance(ratio),
+                (Trigger::Rate(ratio), Some(setting)) => rng.chance_drawn(setting.scale(ratio)),
             };
             if fires && fired.is_none() {
                 fired = Some(index);
             }
         }
-        fired.map(|index| &self.rules[index])
+        let index = fired?;
+        rng.fired(index, target);
+        Some(&self.rules[index])
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     /// A rule for the tests: a target, a trigger, and a number that names it.
     #[derive(Debug, Clone, Copy)]
@@ -323,6 +368,66 @@ mod tests {
         let hits = fired(&without, &calls, 9).iter().flatten().count();
         assert!((16..48).contains(&hits), "{hits} of 64 at 1/2");
         assert_ne!(fired(&without, &calls, 9), fired(&without, &calls, 10));
+    }
+
+    #[test]
+    fn swarm_settings_turn_rules_off_and_scale_rates_without_moving_later_draws() {
+        // Goal: with settings in the run's overrides, an `off` rule never fires, a scaled rate
+        // fires more often, and the stream's position after each call is the same whatever the
+        // settings say (a shrinker turning a rule off keeps every later decision's name).
+        use crate::decision::{swarm_name, Decision, DecisionBook, Draw, Swarm};
+        let rules = [
+            Rule("*", Trigger::OnCall(2), 0),
+            Rule("*", Trigger::Rate(Ratio::new(1, 40).unwrap()), 1),
+        ];
+        let calls = ["a"; 200];
+        let setting = |rule: usize, level: u64| Decision {
+            name: swarm_name("test", rule),
+            value: level,
+            draw: None,
+            record: None,
+        };
+        let run = |settings: &[Decision]| {
+            let book = DecisionBook::new(settings);
+            let mut plan = FaultRules::new(rules.to_vec());
+            let mut rng = RngStream::fork_decided(9, "test", Some(Arc::clone(&book)));
+            let mut positions = Vec::new();
+            let fired: Vec<Option<usize>> = calls
+                .iter()
+                .map(|call| {
+                    let fired = plan.fire(call, &mut rng).map(|rule| rule.2);
+                    positions.push(rng.clone().next_u64());
+                    fired
+                })
+                .collect();
+            (fired, positions, book)
+        };
+        let (plain, _, book) = run(&[]);
+        assert!(book.taken().iter().all(|d| d.draw != Some(Draw::Swarm)));
+        assert_eq!(plain[1], Some(0));
+        // Rule 0 (by call number) takes no setting: it is the scenario's script.
+        let (off, off_positions, book) = run(&[setting(0, 0), setting(1, 0)]);
+        assert_eq!(off.iter().flatten().collect::<Vec<_>>(), [&0], "{off:?}");
+        let swarm: Vec<_> = book
+            .taken()
+            .into_iter()
+            .filter(|d| d.draw == Some(Draw::Swarm))
+            .collect();
+        assert_eq!(swarm.len(), 1);
+        assert_eq!(rate_rules(&rules), [1]);
+        assert!(swarm.iter().all(|d| d.record.is_none()));
+        let (loud, loud_positions, book) = run(&[setting(1, 7)]);
+        assert_eq!(off_positions, loud_positions);
+        let count = |fired: &[Option<usize>]| fired.iter().filter(|f| **f == Some(1)).count();
+        assert!(
+            count(&loud) > count(&plain) + 10,
+            "{} vs {}",
+            count(&loud),
+            count(&plain)
+        );
+        assert_eq!(loud[1], Some(0));
+        assert_eq!(book.fired().len(), loud.iter().flatten().count());
+        assert_eq!(Swarm::from_value(99), Swarm::from_value(7));
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub(crate) struct Core {
     pub(super) parked_runnables: std::collections::VecDeque<async_task::Runnable<TaskId>>,
     /// The properties the pipeline evaluated (`crate::property`), by first evaluation.
     pub(crate) properties: Vec<crate::property::Evaluated>,
+    /// The run's decision book, when it has one (the fault points draw through it).
+    pub(crate) decisions: Option<std::sync::Arc<crate::decision::DecisionBook>>,
+    /// The fault points evaluated so far (`crate::buggify`), by site.
+    pub(crate) buggify: std::collections::BTreeMap<&'static str, crate::buggify::Site>,
 }
 
 impl Core {
@@ -84,6 +88,8 @@ impl Core {
             probes: Vec::new(),
             parked_runnables: std::collections::VecDeque::new(),
             properties: Vec::new(),
+            decisions: None,
+            buggify: std::collections::BTreeMap::new(),
         }
     }
 

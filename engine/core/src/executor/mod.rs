@@ -20,7 +20,9 @@ pub(crate) use self::core::Core;
 pub use context::in_simulation;
 pub(crate) use context::{current_task, try_with_core, with_core};
 pub(crate) use run::{next_timer_ns, poke, run_to_end, run_until, start, step, teardown, LoopEnd};
-pub(crate) use task::{record_engine, record_property, register_probe, Awaiting, WaitProbe};
+pub(crate) use task::{
+    buggify, record_engine, record_property, register_probe, Awaiting, WaitProbe,
+};
 pub use task::{spawn, JoinError, JoinHandle};
 
 type TaskId = u32;

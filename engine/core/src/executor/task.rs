@@ -57,6 +57,22 @@ pub(crate) fn record_property(kind: crate::property::PropertyKind, name: &str, c
     });
 }
 
+/// Whether the fault point `site` fires now, taking its draws; a firing is recorded.
+pub(crate) fn buggify(site: &'static str) -> bool {
+    with_core(|core| {
+        let (seed, book) = (core.seed, core.decisions.clone());
+        let fires = core
+            .buggify
+            .entry(site)
+            .or_insert_with(|| crate::buggify::Site::new(seed, site, book))
+            .fires(site);
+        if fires {
+            core.record_value(ENGINE_ACTOR, RecordKind::Request, &("buggify", site));
+        }
+        fires
+    })
+}
+
 /// A handle to a spawned task: await it for the task's output, or abort it. Dropping the
 /// handle lets the task run on (it is detached, as with threads).
 pub struct JoinHandle<T> {

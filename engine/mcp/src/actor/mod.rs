@@ -325,6 +325,15 @@ impl McpActor {
         }
     }
 
+    /// Returns the indices of the `rate` rules among the actor's world's fault rules (none
+    /// for a cassette): what a swarm run sets, one by one.
+    pub fn rate_rules(&self) -> Vec<usize> {
+        match &self.backend {
+            Backend::Cassette(_) => Vec::new(),
+            Backend::World(world) => world.rate_rules(),
+        }
+    }
+
     /// Returns the world's current state (after a run: its final state), or `None` for a
     /// cassette-backed actor.
     pub fn world_state(&self) -> Option<&Value> {

@@ -37,6 +37,11 @@ impl WorldBackend {
         }
     }
 
+    /// Returns the indices of the world's `rate` fault rules (its spec's and the scenario's).
+    pub(super) fn rate_rules(&self) -> Vec<usize> {
+        simtape::cap::fault_rules::rate_rules(&self.server.world().spec.faults)
+    }
+
     /// Returns the current state.
     pub(super) fn state(&self) -> &Value {
         self.server.state()

@@ -28,6 +28,25 @@ simtapeToolbar(document.getElementById("toolbar"), [view]);
 
 /// Renders the tape page; `source` names the tape (its path, as given).
 pub fn render(view: &TapeView, source: &str) -> String {
+    render_with(view, source, None)
+}
+
+/// Renders the tape page of a failing run with `simtape explain`'s curve drawn above its
+/// timeline, on the same time axis: the share of forked futures that fail the same way at
+/// each point, and the moment the failure became nearly certain.
+pub fn render_explained(
+    view: &TapeView,
+    source: &str,
+    explanation: &crate::explain::Explanation,
+) -> String {
+    render_with(view, source, Some(explanation))
+}
+
+fn render_with(
+    view: &TapeView,
+    source: &str,
+    explanation: Option<&crate::explain::Explanation>,
+) -> String {
     let header = &view.header;
     let verdict_class = verdict_class(&view.verdict);
     let meta = format!(
@@ -40,7 +59,11 @@ pub fn render(view: &TapeView, source: &str) -> String {
         escape(verdict_class),
     );
     let mut body = String::new();
-    body.push_str("<div class=\"layout\"><section>\n<h2>Timeline</h2>\n<div class=\"toolbar\" id=\"toolbar\"></div>\n<div id=\"timeline\"></div>\n");
+    body.push_str("<div class=\"layout\"><section>\n");
+    if let Some(explanation) = explanation {
+        body.push_str(&curve_panel(explanation, view.timeline.end_ns));
+    }
+    body.push_str("<h2>Timeline</h2>\n<div class=\"toolbar\" id=\"toolbar\"></div>\n<div id=\"timeline\"></div>\n");
     body.push_str(&beyond_note(view, source));
     body.push_str("</section>\n<aside>\n");
     body.push_str(&payload_panel("payload"));
@@ -62,6 +85,98 @@ pub fn render(view: &TapeView, source: &str) -> String {
         &data,
         Scripts::Timeline,
         MAIN,
+    )
+}
+
+/// The curve's drawing size, in SVG units.
+const CURVE_WIDTH: u64 = 1000;
+const CURVE_HEIGHT: u64 = 160;
+
+/// The explain curve as an SVG on the run's time axis (0 to its end, as the timeline opens),
+/// each point with its share as a tooltip, the point of no return marked, and the points as a
+/// table below it.
+fn curve_panel(explanation: &crate::explain::Explanation, end_ns: u64) -> String {
+    let end = end_ns.max(1);
+    let x = |t_ns: u64| u128::from(t_ns.min(end)) * u128::from(CURVE_WIDTH) / u128::from(end);
+    let y = |same: u32, forks: u32| {
+        CURVE_HEIGHT - u64::from(same) * CURVE_HEIGHT / u64::from(forks.max(1))
+    };
+    let mut svg = format!(
+        "<svg id=\"explain-curve\" viewBox=\"-10 -10 {} {}\" width=\"100%\" role=\"img\" \
+         aria-label=\"share of futures that fail the same way, along the run\">",
+        CURVE_WIDTH + 20,
+        CURVE_HEIGHT + 20
+    );
+    let _ = write!(
+        svg,
+        "<line x1=\"0\" y1=\"{CURVE_HEIGHT}\" x2=\"{CURVE_WIDTH}\" y2=\"{CURVE_HEIGHT}\" stroke=\"currentColor\" stroke-opacity=\"0.3\"/>\
+         <line x1=\"0\" y1=\"0\" x2=\"{CURVE_WIDTH}\" y2=\"0\" stroke=\"currentColor\" stroke-opacity=\"0.15\"/>"
+    );
+    if let Some(index) = explanation.inevitable {
+        let at = x(explanation.curve[index].t_ns);
+        let _ = write!(
+            svg,
+            "<line class=\"inevitable\" x1=\"{at}\" y1=\"0\" x2=\"{at}\" y2=\"{CURVE_HEIGHT}\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>"
+        );
+    }
+    let points: Vec<String> = explanation
+        .curve
+        .iter()
+        .map(|placed| {
+            format!(
+                "{},{}",
+                x(placed.t_ns),
+                y(placed.point.same, placed.point.forks)
+            )
+        })
+        .collect();
+    let _ = write!(
+        svg,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#2c6fbb\" stroke-width=\"2\"/>",
+        points.join(" ")
+    );
+    for placed in &explanation.curve {
+        let point = placed.point;
+        let _ = write!(
+            svg,
+            "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"#2c6fbb\"><title>record {} at {}: {}/{} fail the same way</title></circle>",
+            x(placed.t_ns),
+            y(point.same, point.forks),
+            point.record,
+            duration(placed.t_ns),
+            point.same,
+            point.forks
+        );
+    }
+    svg.push_str("</svg>");
+    let said = match explanation.inevitable {
+        Some(0) => "nearly certain from the start".to_string(),
+        Some(index) => format!(
+            "nearly certain after record {} ({})",
+            explanation.curve[index - 1].point.record,
+            escape(&explanation.curve[index - 1].decided.join(", "))
+        ),
+        None => "never nearly certain".to_string(),
+    };
+    let mut rows = String::new();
+    for placed in &explanation.curve {
+        let _ = write!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
+            placed.point.record,
+            duration(placed.t_ns),
+            placed.point.same,
+            placed.point.forks,
+            escape(&placed.decided.join(", "))
+        );
+    }
+    format!(
+        "<div class=\"panel\" id=\"explain\"><h2>When the failure became certain</h2>\
+         <p class=\"summary-note\"><code>{}</code>: {said} (at least {}/{} of the forks).</p>{svg}\
+         <table><tr><th>record</th><th>at</th><th>same failure</th><th>then decided</th></tr>{rows}</table></div>\n",
+        escape(&explanation.failure),
+        explanation.nearly.0,
+        explanation.nearly.1
     )
 }
 
