@@ -242,6 +242,10 @@ pub struct EvalReport {
     /// How an agent program was contained (`namespaces`, `off`), as the tape header says;
     /// `None` for the built-in agent.
     pub sandbox: Option<String>,
+    /// The last lines an agent program wrote to stderr, normalized, when it exited with a
+    /// failure: for the FAIL reason people read. Never on the tape (docs/agents.md, "Its
+    /// stderr"), so a replay has none.
+    pub stderr_tail: Vec<String>,
 }
 
 /// A world server's end of a run: its final state, and its goal and collateral-damage report.

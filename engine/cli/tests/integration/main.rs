@@ -15,6 +15,7 @@ mod decisions;
 mod evidence;
 mod failures;
 mod fork;
+mod generic_programs;
 mod harness;
 mod harness_agents;
 mod mcp;
