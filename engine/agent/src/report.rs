@@ -242,6 +242,10 @@ pub struct EvalReport {
     /// How an agent program was contained (`namespaces`, `off`), as the tape header says;
     /// `None` for the built-in agent.
     pub sandbox: Option<String>,
+    /// The last lines an agent program wrote to stderr, normalized, when it exited with a
+    /// failure: for the FAIL reason people read. Never on the tape (docs/agents.md, "Its
+    /// stderr"), so a replay has none.
+    pub stderr_tail: Vec<String>,
 }
 
 /// A world server's end of a run: its final state, and its goal and collateral-damage report.
@@ -273,6 +277,19 @@ impl EvalReport {
             })
             .collect();
         result.model_calls = self.transcript.as_ref().map(|t| t.turns.len() as u64);
+        // An agent program's last stderr lines follow the reason's first line, which alone
+        // decides its failure cluster.
+        if let Some(reason) = result
+            .reason
+            .as_mut()
+            .filter(|_| !self.stderr_tail.is_empty())
+        {
+            reason.message.push_str("\nthe agent's stderr ended with:");
+            for line in &self.stderr_tail {
+                reason.message.push_str("\n  | ");
+                reason.message.push_str(line);
+            }
+        }
         result
     }
 

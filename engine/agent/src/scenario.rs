@@ -25,7 +25,7 @@ use crate::report::{EvalFailure, EvalReport, WorldOutcome};
 use crate::spec::{
     AgentSpec, Check, CommandAgentSpec, McpFault, McpServerSpec, McpSource, ToolSource,
 };
-use crate::spec::{NormalizeSpec, VerifySpec};
+use crate::spec::{NormalizeSpec, UnknownAgent, VerifySpec};
 use crate::tables::EvalTables;
 use crate::tools::Builtin;
 
@@ -274,6 +274,23 @@ impl EvalScenario {
             .filter(|(_, rules)| !rules.is_empty())
             .map(|(stream, rules)| simtape_eval::explore::Site { stream, rules })
             .collect()
+    }
+
+    /// Runs agent `name` in place of `[agent]`'s (`sweep --agents`, `run --agent`): a
+    /// `[[agent.variant]]` or an adapter; an error naming the known ones otherwise, or for a
+    /// scenario whose agent is not a program.
+    pub fn select_agent(&mut self, name: &str) -> Result<(), UnknownAgent> {
+        let shared = Arc::make_mut(&mut self.shared);
+        let Some(command) = shared.eval.command.as_mut() else {
+            return Err(UnknownAgent {
+                name: name.to_string(),
+                known: "none: the scenario's agent is the built-in one, and only an agent \
+                        program ([agent] kind = \"command\") can be swapped"
+                    .to_string(),
+            });
+        };
+        *command = command.agent(name)?;
+        Ok(())
     }
 
     /// Returns the eval parts the runs use.
@@ -535,6 +552,7 @@ fn completed(
         properties: output.properties,
         gates: Vec::new(),
         sandbox: None,
+        stderr_tail: Vec::new(),
     }
 }
 
@@ -570,6 +588,7 @@ fn stopped(
         properties: Vec::new(),
         gates: Vec::new(),
         sandbox: None,
+        stderr_tail: Vec::new(),
     }
 }
 
@@ -589,6 +608,7 @@ fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
         properties: Vec::new(),
         gates: Vec::new(),
         sandbox: None,
+        stderr_tail: Vec::new(),
     }
 }
 

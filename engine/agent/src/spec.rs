@@ -71,6 +71,85 @@ pub struct CommandAgentSpec {
     pub expose: Vec<String>,
     /// The 1-based line of `[agent]` in the scenario file (names the agent's exit check).
     pub line: u64,
+    /// The other agents a sweep across agents may run in its place (`[[agent.variant]]`),
+    /// in file order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<AgentVariant>,
+}
+
+/// `[[agent.variant]]`: another agent for the same scenario, named, that `sweep --agents`
+/// and `run --agent` run in place of `[agent]`'s: what it gives replaces `[agent]`'s (its
+/// `env` is added to it, a name it gives twice taking its value).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentVariant {
+    /// Its name (lower-case letters, digits, `-`).
+    pub name: String,
+    /// Its adapter, when not `[agent]`'s.
+    pub adapter: Option<AdapterKind>,
+    /// Its program, when not `[agent]`'s (a variant with another adapter and no program
+    /// runs that adapter's usual binary).
+    pub command: Option<String>,
+    /// Its arguments, when not `[agent]`'s.
+    pub args: Option<Vec<String>>,
+    /// Environment added to `[agent]`'s.
+    pub env: Vec<(String, String)>,
+}
+
+/// An agent name `--agents` or `--agent` gave that the scenario does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown agent {name:?}: expected one of {known}")]
+pub struct UnknownAgent {
+    /// The name given.
+    pub name: String,
+    /// The names the scenario knows: its variants, then every adapter.
+    pub known: String,
+}
+
+impl CommandAgentSpec {
+    /// Returns the spec of the agent `name`: a `[[agent.variant]]` of that name, else the
+    /// adapter of that name (its usual binary, `[agent]`'s arguments only when it is
+    /// `[agent]`'s adapter).
+    pub fn agent(&self, name: &str) -> Result<CommandAgentSpec, UnknownAgent> {
+        if let Some(variant) = self.variants.iter().find(|v| v.name == name) {
+            let mut spec = self.clone();
+            if let Some(adapter) = variant.adapter.filter(|adapter| *adapter != self.adapter) {
+                spec.adapter = adapter;
+                spec.command = None;
+                spec.args = Vec::new();
+            }
+            if let Some(command) = &variant.command {
+                spec.command = Some(command.clone());
+            }
+            if let Some(args) = &variant.args {
+                spec.args = args.clone();
+            }
+            for (key, value) in &variant.env {
+                spec.env.retain(|(name, _)| name != key);
+                spec.env.push((key.clone(), value.clone()));
+            }
+            spec.env.sort();
+            return Ok(spec);
+        }
+        let adapter = AdapterKind::ALL.iter().find(|(known, _)| *known == name);
+        match adapter {
+            Some(&(_, adapter)) if adapter == self.adapter => Ok(self.clone()),
+            Some(&(_, adapter)) => Ok(CommandAgentSpec {
+                adapter,
+                command: None,
+                args: Vec::new(),
+                ..self.clone()
+            }),
+            None => {
+                let variants = self.variants.iter().map(|v| v.name.as_str());
+                let adapters = AdapterKind::ALL.iter().map(|(name, _)| *name);
+                let known: Vec<&str> = variants.chain(adapters).collect();
+                Err(UnknownAgent {
+                    name: name.to_string(),
+                    known: known.join(", "),
+                })
+            }
+        }
+    }
 }
 
 /// Whether an agent program runs in simtape's namespace sandbox (`[agent] sandbox`).

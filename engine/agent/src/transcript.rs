@@ -14,6 +14,9 @@ pub enum EndReason {
     MaxTurns,
     /// A model call failed again with the run's retry budget spent.
     RetryBudgetSpent,
+    /// An agent program exited with a failure status or was ended by a signal, whatever it
+    /// printed before.
+    AgentExit,
 }
 
 impl EndReason {
@@ -23,6 +26,7 @@ impl EndReason {
             EndReason::FinalAnswer => "final_answer",
             EndReason::MaxTurns => "max_turns",
             EndReason::RetryBudgetSpent => "retry_budget_spent",
+            EndReason::AgentExit => "agent_exit",
         }
     }
 }

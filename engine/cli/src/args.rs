@@ -119,6 +119,10 @@ pub(crate) struct RunArgs {
     /// for an agent whose parallel requests arrive further apart, docs/serve.md).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub(crate) settle_ms: Option<u64>,
+    /// Runs agent NAME in place of the scenario's: one of its `[[agent.variant]]` tables or
+    /// an adapter (docs/sweeps.md, "One sweep across agents").
+    #[arg(long, value_name = "NAME")]
+    pub(crate) agent: Option<String>,
     /// Where to write the tape (default: no tape file).
     #[arg(long)]
     pub(crate) tape: Option<PathBuf>,
@@ -474,6 +478,10 @@ pub(crate) struct NewArgs {
     /// written too.
     #[arg(long)]
     pub(crate) dir: Option<PathBuf>,
+    /// Writes a scenario whose agent is this program (`"python3 agent.py"`, split as a shell
+    /// splits words; the `generic` adapter), with a fixture to fill in (docs/agents.md).
+    #[arg(long, value_name = "COMMAND LINE")]
+    pub(crate) command: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -496,6 +504,11 @@ pub(crate) struct SweepArgs {
     /// for an agent whose parallel requests arrive further apart, docs/serve.md).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub(crate) settle_ms: Option<u64>,
+    /// Runs the same seeds once per agent, each name one of the scenario's `[[agent.variant]]`
+    /// tables or an adapter: each agent's pass rate, pass@k and pass^k, and every two
+    /// compared seed by seed (docs/sweeps.md, "One sweep across agents").
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    pub(crate) agents: Vec<String>,
     /// The seeds: `A..B` (B excluded) or `A..=B`.
     #[arg(long, required = true, value_parser = simtape_eval::sweep::parse_seeds)]
     pub(crate) seeds: Option<simtape_eval::sweep::SeedRange>,

@@ -58,6 +58,9 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
                     ),
                 }
             }
+            for warning in never_passing(&eval) {
+                println!("warning: {warning}");
+            }
         }
         Err(errors) => {
             for error in &errors {
@@ -67,6 +70,45 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         }
     }
     Ok(outcome(valid))
+}
+
+/// The `tool_called` verifiers that can never pass: each wants a tool no answer of the
+/// fixture calls (an agent calls only the tools its model asks for). A fixture in record
+/// mode, or one that does not load, is not judged here.
+fn never_passing(eval: &EvalScenario) -> Vec<String> {
+    use simtape::cap::llm::{Fixture, Outcome as Answer};
+    let scenario = eval.scenario();
+    let Some(path) = scenario.llm_fixture() else {
+        return Vec::new();
+    };
+    let Ok(fixture) = Fixture::load(&path) else {
+        return Vec::new();
+    };
+    let called: std::collections::BTreeSet<&str> = fixture
+        .entries
+        .iter()
+        .filter_map(|entry| match &entry.outcome {
+            Answer::Respond(alternatives) => Some(alternatives),
+            Answer::Fail(_) => None,
+        })
+        .flatten()
+        .flat_map(|alternative| alternative.response.tool_calls.iter())
+        .map(|call| call.name.as_str())
+        .collect();
+    let verifiers = eval.eval().verify.iter();
+    verifiers
+        .filter_map(|verifier| match &verifier.check {
+            simtape_agent::Check::ToolCalled {
+                tool, called: true, ..
+            } if !called.contains(tool.as_str()) => Some(format!(
+                "verifier {:?} (line {}) can never pass: no answer of the fixture {} calls {tool}",
+                verifier.name,
+                verifier.line,
+                path.display()
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 fn outcome(valid: bool) -> Outcome {

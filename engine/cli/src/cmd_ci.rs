@@ -128,6 +128,7 @@ fn replay_known(
         .zip(paths)
         .map(|(scenario, path)| Loaded {
             scenario,
+            agent: None,
             path: path.clone(),
             inputs: None,
             key: None,

@@ -7,6 +7,8 @@ use crate::common::golden::{golden_path, tape_bytes};
 use crate::common::load_scenario;
 use crate::exit::{CliError, CliResult, Outcome};
 
+mod program;
+
 /// The scenario template; `{name}` is replaced by the scenario's name.
 const TEMPLATE: &str = r#"# {name}: a starting point. Edit it, then `simtape check` and `simtape run` it.
 #
@@ -73,6 +75,9 @@ pub(crate) fn run(args: &NewArgs) -> CliResult {
         )));
     }
     let dir = args.dir.clone().unwrap_or_else(default_dir);
+    if let Some(command) = &args.command {
+        return program::write_scenario(name, &dir, command);
+    }
     let scenario = dir.join(format!("{name}.toml"));
     let data = dir.join("data").join(name);
     let notes = data.join("worktree").join("notes.md");
@@ -119,7 +124,7 @@ fn golden_dir(dir: &Path) -> Option<PathBuf> {
     (dir.file_name()? == "scenarios" && tapes.is_dir()).then_some(tapes)
 }
 
-fn write(path: &Path, text: &str) -> Result<(), CliError> {
+pub(super) fn write(path: &Path, text: &str) -> Result<(), CliError> {
     write_bytes(path, text.as_bytes())
 }
 

@@ -29,6 +29,10 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     if let Some(ms) = args.settle_ms {
         eval.set_settle_ms(ms);
     }
+    if let Some(agent) = &args.agent {
+        eval.select_agent(agent)
+            .map_err(|unknown| CliError::Usage(format!("--agent: {unknown}")))?;
+    }
     let scenario = eval.scenario();
     if let (Some(path), false) = (&args.emit_diff, scenario.has_fs()) {
         return Err(CliError::Usage(format!(
@@ -52,6 +56,9 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     }
     if let Some(ms) = args.settle_ms {
         deciding.extend(["--settle-ms".to_string(), ms.to_string()]);
+    }
+    if let Some(agent) = &args.agent {
+        deciding.extend(["--agent".to_string(), agent.clone()]);
     }
     let reproduce = reproduce_command(
         &args.scenario,
@@ -218,7 +225,7 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
     match &report.verdict {
         Verdict::Pass => println!("result: PASS {at}"),
         Verdict::Fail { verifier, saw } => {
-            println!("result: FAIL {at}\nverifier {verifier:?} failed: {saw}")
+            println!("result: FAIL {at}\nverifier {verifier:?} failed: {saw}");
         }
         Verdict::Blocked { policy, reason } => {
             println!("result: BLOCKED ({policy}) {reason}\n{at}");
@@ -228,6 +235,7 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
             println!("result: ERROR ({kind}) {reason}\n{at}");
         }
     }
+    print_stderr_tail(&report.stderr_tail);
     for result in &report.verifiers {
         let mark = if result.held { "held  " } else { "FAILED" };
         println!(
@@ -293,6 +301,18 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
     }
     if report.verdict != Verdict::Pass {
         println!("reproduce: {reproduce}");
+    }
+}
+
+/// Prints the last lines an agent program wrote to stderr before it failed (none for the
+/// built-in agent, a program that exited 0, or a replay: stderr is not on the tape).
+fn print_stderr_tail(lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    println!("the agent's stderr ended with (all of it: agent.stderr under --evidence):");
+    for line in lines {
+        println!("  | {line}");
     }
 }
 

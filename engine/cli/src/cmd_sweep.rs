@@ -45,10 +45,13 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         }
     };
     let stores = stores(args)?;
+    // The failure database keys its clusters by scenario: several agents of one scenario
+    // would mix theirs, so a sweep across agents keeps none.
     let failures = match args
         .failures
         .clone()
         .or_else(|| args.out.as_ref().map(|out| out.join(FAILURES)))
+        .filter(|_| args.agents.is_empty())
     {
         Some(dir) => Some(known::open(&dir)?),
         None => None,
@@ -60,6 +63,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         args.no_sandbox,
         args.settle_ms,
     )?;
+    let scenarios = per_agent(scenarios, &args.agents)?;
     for loaded in &scenarios {
         require_agent_program(&loaded.scenario, args.agent_bin.as_deref())?;
         refuse_recording(&loaded.scenario, "sweep", &loaded.path)?;
@@ -87,7 +91,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     }
     if let Some(out) = &args.out {
         for loaded in &scenarios {
-            let dir = out.join(loaded.scenario.scenario().name());
+            let dir = out.join(loaded.label());
             create_output_dir(&dir, out, "--out")?;
         }
     }
@@ -108,7 +112,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         for ((loaded, results), reused) in scenarios.iter().zip(&ran.results).zip(&ran.reused) {
             eprintln!(
                 "sweep: {}: {} of {} run(s) skipped (a result stored under the same key)",
-                loaded.scenario.scenario().name(),
+                loaded.label(),
                 reused.len(),
                 results.len()
             );
@@ -119,7 +123,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         // A scenario with no failing seed keeps no tape: leave no empty directory for it
         // (`remove_dir` removes only empty ones, and every worker is done).
         for loaded in &scenarios {
-            let _ = std::fs::remove_dir(out.join(loaded.scenario.scenario().name()));
+            let _ = std::fs::remove_dir(out.join(loaded.label()));
         }
     }
     let done = results.iter().map(Vec::len).sum::<usize>() as u64;
@@ -138,12 +142,16 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             .zip(results)
             .map(|(loaded, results)| {
                 let scenario = loaded.scenario.scenario();
-                ScenarioResults::new(
-                    scenario.name().to_string(),
+                let entry = ScenarioResults::new(
+                    loaded.label(),
                     loaded.path.display().to_string(),
                     scenario.digest(),
                     results,
-                )
+                );
+                match &loaded.agent {
+                    Some(agent) => entry.with_agent(agent),
+                    None => entry,
+                }
             })
             .collect(),
     );
@@ -390,6 +398,37 @@ fn stores(args: &SweepArgs) -> Result<Vec<Store>, CliError> {
     Ok(stores)
 }
 
+/// Each scenario once per agent of `agents` (`--agents`), sorted by label (`S@AGENT`), or
+/// as loaded without it. An agent the scenario does not know is a usage error naming the
+/// known ones.
+fn per_agent(scenarios: Vec<Loaded>, agents: &[String]) -> Result<Vec<Loaded>, CliError> {
+    if agents.is_empty() {
+        return Ok(scenarios);
+    }
+    let mut distinct = std::collections::BTreeSet::new();
+    if let Some(twice) = agents.iter().find(|agent| !distinct.insert(agent.as_str())) {
+        return Err(CliError::Usage(format!("--agents names {twice:?} twice")));
+    }
+    let mut each = Vec::with_capacity(scenarios.len() * agents.len());
+    for loaded in scenarios {
+        for agent in agents {
+            let mut scenario = loaded.scenario.clone();
+            scenario.select_agent(agent).map_err(|unknown| {
+                CliError::Usage(format!("--agents: {}: {unknown}", loaded.path.display()))
+            })?;
+            each.push(Loaded {
+                scenario,
+                agent: Some(agent.clone()),
+                path: loaded.path.clone(),
+                inputs: loaded.inputs.clone(),
+                key: loaded.key.clone(),
+            });
+        }
+    }
+    each.sort_by_key(Loaded::label);
+    Ok(each)
+}
+
 /// Loads every scenario once, sorted by name, with the files its runs read when tapes are
 /// kept or results stored, and its result key when results are stored; two scenarios may
 /// not share a name (their tapes and records would mix).
@@ -423,6 +462,7 @@ fn load(
         };
         scenarios.push(Loaded {
             scenario,
+            agent: None,
             path: path.clone(),
             inputs,
             key,

@@ -154,6 +154,27 @@ pub fn resolve_program(
         .map(|path| std::path::absolute(&path).unwrap_or(path))
 }
 
+/// The scenario's `args` as a shell in the scenario's directory would read them: a relative
+/// path that names a file there, and none in the project (`[fs] root`, the program's working
+/// directory), is made absolute (`command = "python3", args = ["agent.py"]` with agent.py
+/// beside the scenario), and so shown read-only in the sandbox. Any other argument is passed
+/// as written.
+pub fn resolve_args(args: &[String], scenario_dir: &Path, project: Option<&Path>) -> Vec<String> {
+    let resolve = |arg: &String| {
+        let path = Path::new(arg);
+        let in_project = project.is_some_and(|project| project.join(path).is_file());
+        let beside = scenario_dir.join(path);
+        if arg.starts_with('-') || path.is_absolute() || in_project || !beside.is_file() {
+            return arg.clone();
+        }
+        // Canonical: the sandbox shows the file at its real path, and `dir/../agent.py` would
+        // need `dir` shown too.
+        let absolute = std::fs::canonicalize(&beside).unwrap_or(beside);
+        absolute.display().to_string()
+    };
+    args.iter().map(resolve).collect()
+}
+
 fn find_program(
     spec: &CommandAgentSpec,
     explicit: Option<&Path>,
@@ -243,6 +264,9 @@ pub fn run_command(
         .unwrap_or(Path::new(""))
         .to_path_buf();
     let program = resolve_program(&spec, options.program.as_deref(), &scenario_dir)?;
+    let project = scenario.scenario().fs_root();
+    let args = resolve_args(&spec.args, &scenario_dir, project.as_deref());
+    let spec = CommandAgentSpec { args, ..spec };
     let (inputs, responses) = crate::register(builder);
     let executor = Rc::new(smol::LocalExecutor::new());
     let program_run = ProgramRun {
@@ -270,6 +294,8 @@ struct ProgramRun<'a> {
 struct Ran {
     meta: ProcessMeta,
     stderr: Vec<u8>,
+    /// The end of its stderr, for the FAIL reason.
+    stderr_tail: Vec<u8>,
     /// Whether its sandbox failed before it started (the run is an ERROR).
     failed: bool,
     /// What it did outside its project (sandboxed): for the tape, and in its scratch places.
@@ -311,6 +337,7 @@ impl ProgramRun<'_> {
             scenario: self.scenario,
             capabilities: &builder.capabilities(),
             program: &self.program,
+            args: &self.spec.args,
             addr: self.options.addr,
             executor: executor.clone(),
             requests: tx,
@@ -337,6 +364,13 @@ impl ProgramRun<'_> {
             .settle
             .max(adapter::settle_min(self.spec.adapter))
             .max(scenario_settle);
+        // A crash report names the script it ran, beside the scenario (`resolve_args`).
+        let mut tail_normalizer = normalizer.clone();
+        let scenario_dir = self.scenario.scenario().path().parent();
+        let scenario_dir = scenario_dir.filter(|dir| !dir.as_os_str().is_empty());
+        if let Ok(dir) = std::path::absolute(scenario_dir.unwrap_or(Path::new("."))) {
+            tail_normalizer.literal(&dir.display().to_string(), "<scenario>");
+        }
         let mut driver = Driver::new(self.inputs, self.responses, settle, normalizer);
         driver.orders = orders;
         driver.events_at_exit = adapter::events_at_exit(self.spec.adapter);
@@ -402,6 +436,14 @@ impl ProgramRun<'_> {
         let mut report = self.scenario.finish_command(command);
         let mode = place.mode();
         report.sandbox = Some(mode.label().to_string());
+        // A program that failed says why on its stderr: its last lines go with the FAIL.
+        if let Some(last) = processes
+            .last()
+            .filter(|ran| ran.meta.exit != AgentExit::Exited(0))
+        {
+            report.stderr_tail =
+                process::tail_lines(&last.stderr_tail, |line| tail_normalizer.apply(line));
+        }
         drop(place);
         let mut stderr = Vec::new();
         for ran in &processes {
@@ -506,6 +548,7 @@ impl ProgramRun<'_> {
                         stderr_dropped: 0,
                     },
                     stderr: error.to_string().into_bytes(),
+                    stderr_tail: Vec::new(),
                     failed: true,
                     seen: None,
                 });
@@ -539,7 +582,7 @@ impl ProgramRun<'_> {
             .await;
             parser.finish().into_iter().for_each(send);
         });
-        let stderr_reader = executor.spawn(process::read_capped(stderr));
+        let stderr_reader = executor.spawn(process::read_stderr(stderr));
         driver.events = Some(event_rx);
         let timeout = Duration::from_millis(self.spec.timeout_ms);
         let ended = {
@@ -582,9 +625,9 @@ impl ProgramRun<'_> {
         }
         driver.deliver_input(run, GatewayInput::AgentExited(exit));
         // A process that left the group may hold stderr open: wait only so long for it.
-        let (stderr, stderr_dropped) = smol::future::or(stderr_reader, async {
+        let stderr = smol::future::or(stderr_reader, async {
             smol::Timer::after(OUTPUT_DRAIN).await;
-            (Vec::new(), 0)
+            process::Stderr::default()
         })
         .await;
         Ok(Ran {
@@ -592,9 +635,10 @@ impl ProgramRun<'_> {
                 args: launch.args,
                 exit,
                 wall_ms,
-                stderr_dropped,
+                stderr_dropped: stderr.dropped,
             },
-            stderr,
+            stderr: stderr.head,
+            stderr_tail: stderr.tail,
             failed: false,
             seen,
         })
@@ -688,8 +732,10 @@ fn start(
     seen: Rc<RefCell<Vec<SessionEvent>>>,
 ) -> Result<(CommandRun, Option<Outbox<SessionOrder>>), Box<EvalReport>> {
     if scenario.eval().harness.is_none() {
+        let spec = scenario.eval().command.as_ref();
+        let from_traffic = spec.is_some_and(|spec| spec.adapter == AdapterKind::Generic);
         let command = scenario.start_command(builder, move |host| {
-            command_side(host, inputs, responses, seen)
+            command_side(host, inputs, responses, seen, from_traffic)
         })?;
         return Ok((command, None));
     }
@@ -713,17 +759,29 @@ async fn command_side(
     inputs: Inbox<GatewayInput>,
     responses: Outbox<HttpResponse>,
     seen: Rc<RefCell<Vec<SessionEvent>>>,
+    from_traffic: bool,
 ) -> CommandEnd {
     let outcome = gateway::gateway(host.clone(), inputs, responses).await;
     apply_changes(&host, &outcome.workdir);
     *seen.borrow_mut() = outcome.events.clone();
     let mut transcript = transcript(&outcome.events);
+    // A program that says nothing of its tool calls (a generic one printing plain lines) is
+    // counted from its model traffic: what the model answered, what came back.
+    if from_traffic && transcript.calls().next().is_none() {
+        transcript.turns = traffic_turns(&outcome.traffic);
+    }
     // An agent program's retries are its own; what simtape sees is each faulted answer it had
     // to get past.
     transcript.retries = u32::try_from(outcome.model_faults).unwrap_or(u32::MAX);
+    let exit = outcome.agent_exit.unwrap_or(AgentExit::Signaled);
+    // A program that failed gave no answer, whatever it printed last.
+    if exit != AgentExit::Exited(0) {
+        transcript.end = Some(simtape_agent::EndReason::AgentExit);
+        transcript.answer = None;
+    }
     CommandEnd {
         transcript,
-        exit: outcome.agent_exit.unwrap_or(AgentExit::Signaled),
+        exit,
         unmatched: unmatched(&outcome),
         gates: outcome.gates,
         denied: outcome.denied,
@@ -825,6 +883,30 @@ pub fn transcript(events: &[SessionEvent]) -> Transcript {
     transcript
 }
 
+/// The turns the model traffic shows: one per answer the agent got, with the tool calls it
+/// asked for, each filled with the result a later request sent back (a call no request
+/// answered has an empty result).
+pub(crate) fn traffic_turns(traffic: &gateway::Traffic) -> Vec<TranscriptTurn> {
+    let turns = traffic.answers.iter().zip(1u32..);
+    turns
+        .map(|(answer, turn)| TranscriptTurn {
+            turn,
+            text: answer.text.clone(),
+            tool_calls: answer
+                .tool_calls
+                .iter()
+                .map(|call| TranscriptCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    ok: true,
+                    result: traffic.results.get(&call.id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// Writes the session's evidence into `dir`.
 fn write_evidence(dir: &Path, session: &CommandSession) -> std::io::Result<()> {
     use std::io::Write;
@@ -861,6 +943,7 @@ mod tests {
             sandbox: AgentSandbox::On,
             expose: Vec::new(),
             line: 1,
+            variants: Vec::new(),
         }
     }
 

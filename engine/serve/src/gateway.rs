@@ -140,6 +140,36 @@ pub struct GatewayOutcome {
     pub sandbox: Option<SandboxSeen>,
     /// The agent's sandbox failed after the run began (the step, and why).
     pub sandbox_failed: Option<String>,
+    /// What the model traffic says of the agent's turns: each answer the model gave, and
+    /// the tool results later requests sent back. An agent that prints no tool calls of
+    /// its own (a generic program) is counted from it.
+    pub traffic: Traffic,
+}
+
+/// The agent's turns as the model traffic shows them, whatever the agent prints.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Traffic {
+    /// Each model answer the agent got whole, in the order they were given: its text and
+    /// the tool calls it asked for.
+    pub answers: Vec<simtape::cap::llm::ChatResponse>,
+    /// Each tool result a request sent back, by the id of the call it answers (the first
+    /// request that carried it: later ones repeat the conversation).
+    pub results: std::collections::BTreeMap<String, String>,
+}
+
+impl Traffic {
+    /// Notes the tool results of a request's conversation.
+    fn request(&mut self, request: &simtape::cap::llm::ChatRequest) {
+        let results = request.messages.iter().filter_map(|message| {
+            let id = message.tool_call_id.as_ref()?;
+            (message.role == simtape::cap::llm::Role::Tool).then_some((id, &message.content))
+        });
+        for (id, content) in results {
+            self.results
+                .entry(id.clone())
+                .or_insert_with(|| content.clone());
+        }
+    }
 }
 
 impl GatewayOutcome {
@@ -493,6 +523,7 @@ async fn answer_model(
         served.request.model = model;
         served.stream = path_call.stream;
     }
+    outcome.borrow_mut().traffic.request(&served.request);
     let reply = host.llm().complete_with_reply(served.request.clone()).await;
     match reply.result {
         Ok(answer) => {
@@ -511,6 +542,7 @@ async fn answer_model(
                 return broken_stream(host, request.id, fault, &events).await;
             }
             let rendered = provider.answer_body(&served, &answer, &id, created_unix_s);
+            outcome.borrow_mut().traffic.answers.push(answer);
             HttpResponse {
                 id: request.id,
                 status: 200,

@@ -29,6 +29,12 @@ pub const EVENT_TEXT_CHARS_MAX: usize = 4096;
 pub const EVENTS_MAX: usize = 100_000;
 /// Bytes of the agent's stderr kept (the rest is counted).
 pub const STDERR_BYTES_MAX: usize = 64 * 1024;
+/// Bytes of the end of the agent's stderr kept for the lines a FAIL reason shows.
+pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
+/// Lines of the end of the agent's stderr a FAIL reason shows.
+pub const STDERR_TAIL_LINES: usize = 10;
+/// Characters of each of those lines.
+pub const STDERR_TAIL_LINE_CHARS: usize = 240;
 
 /// Bytes of one file of the working directory the comparison reads; a larger file is
 /// named, not compared.

@@ -98,6 +98,8 @@ pub(crate) struct Setting<'a> {
     pub scenario: &'a EvalScenario,
     pub capabilities: &'a simtape::Capabilities,
     pub program: &'a Path,
+    /// Its arguments, resolved (`command::resolve_args`).
+    pub args: &'a [String],
     pub addr: std::net::SocketAddr,
     pub executor: Rc<smol::LocalExecutor<'static>>,
     pub requests: smol::channel::Sender<Pending>,
@@ -167,7 +169,7 @@ impl Place {
         expose.extend(program_expose);
         // The files its command line names (a script given to an interpreter) are part of
         // the program: shown read-only too. Nothing else beside the scenario is.
-        for arg in spec.map(|spec| spec.args.as_slice()).unwrap_or_default() {
+        for arg in setting.args {
             let path = Path::new(arg);
             if path.is_absolute() && path.is_file() {
                 expose.extend(outside_system(path));

@@ -10,7 +10,10 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use smol::io::AsyncReadExt;
 
-use crate::limits::{KILL_GRACE, LINE_BYTES_MAX, STDERR_BYTES_MAX};
+use crate::limits::{
+    KILL_GRACE, LINE_BYTES_MAX, STDERR_BYTES_MAX, STDERR_TAIL_BYTES, STDERR_TAIL_LINES,
+    STDERR_TAIL_LINE_CHARS,
+};
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -150,6 +153,68 @@ pub async fn read_capped(stream: impl smol::io::AsyncRead + Unpin) -> (Vec<u8>, 
     read_capped_to(stream, STDERR_BYTES_MAX).await
 }
 
+/// An agent's stderr as kept: its first bytes, how many more there were, and its last bytes
+/// (the end of a crash's report is past the first bytes of a chatty program's).
+#[derive(Debug, Default)]
+pub(crate) struct Stderr {
+    /// The first [`STDERR_BYTES_MAX`] bytes.
+    pub(crate) head: Vec<u8>,
+    /// Bytes beyond them.
+    pub(crate) dropped: u64,
+    /// The last [`STDERR_TAIL_BYTES`] bytes.
+    pub(crate) tail: Vec<u8>,
+}
+
+/// Reads an agent's stderr to its end: its head, capped, and its tail.
+pub(crate) async fn read_stderr(mut stream: impl smol::io::AsyncRead + Unpin) -> Stderr {
+    let mut kept = Stderr::default();
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let room = STDERR_BYTES_MAX.saturating_sub(kept.head.len()).min(n);
+        kept.head.extend_from_slice(&chunk[..room]);
+        kept.dropped += (n - room) as u64;
+        kept.tail.extend_from_slice(&chunk[..n]);
+        let over = kept.tail.len().saturating_sub(STDERR_TAIL_BYTES);
+        kept.tail.drain(..over);
+    }
+    kept
+}
+
+/// The last lines of `tail` (an agent's stderr), for a FAIL reason: at most
+/// [`STDERR_TAIL_LINES`], each cut to [`STDERR_TAIL_LINE_CHARS`] characters, blank lines and
+/// terminal escapes left out, then `normalize`d (the agent's places, as in its requests).
+pub(crate) fn tail_lines(tail: &[u8], normalize: impl Fn(&str) -> String) -> Vec<String> {
+    let text = String::from_utf8_lossy(tail);
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let line: String = printable(line).take(STDERR_TAIL_LINE_CHARS).collect();
+            normalize(line.trim_end())
+        })
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    let skip = lines.len().saturating_sub(STDERR_TAIL_LINES);
+    lines.into_iter().skip(skip).collect()
+}
+
+/// The characters of `line` a reader sees: terminal escape sequences (`ESC [ … letter`) and
+/// other control characters but tabs left out.
+fn printable(line: &str) -> impl Iterator<Item = char> + '_ {
+    let mut escape = false;
+    line.chars().filter(move |&c| {
+        if escape {
+            escape = !(c.is_ascii_alphabetic() || c == '~');
+            return false;
+        }
+        escape = c == '\x1b';
+        !c.is_control() || c == '\t'
+    })
+}
+
 /// Reads `stream` to its end, keeping its first `cap` bytes; returns them and how many more
 /// there were.
 pub async fn read_capped_to(
@@ -175,6 +240,29 @@ pub async fn read_capped_to(
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn the_tail_of_stderr_is_its_last_lines() {
+        // A chatty program's crash report is at the end, past the kept head; the tail keeps
+        // the last lines, without escapes, blank lines or over-long lines.
+        let mut input = "noise\n".repeat(STDERR_BYTES_MAX / 3).into_bytes();
+        input.extend(b"Traceback (most recent call last):\n\n\x1b[31mValueError: bad\x1b[0m\n");
+        let kept = smol::block_on(read_stderr(&input[..]));
+        assert_eq!(kept.head.len(), STDERR_BYTES_MAX);
+        assert!(kept.dropped > 0);
+        let lines = tail_lines(&kept.tail, |line| line.replace("bad", "<x>"));
+        assert_eq!(lines.len(), STDERR_TAIL_LINES);
+        assert_eq!(
+            lines[STDERR_TAIL_LINES - 2],
+            "Traceback (most recent call last):"
+        );
+        assert_eq!(lines[STDERR_TAIL_LINES - 1], "ValueError: <x>");
+        let long = "y".repeat(STDERR_TAIL_LINE_CHARS * 2);
+        assert_eq!(
+            tail_lines(long.as_bytes(), str::to_string)[0].len(),
+            STDERR_TAIL_LINE_CHARS
+        );
+    }
 
     #[test]
     fn lines_are_split_and_a_long_line_is_cut() {

@@ -5,7 +5,8 @@ use simtape::scenario::decoder::{one_of, Capability, Decoder, Field, Fields};
 
 use super::mcp::{Lookup, Servers};
 use crate::spec::{
-    AdapterKind, AgentClock, AgentSandbox, AgentSpec, CommandAgentSpec, Permission, ToolSource,
+    AdapterKind, AgentClock, AgentSandbox, AgentSpec, AgentVariant, CommandAgentSpec, Permission,
+    ToolSource,
 };
 
 /// What `[agent]` decodes to: the built-in loop, or an agent program outside the simulation.
@@ -20,7 +21,7 @@ pub(crate) enum AgentTable {
 /// The agent kinds of `[agent] kind`.
 const AGENT_KINDS: [(&str, &str); 2] = [("builtin", "builtin"), ("command", "command")];
 /// The keys of `[agent] kind = "command"`.
-const COMMAND_KEYS: [&str; 12] = [
+const COMMAND_KEYS: [&str; 13] = [
     "kind",
     "adapter",
     "command",
@@ -33,7 +34,10 @@ const COMMAND_KEYS: [&str; 12] = [
     "clock",
     "sandbox",
     "expose",
+    "variant",
 ];
+/// The keys of `[[agent.variant]]`.
+const VARIANT_KEYS: [&str; 5] = ["name", "adapter", "command", "args", "env"];
 /// The clocks of `[agent] clock`.
 const CLOCKS: [(&str, AgentClock); 2] =
     [("host", AgentClock::Host), ("virtual", AgentClock::Virtual)];
@@ -157,6 +161,10 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         Some(field) => strings(decoded, &field, "an array of paths to show the program"),
         None => Some(Vec::new()),
     };
+    let variants = match fields.take("variant") {
+        Some(field) => variants(decoded, &field),
+        None => Some(Vec::new()),
+    };
     fields.finish(
         decoded,
         &format!(
@@ -177,6 +185,77 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         sandbox: sandbox?,
         expose: expose?,
         line,
+        variants: variants?,
+    })
+}
+
+/// Decodes `[[agent.variant]]`: other agents for the scenario, each named once.
+fn variants(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<AgentVariant>> {
+    let what = "[[agent.variant]] tables like { name = \"retrying\", args = [\"retrying.py\"] }";
+    let items = decoded.array(field, what)?;
+    let mut variants: Vec<AgentVariant> = Vec::with_capacity(items.len());
+    let mut complete = true;
+    for item in &items {
+        match variant(decoded, item) {
+            Some(variant) if variants.iter().any(|v| v.name == variant.name) => {
+                let message = format!("agent variant {:?} is named twice", variant.name);
+                decoded.problem(item.span.clone(), item.path.clone(), message);
+                complete = false;
+            }
+            Some(variant) => variants.push(variant),
+            None => complete = false,
+        }
+    }
+    complete.then_some(variants)
+}
+
+/// Decodes one `[[agent.variant]]`.
+fn variant(decoded: &mut Decoder, field: &Field<'_>) -> Option<AgentVariant> {
+    let what = "a table like { name = \"retrying\", args = [\"retrying.py\"] }";
+    let mut fields = decoded.table(field, what)?;
+    let name = match fields.take("name") {
+        Some(field) => {
+            let name = prompt(decoded, &field, "a variant name", false)?;
+            if let Some(problem) = simtape::scenario::name_problem(&name) {
+                decoded.expected(&field, &format!("a variant name: {problem}"));
+                return None;
+            }
+            Some(name)
+        }
+        None => {
+            decoded.missing(&fields, "name", "the variant's name (`--agents` names it)");
+            None
+        }
+    };
+    let adapter = match fields.take("adapter") {
+        Some(field) => choice(decoded, &field, &AdapterKind::ALL, "an adapter").map(Some),
+        None => Some(None),
+    };
+    let program = match fields.take("command") {
+        Some(field) => prompt(decoded, &field, "a program path or name", false).map(Some),
+        None => Some(None),
+    };
+    let args = match fields.take("args") {
+        Some(field) => strings(decoded, &field, "an array of argument strings").map(Some),
+        None => Some(None),
+    };
+    let env = match fields.take("env") {
+        Some(field) => environment(decoded, &field),
+        None => Some(Vec::new()),
+    };
+    fields.finish(
+        decoded,
+        &format!(
+            "unknown key for [[agent.variant]], expected one of {}",
+            one_of(&VARIANT_KEYS)
+        ),
+    );
+    Some(AgentVariant {
+        name: name?,
+        adapter: adapter?,
+        command: program?,
+        args: args?,
+        env: env?,
     })
 }
 

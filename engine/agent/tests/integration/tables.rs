@@ -882,6 +882,7 @@ args = ["-m", "unittest"]
             sandbox: simtape_agent::AgentSandbox::On,
             expose: Vec::new(),
             line: 7,
+            variants: Vec::new(),
         }
     );
 }
@@ -899,6 +900,55 @@ fn the_documented_command_agent_decodes() {
     assert_eq!(spec.adapter, AdapterKind::ClaudeCode);
     assert_eq!(spec.timeout_ms, 300_000);
     assert_eq!(spec.env, [("PYTHONDONTWRITEBYTECODE".into(), "1".into())]);
+}
+
+#[test]
+fn agent_variants_decode_and_their_problems_are_placed() {
+    // Goal: `[[agent.variant]]` tables decode in file order and an agent is chosen from
+    // them or the adapters; a variant without a name, with a bad name, named twice or with
+    // an unknown key is reported at its place.
+    let head = format!(
+        "{HEAD}[llm]\nfixture = \"llm.jsonl\"\n[agent]\nkind = \"command\"\nadapter = \"generic\"\ncommand = \"python3\"\nargs = [\"a.py\"]\ntask = \"Go.\"\nenv = {{ A = \"1\" }}\n"
+    );
+    let source = format!(
+        "{head}[[agent.variant]]\nname = \"b\"\nargs = [\"b.py\"]\nenv = {{ A = \"2\", B = \"3\" }}\n[[agent.variant]]\nname = \"cc\"\nadapter = \"claude-code\"\n"
+    );
+    let dir = eval_dir("agent-variants");
+    let eval = EvalScenario::check_source(&source, &dir.join("s.toml")).unwrap();
+    let spec = eval.eval().command.clone().unwrap();
+    let names: Vec<&str> = spec.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["b", "cc"]);
+    let b = spec.agent("b").unwrap();
+    assert_eq!(
+        (b.command.as_deref(), b.args.as_slice()),
+        (Some("python3"), &["b.py".to_string()][..])
+    );
+    assert_eq!(b.env, [("A".into(), "2".into()), ("B".into(), "3".into())]);
+    let cc = spec.agent("cc").unwrap();
+    assert_eq!(
+        (cc.adapter, cc.command.as_deref(), cc.args.len()),
+        (AdapterKind::ClaudeCode, None, 0)
+    );
+    assert_eq!(spec.agent("codex").unwrap().adapter, AdapterKind::Codex);
+    let unknown = spec.agent("nope").unwrap_err().to_string();
+    assert!(
+        unknown.starts_with("unknown agent \"nope\": expected one of b, cc, claude-code"),
+        "{unknown}"
+    );
+    let source = format!(
+        "{head}[[agent.variant]]\nname = \"b\"\n[[agent.variant]]\nname = \"b\"\n[[agent.variant]]\nname = \"Big\"\n[[agent.variant]]\nargs = []\nmodel = \"x\"\n"
+    );
+    let found = problems(&source).join("\n");
+    assert!(
+        found.contains("agent variant \"b\" is named twice"),
+        "{found}"
+    );
+    assert!(
+        found.contains("field `agent.variant[2].name`: expected a variant name"),
+        "{found}"
+    );
+    assert!(found.contains("expected the variant's name"), "{found}");
+    assert!(found.contains("unknown key for [[agent.variant]], expected one of `name`, `adapter`, `command`, `args`, `env`"), "{found}");
 }
 
 #[test]
@@ -923,7 +973,7 @@ max_turns = 3
             "5:1: field `agent.command`: expected the program to run (the generic adapter has no usual binary), found nothing",
             "9:11: field `agent.timeout`: expected a timeout longer than 0s, found \"0s\"",
             "10:14: field `agent.permission`: expected a permission `full`, `read-only`, found \"root\"",
-            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `settle`, `permission`, `clock`, `sandbox`, `expose`",
+            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `settle`, `permission`, `clock`, `sandbox`, `expose`, `variant`",
         ]
     );
     let source = format!(

@@ -26,7 +26,10 @@ pub(crate) const JOBS_MAX: usize = 256;
 /// A scenario loaded once for the whole sweep.
 #[derive(Debug)]
 pub(crate) struct Loaded {
+    /// The scenario, its agent the one named by `agent` when a sweep runs several.
     pub(crate) scenario: EvalScenario,
+    /// The agent that runs it, in a sweep across agents (`--agents`).
+    pub(crate) agent: Option<String>,
     /// The file, as given on the command line (replay commands name it).
     pub(crate) path: PathBuf,
     /// The files its runs read, captured once for the kept tapes (with `--out`) and the
@@ -35,6 +38,18 @@ pub(crate) struct Loaded {
     /// What decides its runs but the seed, when its results are stored: `None` without a
     /// store, and for what a key cannot cover (an agent program, an absolute input path).
     pub(crate) key: Option<ScenarioKey>,
+}
+
+impl Loaded {
+    /// The scenario's name in the report and under `--out`: `S`, or `S@AGENT` in a sweep
+    /// across agents.
+    pub(crate) fn label(&self) -> String {
+        let name = self.scenario.scenario().name();
+        match &self.agent {
+            Some(agent) => format!("{name}@{agent}"),
+            None => name.to_string(),
+        }
+    }
 }
 
 /// The content directory under `--out` that every kept tape's inputs share, so a thousand
@@ -83,6 +98,9 @@ impl Plan<'_> {
         if let Some(ms) = self.settle_ms {
             deciding.extend(["--settle-ms".to_string(), ms.to_string()]);
         }
+        if let Some(agent) = &loaded.agent {
+            deciding.extend(["--agent".to_string(), agent.clone()]);
+        }
         reproduce_command(&loaded.path, seed, None, None, &deciding)
     }
 
@@ -113,7 +131,7 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     let mut builder = eval.builder(seed);
     let path = plan
         .out
-        .map(|out| (out, tape_path(out, eval.scenario().name(), seed)));
+        .map(|out| (out, tape_path(out, &loaded.label(), seed)));
     if let Some((out, path)) = &path {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
@@ -299,7 +317,7 @@ fn reuse(
         return Ok(Some(result));
     }
     if let Some(out) = plan.out {
-        let path = tape_path(out, loaded.scenario.scenario().name(), seed);
+        let path = tape_path(out, &loaded.label(), seed);
         if !path.is_file() {
             let Some(stored) = found.tape else {
                 return Ok(None);
@@ -352,7 +370,7 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
     }
     // The second run is the same run (same seed, same scenario), now writing its tape.
     result.tape = out.and_then(|out| {
-        let path = tape_path(out, eval.scenario().name(), seed);
+        let path = tape_path(out, &loaded.label(), seed);
         let mut builder = eval.builder(seed);
         keep_tape(&mut builder, loaded, out, &path);
         eval.run(&mut builder)

@@ -16,6 +16,7 @@ mod evidence;
 mod explore;
 mod failures;
 mod fork;
+mod generic_programs;
 mod harness;
 mod harness_agents;
 mod mcp;

@@ -292,6 +292,13 @@ impl Scenario {
         Some(base.join(&fs.root.path))
     }
 
+    /// Returns the `[llm] fixture` file, resolved against the scenario file's directory.
+    pub fn llm_fixture(&self) -> Option<std::path::PathBuf> {
+        let llm = self.spec.llm.as_ref()?;
+        let base = self.path().parent().unwrap_or(Path::new(""));
+        Some(base.join(&llm.fixture.path))
+    }
+
     /// Returns the network policy (`[network]`), `None` when the scenario has none (then no
     /// connection can be made at all).
     pub fn network(&self) -> Option<&crate::cap::net::Network> {

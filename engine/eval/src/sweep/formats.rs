@@ -324,6 +324,7 @@ pub fn summary_text(report: &SweepReport, reported: bool) -> String {
     for scenario in &report.scenarios {
         scenario_text(&mut out, scenario, reported);
     }
+    out.push_str(&super::agents::text(report));
     for (scenario, tally) in report.unmet_properties() {
         let _ = writeln!(
             out,

@@ -8,11 +8,13 @@
 //!   failures by reason) and the merge of shard reports;
 //! * [`formats`]: the report as JSON, JSON lines, JUnit XML or CSV, and the text summary;
 //! * [`cluster`]: the failure cluster, what makes two failing seeds the same failure;
-//! * [`diff`]: two reports compared (`simtape report diff`).
+//! * [`diff`]: two reports compared (`simtape report diff`);
+//! * [`agents`]: one scenario run by several agents, every two compared seed by seed.
 //!
 //! Running the seeds (threads, progress, kept tapes) is the command line's; a report never
 //! depends on how: its records are sorted by (scenario, seed) before anything renders them.
 
+pub mod agents;
 pub mod cluster;
 pub mod diff;
 pub mod formats;

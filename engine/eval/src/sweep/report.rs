@@ -35,8 +35,13 @@ pub struct SweepReport {
     pub shard: Option<Shard>,
     /// True when the sweep was stopped before every seed ran.
     pub partial: bool,
-    /// One entry per scenario, sorted by name.
+    /// One entry per scenario, sorted by name (one per agent, `S@AGENT`, when a sweep runs
+    /// several agents).
     pub scenarios: Vec<ScenarioResults>,
+    /// Every two agents of a scenario run by several, compared seed by seed; derived from
+    /// `scenarios` (so outside the digest) and absent when no scenario has agents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<super::agents::AgentPair>,
     /// The hex SHA-256 over everything above but the summaries (which the results decide):
     /// a report edited by hand no longer matches it, and `merge` refuses it. Empty in a
     /// report written before reports carried it.
@@ -72,6 +77,10 @@ pub struct ScenarioResults {
     pub path: String,
     /// The SHA-256 of the scenario, so shards of different scenario files never merge.
     pub sha256: String,
+    /// The agent that ran it, when the sweep ran several (`--agents`, `[[agent.variant]]`);
+    /// `name` is then `SCENARIO@AGENT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// Derived from `results`.
     pub summary: ScenarioSummary,
     /// One record per seed, sorted by seed.
@@ -307,8 +316,17 @@ impl ScenarioResults {
             name,
             path,
             sha256,
+            agent: None,
             summary: ScenarioSummary::of(&results),
             results,
+        }
+    }
+
+    /// Returns the results as run by `agent` (the caller names them `SCENARIO@AGENT`).
+    pub fn with_agent(self, agent: &str) -> Self {
+        ScenarioResults {
+            agent: Some(agent.to_string()),
+            ..self
         }
     }
 }
@@ -331,6 +349,7 @@ impl SweepReport {
             engine: ENGINE_VERSION.to_string(),
             seeds,
             shard,
+            agents: super::agents::compare(&scenarios),
             partial,
             scenarios,
             digest: String::new(),
@@ -552,6 +571,7 @@ pub fn merge(reports: Vec<SweepReport>) -> Result<SweepReport, MergeError> {
         seeds,
         shard: None,
         partial,
+        agents: super::agents::compare(&scenarios),
         scenarios,
         digest: String::new(),
     }

@@ -73,7 +73,7 @@ pub fn render(report: &SweepReport) -> String {
             ""
         },
     );
-    let mut body = String::new();
+    let mut body = agents(report);
     let mut data = Vec::new();
     for scenario in &report.scenarios {
         body.push_str(&section(scenario));
@@ -110,6 +110,45 @@ pub fn render(report: &SweepReport) -> String {
         Scripts::Sweep,
         MAIN,
     )
+}
+
+/// The paired comparison of every two agents of a scenario run by several (each agent's own
+/// pass rate and pass@k are its `S@AGENT` section below).
+fn agents(report: &SweepReport) -> String {
+    if report.agents.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(concat!(
+        r#"<section class="agents"><div class="panel"><h2>Agents compared seed by seed</h2>"#,
+        r#"<p class="summary-note">Each agent ran the same seeds, which drew the same faults; "#,
+        r#"the seeds one passed and the other did not decide the exact sign (McNemar) test.</p>"#,
+        r#"<table><tr><th>scenario</th><th>a</th><th>b</th><th>seeds</th><th>only a passed</th>"#,
+        r#"<th>only b passed</th><th>p</th><th>finding</th></tr>"#,
+    ));
+    let list = |seeds: &[u64]| {
+        let shown: Vec<String> = seeds.iter().map(u64::to_string).collect();
+        format!(
+            "{} <span class=\"mono\">[{}]</span>",
+            seeds.len(),
+            shown.join(", ")
+        )
+    };
+    for pair in &report.agents {
+        let _ = write!(
+            out,
+            "<tr><td>{scenario}</td><td>{a}</td><td>{b}</td><td>{seeds}</td><td>{only_a}</td><td>{only_b}</td><td class=\"mono\">{p}</td><td>{finding}</td></tr>",
+            scenario = escape(&pair.scenario),
+            a = escape(&pair.a),
+            b = escape(&pair.b),
+            seeds = pair.seeds,
+            only_a = list(&pair.only_a),
+            only_b = list(&pair.only_b),
+            p = escape(pair.test.p_value.as_deref().unwrap_or("—")),
+            finding = escape(&pair.finding()),
+        );
+    }
+    out.push_str("</table></div></section>\n");
+    out
 }
 
 /// Whether any run of `scenario` had an agent (so counted model calls).
