@@ -24,6 +24,7 @@ mod mcp_http;
 mod mcp_signals;
 mod mcp_world;
 mod properties;
+mod pytest_plugin;
 mod record;
 #[cfg(target_os = "linux")]
 mod sandbox;
