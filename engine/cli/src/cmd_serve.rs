@@ -44,6 +44,13 @@ pub(crate) struct ServeArgs {
     /// (docs/sandbox.md); the tape says so.
     #[arg(long)]
     pub(crate) no_sandbox: bool,
+    /// The agent runs in a process simtape does not start (a pytest test function, through
+    /// the simtape-pytest plugin): serve prints the endpoint variables as `export` lines, then
+    /// `serve: waiting for the agent`, and ends when a line `exit CODE` on stdin says how
+    /// the agent ended (stdin closing without one: ended by a signal). The verdict also
+    /// asks that it called the model (docs/pytest.md).
+    #[arg(long, conflicts_with_all = ["command", "no_sandbox"])]
+    pub(crate) in_process: bool,
     /// The agent to run, with its arguments, after `--`; without it, serve until Ctrl-C.
     #[arg(last = true)]
     pub(crate) command: Vec<String>,
@@ -107,7 +114,7 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             cwd: None,
             timeout: Some(Duration::from_secs(args.timeout_s)),
         });
-    let interactive = command.is_none();
+    let interactive = command.is_none() && !args.in_process;
     let mut normalizer = Normalizer::agent_defaults().with_scenario_rules(&eval.eval().normalize);
     // The agent inherits HOME, where agents keep state (Codex lists its skills under it in
     // every request): its path differs per user and machine, so it is normalized like the
@@ -146,23 +153,33 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         session_log: args.session_log.clone(),
         sandbox,
     };
-    let (stop_tx, stop) = smol::channel::bounded(1);
-    if interactive {
-        // Ctrl-C ends the session; the tape is finished, not lost.
-        ctrlc::set_handler(move || {
-            let _ = stop_tx.try_send(());
-        })
-        .map_err(|e| CliError::Usage(format!("cannot watch for Ctrl-C: {e}")))?;
-    }
-    let session = simtape_serve::serve(&mut builder, options, stop, |endpoints| {
+    let listening = |endpoints: &simtape_serve::Endpoints| {
         println!("serve: listening on http://{}", endpoints.addr);
         if interactive {
             println!("serve: point your agent here, then press Ctrl-C to end and write the tape:");
+        }
+        if interactive || args.in_process {
             for (name, value) in &endpoints.env {
                 println!("  export {name}={value}");
             }
         }
-    })
+        if args.in_process {
+            println!("serve: waiting for the agent (`exit CODE` on stdin when it ends)");
+        }
+    };
+    let session = if args.in_process {
+        simtape_serve::serve_in_process(&mut builder, options, agent_exits(), listening)
+    } else {
+        let (stop_tx, stop) = smol::channel::bounded(1);
+        if interactive {
+            // Ctrl-C ends the session; the tape is finished, not lost.
+            ctrlc::set_handler(move || {
+                let _ = stop_tx.try_send(());
+            })
+            .map_err(|e| CliError::Usage(format!("cannot watch for Ctrl-C: {e}")))?;
+        }
+        simtape_serve::serve(&mut builder, options, stop, listening)
+    }
     .map_err(|e| CliError::Input(e.to_string()))?;
     if session.timed_out {
         eprintln!(
@@ -173,7 +190,35 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
     if let Some(tape) = &args.tape {
         println!("tape: {}", tape.display());
     }
-    match session.report {
+    report_session(session.report)
+}
+
+/// Reads the in-process agent's end from stdin: the first line `exit CODE` is its exit; any
+/// other line is ignored (with a note); stdin closing first ends it as by a signal.
+fn agent_exits() -> smol::channel::Receiver<simtape_agent::AgentExit> {
+    let (tx, rx) = smol::channel::bounded(1);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            let code = line.trim().strip_prefix("exit ").map(str::trim);
+            match code.and_then(|code| code.parse::<i32>().ok()) {
+                Some(code) => {
+                    let _ = tx.send_blocking(simtape_agent::AgentExit::Exited(code));
+                    return;
+                }
+                None => eprintln!("serve: ignored a stdin line {line:?}; expected `exit CODE`"),
+            }
+        }
+        let _ = tx.send_blocking(simtape_agent::AgentExit::Signaled);
+    });
+    rx
+}
+
+/// Prints the session's counts, world goals and verdict; its outcome is the exit code.
+fn report_session(
+    report: Result<simtape::RunReport<simtape_serve::GatewayOutcome>, simtape::RunError>,
+) -> CliResult {
+    match report {
         Ok(report) => {
             let outcome = &report.output;
             println!(

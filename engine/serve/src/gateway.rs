@@ -41,6 +41,9 @@ pub enum GatewayInput {
     Session(Vec<EventKind>),
     /// The agent process ended.
     AgentExited(AgentExit),
+    /// The in-process agent (a test function the pytest plugin runs, `serve --in-process`)
+    /// ended, as it reported: judged like a process's exit, and it must have called the model.
+    InProcessExited(AgentExit),
     /// After the agent ended: what it changed in its working directory, and the paths too
     /// large to compare.
     Workdir {
@@ -117,6 +120,9 @@ pub struct GatewayOutcome {
     pub unmatched: Option<String>,
     /// How the agent process ended, when there was one.
     pub agent_exit: Option<AgentExit>,
+    /// Whether the agent ran in a process simtape did not start and reported its own end
+    /// (`serve --in-process`): such an agent passes only when it called the model.
+    pub in_process: bool,
     /// What the agent printed, as events stamped with virtual time.
     pub events: Vec<SessionEvent>,
     /// What the agent changed in its working directory.
@@ -188,12 +194,19 @@ impl GatewayOutcome {
         if let Some(denied) = &self.denied {
             return format!("blocked: the agent's connection was refused: {denied}");
         }
-        match self.agent_exit {
-            Some(AgentExit::Exited(0)) | None => "ok".to_string(),
-            Some(exit) => format!("fail: the agent {}", exit.describe()),
+        // A test whose client never reached the endpoints would otherwise pass untested.
+        let silent = self.in_process && self.model_calls + self.model_faults == 0;
+        match (self.agent_exit, silent) {
+            (Some(AgentExit::Exited(0)) | None, false) => "ok".to_string(),
+            (Some(AgentExit::Exited(0)) | None, true) => format!("fail: {NO_MODEL_CALLS}"),
+            (Some(exit), false) => format!("fail: the agent {}", exit.describe()),
+            (Some(exit), true) => format!("fail: the agent {}; {NO_MODEL_CALLS}", exit.describe()),
         }
     }
 }
+
+/// Why an in-process agent that never reached the model fails.
+const NO_MODEL_CALLS: &str = "no model calls: the agent never called the model (point its client at OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GOOGLE_GEMINI_BASE_URL)";
 
 /// The gateway pipeline: answers every request until the driver closes the inbox.
 pub async fn gateway(
@@ -302,6 +315,12 @@ async fn serve(
             }
             GatewayInput::AgentExited(exit) => {
                 outcome.borrow_mut().agent_exit = Some(exit);
+                continue;
+            }
+            GatewayInput::InProcessExited(exit) => {
+                let mut outcome = outcome.borrow_mut();
+                outcome.agent_exit = Some(exit);
+                outcome.in_process = true;
                 continue;
             }
             GatewayInput::Workdir { changes, skipped } => {

@@ -246,6 +246,37 @@ pub fn serve(
     stop: smol::channel::Receiver<()>,
     listening: impl FnOnce(&Endpoints),
 ) -> Result<Session, ServeError> {
+    serve_until(builder, options, Until::Stopped(stop), listening)
+}
+
+/// Serves `builder`'s run for an agent that runs in another process simtape did not start
+/// (a test function inside pytest: `simtape serve --in-process`), until that agent reports
+/// how it ended on `exits`; a closed channel is an agent that ended without saying
+/// (`Signaled`). Its end goes on the tape as [`GatewayInput::InProcessExited`], whose
+/// verdict also asks that it called the model.
+pub fn serve_in_process(
+    builder: &mut Builder,
+    options: ServeOptions,
+    exits: smol::channel::Receiver<AgentExit>,
+    listening: impl FnOnce(&Endpoints),
+) -> Result<Session, ServeError> {
+    serve_until(builder, options, Until::Reported(exits), listening)
+}
+
+/// What ends a session without an agent command.
+enum Until {
+    /// The user (Ctrl-C): no exit goes on the tape.
+    Stopped(smol::channel::Receiver<()>),
+    /// The in-process agent's own report of its exit.
+    Reported(smol::channel::Receiver<AgentExit>),
+}
+
+fn serve_until(
+    builder: &mut Builder,
+    options: ServeOptions,
+    until: Until,
+    listening: impl FnOnce(&Endpoints),
+) -> Result<Session, ServeError> {
     let (inputs, responses) = register(builder);
     let executor = Rc::new(smol::LocalExecutor::new());
     smol::block_on(executor.run(session(
@@ -254,7 +285,7 @@ pub fn serve(
         inputs,
         responses,
         options,
-        stop,
+        until,
         listening,
     )))
 }
@@ -265,7 +296,7 @@ async fn session(
     inputs: Inbox<GatewayInput>,
     responses: Outbox<HttpResponse>,
     options: ServeOptions,
-    stop: smol::channel::Receiver<()>,
+    until: Until,
     listening: impl FnOnce(&Endpoints),
 ) -> Result<Session, ServeError> {
     if let (Some(command), Some(sandbox)) = (&options.command, &options.sandbox) {
@@ -324,10 +355,15 @@ async fn session(
                     None => exited.await,
                 }
             }
-            None => {
-                let _ = stop.recv().await;
-                driver::Ending::Stopped
-            }
+            None => match &until {
+                Until::Stopped(stop) => {
+                    let _ = stop.recv().await;
+                    driver::Ending::Stopped
+                }
+                Until::Reported(exits) => {
+                    driver::Ending::AgentExited(exits.recv().await.unwrap_or(AgentExit::Signaled))
+                }
+            },
         }
     };
     let ended = driver.drive(&mut run, &rx, ending).await;
@@ -337,8 +373,14 @@ async fn session(
         let _ = child.kill();
         let _ = child.status().await;
     }
-    if let Some(driver::Ending::AgentExited(exit)) = ended {
-        driver.deliver_input(&mut run, GatewayInput::AgentExited(exit));
+    match (ended, &until) {
+        (Some(driver::Ending::AgentExited(exit)), Until::Reported(_)) => {
+            driver.deliver_input(&mut run, GatewayInput::InProcessExited(exit));
+        }
+        (Some(driver::Ending::AgentExited(exit)), Until::Stopped(_)) => {
+            driver.deliver_input(&mut run, GatewayInput::AgentExited(exit));
+        }
+        _ => {}
     }
     driver.close(&mut run);
     drop(acceptor);

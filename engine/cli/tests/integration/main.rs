@@ -25,7 +25,9 @@ mod mcp_conformance;
 mod mcp_http;
 mod mcp_signals;
 mod mcp_world;
+mod node_helper;
 mod properties;
+mod pytest_plugin;
 mod record;
 #[cfg(target_os = "linux")]
 mod sandbox;
