@@ -186,17 +186,26 @@ pub enum AdapterKind {
     Opencode,
     /// Gemini CLI (`gemini -p … --output-format stream-json`).
     GeminiCli,
+    /// Qwen Code (`qwen --output-format stream-json … TASK`).
+    QwenCode,
+    /// mini-swe-agent (`mini -t … -o /dev/stdout`, its trajectory read).
+    MiniSweAgent,
+    /// Aider (`aider --message … --yes-always`, its plain text read).
+    Aider,
     /// Any program: the task goes in `SIMTAPE_TASK`, its stdout lines are its messages.
     Generic,
 }
 
 impl AdapterKind {
     /// Every adapter with its name in scenario files.
-    pub const ALL: [(&'static str, AdapterKind); 5] = [
+    pub const ALL: [(&'static str, AdapterKind); 8] = [
         ("claude-code", AdapterKind::ClaudeCode),
         ("codex", AdapterKind::Codex),
         ("opencode", AdapterKind::Opencode),
         ("gemini-cli", AdapterKind::GeminiCli),
+        ("qwen-code", AdapterKind::QwenCode),
+        ("mini-swe-agent", AdapterKind::MiniSweAgent),
+        ("aider", AdapterKind::Aider),
         ("generic", AdapterKind::Generic),
     ];
 

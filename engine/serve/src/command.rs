@@ -226,7 +226,7 @@ fn find_program(
     Err(ServeError::MissingAgent {
         adapter: spec.adapter.name(),
         tried: tried.join(", "),
-        package: usual.map(|(_, package)| package),
+        install: usual.map(|(_, install)| install),
     })
 }
 

@@ -171,14 +171,14 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// The scenario's agent program was not found.
-    #[error("the {adapter} agent's program was not found (looked for {tried}){}", match package { Some(package) => format!("; install it with `npm install -g {package}`, or name it with --agent-bin PATH or [agent] command"), None => "; name it with --agent-bin PATH or [agent] command".to_string() })]
+    #[error("the {adapter} agent's program was not found (looked for {tried}){}", match install { Some(install) => format!("; install it with `{install}`, or name it with --agent-bin PATH or [agent] command"), None => "; name it with --agent-bin PATH or [agent] command".to_string() })]
     MissingAgent {
         /// The adapter's name.
         adapter: &'static str,
         /// Where it looked.
         tried: String,
-        /// The npm package that installs it, when there is one.
-        package: Option<&'static str>,
+        /// The command that installs it (`npm install -g PACKAGE`), when there is one.
+        install: Option<&'static str>,
     },
     /// A path `[agent] expose` names does not exist.
     #[error("[agent] expose: {} does not exist (a path to show the program read-only, relative to the scenario's directory)", .path.display())]

@@ -170,6 +170,41 @@ fn a_google_genai_sdk_agent_retries_a_seeded_429_with_one_tape_over_ten_runs() {
 }
 
 #[test]
+fn openai_and_anthropic_sdk_agents_retry_a_seeded_529_with_one_tape_over_ten_runs() {
+    // Goal: the openai (Chat Completions) and anthropic SDK agents' first call meets a seeded
+    // 529 (overloaded); each SDK retries it on its own and the agent passes, two model answers
+    // as without the fault; ten runs of seed 0 write one sha256 per agent, with the 529 on it.
+    let Some(python) = python() else { return };
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sdk-529/scenario.toml");
+    for agent in ["openai_agent.py", "anthropic_agent.py"] {
+        let dir =
+            std::env::temp_dir().join(format!("simtape-serve-529-{agent}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut digests = std::collections::BTreeSet::new();
+        for run in 0..10 {
+            let tape = dir.join(format!("{run}.tape"));
+            let served = serve_scenario(&python, &scenario, agent, &tape);
+            assert_eq!(served.verdict, "ok", "{agent}: run {run} passes");
+            assert_eq!(
+                served.model_calls, 2,
+                "{agent}: the 529 is no answer of the model"
+            );
+            digests.insert(simtape::tape::sha256_hex(&served.tape));
+        }
+        assert_eq!(digests.len(), 1, "{agent}: ten runs, one tape: {digests:?}");
+        let tape = std::fs::read(dir.join("0.tape")).unwrap();
+        let mut reader = simtape::tape::TapeReader::new(&tape[..]).unwrap();
+        let mut faulted = false;
+        while let Some(record) = reader.next_record().unwrap() {
+            let json = simtape::tape::payload_to_json(&record.payload).unwrap();
+            faulted |= json.to_string().contains(r#"{"Http":[529,"#);
+        }
+        assert!(faulted, "{agent}: the 529 is on the tape");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
 fn a_changed_fixture_is_named_by_the_diff_at_the_first_request_that_parts() {
     // Goal: two runs of the openai SDK agent whose fixtures differ in the first answer's text
     // part where the model's reply does; the oracle (`simtape diff`) names that record and

@@ -4,7 +4,8 @@ It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the environment, as the S
 it runs unchanged against Anthropic or against `simtape serve`. The first call is a plain
 request; the second streams. Before them it lists the models and counts the request's tokens.
 Both answers start with a signed thinking block, which goes back to the model as it came.
-Exits 0 when the final answer names the product.
+The SDK retries a 429 or a 5xx (a 529 "overloaded" included) on its own (its default: twice,
+honouring retry-after). Exits 0 when the final answer names the product.
 """
 
 import sys
@@ -23,7 +24,7 @@ TOOLS = [{
 
 
 def main() -> int:
-    client = anthropic.Anthropic(max_retries=0)
+    client = anthropic.Anthropic()
     system = "You answer arithmetic questions with your tools."
     messages = [{"role": "user", "content": "What is 6 times 7?"}]
     # The model list and a token count, as agents ask before they start.

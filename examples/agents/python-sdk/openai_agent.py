@@ -2,7 +2,8 @@
 
 It reads OPENAI_BASE_URL and OPENAI_API_KEY from the environment, as the SDK does, so it
 runs unchanged against OpenAI or against `simtape serve`. The first call is a plain
-request; the second streams. Exits 0 when the final answer names the product.
+request; the second streams. The SDK retries a 429 or a 5xx (a 529 included) on its own (its
+default: twice, honouring retry-after). Exits 0 when the final answer names the product.
 """
 
 import json
@@ -25,7 +26,7 @@ TOOLS = [{
 
 
 def main() -> int:
-    client = OpenAI(max_retries=0)
+    client = OpenAI()
     if "simtape" not in [model.id for model in client.models.list()]:
         print("the served model list does not name simtape", file=sys.stderr)
         return 1

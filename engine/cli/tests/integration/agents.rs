@@ -543,15 +543,15 @@ fn run_twice(label: &str, scenario: &Path, program: &Path, held: &str, logged: &
 
 /// One `simtape run` of an agent scenario: its exit code, what it printed, its evidence
 /// directory and its tape.
-struct AgentRun {
-    code: Option<i32>,
-    shown: String,
-    evidence: PathBuf,
-    tape: Vec<u8>,
+pub(crate) struct AgentRun {
+    pub(crate) code: Option<i32>,
+    pub(crate) shown: String,
+    pub(crate) evidence: PathBuf,
+    pub(crate) tape: Vec<u8>,
 }
 
 /// Runs `scenario` with `program` as run number `run` in `dir`.
-fn run_agent(dir: &Path, run: usize, scenario: &Path, program: &Path) -> AgentRun {
+pub(crate) fn run_agent(dir: &Path, run: usize, scenario: &Path, program: &Path) -> AgentRun {
     let tape = dir.join(format!("run-{run}.tape"));
     let evidence = dir.join(format!("evidence-{run}"));
     let output = simtape()

@@ -5,6 +5,7 @@
 mod clients;
 mod common;
 
+mod agent_clis;
 mod agents;
 #[cfg(unix)]
 mod bad_inputs;

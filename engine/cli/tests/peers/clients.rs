@@ -105,6 +105,40 @@ pub(crate) fn gemini_cli() -> Option<PathBuf> {
     agent_binary("Gemini CLI", "@google/gemini-cli/bundle/gemini.js")
 }
 
+/// Finds Qwen Code (npm `@qwen-code/qwen-code`, a node script with its `#!/usr/bin/env node`),
+/// or returns `None` after [`missing`].
+pub(crate) fn qwen_code() -> Option<PathBuf> {
+    agent_binary("Qwen Code", "@qwen-code/qwen-code/cli-entry.js")
+}
+
+/// Finds mini-swe-agent (PyPI `mini-swe-agent`, in a venv of its own), or returns `None`
+/// after [`missing`].
+pub(crate) fn mini_swe_agent() -> Option<PathBuf> {
+    agent_venv_binary("mini-swe-agent", "mini")
+}
+
+/// Finds Aider (PyPI `aider-chat`, in a venv of its own), or returns `None` after
+/// [`missing`].
+pub(crate) fn aider() -> Option<PathBuf> {
+    agent_venv_binary("aider", "aider")
+}
+
+/// Finds the binary `bin` of the agent CLI whose requirements are
+/// engine/cli/tests/peers/agents/python/NAME.txt, in the venv `.ci/run` installs them into
+/// (`$SIMTAPE_AGENT_VENVS_DIR/NAME`).
+fn agent_venv_binary(name: &str, bin: &str) -> Option<PathBuf> {
+    let venvs = std::env::var_os("SIMTAPE_AGENT_VENVS_DIR").map(PathBuf::from);
+    let binary = venvs.map(|dir| dir.join(name).join("bin").join(bin));
+    if let Some(binary) = binary.filter(|binary| binary.is_file()) {
+        return Some(binary);
+    }
+    missing(format!(
+        "{name} missing. Install it: `python3 -m venv V/{name} && V/{name}/bin/pip install -r \
+         engine/cli/tests/peers/agents/python/{name}.txt`, then set SIMTAPE_AGENT_VENVS_DIR=V"
+    ));
+    None
+}
+
 /// Finds an agent CLI's binary at `path` under the agent peers' node_modules.
 fn agent_binary(name: &str, path: &str) -> Option<PathBuf> {
     let node_modules = std::env::var_os("SIMTAPE_AGENT_PEERS_DIR")

@@ -31,26 +31,47 @@ pub(super) const PATTERNS: [(&str, &str); 1] = [(
 /// Where Gemini CLI reads its user settings, under HOME.
 const SETTINGS_FILE: &str = ".gemini/settings.json";
 
-pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
-    // In simtape's sandbox a read-only project is a read-only mount: every tool may run.
-    // On the host, read-only is its plan mode (read-only tools only).
-    let mode = if places.sandboxed || may_write(spec.permission) {
+/// Returns the `--approval-mode` of a session (Gemini CLI's and Qwen Code's): in simtape's
+/// sandbox a read-only project is a read-only mount, so every tool may run (`yolo`); on the
+/// host, read-only is the plan mode (read-only tools only).
+pub(super) fn approval_mode(spec: &CommandAgentSpec, places: &Places<'_>) -> &'static str {
+    if places.sandboxed || may_write(spec.permission) {
         "yolo"
     } else {
         "plan"
-    };
-    // The scenario's MCP servers, each at its Streamable HTTP endpoint.
-    let servers: serde_json::Map<String, Value> = mcp_urls(places)
+    }
+}
+
+/// Returns the scenario's MCP servers as the settings' `mcpServers` (Gemini CLI's and Qwen
+/// Code's shape): each at its Streamable HTTP endpoint, trusted.
+pub(super) fn mcp_servers(places: &Places<'_>) -> serde_json::Map<String, Value> {
+    mcp_urls(places)
         .map(|(server, url)| (server, json!({"httpUrl": url, "trust": true})))
-        .collect();
+        .collect()
+}
+
+/// Returns user settings in Gemini CLI's shape (Qwen Code's too) with `security` and
+/// `general` as given: usage statistics, telemetry and the IDE link off (each dials its
+/// vendor's hosts), and the scenario's MCP servers.
+pub(super) fn settings(security: Value, general: Value, places: &Places<'_>) -> String {
     let settings = json!({
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "security": security,
         "privacy": {"usageStatisticsEnabled": false},
         "telemetry": {"enabled": false},
-        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "general": general,
         "ide": {"enabled": false},
-        "mcpServers": servers,
+        "mcpServers": mcp_servers(places),
     });
+    settings.to_string()
+}
+
+pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+    let mode = approval_mode(spec, places);
+    let settings = settings(
+        json!({"auth": {"selectedType": "gemini-api-key"}}),
+        json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false}),
+        places,
+    );
     let path = places.home.join(SETTINGS_FILE);
     Launch {
         args: [
@@ -70,7 +91,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
             // mode asks to be told.
             ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
         ],
-        files: vec![(path, settings.to_string())],
+        files: vec![(path, settings)],
     }
 }
 

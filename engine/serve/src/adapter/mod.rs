@@ -7,11 +7,14 @@
 //! delivered at (see `command`). Parsing never fails: a line an adapter does not know is
 //! skipped, or kept as an [`EventKind::Error`] when it looks like one.
 
+mod aider;
 mod claude_code;
 mod codex;
 mod gemini_cli;
 mod generic;
+mod mini_swe_agent;
 mod opencode;
+mod qwen_code;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -102,6 +105,10 @@ pub fn parser(adapter: AdapterKind) -> Box<dyn Parser> {
         AdapterKind::Codex => Box::<codex::ExecJson>::default(),
         AdapterKind::Opencode => Box::<opencode::RunJson>::default(),
         AdapterKind::GeminiCli => Box::<gemini_cli::StreamJson>::default(),
+        // Qwen Code prints Claude Code's stream-json.
+        AdapterKind::QwenCode => Box::<claude_code::StreamJson>::default(),
+        AdapterKind::MiniSweAgent => Box::<mini_swe_agent::Trajectory>::default(),
+        AdapterKind::Aider => Box::<aider::Lines>::default(),
         AdapterKind::Generic => Box::<generic::Lines>::default(),
     }
 }
@@ -163,7 +170,13 @@ pub fn rules(adapter: AdapterKind) -> Normalizer {
             .then(Normalizer::built_in(&[], &codex::PATTERNS)),
         AdapterKind::GeminiCli => Normalizer::built_in(&[], &gemini_cli::PATTERNS)
             .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
-        AdapterKind::Opencode | AdapterKind::Generic => Normalizer::built_in(&[], &[UUID_PATTERN]),
+        AdapterKind::Aider => Normalizer::built_in(&[], &aider::PATTERNS)
+            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::MiniSweAgent => Normalizer::built_in(&[], &mini_swe_agent::PATTERNS)
+            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Opencode | AdapterKind::QwenCode | AdapterKind::Generic => {
+            Normalizer::built_in(&[], &[UUID_PATTERN])
+        }
     }
 }
 
@@ -173,6 +186,8 @@ pub(crate) fn all_rules() -> Normalizer {
         .then(Normalizer::built_in(codex::POINTERS, &[UUID_PATTERN]))
         .then(Normalizer::built_in(&[], &codex::PATTERNS))
         .then(Normalizer::built_in(&[], &gemini_cli::PATTERNS))
+        .then(Normalizer::built_in(&[], &mini_swe_agent::PATTERNS))
+        .then(Normalizer::built_in(&[], &aider::PATTERNS))
 }
 
 /// Returns how to start `spec`'s agent.
@@ -182,6 +197,9 @@ pub fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         AdapterKind::Codex => codex::launch(spec, places),
         AdapterKind::Opencode => opencode::launch(spec, places),
         AdapterKind::GeminiCli => gemini_cli::launch(spec, places),
+        AdapterKind::QwenCode => qwen_code::launch(spec, places),
+        AdapterKind::MiniSweAgent => mini_swe_agent::launch(spec, places),
+        AdapterKind::Aider => aider::launch(spec, places),
         AdapterKind::Generic => Launch::default(),
     };
     launch.args.extend(spec.args.iter().cloned());
@@ -191,14 +209,17 @@ pub fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     launch
 }
 
-/// The binary an adapter runs when the scenario names none, and the npm package that
-/// installs it.
+/// The binary an adapter runs when the scenario names none, and the command that installs
+/// it (from npm, or from PyPI for the CLIs written in Python).
 pub fn usual_binary(adapter: AdapterKind) -> Option<(&'static str, &'static str)> {
     match adapter {
-        AdapterKind::ClaudeCode => Some(("claude", "@anthropic-ai/claude-code")),
-        AdapterKind::Codex => Some(("codex", "@openai/codex")),
-        AdapterKind::Opencode => Some(("opencode", "opencode-ai")),
-        AdapterKind::GeminiCli => Some(("gemini", "@google/gemini-cli")),
+        AdapterKind::ClaudeCode => Some(("claude", "npm install -g @anthropic-ai/claude-code")),
+        AdapterKind::Codex => Some(("codex", "npm install -g @openai/codex")),
+        AdapterKind::Opencode => Some(("opencode", "npm install -g opencode-ai")),
+        AdapterKind::GeminiCli => Some(("gemini", "npm install -g @google/gemini-cli")),
+        AdapterKind::QwenCode => Some(("qwen", "npm install -g @qwen-code/qwen-code")),
+        AdapterKind::MiniSweAgent => Some(("mini", "pip install mini-swe-agent")),
+        AdapterKind::Aider => Some(("aider", "pip install aider-chat")),
         AdapterKind::Generic => None,
     }
 }
