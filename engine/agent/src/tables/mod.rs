@@ -163,6 +163,16 @@ impl Extension for EvalTables {
                 decoded.note_input(program);
             }
         }
+        // So is a script its arguments name beside the scenario (`python3 agent.py`), as the
+        // gateway resolves them: a fork, a shrink or a rerun from the tape runs it again.
+        let args = spec.command.as_ref().map_or(&[][..], |c| &c.args[..]);
+        for arg in args {
+            let path = Path::new(arg);
+            let plain = !arg.starts_with('-') && path.is_relative();
+            if plain && !arg.contains("..") && base.join(path).is_file() {
+                decoded.note_input(arg);
+            }
+        }
         for (server, file) in spec.mcp.iter_mut().zip(&self.files) {
             let (what, key) = match server.source {
                 McpSource::World(_) => ("world spec", "world"),
