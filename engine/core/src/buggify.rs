@@ -70,7 +70,7 @@ pub fn fires(site: &'static str) -> bool {
     crate::executor::in_simulation() && crate::executor::buggify(site)
 }
 
-/// A fault point: `true` when this call site fires in this run (see [`crate::buggify`]).
+/// A fault point: `true` when this call site fires in this run (see [`mod@crate::buggify`]).
 #[macro_export]
 macro_rules! buggify {
     () => {
