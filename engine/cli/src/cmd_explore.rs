@@ -52,7 +52,7 @@ pub(crate) fn run(args: &ExploreArgs) -> CliResult {
     let mut explorer = Explorer::new(args.seed, args.strategy, &sites);
     let started = std::time::Instant::now();
     let mut cut = false;
-    while explorer.report().runs < args.runs {
+    while explorer.runs() < args.runs {
         if args
             .budget
             .is_some_and(|budget| started.elapsed() >= budget)
@@ -60,20 +60,18 @@ pub(crate) fn run(args: &ExploreArgs) -> CliResult {
             cut = true;
             break;
         }
-        let left = args.runs - explorer.report().runs;
+        let left = args.runs - explorer.runs();
         let trials = explorer.plan(BATCH.min(left as usize));
         let observed = simtape_serve::parallel::map_ordered(&trials, jobs, |trial| {
             run_trial(&eval, trial, args.agent_bin.as_deref())
         });
         for (trial, observed) in trials.iter().zip(observed) {
-            let known = explorer.clusters().len();
             explorer.fold(trial, &observed?);
-            if explorer.clusters().len() > known && !args.json {
-                let found = explorer
-                    .clusters()
-                    .into_iter()
-                    .last()
-                    .expect("one was added");
+            let first = explorer
+                .clusters()
+                .into_iter()
+                .find(|f| f.first_run == trial.run);
+            if let (Some(found), false) = (first, args.json) {
                 println!("run {}: new failure: {}", trial.run, found.cluster);
             }
         }
@@ -208,7 +206,8 @@ fn keep_cluster(
     let tape = dir.join("found.tape");
     let digest = scenario.digest();
     decisions::write(&decisions_path, &digest, found.decisions.clone())?;
-    let stamp = sha256_hex(&crate::common::files::read(&decisions_path)?);
+    let written = crate::common::files::read(&decisions_path)?;
+    let stamp = sha256_hex(&written);
     // The first failing run again, its decisions all given: the same run, now on a tape.
     let book = DecisionBook::new(&found.decisions);
     let mut builder = eval.builder(found.seed);
@@ -231,8 +230,7 @@ fn keep_cluster(
         explored: true,
     };
     let relative = entry.decisions_path(found.seed);
-    db.write_file(&relative, &crate::common::files::read(&decisions_path)?)
-        .map_err(database)?;
+    db.write_file(&relative, &written).map_err(database)?;
     entry.decisions = Some(relative);
     db.put(entry).map_err(database)?;
     let shrink_dir = dir.join("shrink");

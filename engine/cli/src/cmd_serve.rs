@@ -198,18 +198,29 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
 fn agent_exits() -> smol::channel::Receiver<simtape_agent::AgentExit> {
     let (tx, rx) = smol::channel::bounded(1);
     std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
+        // Lines are read through the gateway's capped reader: a line past its cap is cut,
+        // never held whole.
+        let mut exited = false;
+        let stdin = smol::Unblock::new(std::io::stdin());
+        smol::block_on(simtape_serve::process::read_lines(stdin, |line| {
+            if exited {
+                return;
+            }
             let code = line.trim().strip_prefix("exit ").map(str::trim);
             match code.and_then(|code| code.parse::<i32>().ok()) {
                 Some(code) => {
+                    exited = true;
                     let _ = tx.send_blocking(simtape_agent::AgentExit::Exited(code));
-                    return;
                 }
-                None => eprintln!("serve: ignored a stdin line {line:?}; expected `exit CODE`"),
+                None => {
+                    let shown: String = line.chars().take(80).collect();
+                    eprintln!("serve: ignored a stdin line {shown:?}; expected `exit CODE`");
+                }
             }
+        }));
+        if !exited {
+            let _ = tx.send_blocking(simtape_agent::AgentExit::Signaled);
         }
-        let _ = tx.send_blocking(simtape_agent::AgentExit::Signaled);
     });
     rx
 }

@@ -23,13 +23,13 @@ use simtape::decision::{Decision, Draw};
 pub fn prefix(taken: &[Decision], ordinal: u64) -> Vec<Decision> {
     let before = taken
         .iter()
-        .take_while(|d| d.record.is_none_or(|record| record < ordinal));
-    let settings = taken
+        .take_while(|d| d.record.is_none_or(|record| record < ordinal))
+        .count();
+    let settings = taken[before..]
         .iter()
-        .filter(|d| d.draw == Some(Draw::Swarm))
-        .filter(|d| !before.clone().any(|kept| kept.name == d.name));
-    before
-        .clone()
+        .filter(|d| d.draw == Some(Draw::Swarm));
+    taken[..before]
+        .iter()
         .chain(settings)
         .map(|d| Decision {
             draw: None,

@@ -378,6 +378,11 @@ impl Explorer {
         new.len()
     }
 
+    /// The runs folded so far.
+    pub fn runs(&self) -> u64 {
+        self.folded
+    }
+
     /// The clusters found so far, by first run.
     pub fn clusters(&self) -> Vec<&ClusterFound> {
         let mut found: Vec<&ClusterFound> = self.clusters.values().collect();
