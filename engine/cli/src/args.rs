@@ -260,9 +260,18 @@ pub(crate) struct ExploreArgs {
     /// The failure database to store the clusters in (default: DIR/failures.db under --out).
     #[arg(long, value_name = "DIR", requires = "out")]
     pub(crate) failures: Option<PathBuf>,
-    /// Print the report as JSON instead of text.
-    #[arg(long)]
+    /// Print the report as JSON instead of text (the same as `--report json`).
+    #[arg(long, conflicts_with = "report")]
     pub(crate) json: bool,
+    /// The report format, as sweep's (to standard output instead of the text, or to
+    /// --report-out): one line, row or test case per failure cluster, or a page with the
+    /// coverage curve.
+    #[arg(long, value_parser = report_format())]
+    pub(crate) report: Option<ReportFormat>,
+    /// Write the report to this file (default format: json); the text still goes to standard
+    /// output.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) report_out: Option<PathBuf>,
     /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
@@ -305,6 +314,18 @@ pub(crate) struct ForkArgs {
     /// The agent program, for an agent-program scenario (as `simtape run --agent-bin`).
     #[arg(long, value_name = "PATH")]
     pub(crate) agent_bin: Option<PathBuf>,
+    /// From the first model call at or after the branch point on, this fixture answers instead
+    /// of the scenario's (the child's scenario gets an `[llm.handover]` and carries the file).
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    pub(crate) fixture: Option<PathBuf>,
+    /// From the first model call at or after the branch point on, record the model from this
+    /// provider's real API (its key from ANTHROPIC_API_KEY / OPENAI_API_KEY) into a fixture
+    /// beside the child's tape, which then answers those calls in the child.
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub(crate) model: Option<crate::common::record::RecordProvider>,
+    /// The provider's base URL for --model, as its SDK takes it (default: the official API).
+    #[arg(long, value_name = "URL", requires = "model")]
+    pub(crate) upstream: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -55,6 +55,7 @@ fn explain(args: &ExplainArgs, scratch: &std::path::Path) -> Result<(), Stop> {
         tape: &tape,
         fresh: inputs::capture(&eval, unpacked.process_wasi.as_deref())?,
         agent_bin: args.agent_bin.as_deref(),
+        model: None,
     };
     let (report, taken) = rerun.again(&args.tape, &scratch.join("parent.tape"))?;
     let target = reason(&report).ok_or_else(|| {

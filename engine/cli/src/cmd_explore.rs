@@ -11,9 +11,10 @@ use simtape::decision::DecisionBook;
 use simtape::tape::sha256_hex;
 use simtape_agent::EvalScenario;
 use simtape_eval::explore::{
-    ClusterFound, ExploreReport, Explorer, Observed, Origin, Trial, BATCH,
+    formats, ClusterFound, ExploreReport, Explorer, Observed, Origin, Trial, BATCH,
 };
 use simtape_eval::failures::{EntryStatus, FailureDb, FailureEntry, FAILURE_FORMAT};
+use simtape_eval::sweep::ReportFormat;
 
 use crate::args::{ExploreArgs, ShrinkArgs};
 use crate::common::shell::command_line;
@@ -45,6 +46,9 @@ pub(crate) fn run(args: &ExploreArgs) -> CliResult {
             )));
         }
     }
+    // The report to standard output instead of the text: `--json`, or `--report` alone.
+    let format = args.report.or(args.json.then_some(ReportFormat::Json));
+    let report_on_stdout = format.is_some() && args.report_out.is_none();
     let jobs = args.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, usize::from),
         usize::from,
@@ -71,7 +75,7 @@ pub(crate) fn run(args: &ExploreArgs) -> CliResult {
                 .clusters()
                 .into_iter()
                 .find(|f| f.first_run == trial.run);
-            if let (Some(found), false) = (first, args.json) {
+            if let (Some(found), false) = (first, report_on_stdout) {
                 println!("run {}: new failure: {}", trial.run, found.cluster);
             }
         }
@@ -81,13 +85,22 @@ pub(crate) fn run(args: &ExploreArgs) -> CliResult {
         Some(out) => keep(args, &eval, &report, out)?,
         None => Vec::new(),
     };
-    if args.json {
-        let text = serde_json::to_string_pretty(&report).expect("a report serializes");
-        println!("{text}");
-    } else {
-        print!("{}", text(&eval, &report, cut));
-        for line in kept {
-            println!("{line}");
+    let name = eval.scenario().name();
+    if let Some(path) = &args.report_out {
+        let rendered = formats::render(&report, name, format.unwrap_or(ReportFormat::Json));
+        crate::common::files::create_parent(path)?;
+        std::fs::write(path, rendered).map_err(CliError::io(path))?;
+    }
+    match format {
+        Some(format) if report_on_stdout => print!("{}", formats::render(&report, name, format)),
+        _ => {
+            print!("{}", text(&eval, &report, cut));
+            for line in kept {
+                println!("{line}");
+            }
+            if let Some(path) = &args.report_out {
+                println!("report: {}", path.display());
+            }
         }
     }
     Ok(if report.failed > 0 {
@@ -115,16 +128,11 @@ fn run_trial(
 fn text(eval: &EvalScenario, report: &ExploreReport, cut: bool) -> String {
     use std::fmt::Write;
     let mut out = format!(
-        "explore: {} (strategy {}, seed {}): {} runs ({} forks), {} failed; {} things reached, \
-         {} runs in the corpus{}\n",
+        "explore: {} (strategy {}, seed {}): {}{}\n",
         eval.scenario().name(),
         report.strategy.name(),
         report.seed,
-        report.runs,
-        report.forks,
-        report.failed,
-        report.features,
-        report.corpus,
+        report.totals(),
         if cut { "; stopped by --budget" } else { "" }
     );
     if report.clusters.is_empty() {
@@ -136,11 +144,7 @@ fn text(eval: &EvalScenario, report: &ExploreReport, cut: bool) -> String {
         let _ = writeln!(
             out,
             "  run {:>6}: {} ({} run(s); first at seed {}, {})",
-            found.first_run,
-            found.cluster,
-            found.runs,
-            found.seed,
-            origin(found.origin)
+            found.first_run, found.cluster, found.runs, found.seed, found.origin
         );
     }
     let curve: Vec<String> = report
@@ -160,14 +164,6 @@ fn text(eval: &EvalScenario, report: &ExploreReport, cut: bool) -> String {
     out
 }
 
-fn origin(origin: Origin) -> String {
-    match origin {
-        Origin::Uniform => "a fresh seed".into(),
-        Origin::Swarm => "a swarm run".into(),
-        Origin::Fork { parent, at } => format!("a fork of run {parent} at record {at}"),
-    }
-}
-
 /// With `--out`: writes the report, and for each cluster its first failing run (tape and
 /// decisions, replaying alone), an entry in the failure database and the run's shrink.
 /// Returns the lines that say where each went.
@@ -178,8 +174,7 @@ fn keep(
     out: &Path,
 ) -> Result<Vec<String>, CliError> {
     crate::common::files::create_output_dir(out, &out.join("explore.json"), "--out")?;
-    let mut json = serde_json::to_string_pretty(report).expect("a report serializes");
-    json.push('\n');
+    let json = formats::render(report, eval.scenario().name(), ReportFormat::Json);
     std::fs::write(out.join("explore.json"), json)
         .map_err(CliError::io(&out.join("explore.json")))?;
     let db_dir = args

@@ -12,7 +12,9 @@ use simtape::time::format_ns;
 use crate::args::ForkArgs;
 use crate::common::files::{check_output, create_parent, read, scratch_dir};
 use crate::common::inputs;
-use crate::common::rerun::{records, Rerun, Stop, TapeOut};
+use crate::common::inputs::Unpacked;
+use crate::common::record::{recorder, RecordLlmArgs};
+use crate::common::rerun::{records, RecordAt, Rerun, Stop, TapeOut};
 use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
@@ -43,15 +45,7 @@ fn fork(args: &ForkArgs, scratch: &Path) -> Result<(), Stop> {
         .unwrap_or_else(|| child_path(&args.tape, args.at, args.seed));
     check_output(&out, "--tape")?;
     let records = records(&args.tape)?;
-    let Some(ordinal) = records.iter().position(|r| r.index == args.at) else {
-        return Err(CliError::Usage(format!(
-            "--at {}: {} has no such record before its footer (`simtape tape show` numbers \
-             them; checkpoints and blobs are not branch points)",
-            args.at,
-            args.tape.display()
-        ))
-        .into());
-    };
+    let ordinal = branch_point(args, &records)?;
     let at = records[ordinal].to_string();
     let ordinal = ordinal as u64;
     let unpacked = inputs::unpack_into(&tape, &scratch.join("inputs"))?;
@@ -62,12 +56,29 @@ fn fork(args: &ForkArgs, scratch: &Path) -> Result<(), Stop> {
         tape: &tape,
         fresh: inputs::capture(&eval, unpacked.process_wasi.as_deref())?,
         agent_bin: args.agent_bin.as_deref(),
+        model: None,
     };
     let (_, taken) = rerun.again(&args.tape, &scratch.join("parent.tape"))?;
     let kept = prefix(&taken, ordinal);
+    let from_call = model_calls(&records[..ordinal as usize]) + 1;
+    let switched = switch_model(args, &rerun, &unpacked, &kept, from_call, &out)?;
+    // With the model switched, the child runs the unpacked scenario as `switch_model`
+    // rewrote it: its tape carries the `[llm.handover]` and the other fixture.
+    let child_eval = switched
+        .as_ref()
+        .map(|_| load_scenario(&unpacked.scenario, unpacked.process_wasi.as_deref()))
+        .transpose()?;
+    let child = match &child_eval {
+        Some(child_eval) => Rerun {
+            eval: child_eval,
+            fresh: inputs::capture(child_eval, unpacked.process_wasi.as_deref())?,
+            ..rerun
+        },
+        None => rerun,
+    };
     // The decisions file the child's header names: the kept overrides, beside the tape.
     let decisions_path = out.with_extension("decisions.json");
-    let digest = eval.scenario().digest();
+    let digest = child.eval.scenario().digest();
     crate::common::decisions::write(&decisions_path, &digest, kept.clone())?;
     let branch = Branch {
         parent: sha256_hex(&read(&args.tape)?),
@@ -77,7 +88,7 @@ fn fork(args: &ForkArgs, scratch: &Path) -> Result<(), Stop> {
     create_parent(&out)?;
     let stamp = Some(sha256_hex(&read(&decisions_path)?));
     let (report, child_taken) =
-        rerun.run_at(args.seed, &kept, TapeOut::New(&out, stamp), Some(branch))?;
+        child.run_at(args.seed, &kept, TapeOut::New(&out, stamp), Some(branch))?;
     let parted = diff_paths(&args.tape, &out, Mode::Exact)
         .ok()
         .and_then(|diff| diff.first);
@@ -107,8 +118,124 @@ fn fork(args: &ForkArgs, scratch: &Path) -> Result<(), Stop> {
         verdict: report.verdict.to_string(),
         decisions_path: &decisions_path,
         out: &out,
+        switched: switched.as_ref(),
     });
     Ok(())
+}
+
+/// The ordinal of the `--at` record among the run's records.
+fn branch_point(args: &ForkArgs, records: &[RecordAt]) -> Result<usize, CliError> {
+    records
+        .iter()
+        .position(|r| r.index == args.at)
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--at {}: {} has no such record before its footer (`simtape tape show` \
+                 numbers them; checkpoints and blobs are not branch points)",
+                args.at,
+                args.tape.display()
+            ))
+        })
+}
+
+/// The parent's model calls among `records` (those before the branch point).
+fn model_calls(records: &[RecordAt]) -> u64 {
+    let calls = records
+        .iter()
+        .filter(|r| r.actor == simtape::capabilities::LLM_ACTOR && r.kind == "request")
+        .count();
+    calls as u64
+}
+
+/// How the child's model answers from the branch point on, when not as its parent's.
+struct Switched {
+    /// The child's first model call the other side answers (1-based).
+    from_call: u64,
+    /// The fixture that answers them (as given, or recorded by `--model`).
+    fixture: PathBuf,
+    /// `--model`: recorded from this provider.
+    recorded_from: Option<&'static str>,
+}
+
+/// Switches the child's model at call `from_call` when asked (`--fixture`, `--model`): with
+/// `--model`, the child runs once recording those calls from the provider into a fixture
+/// beside its tape; either way the fixture is copied beside the unpacked scenario, which gets
+/// an `[llm.handover]` naming it, so the child's tape carries both and replays alone.
+fn switch_model(
+    args: &ForkArgs,
+    rerun: &Rerun<'_>,
+    unpacked: &Unpacked,
+    kept: &[simtape::decision::Decision],
+    from_call: u64,
+    out: &Path,
+) -> Result<Option<Switched>, CliError> {
+    let flag = match (&args.fixture, args.model) {
+        (None, None) => return Ok(None),
+        (Some(_), _) => "--fixture",
+        (None, Some(_)) => "--model",
+    };
+    let scenario = rerun.eval.scenario();
+    let Some(fixture) = scenario.llm_fixture() else {
+        return Err(CliError::Usage(format!(
+            "{flag}: {} has no [llm]: its runs ask no model to switch",
+            args.tape.display()
+        )));
+    };
+    let source =
+        std::fs::read_to_string(&unpacked.scenario).map_err(CliError::io(&unpacked.scenario))?;
+    if source.contains("[llm.handover]") {
+        return Err(CliError::Usage(format!(
+            "{flag}: the scenario of {} already hands its model over ([llm.handover]); fork it \
+             without {flag}, or fork the run its model was switched from",
+            args.tape.display()
+        )));
+    }
+    let (fixture, recorded_from) = match (&args.fixture, args.model) {
+        (Some(given), _) => (given.clone(), None),
+        (None, Some(provider)) => {
+            let recorded = out.with_extension("llm.jsonl");
+            check_output(&recorded, "--model's fixture")?;
+            let record = RecordLlmArgs {
+                record_llm: Some(provider),
+                fixture_out: Some(recorded.clone()),
+                upstream: args.upstream.clone(),
+            };
+            let Some(then) = recorder(&record)? else {
+                unreachable!("--model names a provider");
+            };
+            let before = simtape::cap::llm::Llm::replay(&fixture)
+                .map_err(|e| CliError::Input(format!("{}: {e}", fixture.display())))?;
+            let model = before
+                .handing_over(from_call, then)
+                .with_faults(scenario.llm_faults().to_vec());
+            let recording = Rerun {
+                eval: rerun.eval,
+                tape: rerun.tape,
+                fresh: std::sync::Arc::clone(&rerun.fresh),
+                agent_bin: rerun.agent_bin,
+                model: Some(model),
+            };
+            recording.run_at(args.seed, kept, TapeOut::None, None)?;
+            (recorded, Some(provider.name()))
+        }
+        (None, None) => unreachable!("returned above"),
+    };
+    let dir = unpacked.scenario.parent().unwrap_or(Path::new(""));
+    let extension = fixture
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("jsonl");
+    let name = format!("handover-at-{}.{extension}", args.at);
+    let copied = dir.join(&name);
+    std::fs::copy(&fixture, &copied).map_err(CliError::io(&fixture))?;
+    let section = format!("\n[llm.handover]\nfrom_call = {from_call}\nfixture = {name:?}\n");
+    std::fs::write(&unpacked.scenario, source + &section)
+        .map_err(CliError::io(&unpacked.scenario))?;
+    Ok(Some(Switched {
+        from_call,
+        fixture,
+        recorded_from,
+    }))
 }
 
 /// Where a child tape goes by default: beside its parent, named by the record and seed.
@@ -131,6 +258,7 @@ struct Child<'a> {
     verdict: String,
     decisions_path: &'a Path,
     out: &'a Path,
+    switched: Option<&'a Switched>,
 }
 
 fn print_child(c: &Child<'_>) {
@@ -156,6 +284,18 @@ fn print_child(c: &Child<'_>) {
             first.kind
         ),
         None => println!("the child's records are its parent's: no later draw changed the run"),
+    }
+    if let Some(switched) = c.switched {
+        let how = match switched.recorded_from {
+            Some(provider) => format!("recorded from {provider} into"),
+            None => "answered by".into(),
+        };
+        println!(
+            "model: the child's calls from call {} on are {how} {} (its scenario's \
+             [llm.handover])",
+            switched.from_call,
+            switched.fixture.display()
+        );
     }
     println!("child: {}", c.verdict);
     println!("decisions: {}", c.decisions_path.display());

@@ -95,6 +95,7 @@ fn shrink_tape(args: &ShrinkArgs) -> Result<(), Stop> {
         tape: &tape,
         fresh: inputs::capture(&eval, unpacked.process_wasi.as_deref())?,
         agent_bin: args.agent_bin.as_deref(),
+        model: None,
     };
     let start = original(&rerun, &args.tape, &out)?;
     let shrunk = shrink(&start.taken, &start.reason, args.max_reruns, |decisions| {

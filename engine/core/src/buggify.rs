@@ -43,9 +43,16 @@ pub(crate) struct Site {
 }
 
 impl Site {
-    /// The site's state at its first evaluation in a run at `seed`.
-    pub(crate) fn new(seed: u64, site: &str, book: Option<Arc<DecisionBook>>) -> Site {
+    /// The site's state at its first evaluation in a run at `seed`, as the run's record
+    /// `ordinal` is next (where its decisions are said to be taken).
+    pub(crate) fn new(
+        seed: u64,
+        site: &str,
+        book: Option<Arc<DecisionBook>>,
+        ordinal: u64,
+    ) -> Site {
         let mut stream = RngStream::fork_decided(seed, &format!("buggify:{site}"), book);
+        stream.at_record(ordinal);
         let on = Ratio::new(1, ON_IN).expect("1/4 is a ratio");
         let rate = stream.chance(on).then(|| {
             let denominator = DENOMINATORS[stream.below(DENOMINATORS.len() as u64) as usize];
@@ -54,8 +61,11 @@ impl Site {
         Site { stream, rate }
     }
 
-    /// Whether the site fires this time (an off site draws nothing).
-    pub(crate) fn fires(&mut self, site: &str) -> bool {
+    /// Whether the site fires this time, as the run's record `ordinal` is next (an off site
+    /// draws nothing). A firing is written at that ordinal, so an exploration forks just after
+    /// it, as after any fault.
+    pub(crate) fn fires(&mut self, site: &str, ordinal: u64) -> bool {
+        self.stream.at_record(ordinal);
         let fires = self.rate.is_some_and(|rate| self.stream.chance(rate));
         if fires {
             self.stream.fired(0, site);

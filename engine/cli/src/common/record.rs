@@ -21,6 +21,17 @@ pub(crate) enum RecordProvider {
     OpenaiResponses,
 }
 
+impl RecordProvider {
+    /// The name the flag takes.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RecordProvider::Anthropic => "anthropic",
+            RecordProvider::OpenaiChat => "openai-chat",
+            RecordProvider::OpenaiResponses => "openai-responses",
+        }
+    }
+}
+
 /// The flags that turn a run's model from replay into record.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct RecordLlmArgs {

@@ -51,6 +51,9 @@ pub(crate) struct Rerun<'a> {
     /// also holds what its agent program sent and got, which a rerun would be held to.
     pub(crate) fresh: Arc<simtape::tape::Inputs>,
     pub(crate) agent_bin: Option<&'a Path>,
+    /// The run's model instead of the scenario's `[llm]` (a fork recording from its branch
+    /// point on).
+    pub(crate) model: Option<simtape::cap::llm::LlmActor>,
 }
 
 /// Where a rerun's tape goes, and the decisions file's digest its header names.
@@ -75,7 +78,10 @@ impl Rerun<'_> {
         branch: Option<simtape::tape::Branch>,
     ) -> Result<(EvalReport, Vec<Decision>), CliError> {
         let book = DecisionBook::new(overrides);
-        let mut builder = self.eval.builder(seed);
+        let mut builder = match &self.model {
+            Some(llm) => self.eval.builder_with_llm(seed, llm.clone()),
+            None => self.eval.builder(seed),
+        };
         let mut stamp = None;
         match tape_out {
             TapeOut::None => {}

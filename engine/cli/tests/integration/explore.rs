@@ -180,3 +180,74 @@ fn explore_refuses_what_it_cannot_search() {
         "expected one of uniform, swarm, guided",
     );
 }
+
+#[test]
+fn explore_writes_the_sweep_report_formats_one_entry_per_cluster() {
+    // Goal: `--report` renders what explore found in the sweep's formats: JUnit with one failed
+    // test case per cluster (runs to first failure in its body), CSV and JSON lines with one
+    // row per cluster, JSON the whole report; `--report-out` writes it and keeps the text.
+    let dir = scratch("explore", "formats");
+    let scenario = repo().join("scenarios/ticket-retry.toml");
+    let report = |format: &str| {
+        let output = simtape()
+            .arg("explore")
+            .arg(&scenario)
+            .args(["--runs", "40", "--jobs", "1", "--report", format])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    let clusters = json["clusters"].as_array().unwrap();
+    assert!(!clusters.is_empty(), "{json}");
+    let junit = report("junit");
+    assert!(
+        junit.contains(&format!(
+            "<testsuite name=\"ticket-retry\" tests=\"{n}\" failures=\"{n}\"",
+            n = clusters.len()
+        )),
+        "{junit}"
+    );
+    assert!(
+        junit.contains(&format!(
+            "runs to first failure: {}",
+            clusters[0]["first_run"]
+        )),
+        "{junit}"
+    );
+    let csv = report("csv");
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        rows[0],
+        "scenario,cluster,verdict,reason,first_run,runs,seed,origin"
+    );
+    assert_eq!(rows.len(), clusters.len() + 1, "{csv}");
+    assert!(rows[1].starts_with("ticket-retry,"), "{csv}");
+    let jsonl = report("jsonl");
+    assert_eq!(jsonl.lines().count(), clusters.len(), "{jsonl}");
+    let out = dir.join("r/explore.xml");
+    let output = simtape()
+        .arg("explore")
+        .arg(&scenario)
+        .args([
+            "--runs",
+            "40",
+            "--jobs",
+            "1",
+            "--report",
+            "junit",
+            "--report-out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert!(
+        shown.contains("failure clusters, by runs to first failure"),
+        "{shown}"
+    );
+    assert!(shown.contains("report: "), "{shown}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), junit);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -249,20 +249,8 @@ fn a_generic_python_agent_forked_at_its_second_model_call_replays_the_first_and_
     // the parent's first reply, and from its second call draws from the new seed: with seed
     // 3 that call meets the scenario's 429, so the child parts right there.
     let dir = scratch("fork", "generic");
-    let scenario = repo().join("examples/agents/generic-python/scenario.toml");
-    let output = run_seed(&dir, &scenario, 0, "parent.tape");
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let mut reader = simtape::tape::TapeReader::open(&dir.join("parent.tape")).unwrap();
-    let mut calls = Vec::new();
-    while let Some(record) = reader.next_record().unwrap() {
-        if reader.actor_name(record.actor) == "llm"
-            && record.kind == simtape::tape::RecordKind::Request
-        {
-            calls.push(record.index);
-        }
-    }
-    assert_eq!(calls.len(), 2, "two model calls");
-    let at = calls[1].to_string();
+    let second = generic_parent(&dir);
+    let at = second.to_string();
     let shown = fork(
         &dir,
         &[
@@ -283,7 +271,7 @@ fn a_generic_python_agent_forked_at_its_second_model_call_replays_the_first_and_
     .unwrap();
     let first = diff.first.expect("seed 3's 429 changes the second call");
     assert!(
-        first.index_a > calls[1],
+        first.index_a > second,
         "the first call and the second request are the parent's: {shown}"
     );
     assert!(
@@ -294,5 +282,164 @@ fn a_generic_python_agent_forked_at_its_second_model_call_replays_the_first_and_
         "{shown}"
     );
     run_ok(simtape().current_dir(&dir).args(["replay", "child.tape"]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The tape's model calls: the ordinals of the `llm` actor's request records.
+fn model_calls(tape: &Path) -> Vec<u64> {
+    let mut reader = simtape::tape::TapeReader::open(tape).unwrap();
+    let mut calls = Vec::new();
+    while let Some(record) = reader.next_record().unwrap() {
+        if reader.actor_name(record.actor) == "llm"
+            && record.kind == simtape::tape::RecordKind::Request
+        {
+            calls.push(record.index);
+        }
+    }
+    calls
+}
+
+/// A generic Python agent's passing run at seed 0, and the ordinal of its second model call.
+fn generic_parent(dir: &Path) -> u64 {
+    let scenario = repo().join("examples/agents/generic-python/scenario.toml");
+    let output = run_seed(dir, &scenario, 0, "parent.tape");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let calls = model_calls(&dir.join("parent.tape"));
+    assert_eq!(calls.len(), 2, "two model calls");
+    calls[1]
+}
+
+/// Checks that `child` has its parent's records up to the reply to the second model call
+/// (record `second` + 1 at the earliest), says `answer` there, and replays alone elsewhere.
+fn switched_at_the_second_call(dir: &Path, second: u64, child: &str, answer: &str) {
+    let diff = diff_paths(&dir.join("parent.tape"), &dir.join(child), Mode::Exact).unwrap();
+    let first = diff.first.expect("the other model answers otherwise");
+    assert!(first.index_a > second, "parted at {}", first.index_a);
+    let shown = text(&run_ok(
+        simtape().current_dir(dir).args(["tape", "show", child]),
+    ));
+    assert!(shown.contains(answer), "{shown}");
+    let elsewhere = scratch("fork", &format!("{child}-elsewhere"));
+    expect(
+        simtape()
+            .current_dir(&elsewhere)
+            .arg("replay")
+            .arg(dir.join(child)),
+        0,
+        "byte-identical",
+    );
+}
+
+#[test]
+fn a_fork_onto_another_fixture_keeps_the_first_call_and_answers_from_the_branch_with_it() {
+    // Goal: `fork --fixture` switches the model's side at the branch point: the first call
+    // gets the parent's reply, the second the other fixture's; the child's tape carries the
+    // handover and the file, so it replays alone; a second switch is refused, as is one in a
+    // scenario without a model.
+    let dir = scratch("fork", "fixture");
+    let second = generic_parent(&dir);
+    std::fs::write(
+        dir.join("other.jsonl"),
+        "{\"simtape_llm\": 1}\n{\"match\": {\"last_tool_result\": {\"contains\": \"5\"}}, \
+         \"response\": {\"text\": \"2 + 3 = 6, says the other model.\"}}\n",
+    )
+    .unwrap();
+    let at = second.to_string();
+    let shown = fork(
+        &dir,
+        &[
+            "parent.tape",
+            "--at",
+            &at,
+            "--seed",
+            "5",
+            "--fixture",
+            "other.jsonl",
+            "--tape",
+            "child.tape",
+        ],
+    );
+    assert!(
+        shown.contains("the child's calls from call 2 on are answered by other.jsonl"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("child: fail: answer: expected to contain \"= 5\""),
+        "{shown}"
+    );
+    switched_at_the_second_call(&dir, second, "child.tape", "says the other model");
+    expect(
+        simtape().current_dir(&dir).args([
+            "fork",
+            "child.tape",
+            "--at",
+            &at,
+            "--seed",
+            "6",
+            "--fixture",
+            "other.jsonl",
+        ]),
+        2,
+        "already hands its model over ([llm.handover])",
+    );
+    let output = run_seed(&dir, &repo().join("scenarios/hello.toml"), 0, "hello.tape");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    expect(
+        simtape().current_dir(&dir).args([
+            "fork",
+            "hello.tape",
+            "--at",
+            "1",
+            "--seed",
+            "6",
+            "--fixture",
+            "other.jsonl",
+        ]),
+        2,
+        "hello.tape has no [llm]",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_fork_onto_a_real_provider_records_from_the_branch_and_replays_without_it() {
+    // Goal: `fork --model` records the calls from the branch point on from a provider (aimock
+    // on loopback standing in for it) into a fixture beside the child's tape; with the
+    // provider gone, the child's tape replays alone.
+    let Some((provider, port)) = crate::agents::aimock() else {
+        return;
+    };
+    let dir = scratch("fork", "model");
+    let second = generic_parent(&dir);
+    let upstream = format!("http://127.0.0.1:{port}/v1");
+    let output = simtape()
+        .current_dir(&dir)
+        .args(["fork", "parent.tape", "--at", &second.to_string()])
+        .args([
+            "--seed",
+            "5",
+            "--model",
+            "openai-chat",
+            "--upstream",
+            &upstream,
+        ])
+        .args(["--tape", "child.tape"])
+        .env("OPENAI_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    drop(provider);
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("from call 2 on are recorded from openai-chat into child.llm.jsonl"),
+        "{shown}"
+    );
+    let recorded = std::fs::read_to_string(dir.join("child.llm.jsonl")).unwrap();
+    assert_eq!(
+        recorded.matches("says the recorded model").count(),
+        1,
+        "only the call after the branch is recorded: {recorded}"
+    );
+    switched_at_the_second_call(&dir, second, "child.tape", "says the recorded model");
     let _ = std::fs::remove_dir_all(&dir);
 }

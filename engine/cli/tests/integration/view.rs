@@ -555,6 +555,58 @@ fn the_sweep_page_plots_one_point_per_k_and_lists_the_clusters() {
 }
 
 #[test]
+fn the_explore_page_lists_the_clusters_and_draws_the_coverage_curve() {
+    // Goal: `explore --report html` is a page that opens without console errors, with a row per
+    // failure cluster, a point per step of the coverage curve and a mark at each cluster's
+    // first failure; the same exploration seed gives the same page.
+    let Some(browser) = chromium() else { return };
+    let dir = scratch("view", "explore-page");
+    let scenario = repo().join("scenarios/ticket-retry.toml");
+    let explore = |format: &str, out: &Path| {
+        let output = simtape()
+            .arg("explore")
+            .arg(&scenario)
+            .args(["--runs", "40", "--report", format, "--report-out"])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "it finds a failure");
+    };
+    let (json, page, again) = (
+        dir.join("e.json"),
+        dir.join("e.html"),
+        dir.join("again.html"),
+    );
+    explore("json", &json);
+    explore("html", &page);
+    explore("html", &again);
+    assert_eq!(
+        std::fs::read(&page).unwrap(),
+        std::fs::read(&again).unwrap()
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let result = open_in_browser(
+        &browser,
+        &page,
+        "explore",
+        r##"
+        result.clusters = document.querySelectorAll("tr.cluster").length;
+        result.points = document.querySelectorAll("svg.coverage circle.point").length;
+        result.marks = document.querySelectorAll("svg.coverage line.divergence").length;
+        "##,
+    );
+    let clusters = report["clusters"].as_array().unwrap().len();
+    assert!(clusters > 0, "{report}");
+    assert_eq!(result["clusters"], clusters, "{result}");
+    assert_eq!(result["marks"], clusters, "{result}");
+    assert_eq!(
+        result["points"],
+        report["coverage"].as_array().unwrap().len(),
+        "{result}"
+    );
+}
+
+#[test]
 fn a_backwards_window_and_a_file_that_is_not_a_tape_are_refused() {
     // Goal: `tape report --from` after `--to` is a usage error (2); a non-tape is named.
     let dir = scratch("view", "refused");

@@ -61,11 +61,12 @@ pub(crate) fn record_property(kind: crate::property::PropertyKind, name: &str, c
 pub(crate) fn buggify(site: &'static str) -> bool {
     with_core(|core| {
         let (seed, book) = (core.seed, core.decisions.clone());
+        let ordinal = core.recorder.records();
         let fires = core
             .buggify
             .entry(site)
-            .or_insert_with(|| crate::buggify::Site::new(seed, site, book))
-            .fires(site);
+            .or_insert_with(|| crate::buggify::Site::new(seed, site, book, ordinal))
+            .fires(site, ordinal);
         if fires {
             core.record_value(ENGINE_ACTOR, RecordKind::Request, &("buggify", site));
         }

@@ -89,7 +89,7 @@ pub struct Captured {
 
 impl super::Scenario {
     /// Returns every path the scenario's runs read, as the scenario names them (relative to
-    /// its file): the `[fs]` root, the `[llm]` fixture, the `[process]` tape and WASI
+    /// its file): the `[fs]` root, the `[llm]` fixture (and its handover's), the `[process]` tape and WASI
     /// directory, and what the extension's tables opened (`[[mcp]]` files, an agent
     /// program).
     pub fn input_paths(&self) -> Vec<String> {
@@ -97,6 +97,10 @@ impl super::Scenario {
         let mut paths: Vec<String> = [
             spec.fs.as_ref().map(|fs| &fs.root),
             spec.llm.as_ref().map(|llm| &llm.fixture),
+            spec.llm
+                .as_ref()
+                .and_then(|llm| llm.handover.as_ref())
+                .map(|handover| &handover.fixture),
             spec.process.as_ref().and_then(|p| p.tape.as_ref()),
             spec.process.as_ref().and_then(|p| p.wasi_dir.as_ref()),
         ]

@@ -42,11 +42,26 @@ pub(crate) fn open(spec: &Spec, base: &Path) -> Result<Resources, Vec<Problem>> 
     }
     if let Some(llm) = &spec.llm {
         let fixture = base.join(&llm.fixture.path);
-        match Llm::replay(&fixture) {
-            Ok(actor) => resources.llm = Some(actor.with_faults(spec.faults.llm.clone())),
-            // The fixture error names the fixture file and line; the problem adds the place
-            // in the scenario that points at it.
-            Err(error) => problems.push(problem(&llm.fixture, error.to_string())),
+        // A fixture error names the fixture file and line; the problem adds the place in the
+        // scenario that points at it.
+        let actor = Llm::replay(&fixture).map_err(|e| problem(&llm.fixture, e.to_string()));
+        let handover = llm.handover.as_ref().map(|handover| {
+            Llm::replay(base.join(&handover.fixture.path))
+                .map(|then| (handover.from_call, then))
+                .map_err(|e| problem(&handover.fixture, e.to_string()))
+        });
+        match (actor, handover.transpose()) {
+            (Ok(actor), Ok(handover)) => {
+                let actor = match handover {
+                    Some((from_call, then)) => actor.handing_over(from_call, then),
+                    None => actor,
+                };
+                resources.llm = Some(actor.with_faults(spec.faults.llm.clone()));
+            }
+            (actor, handover) => {
+                problems.extend(actor.err());
+                problems.extend(handover.err());
+            }
         }
     }
     if let Some(process) = &spec.process {

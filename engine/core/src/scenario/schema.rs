@@ -124,6 +124,16 @@ pub(crate) struct FsSpec {
 pub(crate) struct LlmSpec {
     pub(crate) fixture: PathField,
     pub(crate) record: Option<super::llm_record::LlmRecord>,
+    pub(crate) handover: Option<HandoverSpec>,
+}
+
+/// `[llm.handover]`: another fixture answers from a call of the run on (what `simtape fork
+/// --fixture` / `--model` writes into its child's scenario).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HandoverSpec {
+    /// The first call (1-based, faulted calls counted) the other fixture answers.
+    pub(crate) from_call: u64,
+    pub(crate) fixture: PathField,
 }
 
 /// `[process]`: the process tape and the mode of each program. A mode of `None` is

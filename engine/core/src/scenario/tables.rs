@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use super::decode::Decoder;
 use super::fields::{one_of, Field};
 use super::schema::{
-    FsSpec, LlmSpec, PathField, ProcessSpec, FS_KEYS, FS_LATENCY_KEYS, PROCESS_KEYS,
+    FsSpec, HandoverSpec, LlmSpec, PathField, ProcessSpec, FS_KEYS, FS_LATENCY_KEYS, PROCESS_KEYS,
 };
 use crate::cap::fs::{FsFaults, FsLatency};
 use crate::cap::net::{Network, Rule};
@@ -160,10 +160,47 @@ pub(crate) fn llm(decoded: &mut Decoder, field: &Field<'_>) -> Option<LlmSpec> {
         Some(record) => super::llm_record::decode(decoded, &record, fixture.as_ref()).map(Some),
         None => Some(None),
     };
-    fields.finish(decoded, "unknown key, expected `fixture` or `record`");
+    let handover = match fields.take("handover") {
+        Some(handover) => llm_handover(decoded, &handover).map(Some),
+        None => Some(None),
+    };
+    fields.finish(
+        decoded,
+        "unknown key, expected `fixture`, `record` or `handover`",
+    );
     Some(LlmSpec {
         fixture: fixture?,
         record: record?,
+        handover: handover?,
+    })
+}
+
+/// Decodes `[llm.handover]`.
+fn llm_handover(decoded: &mut Decoder, field: &Field<'_>) -> Option<HandoverSpec> {
+    let what = "an [llm.handover] table like { from_call = 2, fixture = \"data/other.jsonl\" }";
+    let mut fields = decoded.table(field, what)?;
+    const FROM_CALL: &str = "the run's model call the other fixture answers from, 1 or more";
+    const FIXTURE: &str = "a fixture file path relative to the scenario file";
+    let from_call = match fields.take("from_call") {
+        Some(call) => decoded
+            .integer(&call, 1, i64::MAX, FROM_CALL)
+            .map(|n| n.unsigned_abs()),
+        None => {
+            decoded.missing(&fields, "from_call", FROM_CALL);
+            None
+        }
+    };
+    let fixture = match fields.take("fixture") {
+        Some(fixture) => path(decoded, &fixture, FIXTURE),
+        None => {
+            decoded.missing(&fields, "fixture", FIXTURE);
+            None
+        }
+    };
+    fields.finish(decoded, "unknown key, expected `from_call` or `fixture`");
+    Some(HandoverSpec {
+        from_call: from_call?,
+        fixture: fixture?,
     })
 }
 

@@ -700,7 +700,7 @@ fn capability_tables_decode_with_exact_errors() {
             "s.toml:9:48: field `network.allow[2]`: expected a network rule like \"api.github.com\" or \"10.0.0.0/8\", found 7",
             "s.toml:9:51: field `network.allow[3]`: network rule \"10.0.0.0/33\" is not a CIDR block (address/prefix, prefix at most 32 for IPv4 and 128 for IPv6)",
             "s.toml:10:1: field `llm.fixture`: expected a fixture file path relative to the scenario file, found nothing",
-            "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture` or `record`",
+            "s.toml:11:1: field `llm.fixtures`: unknown key, expected `fixture`, `record` or `handover`",
             "s.toml:12:2: field `verification`: unknown key, expected one of the tables `scenario`, `limits`, `fs`, `network`, `llm`, `process`, `mcp`, `agent`, `harness`, `faults`, `verify`, `property`, `task`",
         ]
     );
@@ -1131,4 +1131,21 @@ fn llm_record_is_checked_field_by_field_and_against_the_network_policy() {
     );
     let allowed = denied.replace("api.github.com", "api.openai.com");
     assert!(parse_at(&allowed, &scenarios_dir().join("r.toml")).is_ok());
+}
+
+#[test]
+fn llm_handover_is_checked_field_by_field() {
+    // Goal: `[llm.handover]` (what `simtape fork --fixture` writes) needs a call number of 1
+    // or more and a fixture; each problem names its field.
+    let head = "[scenario]\nname = \"r\"\n[llm]\nfixture = \"data/refactor-agent/llm.jsonl\"\n";
+    let task = "[[task]]\nname = \"t\"\nsteps = [{ sleep = \"1ms\" }]\n";
+    let bad = format!("{head}[llm.handover]\nfrom_call = 0\ncolour = 1\n{task}");
+    assert_eq!(
+        problems(&bad),
+        [
+            "s.toml:5:1: field `llm.handover.fixture`: expected a fixture file path relative to the scenario file, found nothing",
+            "s.toml:6:13: field `llm.handover.from_call`: expected the run's model call the other fixture answers from, 1 or more, found 0",
+            "s.toml:7:1: field `llm.handover.colour`: unknown key, expected `from_call` or `fixture`",
+        ]
+    );
 }

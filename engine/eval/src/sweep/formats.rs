@@ -171,7 +171,7 @@ fn csv(report: &SweepReport) -> String {
 }
 
 /// Quotes a CSV field (RFC 4180) when it holds a comma, a quote or a line break.
-fn csv_field(text: &str) -> String {
+pub(crate) fn csv_field(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

@@ -147,6 +147,20 @@ pub struct LlmActor {
     memo: Memo,
     /// What `handle` learned about the request being answered, for its `request` record.
     observed: Option<Observed>,
+    /// The run's calls so far, faulted ones included (what a handover counts).
+    calls: u64,
+    /// The backend that answers from a call on, when the model's side changes mid-run.
+    handover: Option<Handover>,
+}
+
+/// A change of the model's side during a run: from call `from_call` on (1-based, counting
+/// every call the actor gets), `backend` answers instead of the actor's own. What `simtape
+/// fork --fixture` / `--model` builds: the parent's model up to the branch point, another
+/// fixture or a real provider after it.
+#[derive(Debug, Clone)]
+struct Handover {
+    from_call: u64,
+    backend: Box<dyn ModelBackend>,
 }
 
 /// Constructors of [`LlmActor`]s.
@@ -184,6 +198,8 @@ impl Llm {
             outage: None,
             memo: Memo::default(),
             observed: None,
+            calls: 0,
+            handover: None,
         }
     }
 
@@ -234,9 +250,42 @@ impl LlmActor {
         self
     }
 
-    /// Returns the lines of `once` entries not used yet (a test may require none).
+    /// Hands the model over to `then`'s backend from the run's call `from_call` on (1-based,
+    /// counting every call, faulted ones too); this actor's fault rules keep applying to every
+    /// call. `then`'s backend is told of each call answered before it takes over
+    /// ([`ModelBackend::answered_elsewhere`]), so a fixture's `turn` matches count the run's
+    /// calls.
+    ///
+    /// ```
+    /// use simtape::cap::llm::{ChatRequest, Llm, LlmHandle, Message};
+    /// let fixture = |text: &str| format!("{{\"simtape_llm\":1}}\n{{\"response\":{{\"text\":\"{text}\"}}}}\n");
+    /// let actor = Llm::replay_str("before", &fixture("old"))
+    ///     .unwrap()
+    ///     .handing_over(2, Llm::replay_str("after", &fixture("new")).unwrap());
+    /// let mut builder = simtape::Sim::builder();
+    /// let llm = LlmHandle::new(builder.actor("llm", actor));
+    /// let report = builder.build().unwrap().run(move |_host| async move {
+    ///     let ask = || ChatRequest::new("m", vec![Message::user("Hello")]);
+    ///     (llm.complete(ask()).await.unwrap().text, llm.complete(ask()).await.unwrap().text)
+    /// }).unwrap();
+    /// assert_eq!(report.output, ("old".to_string(), "new".to_string()));
+    /// ```
+    pub fn handing_over(mut self, from_call: u64, then: LlmActor) -> LlmActor {
+        self.handover = Some(Handover {
+            from_call,
+            backend: then.backend,
+        });
+        self
+    }
+
+    /// Returns the lines of `once` entries not used yet (a test may require none), of both
+    /// sides of a handover.
     pub fn unused_once_lines(&self) -> Vec<u64> {
-        self.backend.unused_once_lines()
+        let mut lines = self.backend.unused_once_lines();
+        if let Some(handover) = &self.handover {
+            lines.extend(handover.backend.unused_once_lines());
+        }
+        lines
     }
 }
 
@@ -249,6 +298,7 @@ impl Actor for LlmActor {
     }
 
     fn handle(&mut self, request: &ChatRequest, cx: &mut ActorContext<'_>) -> Answer<LlmReply> {
+        self.calls = self.calls.saturating_add(1);
         let observed = self.memo.observe(request);
         let digest = observed.digest.clone();
         let input_bytes = observed.input_bytes;
@@ -269,7 +319,16 @@ impl Actor for LlmActor {
             Some(Fired::After(kind)) => Some(kind),
             None => None,
         };
-        let mut answer = self.backend.answer(request, digest, input_bytes, cx);
+        let mut answer = match &mut self.handover {
+            Some(handover) if self.calls >= handover.from_call => {
+                handover.backend.answer(request, digest, input_bytes, cx)
+            }
+            Some(handover) => {
+                handover.backend.answered_elsewhere(request);
+                self.backend.answer(request, digest, input_bytes, cx)
+            }
+            None => self.backend.answer(request, digest, input_bytes, cx),
+        };
         if let Some(kind) = fired_after {
             super::faults::after(&kind, &mut answer.response);
         }
@@ -362,6 +421,10 @@ impl ModelBackend for Replay {
                 stream_fault: None,
             },
         }
+    }
+
+    fn answered_elsewhere(&mut self, request: &ChatRequest) {
+        self.count_call(request);
     }
 
     fn unused_once_lines(&self) -> Vec<u64> {

@@ -18,8 +18,9 @@ use super::actor::LlmReply;
 use super::request::ChatRequest;
 use crate::actor::{ActorContext, Answer};
 
-/// What answers an [`LlmActor`](super::LlmActor)'s calls; chosen when the actor is built,
-/// never switched during a run.
+/// What answers an [`LlmActor`](super::LlmActor)'s calls; chosen when the actor is built. A
+/// run switches backend only at a handover fixed when it was built
+/// ([`LlmActor::handing_over`](super::LlmActor::handing_over)).
 ///
 /// `handle` of the actor calls [`ModelBackend::answer`] once per call the fault rules let
 /// through. A backend that blocks (a real HTTP call) pauses the simulation: no virtual time
@@ -37,6 +38,12 @@ pub trait ModelBackend: std::fmt::Debug + Send + Sync {
         input_bytes: u64,
         cx: &mut ActorContext<'_>,
     ) -> Answer<LlmReply>;
+
+    /// Notes a call of the run that another backend answered (before a handover to this one),
+    /// for a backend that numbers the run's calls; the default ignores it.
+    fn answered_elsewhere(&mut self, request: &ChatRequest) {
+        let _ = request;
+    }
 
     /// Returns the lines of `once` entries not used yet, for a backend that has any.
     fn unused_once_lines(&self) -> Vec<u64> {

@@ -1,5 +1,6 @@
 //! Self-contained HTML pages: a tape ([`tape`]), a diff of two tapes ([`diff`]), a sweep
-//! report ([`sweep`]) and two sweep reports compared ([`sweep_diff`]). Each is one file with its CSS, JavaScript and data inline (SVG drawn by
+//! report ([`sweep`]), two sweep reports compared ([`sweep_diff`]) and an exploration
+//! ([`explore`]). Each is one file with its CSS, JavaScript and data inline (SVG drawn by
 //! a few hundred lines of hand-written script, no framework, no network), so it opens from
 //! disk and travels as a CI artifact.
 //!
@@ -10,6 +11,7 @@
 //! verdict letter per seed (about 20 bytes).
 
 pub mod diff;
+pub mod explore;
 pub mod sweep;
 pub mod sweep_diff;
 pub mod tape;

@@ -27,6 +27,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod formats;
+
 use serde::Serialize;
 use simtape::decision::{swarm_name, Decision, Fired, Swarm};
 use simtape::rng::{Ratio, RngStream};
@@ -98,6 +100,16 @@ pub enum Origin {
         /// The record the fork branched at.
         at: u64,
     },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Uniform => f.write_str("a fresh seed"),
+            Origin::Swarm => f.write_str("a swarm run"),
+            Origin::Fork { parent, at } => write!(f, "a fork of run {parent} at record {at}"),
+        }
+    }
 }
 
 /// One run to make: at `seed`, with `overrides` (swarm settings, a fork's kept decisions).
@@ -223,6 +235,16 @@ pub struct ExploreReport {
     pub clusters: Vec<ClusterFound>,
     /// The coverage curve: a point at each run that reached something new.
     pub coverage: Vec<Coverage>,
+}
+
+impl ExploreReport {
+    /// The totals in one line: runs, forks, failures, things reached, the corpus.
+    pub fn totals(&self) -> String {
+        format!(
+            "{} runs ({} forks), {} failed; {} things reached, {} runs in the corpus",
+            self.runs, self.forks, self.failed, self.features, self.corpus
+        )
+    }
 }
 
 /// The search's state: what was reached, the corpus, the clusters, and its own stream.
@@ -513,6 +535,101 @@ mod tests {
                 run: 2,
                 features: 1
             }]
+        );
+    }
+
+    /// A Rust pipeline with three fault points, a virtual millisecond apart: it fails when all
+    /// three fire in one run. Returns what the run did, run with `overrides`.
+    fn three_fault_points(seed: u64, overrides: &[Decision]) -> Observed {
+        let book = simtape::decision::DecisionBook::new(overrides);
+        let mut builder = simtape::Sim::builder();
+        builder
+            .seed(seed)
+            .decisions(std::sync::Arc::clone(&book), None);
+        let pause = std::time::Duration::from_millis(1);
+        let report = builder
+            .build()
+            .unwrap()
+            .run(move |host| async move {
+                let first = simtape::buggify!();
+                host.sleep(pause).await;
+                let second = simtape::buggify!();
+                host.sleep(pause).await;
+                let third = simtape::buggify!();
+                first && second && third
+            })
+            .unwrap();
+        let verdict = match report.output {
+            true => crate::Verdict::Fail {
+                verifier: "pipeline".into(),
+                saw: "all three fault points fired".into(),
+            },
+            false => crate::Verdict::Pass,
+        };
+        Observed::read(SeedResult::of(&report.summary, &verdict, None), &book)
+    }
+
+    #[test]
+    fn a_rust_pipelines_fault_points_are_explored_and_shrunk_like_faults() {
+        // Goal: `buggify!` sites are faults to the explorer and to shrink: a firing puts its
+        // run in the corpus, a fork just after it fires the site again (its decisions are
+        // kept) and draws the later sites afresh; the failure that needs all three sites is
+        // found, and its shrink keeps only the three sites' decisions.
+        let mut explorer = Explorer::new(0, Strategy::Guided, &[]);
+        let mut refired = 0;
+        let found = loop {
+            assert!(explorer.runs() < 20_000, "no failure in 20,000 runs");
+            let trials = explorer.plan(BATCH);
+            for trial in &trials {
+                let seen = three_fault_points(trial.seed, &trial.overrides);
+                if let Origin::Fork { at, .. } = trial.origin {
+                    // The parent's firings before the branch point happen again.
+                    let kept: BTreeSet<&str> = trial
+                        .overrides
+                        .iter()
+                        .filter_map(|d| d.name.rsplit_once('#').map(|(site, _)| site))
+                        .collect();
+                    refired += usize::from(seen.fired.iter().any(|fired| {
+                        fired.record.is_some_and(|record| record < at)
+                            && kept.contains(fired.stream.as_str())
+                    }));
+                }
+                explorer.fold(trial, &seen);
+            }
+            if let Some(found) = explorer.clusters().first() {
+                break (*found).clone();
+            }
+        };
+        let report = explorer.report();
+        assert!(report.forks > 0 && refired > 0, "{report:?}");
+        assert!(
+            report.coverage.len() >= 3,
+            "each site's firing is something reached: {report:?}"
+        );
+        let rerun = |decisions: &[Decision]| -> Result<crate::shrink::Trial, ()> {
+            let seen = three_fault_points(found.seed, decisions);
+            Ok(crate::shrink::Trial {
+                failure: seen.result.reason.clone(),
+                taken: seen.taken,
+            })
+        };
+        let reason = three_fault_points(found.seed, &found.decisions)
+            .result
+            .reason
+            .expect("the found run fails again from its decisions");
+        let shrunk = crate::shrink::shrink(&found.decisions, &reason, 200, rerun).unwrap();
+        let sites: BTreeSet<&str> = shrunk
+            .matter()
+            .map(|d| {
+                d.name
+                    .rsplit_once('#')
+                    .map_or(d.name.as_str(), |(site, _)| site)
+            })
+            .collect();
+        assert_eq!(sites.len(), 3, "{:?}", shrunk.decisions);
+        assert!(
+            sites.iter().all(|site| site.starts_with("buggify:")),
+            "{sites:?}"
         );
     }
 }
