@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use simtape::oracle::{diff_paths, Mode};
-use simtape::tape::{sha256_hex, TapeHeader, FORMAT_VERSION};
+use simtape::tape::{sha256_hex, TapeHeader, TapeReader, FORMAT_VERSION};
 use simtape_agent::EvalScenario;
 
 use crate::args::ReplayArgs;
@@ -89,7 +89,7 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
             None,
             inputs::sandbox_of(header),
         )?;
-    } else if scenario.eval().command.is_some() {
+    } else if scenario.eval().command.is_some() && judged_by_pipeline(&args.tape)? {
         // An agent program's run: its requests, output, exit, changes and gate runs are
         // inputs on the tape, so the eval pipeline runs again from them; no program starts.
         simtape_serve::command::replay_command(&scenario, &mut builder, &args.tape)
@@ -100,7 +100,9 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
         .any(|name| name == simtape_serve::GATEWAY_INBOX)
     {
         // A `simtape serve` tape: its inputs (the agent's requests and exit) are on it, so the
-        // gateway runs again from them alone; no agent process is started.
+        // gateway runs again from them alone; no agent process is started. Also a serve
+        // session of an agent-program scenario: it is judged as serve judged it (the agent's
+        // exit), not by the scenario's verifiers, which serve did not apply.
         let replayed = simtape_serve::replay(&mut builder, &args.tape)
             .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?;
         drop(replayed);
@@ -129,6 +131,33 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
     }
     println!("replayed tape: {}", out.display());
     Ok(Outcome::Finding)
+}
+
+/// Returns whether the eval pipeline judged the run on `tape`, as `simtape run` does an
+/// agent program's: the pipeline's `agent` actor wrote records (a `verifier` record for each
+/// verifier it judged; every program run judges at least `agent exits 0`). `simtape serve`
+/// runs the gateway alone, even for a program scenario, and judges only the agent's exit, so
+/// its tape has none: replaying it through the pipeline would apply verifiers serve skipped.
+fn judged_by_pipeline(tape: &Path) -> Result<bool, CliError> {
+    let failed = |error| CliError::Tape {
+        path: Some(tape.to_path_buf()),
+        error,
+    };
+    let mut reader = TapeReader::open(tape).map_err(failed)?;
+    let Some(agent) = reader
+        .header()
+        .actors
+        .iter()
+        .position(|name| name == simtape_agent::log::AGENT_ACTOR)
+    else {
+        return Ok(false);
+    };
+    while let Some(record) = reader.next_record().map_err(failed)? {
+        if usize::from(record.actor) == agent {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Ends the replay of a tape of an older format: this engine writes the current one, whose

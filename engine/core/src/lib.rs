@@ -39,6 +39,7 @@
 //! - `recorder` — records to the tape and the run fingerprint.
 //! - [`tape`] — the tape format v3, writer and reader.
 //! - [`oracle`] — tape diffs.
+//! - [`json_diff`] — where two JSON documents differ, by JSON pointer.
 //! - [`scenario`] — the TOML scenario format: its span-keeping decoder and its interpreter.
 //! - [`error`] — what ends a run.
 //! - [`testing`] — seed sweeps for `cargo test`, with the replay command on failure; the
@@ -55,6 +56,7 @@ pub mod error;
 mod executor;
 pub mod inbox;
 pub mod input;
+pub mod json_diff;
 pub mod limits;
 pub mod oracle;
 mod prefetch;

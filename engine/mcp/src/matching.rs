@@ -31,50 +31,13 @@ pub struct Difference {
 /// assert_eq!(d.pointer, "/a/b");
 /// ```
 pub fn first_difference(left: &Value, right: &Value) -> Option<Difference> {
-    first_difference_at(String::new(), left, right)
-}
-
-fn first_difference_at(pointer: String, left: &Value, right: &Value) -> Option<Difference> {
-    if left == right {
-        return None;
-    }
-    match (left, right) {
-        (Value::Object(l), Value::Object(r)) => {
-            let mut keys: Vec<&String> = l.keys().chain(r.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            keys.into_iter().find_map(|key| {
-                let path = format!("{pointer}/{}", escape(key));
-                match (l.get(key), r.get(key)) {
-                    (Some(a), Some(b)) => first_difference_at(path, a, b),
-                    (a, b) => Some(Difference {
-                        pointer: path,
-                        left: a.cloned(),
-                        right: b.cloned(),
-                    }),
-                }
-            })
-        }
-        (Value::Array(l), Value::Array(r)) => {
-            let longest = l.len().max(r.len());
-            (0..longest).find_map(|i| {
-                let path = format!("{pointer}/{i}");
-                match (l.get(i), r.get(i)) {
-                    (Some(a), Some(b)) => first_difference_at(path, a, b),
-                    (a, b) => Some(Difference {
-                        pointer: path,
-                        left: a.cloned(),
-                        right: b.cloned(),
-                    }),
-                }
-            })
-        }
-        _ => Some(Difference {
-            pointer,
-            left: Some(left.clone()),
-            right: Some(right.clone()),
-        }),
-    }
+    // The workspace's one structural JSON diff (the oracle names a tape's fields with it).
+    let change = simtape::json_diff::first_change(left, right)?;
+    Some(Difference {
+        pointer: change.pointer,
+        left: change.a,
+        right: change.b,
+    })
 }
 
 /// Returns how many leaf fields differ between two values (a distance for "closest").
@@ -102,7 +65,7 @@ pub fn count_differences(left: &Value, right: &Value) -> usize {
 
 /// Escapes one JSON-pointer segment (RFC 6901).
 pub fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
+    simtape::json_diff::escape(segment)
 }
 
 /// Returns a short, single-line rendering of a value for error messages.

@@ -270,3 +270,44 @@ fn a_sweep_across_agents_compares_them_seed_by_seed_at_any_jobs() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_serve_tape_of_a_program_scenario_replays_with_serves_judgement() {
+    // Goal: `simtape serve` of an agent-program scenario with verifiers judges only the
+    // agent's exit (verdict ok) and applies none of the scenario's verifiers; `replay
+    // --scenario` of its tape judges the same way and gives the same bytes, instead of running
+    // the verifiers serve skipped ("verdict differs"). A `run` tape of the same scenario still
+    // replays through its verifiers.
+    let dir = scratch("generic", "serve-replay");
+    let scenario = example().display().to_string();
+    let agent = repo().join("examples/agents/generic-python/agent.py");
+    let (code, shown) = run_in(
+        &dir,
+        &[
+            "serve",
+            &scenario,
+            "--seed",
+            "0",
+            "--no-sandbox",
+            "--tape",
+            "serve.tape",
+            "--",
+            "python3",
+            agent.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("verdict: ok"), "{shown}");
+    let (code, replayed) = run_in(&dir, &["replay", "serve.tape", "--scenario", &scenario]);
+    assert_eq!(code, Some(0), "{replayed}");
+    assert!(replayed.contains("replay: byte-identical"), "{replayed}");
+    assert!(!replayed.contains("verdict differs"), "{replayed}");
+    let (code, shown) = run_in(
+        &dir,
+        &["run", &scenario, "--seed", "0", "--tape", "run.tape"],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    let (code, replayed) = run_in(&dir, &["replay", "run.tape", "--scenario", &scenario]);
+    assert_eq!(code, Some(0), "{replayed}");
+    assert!(replayed.contains("replay: byte-identical"), "{replayed}");
+}

@@ -13,6 +13,7 @@ mod cli;
 #[cfg(unix)]
 mod crash;
 mod decisions;
+mod diff;
 mod evidence;
 mod explore;
 mod failures;

@@ -401,7 +401,7 @@ fn a_truncated_tape_verifies_as_a_named_prefix_and_shows_and_diffs_up_to_its_cut
     expect(
         simtape().arg("diff").arg(&cut).arg(&golden),
         1,
-        "first divergence: 41 records inserted in B at index 5",
+        "first divergence: model call 1, request\n  where: 41 records inserted in B at index 5",
     );
     expect(
         simtape().arg("diff").arg(&cut).arg(&golden),

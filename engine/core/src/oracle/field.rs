@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use rmpv::Value;
 
+use super::report::FieldChange;
 use super::Mode;
-use crate::tape::{hex_encode, to_json, RecordKind};
+use crate::tape::{hex_encode, payload_to_json, to_json, RecordKind};
 
 /// The longest rendering of one value in a report, in characters; longer ones are cut and end
 /// with `…`, so a megabyte payload cannot flood a terminal.
@@ -16,6 +17,17 @@ pub(crate) const RENDER_CHARS_MAX: usize = 1000;
 
 /// Rendered in place of a value that one side does not have.
 const ABSENT: &str = "(absent)";
+
+/// Differing fields a report lists for one changed record; the rest are counted.
+pub(crate) const CHANGES_LISTED_MAX: usize = 5;
+
+/// The longest rendering of a listed field's value, in characters: a changed field is shown
+/// on one line beside its pointer, never a whole body.
+pub(crate) const CHANGE_CHARS_MAX: usize = 120;
+
+/// Fields of a payload compared before those inside JSON bodies are: bounds the work on two
+/// payloads that differ everywhere.
+const PAYLOAD_CHANGES_MAX: usize = 10_000;
 
 /// The fields of one record, with its payload resolved (never a blob reference).
 #[derive(Debug, Clone, Copy)]
@@ -158,7 +170,64 @@ fn segment(key: &Value) -> String {
         Some(text) => text.to_string(),
         None => to_json(key).to_string(),
     };
-    text.replace('~', "~0").replace('/', "~1")
+    crate::json_diff::escape(&text)
+}
+
+/// Returns the fields in which two payloads differ, the first [`CHANGES_LISTED_MAX`] rendered,
+/// and how many differ in all. A string field that holds a JSON document on both sides (an
+/// HTTP body the gateway received) is compared as JSON: its fields are named by pointers into
+/// the body (`/model`) and the change says which payload field the body is. Other fields are
+/// named by their path in the payload (`payload/1/0`).
+pub(crate) fn changes(a: &[u8], b: &[u8]) -> (Vec<FieldChange>, u64) {
+    use crate::json_diff;
+    let (Ok(x), Ok(y)) = (payload_to_json(a), payload_to_json(b)) else {
+        return (Vec::new(), 0);
+    };
+    let mut listed = Vec::new();
+    let mut total = 0;
+    let mut list = |change: FieldChange| {
+        total += 1;
+        if listed.len() < CHANGES_LISTED_MAX {
+            listed.push(change);
+        }
+    };
+    for outer in json_diff::changes(&x, &y, PAYLOAD_CHANGES_MAX).listed {
+        let field = format!("payload{}", outer.pointer);
+        if let (Some(p), Some(q)) = (json_text(outer.a.as_ref()), json_text(outer.b.as_ref())) {
+            for inner in json_diff::changes(&p, &q, usize::MAX).listed {
+                list(FieldChange {
+                    pointer: inner.pointer,
+                    body: Some(field.clone()),
+                    a: change_value(inner.a.as_ref()),
+                    b: change_value(inner.b.as_ref()),
+                });
+            }
+            continue;
+        }
+        list(FieldChange {
+            pointer: field,
+            body: None,
+            a: change_value(outer.a.as_ref()),
+            b: change_value(outer.b.as_ref()),
+        });
+    }
+    (listed, total)
+}
+
+/// Returns the JSON document a string value holds, when it is an object or an array.
+fn json_text(value: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    let text = value?.as_str()?.trim_start();
+    if !(text.starts_with('{') || text.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str(text).ok()
+}
+
+fn change_value(value: Option<&serde_json::Value>) -> String {
+    let Some(value) = value else {
+        return ABSENT.to_string();
+    };
+    cut_chars(value.to_string(), CHANGE_CHARS_MAX)
 }
 
 fn decode(bytes: &[u8]) -> Option<Value> {
@@ -205,7 +274,12 @@ pub(crate) fn quote(text: &str) -> String {
 }
 
 fn cut(text: String) -> String {
-    match text.char_indices().nth(RENDER_CHARS_MAX) {
+    cut_chars(text, RENDER_CHARS_MAX)
+}
+
+/// Returns `text` cut after `max` characters, ending with `…` when cut.
+pub(crate) fn cut_chars(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text,
     }
@@ -285,6 +359,50 @@ mod tests {
             "t_ns"
         );
         assert_eq!(first_difference(Mode::Semantic, &base, &timed), None);
+    }
+
+    #[test]
+    fn a_json_body_in_a_payload_is_compared_field_by_field() {
+        // Goal: a body that differs in one field is that field's pointer and both values,
+        // never the whole body; fields outside the body keep their payload path.
+        let body = |model: &str| {
+            format!(
+                r#"{{"model":"{model}","messages":[{{"content":"{}"}}]}}"#,
+                "x".repeat(3000)
+            )
+        };
+        let a = encode(&(
+            1,
+            "message",
+            serde_json::json!({"Request": [1, "POST", "/v1/responses", body("gpt-4.1-mini")]}),
+        ));
+        let b = encode(&(
+            2,
+            "message",
+            serde_json::json!({"Request": [1, "POST", "/v1/responses", body("gpt-4.1")]}),
+        ));
+        let (listed, total) = changes(&a, &b);
+        assert_eq!(total, 2);
+        assert_eq!(
+            (listed[0].pointer.as_str(), listed[0].a.as_str()),
+            ("payload/0", "1")
+        );
+        assert_eq!(listed[1].pointer, "/model");
+        assert_eq!(listed[1].body.as_deref(), Some("payload/2/Request/3"));
+        assert_eq!(
+            (listed[1].a.as_str(), listed[1].b.as_str()),
+            (r#""gpt-4.1-mini""#, r#""gpt-4.1""#)
+        );
+    }
+
+    #[test]
+    fn many_changes_are_listed_up_to_the_cap_and_long_values_cut() {
+        // Goal: at most CHANGES_LISTED_MAX changes are listed, each value cut.
+        let a = encode(&vec!["a".repeat(500); 8]);
+        let b = encode(&vec!["b".repeat(500); 8]);
+        let (listed, total) = changes(&a, &b);
+        assert_eq!((listed.len(), total), (CHANGES_LISTED_MAX, 8));
+        assert_eq!(listed[0].a.chars().count(), CHANGE_CHARS_MAX + 1);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! differing field, and both values. Only here are payloads fetched from the content store
 //! and decoded.
 
-use super::field::{first_difference, quote, render_record, Fields};
+use super::calls::CallRef;
+use super::field::{changes, first_difference, quote, render_record, Fields};
 use super::fingerprint::{ActorNames, Scan};
 use super::report::{DivergenceOp, FirstDivergence, HunkOp};
 use super::source::{resolve_payload, TapeSource};
@@ -54,13 +55,19 @@ pub(crate) fn describe<SA: TapeSource + ?Sized, SB: TapeSource + ?Sized>(
         FirstFound::Timing {
             a: record_a,
             b: record_b,
+            call,
         } => {
             let (record_a, actor) = a.load(record_a)?;
             Ok(FirstDivergence {
                 field: Some("t_ns".into()),
                 value_a: Some(record_a.t_ns.to_string()),
                 value_b: Some(record_b.t_ns.to_string()),
-                ..context(DivergenceOp::Timing, 1, &record_a, &actor, &record_b)
+                ..context(
+                    DivergenceOp::Timing,
+                    1,
+                    (&record_a, &actor, &record_b),
+                    call,
+                )
             })
         }
         FirstFound::Gap {
@@ -68,14 +75,16 @@ pub(crate) fn describe<SA: TapeSource + ?Sized, SB: TapeSource + ?Sized>(
             count,
             b: Some(record_b),
             here_a,
+            call,
             ..
         } => {
             let (record_b, actor) = b.load(record_b)?;
+            let shown = (&record_b, actor.as_str(), &record_b);
             Ok(FirstDivergence {
                 index_a: here_a.0,
                 t_ns_a: here_a.1,
                 record: Some(render_record(&fields(&record_b, &actor))),
-                ..context(DivergenceOp::Inserted, count, &record_b, &actor, &record_b)
+                ..context(DivergenceOp::Inserted, count, shown, call)
             })
         }
         FirstFound::Gap {
@@ -83,14 +92,16 @@ pub(crate) fn describe<SA: TapeSource + ?Sized, SB: TapeSource + ?Sized>(
             count,
             a: Some(record_a),
             here_b,
+            call,
             ..
         } => {
             let (record_a, actor) = a.load(record_a)?;
+            let shown = (&record_a, actor.as_str(), &record_a);
             Ok(FirstDivergence {
                 index_b: here_b.0,
                 t_ns_b: here_b.1,
                 record: Some(render_record(&fields(&record_a, &actor))),
-                ..context(DivergenceOp::Deleted, count, &record_a, &actor, &record_a)
+                ..context(DivergenceOp::Deleted, count, shown, call)
             })
         }
         FirstFound::Gap {
@@ -98,6 +109,7 @@ pub(crate) fn describe<SA: TapeSource + ?Sized, SB: TapeSource + ?Sized>(
             count,
             a: Some(record_a),
             b: Some(record_b),
+            call,
             ..
         } => {
             let (record_a, actor_a) = a.load(record_a)?;
@@ -107,25 +119,34 @@ pub(crate) fn describe<SA: TapeSource + ?Sized, SB: TapeSource + ?Sized>(
                 &fields(&record_a, &actor_a),
                 &fields(&record_b, &actor_b),
             );
+            // The fields listed are the payload's, when the identifying fields agree.
+            let (listed, total) = match &diff {
+                Some(d) if d.field.starts_with("payload") => {
+                    changes(&record_a.payload, &record_b.payload)
+                }
+                _ => (Vec::new(), 0),
+            };
+            let shown = (&record_a, actor_a.as_str(), &record_b);
             Ok(FirstDivergence {
                 field: diff.as_ref().map(|d| d.field.clone()),
                 value_a: diff.as_ref().map(|d| d.a.clone()),
                 value_b: diff.map(|d| d.b),
-                ..context(DivergenceOp::Changed, count, &record_a, &actor_a, &record_b)
+                changes: listed,
+                changes_total: total,
+                ..context(DivergenceOp::Changed, count, shown, call)
             })
         }
         FirstFound::Gap { .. } => unreachable!("a gap keeps the first record of each side it has"),
     }
 }
 
-/// Returns the first divergence at `a` and `b` with no field or record filled in; the
-/// identifying fields are `a`'s.
+/// Returns the first divergence at records `a` (of `actor`) and `b`, in `call`, with no field
+/// or record filled in; the identifying fields are `a`'s.
 fn context(
     op: DivergenceOp,
     count: u64,
-    a: &RawRecord,
-    actor: &str,
-    b: &RawRecord,
+    (a, actor, b): (&RawRecord, &str, &RawRecord),
+    call: Option<CallRef>,
 ) -> FirstDivergence {
     FirstDivergence {
         op,
@@ -141,6 +162,9 @@ fn context(
         value_a: None,
         value_b: None,
         record: None,
+        call,
+        changes: Vec::new(),
+        changes_total: 0,
     }
 }
 
@@ -162,5 +186,8 @@ pub(crate) fn verdict(a: &Scan, b: &Scan, actors: &ActorNames) -> FirstDivergenc
         value_a: Some(quote(&a.footer.verdict)),
         value_b: Some(quote(&b.footer.verdict)),
         record: None,
+        call: None,
+        changes: Vec::new(),
+        changes_total: 0,
     }
 }

@@ -17,8 +17,10 @@
 //!    past 16,384 differing records it stops aligning and reports one changed hunk).
 //! 3. `times` compares the virtual times of the records alignment pairs up.
 //! 4. Pass two (`walk`) streams both tapes in lockstep along the alignment as far as the last
-//!    gap: it tallies the gaps and keeps only the records of the first divergence, which
-//!    `first` decodes (`field`) into a field path and two values.
+//!    gap: it tallies the gaps, counts the calls (`calls`: model call 2, MCP call 3, …) and
+//!    keeps only the records of the first divergence, which `first` decodes (`field`) into
+//!    the call it belongs to and the fields that differ, a JSON body inside compared field by
+//!    field (`crate::json_diff`), named by JSON pointer with both values.
 //! 5. `report` holds the [`DiffReport`]; `notes` adds header differences.
 //!
 //! Modules:
@@ -27,12 +29,14 @@
 //! - `align`: the sequence diff, bounded in cost.
 //! - `times`: compact virtual times and timing-only differences.
 //! - `walk`: pass two.
-//! - `first`, `field`: the first divergence and its first differing field.
+//! - `calls`: which call a record belongs to ([`CallRef`]), counted in tape order.
+//! - `first`, `field`: the first divergence, its first differing field and its changes.
 //! - `notes`: header differences.
 //! - `report`: [`DiffReport`] and its text rendering.
 //! - `error`: [`OracleError`], [`Side`].
 
 mod align;
+mod calls;
 mod error;
 mod field;
 mod fingerprint;
@@ -48,8 +52,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
+pub use calls::{CallKind, CallRef, CallSide};
 pub use error::{OracleError, Side};
-pub use report::{DiffReport, DivergenceOp, FirstDivergence, Hunk, HunkOp, IndexRange};
+pub use report::{
+    DiffReport, DivergenceOp, FieldChange, FirstDivergence, Hunk, HunkOp, IndexRange,
+};
 pub use source::TapeSource;
 
 use fingerprint::ActorNames;

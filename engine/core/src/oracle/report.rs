@@ -6,6 +6,7 @@ use std::fmt::{self, Write};
 
 use serde::Serialize;
 
+use super::calls::CallRef;
 use super::field::quote;
 use super::Mode;
 
@@ -146,6 +147,30 @@ pub struct FirstDivergence {
     pub value_b: Option<String>,
     /// The whole record, as JSON text, for a record only one tape has.
     pub record: Option<String>,
+    /// The model call, MCP call or process run the record belongs to (A's record when A has
+    /// one), counted in each tape's order; `None` for a record of no call.
+    pub call: Option<CallRef>,
+    /// For a changed record: the first few fields of its payload that differ (a JSON body
+    /// inside it compared field by field), in the order the oracle visits them (object keys
+    /// sorted, array items by index).
+    pub changes: Vec<FieldChange>,
+    /// How many fields differ in all, listed or not.
+    pub changes_total: u64,
+}
+
+/// One field in which a changed record differs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldChange {
+    /// The field's JSON pointer: into the JSON body named by `body` (`/model`), or, when
+    /// `body` is `None`, into the payload, written `payload/…` (`payload/1/0`).
+    pub pointer: String,
+    /// The payload field holding the JSON body the pointer is in (`payload/2/Request/3`, an
+    /// HTTP request's body), if it is in one.
+    pub body: Option<String>,
+    /// The value in A, as JSON text (cut past 120 characters), or `(absent)`.
+    pub a: String,
+    /// The value in B, likewise.
+    pub b: String,
 }
 
 impl DiffReport {
@@ -272,29 +297,39 @@ fn write_first(out: &mut String, first: &FirstDivergence, mode: Mode) {
         (a, _) if first.op == DivergenceOp::Deleted => format!("t={}", t_text(a)),
         (a, b) => format!("t={} in A, {} in B", t_text(a), t_text(b)),
     };
+    if let Some(call) = &first.call {
+        let _ = writeln!(out, "first divergence: {call}");
+        write_changes(out, first);
+        out.push_str("  where: ");
+    } else {
+        out.push_str("first divergence: ");
+    }
     let _ = match first.op {
         DivergenceOp::Inserted => writeln!(
             out,
-            "first divergence: {n} {records} inserted in B at index {ib} {}",
+            "{n} {records} inserted in B at index {ib} {}",
             context(&time)
         ),
         DivergenceOp::Deleted => writeln!(
             out,
-            "first divergence: {n} {records} deleted in B, at index {ia} of A {}",
+            "{n} {records} deleted in B, at index {ia} of A {}",
             context(&time)
         ),
         DivergenceOp::Changed => writeln!(
             out,
-            "first divergence: {n} {records} changed at index {ia} of A, {ib} of B {}",
+            "{n} {records} changed at index {ia} of A, {ib} of B {}",
             context(&time)
         ),
         DivergenceOp::Timing => writeln!(
             out,
-            "first divergence: record at another time at index {ia} of A, {ib} of B {}",
+            "record at another time at index {ia} of A, {ib} of B {}",
             context(&time)
         ),
-        DivergenceOp::Verdict => writeln!(out, "first divergence: the verdicts differ ({mode})"),
+        DivergenceOp::Verdict => writeln!(out, "the verdicts differ ({mode})"),
     };
+    if first.call.is_some() {
+        return;
+    }
     if let Some(record) = &first.record {
         let side = if first.op == DivergenceOp::Inserted {
             "B"
@@ -303,8 +338,21 @@ fn write_first(out: &mut String, first: &FirstDivergence, mode: Mode) {
         };
         let _ = writeln!(out, "  {side}: {record}");
     }
-    if let (Some(field), Some(a), Some(b)) = (&first.field, &first.value_a, &first.value_b) {
+    if !first.changes.is_empty() {
+        write_changes(out, first);
+    } else if let (Some(field), Some(a), Some(b)) = (&first.field, &first.value_a, &first.value_b) {
         let _ = writeln!(out, "  {field}: A {a}, B {b}");
+    }
+}
+
+/// One line per listed changed field, `  /model: "a" → "b"`, then how many more differ.
+fn write_changes(out: &mut String, first: &FirstDivergence) {
+    for change in &first.changes {
+        let _ = writeln!(out, "  {}: {} → {}", change.pointer, change.a, change.b);
+    }
+    let more = first.changes_total - first.changes.len() as u64;
+    if more > 0 {
+        let _ = writeln!(out, "  and {more} more");
     }
 }
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 use super::align::Gap;
+use super::calls::{CallCounter, CallRef};
 use super::fingerprint::{fingerprint, is_compared, ActorNames, Scan};
 use super::report::{Hunk, HunkOp, IndexRange};
 use super::{Mode, OracleError, Side};
@@ -34,6 +35,9 @@ pub(crate) struct Stream<'s, R: Read> {
     end: Option<(u64, u64)>,
     /// Where pass one found the tape ends: the footer, or a truncated tape's cut.
     scan_end: (u64, u64),
+    /// The calls so far, and the one the record `next` returned last belongs to.
+    calls: CallCounter,
+    last_call: Option<CallRef>,
 }
 
 impl<'s, R: Read> Stream<'s, R> {
@@ -55,6 +59,8 @@ impl<'s, R: Read> Stream<'s, R> {
             lookahead: None,
             end: None,
             scan_end: scan.end,
+            calls: CallCounter::default(),
+            last_call: None,
         }
     }
 
@@ -82,6 +88,7 @@ impl<'s, R: Read> Stream<'s, R> {
                 Some(record) if record.kind == RecordKind::Footer => {
                     self.end = Some((record.index, record.t_ns));
                 }
+                Some(record) if record.kind == RecordKind::Blob => self.calls.blob(&record.payload),
                 Some(_) => {}
                 // A truncated tape ends at its cut, as pass one found it.
                 None => self.end = Some(self.scan_end),
@@ -100,6 +107,8 @@ impl<'s, R: Read> Stream<'s, R> {
             return Err(self.changed());
         }
         self.position += 1;
+        let actor = self.actors.name(record.actor);
+        self.last_call = self.calls.observe(&actor, &record);
         Ok(record)
     }
 
@@ -135,10 +144,19 @@ pub(crate) enum FirstFound {
         b: Option<RawRecord>,
         here_a: (u64, u64),
         here_b: (u64, u64),
+        /// The call the first record belongs to (A's, when A has one).
+        call: Option<CallRef>,
     },
     /// A pair of equal records at different virtual times (a divergence in exact mode only).
-    Timing { a: RawRecord, b: RawRecord },
+    Timing {
+        a: RawRecord,
+        b: RawRecord,
+        call: Option<CallRef>,
+    },
 }
+
+/// The first record of a gap's side, and the call it belongs to.
+type Kept = (RawRecord, Option<CallRef>);
 
 /// What pass two found.
 #[derive(Debug, Default)]
@@ -163,9 +181,11 @@ pub(crate) fn walk<RA: Read, RB: Read>(
         assert_eq!(at_a, at_b, "before the first gap positions are equal");
         a.skip(at_a)?;
         b.skip(at_b)?;
+        let (record_a, record_b) = (a.next()?, b.next()?);
         walk.first = Some(FirstFound::Timing {
-            a: a.next()?,
-            b: b.next()?,
+            a: record_a,
+            b: record_b,
+            call: a.last_call.clone(),
         });
         position_a = at_a + 1;
     }
@@ -191,6 +211,11 @@ impl Walk {
         let (first_a, end_a) = self.side_of_gap(a, gap.a.len(), 0)?;
         // A changed record is one difference: count B's records only past A's.
         let (first_b, end_b) = self.side_of_gap(b, gap.b.len(), gap.a.len())?;
+        let call = first_a.as_ref().map_or_else(
+            || first_b.as_ref().and_then(|(_, call)| call.clone()),
+            |(_, call)| call.clone(),
+        );
+        let (first_a, first_b) = (first_a.map(|(r, _)| r), first_b.map(|(r, _)| r));
         let op = match (gap.a.is_empty(), gap.b.is_empty()) {
             (true, false) => HunkOp::Inserted,
             (false, true) => HunkOp::Deleted,
@@ -220,20 +245,21 @@ impl Walk {
                 b: first_b,
                 here_a,
                 here_b,
+                call,
             });
         }
         Ok(())
     }
 
     /// Reads `count` records of one side of a gap, tallying those from position `tally_from`
-    /// on; returns the first record (while no first divergence is kept) and the index after
-    /// the last.
+    /// on; returns the first record (while no first divergence is kept) with its call, and
+    /// the index after the last.
     fn side_of_gap<R: Read>(
         &mut self,
         stream: &mut Stream<'_, R>,
         count: usize,
         tally_from: usize,
-    ) -> Result<(Option<RawRecord>, Option<u64>), OracleError> {
+    ) -> Result<(Option<Kept>, Option<u64>), OracleError> {
         let mut first = None;
         let mut end = None;
         for position in 0..count {
@@ -244,7 +270,7 @@ impl Walk {
             }
             end = Some(record.index + 1);
             if position == 0 && self.first.is_none() {
-                first = Some(record);
+                first = Some((record, stream.last_call.clone()));
             }
         }
         Ok((first, end))

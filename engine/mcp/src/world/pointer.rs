@@ -44,7 +44,7 @@ pub fn tokens(pointer: &str) -> Result<Vec<String>, NotAPointer> {
 
 /// Escapes one token for use inside a JSON pointer (`~` → `~0`, `/` → `~1`).
 pub fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+    simtape::json_diff::escape(token)
 }
 
 /// Joins a parent pointer and one unescaped token.

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use serde_json::json;
-use simtape::oracle::DiffReport;
+use simtape::oracle::{DiffReport, FirstDivergence};
 
 use super::tape::{payload_panel, verdict_class, TapeView};
 use super::{duration, escape, page, Scripts};
@@ -97,22 +97,62 @@ fn first_panel(report: &DiffReport) -> String {
     let field = first.field.as_deref().unwrap_or("the whole record");
     let value =
         |v: &Option<String>| escape(v.as_deref().or(first.record.as_deref()).unwrap_or("—"));
+    // The call in the user's words first; the record's place second.
+    let title = match &first.call {
+        Some(call) => format!("First divergence: {}", escape(&call.to_string())),
+        None => format!(
+            "First divergence: {:?} {} of {} (task {}), field <code>{}</code>",
+            first.op,
+            escape(&first.kind),
+            escape(&first.actor),
+            first.task,
+            escape(field)
+        ),
+    };
+    // Changed fields by pointer when the oracle listed them (never a whole body), else the
+    // first differing field's two values.
+    let values = if first.changes.is_empty() {
+        format!(
+            "<div class=\"side-by-side\"><div><b>A</b><pre class=\"value-a\">{}</pre></div><div><b>B</b><pre class=\"value-b\">{}</pre></div></div>",
+            value(&first.value_a),
+            value(&first.value_b)
+        )
+    } else {
+        changes_table(first)
+    };
     format!(
-        "<div class=\"panel\" id=\"first\"><h2>First divergence: {op:?} {kind} of {actor} (task {task}), field <code>{field}</code></h2>\
-         <p>A record {ia} at {ta} · B record {ib} at {tb}</p>\
-         <div class=\"side-by-side\"><div><b>A</b><pre class=\"value-a\">{va}</pre></div><div><b>B</b><pre class=\"value-b\">{vb}</pre></div></div></div>\n",
+        "<div class=\"panel\" id=\"first\"><h2>{title}</h2>\
+         <p>{op:?} {kind} of {actor} (task {task}) · A record {ia} at {ta} · B record {ib} at {tb}</p>{values}</div>\n",
         op = first.op,
         kind = escape(&first.kind),
         actor = escape(&first.actor),
         task = first.task,
-        field = escape(field),
         ia = first.index_a,
         ta = duration(first.t_ns_a),
         ib = first.index_b,
         tb = duration(first.t_ns_b),
-        va = value(&first.value_a),
-        vb = value(&first.value_b),
     )
+}
+
+/// The listed changed fields: pointer, value in A, value in B; then how many more differ.
+fn changes_table(first: &FirstDivergence) -> String {
+    let mut out =
+        String::from("<table class=\"changes\"><tr><th>field</th><th>A</th><th>B</th></tr>");
+    for change in &first.changes {
+        let _ = write!(
+            out,
+            "<tr><td><code class=\"pointer\">{}</code></td><td><code class=\"value-a\">{}</code></td><td><code class=\"value-b\">{}</code></td></tr>",
+            escape(&change.pointer),
+            escape(&change.a),
+            escape(&change.b),
+        );
+    }
+    out.push_str("</table>");
+    let more = first.changes_total - first.changes.len() as u64;
+    if more > 0 {
+        let _ = write!(out, "<p>and {more} more</p>");
+    }
+    out
 }
 
 fn counts(report: &DiffReport) -> String {
