@@ -16,9 +16,30 @@ pub(crate) enum RecordProvider {
     /// Anthropic Messages.
     Anthropic,
     /// OpenAI Chat Completions.
+    #[value(alias = "openai")]
     OpenaiChat,
     /// OpenAI Responses.
     OpenaiResponses,
+}
+
+impl RecordProvider {
+    /// Returns the wire format this names.
+    pub(crate) fn provider(self) -> Provider {
+        match self {
+            RecordProvider::Anthropic => Provider::AnthropicMessages,
+            RecordProvider::OpenaiChat => Provider::OpenAiChat,
+            RecordProvider::OpenaiResponses => Provider::OpenAiResponses,
+        }
+    }
+
+    /// Returns the name the flags take.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RecordProvider::Anthropic => "anthropic",
+            RecordProvider::OpenaiChat => "openai-chat",
+            RecordProvider::OpenaiResponses => "openai-responses",
+        }
+    }
 }
 
 /// The flags that turn a run's model from replay into record.
@@ -45,11 +66,7 @@ pub(crate) fn recorder(args: &RecordLlmArgs) -> Result<Option<LlmActor>, CliErro
     let Some(provider) = args.record_llm else {
         return Ok(None);
     };
-    let provider = match provider {
-        RecordProvider::Anthropic => Provider::AnthropicMessages,
-        RecordProvider::OpenaiChat => Provider::OpenAiChat,
-        RecordProvider::OpenaiResponses => Provider::OpenAiResponses,
-    };
+    let provider = provider.provider();
     let fixture = args
         .fixture_out
         .clone()
