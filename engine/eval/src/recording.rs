@@ -4,8 +4,8 @@
 //!
 //! - [`loosened_fixture`] — the fixture a later run replays: one entry per answered call of
 //!   the recording's tape, matched on the call's last message (a tool result, or the user's
-//!   message) rather than on the whole conversation, so an edit of the system prompt, of a
-//!   tool's description or of an earlier turn still replays.
+//!   message) rather than on the whole conversation, so words added to the user's message or
+//!   an edit of an earlier turn still replay.
 //! - [`snapshot_project`] — the copy of the project the program ran in, which the scenario's
 //!   `[fs] root` names, less what a checkout rebuilds (`.git`, virtual environments, caches).
 

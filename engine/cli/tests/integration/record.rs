@@ -562,6 +562,34 @@ fn record_writes_a_scenario_that_replays_with_the_provider_gone() {
     let shown = text(&replayed);
     assert_eq!(replayed.status.code(), Some(0), "{shown}");
     assert!(shown.contains("answer: It is sunny in Paris."), "{shown}");
+    // A prompt with words added still replays from the loosened fixture; the exact one,
+    // which matches whole conversations, no longer answers.
+    let agent = out.join("repo/agent.py");
+    let source = std::fs::read_to_string(&agent).unwrap();
+    let edited = source.replace(
+        "\"Weather in Paris?\"",
+        "\"Weather in Paris? Answer in one sentence.\"",
+    );
+    assert_ne!(source, edited);
+    std::fs::write(&agent, edited).unwrap();
+    let run = |scenario: &str| {
+        let output = simtape()
+            .current_dir(&out)
+            .args(["run", scenario, "--seed", "0"])
+            .output()
+            .unwrap();
+        (output.status.code(), text(&output))
+    };
+    let (code, shown) = run("scenario.toml");
+    assert_eq!(code, Some(0), "{shown}");
+    let exact = scenario.replace(
+        "fixture = \"llm.jsonl\"",
+        "fixture = \"llm.recorded.jsonl\"",
+    );
+    std::fs::write(out.join("exact.toml"), exact).unwrap();
+    let (code, shown) = run("exact.toml");
+    assert_ne!(code, Some(0), "{shown}");
+    assert!(shown.contains("no LLM fixture entry matched"), "{shown}");
 }
 
 #[test]
