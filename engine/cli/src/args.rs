@@ -88,6 +88,10 @@ pub(crate) enum Command {
     /// Works with sweep reports: merges the reports of a sweep's shards.
     #[command(after_help = SWEEP_EXIT_CODES)]
     Report(ReportArgs),
+    /// Runs an agent program once against a real provider and writes a scenario that
+    /// replays it: the scenario, a fixture, the project snapshot (docs/quickstart.md).
+    #[command(after_help = EXIT_CODES)]
+    Record(crate::cmd_record::RecordArgs),
     /// Makes replayable inputs from a run: the LLM fixture of a tape's model calls.
     #[command(after_help = EXIT_CODES)]
     Fixtures(FixturesArgs),

@@ -7,7 +7,7 @@ use crate::common::golden::{golden_path, tape_bytes};
 use crate::common::load_scenario;
 use crate::exit::{CliError, CliResult, Outcome};
 
-mod program;
+pub(crate) mod program;
 
 /// The scenario template; `{name}` is replaced by the scenario's name.
 const TEMPLATE: &str = r#"# {name}: a starting point. Edit it, then `simtape check` and `simtape run` it.

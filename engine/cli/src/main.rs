@@ -16,6 +16,7 @@ mod cmd_fixtures;
 mod cmd_fork;
 mod cmd_mcp;
 mod cmd_new;
+mod cmd_record;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_run;
@@ -80,6 +81,7 @@ fn dispatch(command: args::Command) -> exit::CliResult {
         args::Command::Ci(a) => cmd_ci::run(&a),
         args::Command::Mcp(a) => cmd_mcp::run(&a),
         args::Command::New(a) => cmd_new::run(&a),
+        args::Command::Record(a) => cmd_record::run(&a),
         args::Command::Sweep(a) => cmd_sweep::run(&a),
         args::Command::Report(a) => cmd_report::run(&a),
         args::Command::Serve(a) => cmd_serve::run(&a),

@@ -34,6 +34,8 @@
 //!   and their tally over a sweep.
 //! - [`explain`] — the curve of a failure's inevitability over a run, from forks.
 //! - [`shrink`] — the search for the fewest, simplest decisions a failure needs.
+//! - [`recording`] — `simtape record`: the loosened fixture of a recording and the snapshot of
+//!   the project the program ran in.
 //! - [`harness`] — a `[harness]` run's outcome, and a sweep's summary of many.
 //! - [`view`] — seeing a run: a tape as a timeline, written as a Perfetto trace, an HTML page
 //!   (a tape, a diff, a sweep report) or a terminal tree.
@@ -53,6 +55,7 @@ pub mod failures;
 pub mod harness;
 pub mod paired;
 pub mod property;
+pub mod recording;
 pub mod run_json;
 pub mod shrink;
 pub mod sweep;

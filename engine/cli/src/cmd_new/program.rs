@@ -6,8 +6,8 @@ use std::path::{Component, Path, PathBuf};
 use crate::common::shell::quote;
 use crate::exit::{CliError, CliResult, Outcome};
 
-/// The scenario template: `{name}`, `{command}`, `{args}` and `{shown}` are replaced.
-const TEMPLATE: &str = r#"# {name}: the program `{shown}` under simulation. Fill in data/{name}/llm.jsonl with
+/// The comment that opens `new --command`'s scenario: `{name}` and `{shown}` are replaced.
+const HEADER: &str = r#"# {name}: the program `{shown}` under simulation. Fill in data/{name}/llm.jsonl with
 # the model's side (one entry per model turn: docs/llm-fixtures.md), or record it from a
 # real provider:
 #   simtape run {name}.toml --record-llm anthropic --fixture-out data/{name}/llm.jsonl
@@ -21,24 +21,55 @@ const TEMPLATE: &str = r#"# {name}: the program `{shown}` under simulation. Fill
 #
 # Seeds: 0. Expected outcome: until the fixture answers the program's requests, the run is
 # an ERROR naming the first request no entry matched, with its digest.
+"#;
 
+/// A scenario whose agent is a program (the `generic` adapter): what `new --command` and
+/// `record` write, each with its own opening comment.
+pub(crate) struct ProgramScenario<'a> {
+    /// The opening comment, every line starting with `#`.
+    pub(crate) header: &'a str,
+    /// The scenario's name.
+    pub(crate) name: &'a str,
+    /// The program, as the scenario's `command`.
+    pub(crate) program: &'a str,
+    /// Its arguments.
+    pub(crate) args: &'a [String],
+    /// The project directory (`[fs] root`), from the scenario's directory.
+    pub(crate) root: &'a str,
+    /// The LLM fixture, from the scenario's directory.
+    pub(crate) fixture: &'a str,
+    /// The task, handed to the program in `SIMTAPE_TASK`.
+    pub(crate) task: &'a str,
+}
+
+impl ProgramScenario<'_> {
+    /// Returns the scenario file's text.
+    pub(crate) fn text(&self) -> String {
+        let args = self
+            .args
+            .iter()
+            .map(|arg| toml_string(arg))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            r#"{header}
 [scenario]
-name = "{name}"
+name = {name}
 description = "An agent program under simulation."
 seeds = [0]
 
 [fs]
-root = "data/{name}/project"
+root = {root}
 
 [llm]
-fixture = "data/{name}/llm.jsonl"
+fixture = {fixture}
 
 [agent]
 kind = "command"
 adapter = "generic"
-command = {command}
+command = {program}
 args = [{args}]
-task = "Describe the task here."
+task = {task}
 
 # Verifiers judge the run; "agent exits 0" is always there. For example:
 # [[verify]]
@@ -48,7 +79,16 @@ task = "Describe the task here."
 # [[verify]]
 # kind = "answer"
 # contains = "done"
-"#;
+"#,
+            header = self.header,
+            name = toml_string(self.name),
+            root = toml_string(self.root),
+            fixture = toml_string(self.fixture),
+            program = toml_string(self.program),
+            task = toml_string(self.task),
+        )
+    }
+}
 
 /// The fixture to fill in: one answer for the first model call.
 const FIXTURE: &str = r#"# The model's side of the program's run (docs/llm-fixtures.md): one entry per model turn.
@@ -85,16 +125,19 @@ pub(super) fn write_scenario(name: &str, dir: &Path, command: &str) -> CliResult
     // A file the command names (`agent.py` here) is named from the scenario's directory,
     // against which simtape resolves the scenario's arguments.
     let args: Vec<String> = args.iter().map(|arg| from_dir(arg, dir)).collect();
-    let toml_args = args
-        .iter()
-        .map(|arg| toml_string(arg))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let text = TEMPLATE
+    let header = HEADER
         .replace("{name}", name)
-        .replace("{command}", &toml_string(program))
-        .replace("{args}", &toml_args)
         .replace("{shown}", command.trim());
+    let text = ProgramScenario {
+        header: &header,
+        name,
+        program,
+        args: &args,
+        root: &format!("data/{name}/project"),
+        fixture: &format!("data/{name}/llm.jsonl"),
+        task: "Describe the task here.",
+    }
+    .text();
     super::write(&scenario, &text)?;
     super::write(&fixture, FIXTURE)?;
     super::write(&readme, README)?;
@@ -147,7 +190,7 @@ fn normal(path: &Path) -> Vec<Component<'_>> {
 }
 
 /// `text` as a TOML basic string.
-fn toml_string(text: &str) -> String {
+pub(crate) fn toml_string(text: &str) -> String {
     serde_json::Value::String(text.to_string()).to_string()
 }
 

@@ -16,13 +16,23 @@ pub(crate) enum RecordProvider {
     /// Anthropic Messages.
     Anthropic,
     /// OpenAI Chat Completions.
+    #[value(alias = "openai")]
     OpenaiChat,
     /// OpenAI Responses.
     OpenaiResponses,
 }
 
 impl RecordProvider {
-    /// The name the flag takes.
+    /// Returns the wire format this names.
+    pub(crate) fn provider(self) -> Provider {
+        match self {
+            RecordProvider::Anthropic => Provider::AnthropicMessages,
+            RecordProvider::OpenaiChat => Provider::OpenAiChat,
+            RecordProvider::OpenaiResponses => Provider::OpenAiResponses,
+        }
+    }
+
+    /// Returns the name the flags take.
     pub(crate) fn name(self) -> &'static str {
         match self {
             RecordProvider::Anthropic => "anthropic",
@@ -56,11 +66,7 @@ pub(crate) fn recorder(args: &RecordLlmArgs) -> Result<Option<LlmActor>, CliErro
     let Some(provider) = args.record_llm else {
         return Ok(None);
     };
-    let provider = match provider {
-        RecordProvider::Anthropic => Provider::AnthropicMessages,
-        RecordProvider::OpenaiChat => Provider::OpenAiChat,
-        RecordProvider::OpenaiResponses => Provider::OpenAiResponses,
-    };
+    let provider = provider.provider();
     let fixture = args
         .fixture_out
         .clone()

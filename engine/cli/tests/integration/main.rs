@@ -18,6 +18,7 @@ mod evidence;
 mod explore;
 mod failures;
 mod fork;
+mod frameworks;
 mod generic_programs;
 mod harness;
 mod harness_agents;
@@ -30,6 +31,7 @@ mod mcp_world;
 mod node_helper;
 mod properties;
 mod pytest_plugin;
+mod quickstart;
 mod record;
 #[cfg(target_os = "linux")]
 mod sandbox;

@@ -465,3 +465,165 @@ fn fixtures_from_a_tape_replay_its_model_programs_and_mcp_servers() {
     assert!(again[0].starts_with("result: PASS"), "{again:?}");
     assert_eq!(again.last(), first.last(), "the same answer");
 }
+
+/// Returns the Python that has the official `openai` SDK (SIMTAPE_SERVE_PYTHON, installed by
+/// `.ci/run`), or `None` after a skip notice.
+pub(crate) fn sdk_python() -> Option<String> {
+    match std::env::var("SIMTAPE_SERVE_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ => {
+            crate::clients::missing(
+                "SIMTAPE_SERVE_PYTHON is not set: .ci/run installs \
+                 engine/serve/tests/peers/requirements.txt into a venv and exports it"
+                    .into(),
+            );
+            None
+        }
+    }
+}
+
+/// A project holding the quick start's agent (examples/quickstart/agent.py), a data file
+/// and a `.git` directory, in a fresh scratch directory named `name`.
+pub(crate) fn agent_project(name: &str) -> std::path::PathBuf {
+    let project = scratch("record", name).join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::write(project.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(project.join("cities.txt"), "Paris\n").unwrap();
+    std::fs::copy(
+        crate::common::repo().join("examples/quickstart/agent.py"),
+        project.join("agent.py"),
+    )
+    .unwrap();
+    project
+}
+
+#[test]
+fn record_writes_a_scenario_that_replays_with_the_provider_gone() {
+    // Goal: `simtape record -- PYTHON agent.py` runs an openai-SDK agent against a loopback
+    // provider (aimock) and writes a generic-program scenario, a fixture matched on each
+    // call's last message, the exact fixture and the project snapshot (without .git or its
+    // own output); with the provider stopped, `simtape run` of the scenario passes with the
+    // recorded answer.
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let Some((provider, port)) = crate::agents::aimock() else {
+        return;
+    };
+    let project = agent_project("command");
+    let recorded = simtape()
+        .current_dir(&project)
+        .args(["record", "--upstream"])
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .env("OPENAI_API_KEY", "test-key")
+        .args(["--", &python, "agent.py"])
+        .output()
+        .unwrap();
+    drop(provider);
+    let shown = text(&recorded);
+    assert_eq!(recorded.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("recorded 2 model call(s)"), "{shown}");
+    assert!(
+        shown.contains("simtape run simtape-recording/scenario.toml --seed 0"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("simtape sweep simtape-recording/scenario.toml --seeds 0..20"),
+        "{shown}"
+    );
+    let out = project.join("simtape-recording");
+    let scenario = std::fs::read_to_string(out.join("scenario.toml")).unwrap();
+    assert!(scenario.contains("adapter = \"generic\""), "{scenario}");
+    assert!(scenario.contains("args = [\"agent.py\"]"), "{scenario}");
+    assert!(scenario.contains("root = \"repo\""), "{scenario}");
+    let fixture = std::fs::read_to_string(out.join("llm.jsonl")).unwrap();
+    assert!(
+        fixture.contains(r#""match":{"last_message":{"contains":"Weather in Paris?"}}"#),
+        "{fixture}"
+    );
+    assert!(
+        fixture.contains(r#""match":{"last_tool_result":{"contains":"sunny, 22 C in Paris"}}"#),
+        "{fixture}"
+    );
+    assert!(
+        std::fs::read_to_string(out.join("llm.recorded.jsonl"))
+            .unwrap()
+            .contains("\"glob\""),
+        "the exact fixture matches whole conversations"
+    );
+    assert!(out.join("repo/cities.txt").is_file());
+    assert!(!out.join("repo/.git").exists());
+    assert!(!out.join("repo/simtape-recording").exists());
+    let replayed = simtape()
+        .current_dir(&project)
+        .args(["run", "simtape-recording/scenario.toml", "--seed", "0"])
+        .output()
+        .unwrap();
+    let shown = text(&replayed);
+    assert_eq!(replayed.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("answer: It is sunny in Paris."), "{shown}");
+    // A prompt with words added still replays from the loosened fixture; the exact one,
+    // which matches whole conversations, no longer answers.
+    let agent = out.join("repo/agent.py");
+    let source = std::fs::read_to_string(&agent).unwrap();
+    let edited = source.replace(
+        "\"Weather in Paris?\"",
+        "\"Weather in Paris? Answer in one sentence.\"",
+    );
+    assert_ne!(source, edited);
+    std::fs::write(&agent, edited).unwrap();
+    let run = |scenario: &str| {
+        let output = simtape()
+            .current_dir(&out)
+            .args(["run", scenario, "--seed", "0"])
+            .output()
+            .unwrap();
+        (output.status.code(), text(&output))
+    };
+    let (code, shown) = run("scenario.toml");
+    assert_eq!(code, Some(0), "{shown}");
+    let exact = scenario.replace(
+        "fixture = \"llm.jsonl\"",
+        "fixture = \"llm.recorded.jsonl\"",
+    );
+    std::fs::write(out.join("exact.toml"), exact).unwrap();
+    let (code, shown) = run("exact.toml");
+    assert_ne!(code, Some(0), "{shown}");
+    assert!(shown.contains("no LLM fixture entry matched"), "{shown}");
+}
+
+#[test]
+fn record_without_a_key_or_a_provider_exits_2_and_writes_nothing() {
+    // Goal: no API key in simtape's environment, or a provider nothing listens for, is a
+    // usage error (exit 2) naming the cause, before the output directory is created.
+    let project = scratch("record", "refused");
+    std::fs::write(project.join("agent.py"), "print('hi')\n").unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let upstream = format!("http://127.0.0.1:{port}/v1");
+    let record = |key: Option<&str>| {
+        let mut command = simtape();
+        command
+            .current_dir(&project)
+            .args(["record", "--out", "rec", "--upstream", &upstream])
+            .env_remove("OPENAI_API_KEY")
+            .args(["--", "python3", "agent.py"]);
+        if let Some(key) = key {
+            command.env("OPENAI_API_KEY", key);
+        }
+        command.output().unwrap()
+    };
+    for (key, needle) in [
+        (None, "API key in OPENAI_API_KEY"),
+        (Some(""), "API key in OPENAI_API_KEY"),
+        (Some("test-key"), "is unreachable"),
+    ] {
+        let output = record(key);
+        let shown = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{shown}");
+        assert!(shown.contains(needle), "{needle:?} in {shown}");
+        assert!(shown.contains("nothing was written"), "{shown}");
+        assert!(!project.join("rec").exists(), "{shown}");
+    }
+}

@@ -11,10 +11,12 @@
 //! - `spawn` — [`Spawner`]: a real program in its own process group, timed, capped, cleaned up.
 //! - `contained_spawn` — [`ContainedSpawner`]: the same in simtape's sandbox (the default).
 //! - `process_tape` — [`ProcessTapeWriter`]: record mode's process tape.
+//! - `reach` — [`reachable`]: whether a provider answers a connection, before a recording.
 
 mod contained_spawn;
 mod llm_record;
 mod process_tape;
+mod reach;
 mod spawn;
 
 pub use contained_spawn::ContainedSpawner;
@@ -23,4 +25,5 @@ pub use llm_record::{
     TIMEOUT_MS_DEFAULT,
 };
 pub use process_tape::ProcessTapeWriter;
+pub use reach::{reachable, REACH_TIMEOUT_MS};
 pub use spawn::Spawner;

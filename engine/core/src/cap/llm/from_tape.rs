@@ -9,14 +9,17 @@
 //! with its observed virtual latency. A call no fixture entry answered (an error a
 //! `[[faults.llm]]` rule injected, an unmatched call) is left out: the scenario's own fault
 //! rules inject it again.
+//!
+//! [`answered_calls`] is the walk itself, and [`fixture_from_tape_matching`] the same fixture
+//! under a match the caller chooses (`simtape record` matches each call's last message).
 
 use std::io::Read;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::fixture::HttpFailure;
 use super::request::ChatResponse;
-use super::written::{fixture_entry, CallMatch};
+use super::written::{call_matcher, entry_matching, CallMatch};
 pub use crate::tape::FromTapeError;
 use crate::tape::{payload_to_json, CallShape, RecordKind, TapeReader};
 
@@ -31,10 +34,29 @@ pub struct TapeFixture {
     pub skipped: usize,
 }
 
+/// What answered a call: the response, or the provider's HTTP error.
+type CallOutcome = Result<ChatResponse, HttpFailure>;
+
+/// One model call of a tape that a fixture entry (or a recording provider) answered, with
+/// its conversation as the records rebuild it.
+#[derive(Debug)]
+pub struct AnsweredCall<'a> {
+    /// Each message of the request as (role, content), system prompts included.
+    pub messages: &'a [(String, String)],
+    /// The names of the tools offered.
+    pub tools: &'a [String],
+    /// The request's scope.
+    pub scope: Option<&'a str>,
+    /// The digest of the whole request.
+    pub digest: &'a str,
+    /// The answer, or the provider's HTTP error.
+    pub outcome: Result<ChatResponse, HttpFailure>,
+    /// The call's virtual latency, to the millisecond.
+    pub latency_ms: u64,
+}
+
 /// A call whose request was read, waiting for its reply.
 struct Pending {
-    match_text: String,
-    tools: Vec<String>,
     scope: Option<String>,
     t_ns: u64,
 }
@@ -50,21 +72,72 @@ struct Conversation {
 /// Reads the model calls of the tape `reader` reads (the actor named `llm`) into a fixture;
 /// `origin` names the tape in the fixture's first comment line.
 pub fn fixture_from_tape<R: Read>(
-    mut reader: TapeReader<R>,
+    reader: TapeReader<R>,
     origin: &str,
 ) -> Result<TapeFixture, FromTapeError> {
+    let seed = reader.header().seed;
+    let comment = format!("Made by `simtape fixtures from-tape` from {origin} (seed {seed}).");
+    fixture_from_tape_matching(reader, &comment, |call| {
+        // As `ChatRequest::match_text`: every message but the system prompts, one per line.
+        let texts: Vec<&str> = call
+            .messages
+            .iter()
+            .filter(|(role, _)| role != "system")
+            .map(|(_, content)| content.as_str())
+            .collect();
+        let tools: Vec<&str> = call.tools.iter().map(String::as_str).collect();
+        call_matcher(&CallMatch {
+            match_text: &texts.join("\n"),
+            tools: &tools,
+            scope: call.scope,
+        })
+    })
+}
+
+/// Reads the answered model calls of the tape `reader` reads into a fixture whose entries
+/// match what `matcher` says of each call (a fixture `match` object); each entry keeps the
+/// call's answer, request digest, scope and virtual latency. `comment` is the fixture's
+/// first line, after `# `.
+pub fn fixture_from_tape_matching<R: Read>(
+    reader: TapeReader<R>,
+    comment: &str,
+    mut matcher: impl FnMut(&AnsweredCall<'_>) -> Map<String, Value>,
+) -> Result<TapeFixture, FromTapeError> {
+    let mut lines = vec![
+        format!("# {comment}"),
+        json!({"simtape_llm": 1}).to_string(),
+    ];
+    let mut entries = 0;
+    let skipped = answered_calls(reader, |call| {
+        let mut entry = entry_matching(matcher(&call), call.scope, call.digest, &call.outcome);
+        // The call's virtual latency: a fixed cost, no per-token part.
+        entry["latency"] = json!({"base_ms": call.latency_ms, "per_output_token_us": 0});
+        lines.push(entry.to_string());
+        entries += 1;
+    })?;
+    let mut text = lines.join("\n");
+    text.push('\n');
+    Ok(TapeFixture {
+        text,
+        entries,
+        skipped,
+    })
+}
+
+/// Hands `visit` each answered model call of the tape `reader` reads (the actor named
+/// `llm`), in the order of the run; returns how many calls no entry answered (injected
+/// faults, unmatched calls), which are not visited.
+pub fn answered_calls<R: Read>(
+    mut reader: TapeReader<R>,
+    mut visit: impl FnMut(AnsweredCall<'_>),
+) -> Result<usize, FromTapeError> {
     let llm = reader
         .header()
         .actors
         .iter()
         .position(|name| name == crate::capabilities::LLM_ACTOR);
-    let seed = reader.header().seed;
-    let mut lines = vec![
-        format!("# Made by `simtape fixtures from-tape` from {origin} (seed {seed})."),
-        json!({"simtape_llm": 1}).to_string(),
-    ];
     let (mut conversation, mut pending) = (Conversation::default(), None);
-    let (mut entries, mut skipped) = (0, 0);
+    let mut skipped = 0;
     while let Some(record) = reader.next_record()? {
         if llm != Some(usize::from(record.actor)) {
             continue;
@@ -84,24 +157,24 @@ pub fn fixture_from_tape<R: Read>(
                 let call = pending
                     .take()
                     .ok_or_else(|| bad("a reply without its request".into()))?;
-                match entry(&call, body, record.t_ns).map_err(|shape| bad(shape.to_string()))? {
-                    Some(entry) => {
-                        lines.push(entry.to_string());
-                        entries += 1;
-                    }
-                    None => skipped += 1,
-                }
+                let answer = reply(body).map_err(|shape| bad(shape.to_string()))?;
+                let Some((digest, outcome)) = answer else {
+                    skipped += 1;
+                    continue;
+                };
+                visit(AnsweredCall {
+                    messages: &conversation.messages,
+                    tools: &conversation.tools,
+                    scope: call.scope.as_deref(),
+                    digest: &digest,
+                    outcome,
+                    latency_ms: (record.t_ns.saturating_sub(call.t_ns) + 500_000) / 1_000_000,
+                });
             }
             _ => {}
         }
     }
-    let mut text = lines.join("\n");
-    text.push('\n');
-    Ok(TapeFixture {
-        text,
-        entries,
-        skipped,
-    })
+    Ok(skipped)
 }
 
 impl Conversation {
@@ -138,25 +211,16 @@ impl Conversation {
                 .filter_map(|tool| tool.get(0).and_then(Value::as_str).map(str::to_string))
                 .collect();
         }
-        // As `ChatRequest::match_text`: every message but the system prompts, one per line.
-        let texts: Vec<&str> = self
-            .messages
-            .iter()
-            .filter(|(role, _)| role != "system")
-            .map(|(_, content)| content.as_str())
-            .collect();
         Ok(Pending {
-            match_text: texts.join("\n"),
-            tools: self.tools.clone(),
             scope: field(1)?.as_str().map(str::to_string),
             t_ns,
         })
     }
 }
 
-/// Returns the fixture entry of a reply `[digest, entry_line, alternative, usage, result]`,
-/// or `None` when no fixture entry answered it.
-fn entry(call: &Pending, body: &Value, t_ns: u64) -> Result<Option<Value>, CallShape> {
+/// Returns the digest and outcome of a reply `[digest, entry_line, alternative, usage,
+/// result]`, or `None` when no fixture entry answered it.
+fn reply(body: &Value) -> Result<Option<(String, CallOutcome)>, CallShape> {
     let field = |index: usize| {
         body.get(index)
             .ok_or_else(|| CallShape::missing(format!("reply field {index}")))
@@ -185,15 +249,5 @@ fn entry(call: &Pending, body: &Value, t_ns: u64) -> Result<Option<Value>, CallS
     } else {
         return Ok(None);
     };
-    let tools: Vec<&str> = call.tools.iter().map(String::as_str).collect();
-    let matched = CallMatch {
-        match_text: &call.match_text,
-        tools: &tools,
-        scope: call.scope.as_deref(),
-    };
-    let mut entry = fixture_entry(&matched, digest, &outcome);
-    // The call's virtual latency, to the millisecond: a fixed cost, no per-token part.
-    let latency_ms = (t_ns.saturating_sub(call.t_ns) + 500_000) / 1_000_000;
-    entry["latency"] = json!({"base_ms": latency_ms, "per_output_token_us": 0});
-    Ok(Some(entry))
+    Ok(Some((digest.to_string(), outcome)))
 }

@@ -42,11 +42,16 @@ pub mod written;
 pub use actor::{Llm, LlmActor, LlmError, LlmHandle, LlmReply, RequestRecord};
 pub use backend::{ModelBackend, RecordError};
 pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
-pub use from_tape::{fixture_from_tape, FromTapeError, TapeFixture};
+pub use from_tape::{
+    answered_calls, fixture_from_tape, fixture_from_tape_matching, AnsweredCall, FromTapeError,
+    TapeFixture,
+};
 pub use latency::{LatencyModel, UsageRule};
 pub use matcher::{EntryMatch, GlobError, TextPattern};
 pub use provider::{host_and_port, Provider};
 pub use request::{
     ChatRequest, ChatResponse, MatchText, Message, Role, Thinking, ToolCall, ToolDefinition, Usage,
 };
-pub use written::{fixture_entry, fixture_header, recorded_entry, CallMatch};
+pub use written::{
+    call_matcher, entry_matching, fixture_entry, fixture_header, recorded_entry, CallMatch,
+};

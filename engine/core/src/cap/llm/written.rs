@@ -48,6 +48,11 @@ pub fn fixture_entry(
     request_digest: &str,
     outcome: &Result<ChatResponse, HttpFailure>,
 ) -> Value {
+    entry_matching(call_matcher(call), call.scope, request_digest, outcome)
+}
+
+/// Returns the `match` that record mode and `fixtures from-tape` write for `call`.
+pub fn call_matcher(call: &CallMatch<'_>) -> Map<String, Value> {
     // The match holds the whole conversation text (exactly, as an escaped glob) and the tool
     // names offered: content alone, never the call's position, so replay survives reordering.
     // Repeated identical requests become several `once` entries, used in recording order.
@@ -59,10 +64,22 @@ pub fn fixture_entry(
     if !call.tools.is_empty() {
         matcher.insert("tools".into(), call.tools.into());
     }
+    matcher
+}
+
+/// Returns the fixture entry that answers the calls `matcher` (a fixture `match` object)
+/// holds for with `outcome`: the answer written as [`fixture_entry`] writes it, under a match
+/// the caller chose (`simtape record` loosens it to the last message).
+pub fn entry_matching(
+    matcher: Map<String, Value>,
+    scope: Option<&str>,
+    request_digest: &str,
+    outcome: &Result<ChatResponse, HttpFailure>,
+) -> Value {
     let mut entry = Map::new();
     entry.insert("_request_digest".into(), request_digest.into());
     entry.insert("match".into(), Value::Object(matcher));
-    if let Some(scope) = call.scope {
+    if let Some(scope) = scope {
         entry.insert("scope".into(), scope.into());
     }
     match outcome {
