@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use simtape::cap::fault_rules::{StreamFault, StreamMode};
-use simtape::cap::llm::{LlmError, Provider};
+use simtape::cap::llm::{ChatRequest, LlmError, Provider};
 use simtape::inbox::{Inbox, Outbox};
 use simtape::Host;
 use simtape_agent::{AgentExit, GateRun};
@@ -362,8 +362,8 @@ async fn serve(
         let budget = budget.clone();
         let name = format!("request-{}", request.id);
         tasks.push(host.spawn(&name, async move {
-            let budget = budget.as_deref();
-            if let Some(response) = answer(&host_for_task, &request, &outcome, budget).await {
+            let (budget, mut request) = (budget.as_deref(), request);
+            if let Some(response) = answer(&host_for_task, &mut request, &outcome, budget).await {
                 responses.send(response);
             }
         }));
@@ -477,7 +477,7 @@ fn error_shape(path: &str) -> Provider {
 /// Answers one request; `None` leaves it unanswered (a session's turn past its budget).
 async fn answer(
     host: &Host,
-    request: &HttpRequest,
+    request: &mut HttpRequest,
     outcome: &std::cell::RefCell<GatewayOutcome>,
     budget: Option<&TurnBudget>,
 ) -> Option<HttpResponse> {
@@ -500,16 +500,13 @@ async fn answer(
 
 async fn answer_model(
     host: &Host,
-    request: &HttpRequest,
+    request: &mut HttpRequest,
     outcome: &std::cell::RefCell<GatewayOutcome>,
     endpoint: Option<Endpoint>,
 ) -> HttpResponse {
+    let (request_id, shape) = (request.id, error_shape(&request.path));
     let error = |status: u16, message: &str| {
-        json_response(
-            request.id,
-            status,
-            &error_shape(&request.path).error_body(status, message),
-        )
+        json_response(request_id, status, &shape.error_body(status, message))
     };
     let Some(endpoint) = endpoint else {
         let message = format!(
@@ -521,7 +518,9 @@ async fn answer_model(
     let body = match endpoint {
         Endpoint::Models => return json_response(request.id, 200, &models(host)),
         Endpoint::ModelInfo(name) => return json_response(request.id, 200, &model(host, &name)),
-        _ => match serde_json::from_str::<Value>(&request.body) {
+        // The body's text is on the tape (its input record) and parsed here: it is not
+        // needed again, and a 30 MB body is not held twice while the model answers.
+        _ => match serde_json::from_str::<Value>(&std::mem::take(&mut request.body)) {
             Ok(body) => body,
             Err(e) => return error(400, &format!("the request body is not JSON: {e}")),
         },
@@ -542,8 +541,16 @@ async fn answer_model(
         served.request.model = model;
         served.stream = path_call.stream;
     }
+    // The parse is in `served` now.
+    drop(body);
     outcome.borrow_mut().traffic.request(&served.request);
-    let reply = host.llm().complete_with_reply(served.request.clone()).await;
+    // The messages go to the model; the answer's rendering needs the rest of the request.
+    let messages = std::mem::take(&mut served.request.messages);
+    let call = ChatRequest {
+        messages,
+        ..served.request.clone()
+    };
+    let reply = host.llm().complete_with_reply(call).await;
     match reply.result {
         Ok(answer) => {
             outcome.borrow_mut().model_calls += 1;
