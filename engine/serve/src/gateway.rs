@@ -518,9 +518,7 @@ async fn answer_model(
     let body = match endpoint {
         Endpoint::Models => return json_response(request.id, 200, &models(host)),
         Endpoint::ModelInfo(name) => return json_response(request.id, 200, &model(host, &name)),
-        // The body's text is on the tape (its input record) and parsed here: it is not
-        // needed again, and a 30 MB body is not held twice while the model answers.
-        _ => match serde_json::from_str::<Value>(&std::mem::take(&mut request.body)) {
+        _ => match take_json_body(request) {
             Ok(body) => body,
             Err(e) => return error(400, &format!("the request body is not JSON: {e}")),
         },
@@ -530,7 +528,7 @@ async fn answer_model(
         Endpoint::CountTokens(provider) => return count_tokens(request.id, &body, provider),
         Endpoint::Models | Endpoint::ModelInfo(_) => unreachable!("answered above"),
     };
-    let mut served = match provider.parse_request(&body) {
+    let mut served = match provider.parse_request(&{ body }) {
         Ok(served) => served,
         Err(shape) => {
             let message = format!("expected {}, found {}", shape.expected, shape.found);
@@ -541,16 +539,11 @@ async fn answer_model(
         served.request.model = model;
         served.stream = path_call.stream;
     }
-    // The parse is in `served` now.
-    drop(body);
     outcome.borrow_mut().traffic.request(&served.request);
-    // The messages go to the model; the answer's rendering needs the rest of the request.
-    let messages = std::mem::take(&mut served.request.messages);
-    let call = ChatRequest {
-        messages,
-        ..served.request.clone()
-    };
-    let reply = host.llm().complete_with_reply(call).await;
+    let reply = host
+        .llm()
+        .complete_with_reply(model_call(&mut served))
+        .await;
     match reply.result {
         Ok(answer) => {
             outcome.borrow_mut().model_calls += 1;
@@ -603,6 +596,23 @@ async fn answer_model(
             error(400, &message)
         }
         Err(other) => error(500, &other.to_string()),
+    }
+}
+
+/// Parses a request's body, taking its text: the text is on the tape (the input record) and
+/// not needed again, so a 30 MB body is not held twice while the model answers. (Its parse
+/// goes to `parse_request` as `&{ body }`, a temporary dropped once read.)
+fn take_json_body(request: &mut HttpRequest) -> serde_json::Result<Value> {
+    serde_json::from_str(&std::mem::take(&mut request.body))
+}
+
+/// Moves the conversation out of `served` for the model (rendering the answer needs only
+/// the rest of the request): a 30 MB message is not copied.
+fn model_call(served: &mut crate::wire::ServedRequest) -> ChatRequest {
+    let messages = std::mem::take(&mut served.request.messages);
+    ChatRequest {
+        messages,
+        ..served.request.clone()
     }
 }
 
