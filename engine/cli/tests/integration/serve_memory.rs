@@ -20,6 +20,17 @@ fn mib(pid: u32, field: &str) -> u64 {
     kib / 1024
 }
 
+/// Serve, killed when the test ends, passed or failed: a failed assertion must not leave it
+/// running.
+struct Serve(std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Sends `body` until serve takes it; returns the status line of its answer.
 fn send(port: u16, body: &[u8]) -> String {
     let started = Instant::now();
@@ -63,16 +74,19 @@ fn a_burst_of_huge_bodies_stays_within_the_budget_and_its_memory_comes_back() {
     // seconds of the burst is within 2x of what it was before (359 MB before mimalloc
     // returned freed memory at once); the tape holds each body once.
     let dir = scratch("serve-memory", "burst");
-    let mut child = simtape()
-        .arg("serve")
-        .arg(repo().join("examples/agents/python-sdk/scenario.toml"))
-        .args(["--seed", "0", "--settle-ms", "0", "--tape"])
-        .arg(dir.join("burst.tape"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let mut child = Serve(
+        simtape()
+            .arg("serve")
+            .arg(repo().join("examples/agents/python-sdk/scenario.toml"))
+            .args(["--seed", "0", "--settle-ms", "0", "--tape"])
+            .arg(dir.join("burst.tape"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines =
+        std::io::BufRead::lines(std::io::BufReader::new(child.0.stdout.take().unwrap()));
     let port: u16 = loop {
         let line = lines.next().expect("serve says where it listens").unwrap();
         if let Some(addr) = line.strip_prefix("serve: listening on http://") {
@@ -80,7 +94,7 @@ fn a_burst_of_huge_bodies_stays_within_the_budget_and_its_memory_comes_back() {
         }
     };
     std::thread::spawn(move || lines.for_each(drop));
-    let pid = child.id();
+    let pid = child.0.id();
     // One small request first: the session's own state (fixture, tape) is in place.
     assert!(send(
         port,
@@ -115,8 +129,7 @@ fn a_burst_of_huge_bodies_stays_within_the_budget_and_its_memory_comes_back() {
         after = mib(pid, "VmRSS");
     }
     let peak = mib(pid, "VmHWM");
-    let _ = child.kill();
-    child.wait().unwrap();
+    drop(child);
     eprintln!("serve RSS: {before} MiB before, peak {peak} MiB, {after} MiB after");
     // Each body once on the tape: in the gateway's input record (the HTTP body) and in the
     // LLM actor's request record (its message) the 30 MB message is one blob (480 MB of
