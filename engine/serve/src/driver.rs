@@ -337,18 +337,27 @@ impl Driver {
             let id = self.next_id;
             self.next_id += 1;
             self.log(id, &pending);
+            // The raw body is logged: only the normalized one goes on (a 30 MB body is not
+            // held twice while the run takes it in).
+            let Pending {
+                method,
+                path,
+                reply,
+                body: raw,
+            } = pending;
+            drop(raw);
             let request = HttpRequest {
                 id,
-                method: pending.method,
-                path: pending.path,
+                method,
+                path,
                 body,
             };
             match run.deliver(self.inputs, GatewayInput::Request(request)) {
                 Ok(()) => {
-                    self.waiting.insert(id, pending.reply);
+                    self.waiting.insert(id, reply);
                 }
                 Err(error) => {
-                    let _ = pending.reply.try_send(refusal(&error.to_string()));
+                    let _ = reply.try_send(refusal(&error.to_string()));
                 }
             }
         }

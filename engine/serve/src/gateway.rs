@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use simtape::cap::fault_rules::{StreamFault, StreamMode};
-use simtape::cap::llm::{LlmError, Provider};
+use simtape::cap::llm::{ChatRequest, LlmError, Provider};
 use simtape::inbox::{Inbox, Outbox};
 use simtape::Host;
 use simtape_agent::{AgentExit, GateRun};
@@ -362,8 +362,8 @@ async fn serve(
         let budget = budget.clone();
         let name = format!("request-{}", request.id);
         tasks.push(host.spawn(&name, async move {
-            let budget = budget.as_deref();
-            if let Some(response) = answer(&host_for_task, &request, &outcome, budget).await {
+            let (budget, mut request) = (budget.as_deref(), request);
+            if let Some(response) = answer(&host_for_task, &mut request, &outcome, budget).await {
                 responses.send(response);
             }
         }));
@@ -477,7 +477,7 @@ fn error_shape(path: &str) -> Provider {
 /// Answers one request; `None` leaves it unanswered (a session's turn past its budget).
 async fn answer(
     host: &Host,
-    request: &HttpRequest,
+    request: &mut HttpRequest,
     outcome: &std::cell::RefCell<GatewayOutcome>,
     budget: Option<&TurnBudget>,
 ) -> Option<HttpResponse> {
@@ -500,16 +500,13 @@ async fn answer(
 
 async fn answer_model(
     host: &Host,
-    request: &HttpRequest,
+    request: &mut HttpRequest,
     outcome: &std::cell::RefCell<GatewayOutcome>,
     endpoint: Option<Endpoint>,
 ) -> HttpResponse {
+    let (request_id, shape) = (request.id, error_shape(&request.path));
     let error = |status: u16, message: &str| {
-        json_response(
-            request.id,
-            status,
-            &error_shape(&request.path).error_body(status, message),
-        )
+        json_response(request_id, status, &shape.error_body(status, message))
     };
     let Some(endpoint) = endpoint else {
         let message = format!(
@@ -521,7 +518,7 @@ async fn answer_model(
     let body = match endpoint {
         Endpoint::Models => return json_response(request.id, 200, &models(host)),
         Endpoint::ModelInfo(name) => return json_response(request.id, 200, &model(host, &name)),
-        _ => match serde_json::from_str::<Value>(&request.body) {
+        _ => match take_json_body(request) {
             Ok(body) => body,
             Err(e) => return error(400, &format!("the request body is not JSON: {e}")),
         },
@@ -531,7 +528,7 @@ async fn answer_model(
         Endpoint::CountTokens(provider) => return count_tokens(request.id, &body, provider),
         Endpoint::Models | Endpoint::ModelInfo(_) => unreachable!("answered above"),
     };
-    let mut served = match provider.parse_request(&body) {
+    let mut served = match provider.parse_request(&{ body }) {
         Ok(served) => served,
         Err(shape) => {
             let message = format!("expected {}, found {}", shape.expected, shape.found);
@@ -543,7 +540,10 @@ async fn answer_model(
         served.stream = path_call.stream;
     }
     outcome.borrow_mut().traffic.request(&served.request);
-    let reply = host.llm().complete_with_reply(served.request.clone()).await;
+    let reply = host
+        .llm()
+        .complete_with_reply(model_call(&mut served))
+        .await;
     match reply.result {
         Ok(answer) => {
             outcome.borrow_mut().model_calls += 1;
@@ -596,6 +596,23 @@ async fn answer_model(
             error(400, &message)
         }
         Err(other) => error(500, &other.to_string()),
+    }
+}
+
+/// Parses a request's body, taking its text: the text is on the tape (the input record) and
+/// not needed again, so a 30 MB body is not held twice while the model answers. (Its parse
+/// goes to `parse_request` as `&{ body }`, a temporary dropped once read.)
+fn take_json_body(request: &mut HttpRequest) -> serde_json::Result<Value> {
+    serde_json::from_str(&std::mem::take(&mut request.body))
+}
+
+/// Moves the conversation out of `served` for the model (rendering the answer needs only
+/// the rest of the request): a 30 MB message is not copied.
+fn model_call(served: &mut crate::wire::ServedRequest) -> ChatRequest {
+    let messages = std::mem::take(&mut served.request.messages);
+    ChatRequest {
+        messages,
+        ..served.request.clone()
     }
 }
 

@@ -27,6 +27,7 @@ impl<S: TapeSource + ?Sized> Tape<'_, S> {
             RawRecord {
                 payload,
                 blob_ref: false,
+                string_refs: false,
                 ..record
             },
             actor,

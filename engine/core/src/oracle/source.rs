@@ -83,6 +83,16 @@ pub(crate) fn resolve_payload<S: TapeSource + ?Sized>(
     side: Side,
     record: &RawRecord,
 ) -> Result<Vec<u8>, OracleError> {
+    if record.string_refs {
+        // Its long strings are blobs anywhere before it: read up to it keeping them.
+        let mut reader = open(source, side)?.keep_blobs(true);
+        while let Some(earlier) = reader.next_record().map_err(on(source, side))? {
+            if earlier.index >= record.index {
+                break;
+            }
+        }
+        return reader.resolve(record).map_err(on(source, side));
+    }
     if !record.blob_ref {
         return Ok(record.payload.clone());
     }

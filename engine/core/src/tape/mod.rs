@@ -9,6 +9,7 @@ pub(crate) mod encode;
 mod inputs;
 mod json;
 mod reader;
+mod strings;
 mod writer;
 
 pub use calls::{each_call, CallShape, FromTapeError, TapeCall};
@@ -17,6 +18,7 @@ pub use inputs::{
 };
 pub use json::{payload_to_json, to_json, PayloadError};
 pub use reader::{read_inputs, verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
+pub use strings::{KIND_STRING_REFS_BIT, STRING_REF_MIN_BYTES};
 pub use writer::{BlobMode, TapeSink, TapeSummary, TapeWriter};
 
 use serde::{Deserialize, Serialize};

@@ -5,6 +5,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::inputs::{self, InputsSection, INPUTS_MAGIC};
+use super::strings::{join_long_strings, JoinError, KIND_STRING_REFS_BIT};
 use super::{
     chain_step, hex_encode, sidecar_dir, RecordKind, TapeFooter, TapeHeader, FORMAT_VERSION,
     FORMAT_VERSIONS_READ, KIND_BLOB_REF_BIT, MAGIC,
@@ -153,6 +154,9 @@ pub struct RawRecord {
     pub kind: RecordKind,
     /// Whether `payload` is the 32-byte SHA-256 of a content-store blob.
     pub blob_ref: bool,
+    /// Whether the payload holds long strings by reference ([`TapeReader::resolve`] puts
+    /// them back; `docs/tape-format.md`, "Long strings").
+    pub string_refs: bool,
     /// The payload bytes (MessagePack), or the blob hash.
     pub payload: Vec<u8>,
 }
@@ -329,6 +333,35 @@ impl<R: Read> TapeReader<R> {
     /// Returns the payload of `record`, fetching it from the content store when it is a
     /// reference.
     pub fn resolve(&self, record: &RawRecord) -> Result<Vec<u8>, TapeError> {
+        let stored = self.resolve_stored(record)?;
+        if !record.string_refs {
+            return Ok(stored);
+        }
+        join_long_strings(&stored, &mut |hash| self.blob(hash)).map_err(|error| match error {
+            JoinError::Missing(hash) => TapeError::MissingBlob {
+                index: record.index,
+                offset: record.offset,
+                hash: hex_encode(&hash),
+            },
+            JoinError::Bad(detail) => TapeError::Corrupt {
+                index: record.index,
+                offset: record.offset,
+                detail,
+            },
+        })
+    }
+
+    /// Returns a blob's bytes, from the tape (when kept) or the sidecar store.
+    fn blob(&self, hash: &[u8; 32]) -> Option<Vec<u8>> {
+        if let Some(bytes) = self.embedded_blobs.get(hash) {
+            return Some(bytes.clone());
+        }
+        std::fs::read(self.sidecar.as_ref()?.join(hex_encode(hash))).ok()
+    }
+
+    /// Returns the payload as stored: fetched from the content store when the record holds
+    /// its hash, its string references left in place.
+    fn resolve_stored(&self, record: &RawRecord) -> Result<Vec<u8>, TapeError> {
         if !record.blob_ref {
             return Ok(record.payload.clone());
         }
@@ -541,7 +574,7 @@ impl<R: Read> TapeReader<R> {
         let kind_byte = read_u64(reader, "kind")?;
         let kind_byte = u8::try_from(kind_byte)
             .map_err(|_| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
-        let kind = RecordKind::from_u8(kind_byte & !KIND_BLOB_REF_BIT)
+        let kind = RecordKind::from_u8(kind_byte & !(KIND_BLOB_REF_BIT | KIND_STRING_REFS_BIT))
             .filter(|kind| kind.exists_in(self.header.format_version))
             .ok_or_else(|| {
                 Decode::Bad(format!(
@@ -589,6 +622,7 @@ impl<R: Read> TapeReader<R> {
             task,
             kind,
             blob_ref: kind_byte & KIND_BLOB_REF_BIT != 0,
+            string_refs: kind_byte & KIND_STRING_REFS_BIT != 0,
             payload,
         })
     }
@@ -715,7 +749,7 @@ pub fn verify_path(path: &Path) -> Result<VerifyReport, TapeError> {
     let mut reader = TapeReader::open(path)?.keep_blobs(true);
     let mut records = 0;
     while let Some(record) = reader.next_record()? {
-        if record.blob_ref {
+        if record.blob_ref || record.string_refs {
             reader.resolve(&record)?;
         }
         if record.kind != RecordKind::Footer {

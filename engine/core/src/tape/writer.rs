@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::encode::{encode_bin_len, encode_uint, FRAME_STAGING_BYTES};
 use super::inputs::{encode as encode_inputs, store_file, InputStore, Inputs};
+use super::strings::{split_long_strings, KIND_STRING_REFS_BIT, STRING_REF_MIN_BYTES};
 use super::{
     chain_step, hex_encode, RecordKind, TapeError, TapeFooter, TapeHeader, BUFFER_BYTES,
     CHECKPOINT_INTERVAL_RECORDS, KIND_BLOB_REF_BIT, MAGIC,
@@ -135,8 +136,6 @@ pub struct TapeWriter {
     /// records are encoded straight into it (no staging copy, no growth checks).
     buffer: Vec<u8>,
     filled: usize,
-    /// Scratch space for records too large to encode in place.
-    large: Vec<u8>,
     payload: Vec<u8>,
     chain: u64,
     records: u64,
@@ -187,7 +186,6 @@ impl TapeWriter {
             sink,
             buffer: vec![0; BUFFER_BYTES + FRAME_STAGING_BYTES],
             filled: 0,
-            large: Vec::new(),
             payload: Vec::with_capacity(256),
             chain,
             records: 0,
@@ -269,12 +267,29 @@ impl TapeWriter {
         if payload.len() <= self.blob_threshold_bytes {
             return self.frame(t_ns, actor, task, kind as u8, payload);
         }
+        // An input's strings are text from outside (HTTP bodies): their long JSON literals
+        // are what the actors' records hold decoded.
+        let split = if payload.len() > STRING_REF_MIN_BYTES {
+            split_long_strings(payload, kind == RecordKind::Input, &mut |hash, bytes| {
+                self.store_blob(t_ns, task, hash, bytes)
+            })?
+        } else {
+            None
+        };
+        let (kind, payload) = match &split {
+            Some(referenced) => (kind as u8 | KIND_STRING_REFS_BIT, referenced.as_slice()),
+            None => (kind as u8, payload),
+        };
+        // With its long strings by reference, a payload may be small enough to keep.
+        if payload.len() <= self.blob_threshold_bytes {
+            return self.frame(t_ns, actor, task, kind, payload);
+        }
         let hash: [u8; 32] = {
             use sha2::Digest;
             sha2::Sha256::digest(payload).into()
         };
         self.store_blob(t_ns, task, &hash, payload)?;
-        self.frame(t_ns, actor, task, kind as u8 | KIND_BLOB_REF_BIT, &hash)
+        self.frame(t_ns, actor, task, kind | KIND_BLOB_REF_BIT, &hash)
     }
 
     fn store_blob(
@@ -352,11 +367,11 @@ impl TapeWriter {
             }
             return Ok(());
         }
-        let mut large = std::mem::take(&mut self.large);
-        large.clear();
-        large.resize(40, 0);
+        // A large record (a blob, a long message) goes to the sink in its three parts, the
+        // chain hashed over them in turn: no copy of the payload is made.
+        let mut head = [0u8; 40];
         let head_len = encode_head(
-            &mut large,
+            &mut head,
             self.records,
             t_ns,
             actor,
@@ -364,17 +379,16 @@ impl TapeWriter {
             kind,
             payload.len(),
         );
-        large.truncate(head_len);
-        large.extend_from_slice(payload);
-        self.chain = chain_step(self.chain, &large);
+        let mut chain = xxhash_rust::xxh3::Xxh3::with_seed(self.chain);
+        chain.update(&head[..head_len]);
+        chain.update(payload);
+        self.chain = chain.digest();
         let mut check = [0u8; 5];
         let check_len = encode_uint(&mut check, self.chain & 0xffff_ffff);
-        large.extend_from_slice(&check[..check_len]);
         self.records += 1;
-        let written = self.write_bytes(&large);
-        super::release_scratch(&mut large);
-        self.large = large;
-        written
+        self.write_bytes(&head[..head_len])?;
+        self.write_bytes(payload)?;
+        self.write_bytes(&check[..check_len])
     }
 
     /// Appends `bytes` to the buffer, flushing as needed; large writes go straight through.

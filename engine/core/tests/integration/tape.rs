@@ -414,3 +414,66 @@ fn a_tape_to_a_pipe_is_written_through_it_not_renamed_over_it() {
     assert!(bytes.starts_with(b"SIMTAPE\0"));
     assert!(std::fs::metadata(&pipe).unwrap().file_type().is_fifo());
 }
+
+#[test]
+fn a_long_message_in_an_input_body_and_a_request_is_on_the_tape_once() {
+    // Goal: a 1 MB message that enters as an HTTP body (an `input` record's JSON text) and
+    // is recorded again decoded (a `request` record) is stored once, embedded or in the
+    // sidecar store; every reader gets both payloads back byte for byte, and verify checks
+    // the references (a missing blob is named).
+    use simtape::tape::{BlobMode, TapeSink, TapeWriter, FORMAT_VERSION};
+    let content = format!("a \"quoted\"\nline, é {}", "x".repeat(1 << 20));
+    let body = serde_json::json!({"model": "m", "messages": [
+        {"role": "user", "content": content}]})
+    .to_string();
+    let input =
+        rmp_serde::to_vec(&(3u64, "message", ("POST", "/v1/chat/completions", &body))).unwrap();
+    let request = rmp_serde::to_vec(&("chat", [("user", &content)])).unwrap();
+    let dir = crate::tempdir("tape", "long-strings");
+    for sidecar in [false, true] {
+        let path = dir.join(format!("sidecar-{sidecar}.tape"));
+        let cas = dir.join(format!("sidecar-{sidecar}.tape.cas"));
+        let mode = if sidecar {
+            BlobMode::Sidecar(cas.clone())
+        } else {
+            BlobMode::Embedded
+        };
+        let sink = TapeSink::create(&path).unwrap();
+        let mut header = header_of_version(FORMAT_VERSION);
+        header.blob_mode = mode.name().into();
+        let mut writer = TapeWriter::new(sink, &header, mode, u64::MAX).unwrap();
+        writer
+            .write_payload(1, 2, 0, RecordKind::Input, &input)
+            .unwrap();
+        writer
+            .write_payload(2, 2, 1, RecordKind::Request, &request)
+            .unwrap();
+        writer.finish(3, "ok").unwrap();
+        let stored = std::fs::metadata(&path).unwrap().len()
+            + std::fs::read_dir(&cas)
+                .map(|files| files.map(|f| f.unwrap().metadata().unwrap().len()).sum())
+                .unwrap_or(0);
+        assert!(stored >= content.len() as u64);
+        assert!(stored < content.len() as u64 + 4096, "{stored} bytes");
+        let mut reader = TapeReader::open(&path).unwrap().keep_blobs(true);
+        let mut payloads = Vec::new();
+        while let Some(record) = reader.next_record().unwrap() {
+            if matches!(record.kind, RecordKind::Input | RecordKind::Request) {
+                assert!(record.string_refs);
+                payloads.push(reader.resolve(&record).unwrap());
+            }
+        }
+        assert_eq!(payloads, [input.clone(), request.clone()]);
+        verify_path(&path).unwrap();
+        if sidecar {
+            for file in std::fs::read_dir(&cas).unwrap() {
+                std::fs::remove_file(file.unwrap().path()).unwrap();
+            }
+            let error = verify_path(&path).unwrap_err();
+            assert!(
+                matches!(error, TapeError::MissingBlob { index: 0, .. }),
+                "{error}"
+            );
+        }
+    }
+}
