@@ -288,6 +288,7 @@ mod tests {
             task,
             kind,
             blob_ref: false,
+            string_refs: false,
             payload: rmp_serde::to_vec(payload).unwrap(),
         }
     }
