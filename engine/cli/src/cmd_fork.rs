@@ -183,15 +183,21 @@ fn switch_model(
     };
     let source =
         std::fs::read_to_string(&unpacked.scenario).map_err(CliError::io(&unpacked.scenario))?;
-    if source.contains("[llm.handover]") {
+    if let Some(call) = scenario.llm_handover_call() {
         return Err(CliError::Usage(format!(
-            "{flag}: the scenario of {} already hands its model over ([llm.handover]); fork it \
-             without {flag}, or fork the run its model was switched from",
+            "{flag}: the scenario of {} already hands its model over at call {call} \
+             ([llm.handover]); fork it without {flag}, or fork the run its model was switched \
+             from",
             args.tape.display()
         )));
     }
     let (fixture, recorded_from) = match (&args.fixture, args.model) {
-        (Some(given), _) => (given.clone(), None),
+        (Some(given), _) => {
+            // Checked here, so a bad file is named as given, not as its copy in the child.
+            simtape::cap::llm::Fixture::load(given)
+                .map_err(|e| CliError::Input(format!("--fixture {}: {e}", given.display())))?;
+            (given.clone(), None)
+        }
         (None, Some(provider)) => {
             let recorded = out.with_extension("llm.jsonl");
             check_output(&recorded, "--model's fixture")?;

@@ -380,7 +380,22 @@ fn a_fork_onto_another_fixture_keeps_the_first_call_and_answers_from_the_branch_
             "other.jsonl",
         ]),
         2,
-        "already hands its model over ([llm.handover])",
+        "already hands its model over at call 2 ([llm.handover])",
+    );
+    std::fs::write(dir.join("bad.jsonl"), "not a fixture\n").unwrap();
+    expect(
+        simtape().current_dir(&dir).args([
+            "fork",
+            "parent.tape",
+            "--at",
+            &at,
+            "--seed",
+            "6",
+            "--fixture",
+            "bad.jsonl",
+        ]),
+        2,
+        "--fixture bad.jsonl:",
     );
     let output = run_seed(&dir, &repo().join("scenarios/hello.toml"), 0, "hello.tape");
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));

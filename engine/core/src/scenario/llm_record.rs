@@ -177,6 +177,11 @@ impl Scenario {
         self.spec.llm.is_some()
     }
 
+    /// Returns the model call `[llm.handover]` switches fixtures at, when the scenario has one.
+    pub fn llm_handover_call(&self) -> Option<u64> {
+        Some(self.spec.llm.as_ref()?.handover.as_ref()?.from_call)
+    }
+
     /// Returns `[llm.record]`, when the scenario has one.
     pub fn llm_record(&self) -> Option<&LlmRecord> {
         self.spec.llm.as_ref()?.record.as_ref()
