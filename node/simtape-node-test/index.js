@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { accessSync, constants, mkdirSync } from "node:fs";
-import { delimiter, dirname, join, resolve } from "node:path";
+import { delimiter, dirname, join, relative, resolve } from "node:path";
 
 const READY = "serve: waiting for the agent";
 
@@ -87,6 +87,22 @@ export async function runSeed(scenario, seed, fn, { tape, binary = findBinary() 
 }
 
 /**
+ * The command that reruns one seed of the test `name` under the runner that ran it, from the
+ * working directory: vitest's `run FILE -t NAME`, or node's `--test --test-name-pattern`.
+ * `context` is the test's context argument (vitest's names its file in `task.file`, node's
+ * in `filePath`).
+ */
+export function reproduceCommand(seed, name, context) {
+  const shown = (file) => (file ? relative(process.cwd(), file) : "");
+  const vitestFile = context?.task?.file?.filepath;
+  if (vitestFile !== undefined || process.env.VITEST !== undefined) {
+    return `SIMTAPE_SEED=${seed} npx vitest run ${shown(vitestFile)} -t '${name}'`.replace("  ", " ");
+  }
+  const file = shown(context?.filePath ?? process.argv[1]);
+  return `SIMTAPE_SEED=${seed} node --test --test-name-pattern '${name}' ${file}`.trimEnd();
+}
+
+/**
  * Registers one node:test test per seed: `simtapeTest(test, "name", "scenario.toml",
  * { seeds: "0..10" }, async ({ seed }) => { ...the agent... })`. SIMTAPE_SEED=N runs only N.
  * A failing seed fails its test naming the seed, the verdict, the rerun command and the tape.
@@ -96,14 +112,14 @@ export function simtapeTest(test, name, scenario, { seeds = 0, tapes = ".simtape
   const path = resolve(scenario);
   const slug = name.replace(/[^A-Za-z0-9_.-]+/g, "_");
   for (const seed of chosen) {
-    test(`${name} [seed ${seed}]`, async () => {
+    test(`${name} [seed ${seed}]`, async (context) => {
       const tape = join(tapes, slug, `seed-${seed}.tape`);
       const run = await runSeed(path, seed, fn, { tape });
       if (run.ok) return;
       const lines = [`simtape: seed ${seed} of ${scenario}: ${run.verdict}`];
       if (run.raised !== undefined) lines.push(`  the test raised: ${String(run.raised?.message ?? run.raised).split("\n")[0]}`);
       lines.push(...run.summary.map((line) => `  ${line}`));
-      lines.push(`  reproduce: SIMTAPE_SEED=${seed} node --test --test-name-pattern '${name}' ${process.argv[1] ?? ""}`.trimEnd());
+      lines.push(`  reproduce: ${reproduceCommand(seed, name, context)}`);
       lines.push(`  tape: ${tape}`);
       throw new Error(lines.join("\n"));
     });

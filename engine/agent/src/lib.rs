@@ -84,4 +84,4 @@ pub use spec::{
 };
 pub use tools::fs::EDIT_BYTES_MAX;
 pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptSession, TranscriptTurn};
-pub use verify::SAW_CHARS_MAX;
+pub use verify::{judge_observed, Judged, Observed, SAW_CHARS_MAX};

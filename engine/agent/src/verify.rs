@@ -26,6 +26,8 @@ use simtape_eval::VerifierResult;
 
 use crate::report::AgentError;
 use crate::tools::process::{exit_code, stops_the_run};
+use crate::transcript::Transcript;
+use simtape_mcp::world::Scored;
 
 /// Characters of a text that a verifier's `saw` quotes.
 pub const SAW_CHARS_MAX: usize = 120;
@@ -119,6 +121,83 @@ pub(crate) fn read_only(
             "a gate runs a program: it is a verifier, not a read-only check".into(),
         )),
     })
+}
+
+/// What a driver outside the eval pipeline saw of a run (`simtape serve`'s in-process
+/// agent, a test function): its transcript as the model traffic shows it, the tools its
+/// requests offered, and each MCP world's score.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed<'a> {
+    /// The agent's turns, tool calls and final answer.
+    pub transcript: &'a Transcript,
+    /// The tools the agent offered the model (`None`: unknown, not checked).
+    pub offered: Option<&'a [String]>,
+    /// Each `[[mcp]]` server by name: the score of the world behind it, `None` for a
+    /// cassette.
+    pub worlds: &'a std::collections::BTreeMap<String, Option<Scored>>,
+}
+
+/// One verifier as a driver outside the pipeline judged it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judged {
+    /// It was judged: held or not, with what it saw.
+    Result(VerifierResult),
+    /// Its kind reads what the driver cannot see (`fs`, `gate`, `outcome`: the agent's files
+    /// and programs are its own), so it was not judged.
+    Unseen {
+        /// The verifier's name.
+        name: String,
+        /// Its kind.
+        kind: &'static str,
+    },
+}
+
+/// Judges `verifiers` in file order against what `observed` holds: `answer`, `tool_called`
+/// and `world_goal` read it exactly as the pipeline's verifiers read a run; the other kinds
+/// are [`Judged::Unseen`].
+pub fn judge_observed(verifiers: &[VerifySpec], observed: &Observed<'_>) -> Vec<Judged> {
+    let judged = |spec: &VerifySpec, seen: Seen| {
+        let held = seen.is_ok();
+        Judged::Result(VerifierResult {
+            name: spec.name.clone(),
+            line: spec.line,
+            held,
+            saw: seen.unwrap_or_else(|mismatch| mismatch.0),
+        })
+    };
+    let unseen = |spec: &VerifySpec, kind| Judged::Unseen {
+        name: spec.name.clone(),
+        kind,
+    };
+    verifiers
+        .iter()
+        .map(|spec| match &spec.check {
+            Check::Answer(expected) => judged(spec, answer_in(observed.transcript, expected)),
+            Check::ToolCalled { tool, args, called } => {
+                let seen = calls_in(
+                    observed.transcript,
+                    observed.offered,
+                    tool,
+                    args.as_ref(),
+                    *called,
+                );
+                judged(spec, seen)
+            }
+            Check::WorldGoal {
+                server,
+                allow_collateral,
+            } => {
+                let seen = match observed.worlds.get(server) {
+                    None => Err(Mismatch(format!("no [[mcp]] server is named {server:?}"))),
+                    Some(scored) => goal_in(server, scored.as_ref(), *allow_collateral),
+                };
+                judged(spec, seen)
+            }
+            Check::Fs { .. } => unseen(spec, "fs"),
+            Check::Gate { .. } => unseen(spec, "gate"),
+            Check::Outcome { .. } => unseen(spec, "outcome"),
+        })
+        .collect()
 }
 
 /// Checks `text` against every expectation given, the first that fails named.
@@ -294,7 +373,11 @@ fn answer(ctx: &Ctx, expected: &TextMatch) -> Seen {
             "no final answer: the scenario has no [agent]".to_string(),
         ));
     }
-    let transcript = ctx.state.transcript.borrow();
+    answer_in(&ctx.state.transcript.borrow(), expected)
+}
+
+/// The `answer` check against a transcript.
+fn answer_in(transcript: &Transcript, expected: &TextMatch) -> Seen {
     let Some(answer) = &transcript.answer else {
         return Err(Mismatch(format!(
             "no final answer (ended: {})",
@@ -317,14 +400,32 @@ fn subset(expected: &Value, actual: &Value) -> bool {
 }
 
 fn tool_called(ctx: &Ctx, tool: &str, args: Option<&Value>, called: bool) -> Seen {
-    // Without an agent, or for a tool the agent was never offered, `called = false` would
-    // hold whatever the run did.
+    // Without an agent, `called = false` would hold whatever the run did.
     if ctx.shared.eval.agent.is_none() && ctx.shared.eval.command.is_none() {
         return Err(Mismatch(
             "no tool calls: the scenario has no [agent]".to_string(),
         ));
     }
-    if let Some(offered) = ctx.state.offered_tools.borrow().as_ref() {
+    let offered = ctx.state.offered_tools.borrow();
+    calls_in(
+        &ctx.state.transcript.borrow(),
+        offered.as_deref(),
+        tool,
+        args,
+        called,
+    )
+}
+
+/// The `tool_called` check against a transcript and, when known, the tools the agent was
+/// offered (for a tool never offered, `called = false` would hold whatever the run did).
+fn calls_in(
+    transcript: &Transcript,
+    offered: Option<&[String]>,
+    tool: &str,
+    args: Option<&Value>,
+    called: bool,
+) -> Seen {
+    if let Some(offered) = offered {
         if !offered.iter().any(|name| name == tool) {
             return Err(Mismatch(format!(
                 "no tool named {tool:?} is offered to the agent (tools: {})",
@@ -332,7 +433,6 @@ fn tool_called(ctx: &Ctx, tool: &str, args: Option<&Value>, called: bool) -> See
             )));
         }
     }
-    let transcript = ctx.state.transcript.borrow();
     let calls: Vec<&Value> = transcript
         .calls()
         .filter(|call| call.name == tool)
@@ -367,6 +467,12 @@ fn world_goal(ctx: &Ctx, server: &str, allow_collateral: bool) -> Seen {
         return Err(Mismatch(format!("no [[mcp]] server is named {server:?}")));
     };
     let scored = ctx.shared.refs.mcp[index].with_state(|actor| actor.world_score());
+    goal_in(server, scored.as_ref(), allow_collateral)
+}
+
+/// The `world_goal` check against a server's world score (`None`: the server is a
+/// cassette).
+fn goal_in(server: &str, scored: Option<&Scored>, allow_collateral: bool) -> Seen {
     let Some(scored) = scored else {
         return Err(Mismatch(format!(
             "server {server:?} is a cassette, not a world"
@@ -474,6 +580,106 @@ mod tests {
     use serde_json::json;
 
     use super::{quote, subset, text_match, Mismatch};
+
+    #[test]
+    fn a_driver_outside_the_pipeline_judges_what_it_saw_and_names_what_it_cannot() {
+        // Goal: serve's in-process judgement reads a transcript, the offered tools and the
+        // worlds as the pipeline's checks read a run; fs, gate and outcome are unseen.
+        use super::{judge_observed, Judged, Observed};
+        use crate::spec::{Check, VerifySpec};
+        use crate::transcript::{Transcript, TranscriptCall, TranscriptTurn};
+        let spec = |name: &str, line, check| VerifySpec {
+            name: name.to_string(),
+            line,
+            check,
+        };
+        let verifiers = [
+            spec(
+                "multiplied",
+                1,
+                Check::ToolCalled {
+                    tool: "multiply".into(),
+                    args: Some(json!({"a": 6})),
+                    called: true,
+                },
+            ),
+            spec(
+                "divides",
+                2,
+                Check::ToolCalled {
+                    tool: "divide".into(),
+                    args: None,
+                    called: false,
+                },
+            ),
+            spec(
+                "answers",
+                3,
+                Check::Answer(TextMatch {
+                    contains: Some("42".into()),
+                    ..TextMatch::default()
+                }),
+            ),
+            spec(
+                "goal",
+                4,
+                Check::WorldGoal {
+                    server: "tickets".into(),
+                    allow_collateral: false,
+                },
+            ),
+            spec(
+                "kept",
+                5,
+                Check::Outcome {
+                    name: "kept".into(),
+                    value: json!(true),
+                },
+            ),
+        ];
+        let transcript = Transcript {
+            turns: vec![TranscriptTurn {
+                turn: 1,
+                text: String::new(),
+                tool_calls: vec![TranscriptCall {
+                    id: "c1".into(),
+                    name: "multiply".into(),
+                    arguments: json!({"a": 6, "b": 7}),
+                    ok: true,
+                    result: "42".into(),
+                }],
+            }],
+            answer: None,
+            ..Transcript::default()
+        };
+        let offered = vec!["multiply".to_string()];
+        let mut worlds = std::collections::BTreeMap::new();
+        worlds.insert("tickets".to_string(), None);
+        let observed = Observed {
+            transcript: &transcript,
+            offered: Some(&offered),
+            worlds: &worlds,
+        };
+        let saw: Vec<String> = judge_observed(&verifiers, &observed)
+            .into_iter()
+            .map(|judged| match judged {
+                Judged::Result(result) => {
+                    format!("{} {}: {}", result.name, result.held, result.saw)
+                }
+                Judged::Unseen { name, kind } => format!("{name} unseen ({kind})"),
+            })
+            .collect();
+        assert_eq!(
+            saw,
+            [
+                "multiplied true: found 1 matching call(s)",
+                "divides false: no tool named \"divide\" is offered to the agent (tools: multiply)",
+                "answers false: no final answer (ended: running)",
+                "goal false: server \"tickets\" is a cassette, not a world",
+                "kept unseen (outcome)",
+            ]
+        );
+    }
 
     #[test]
     fn text_matches_name_the_first_expectation_that_fails() {

@@ -102,8 +102,9 @@ fn replay(args: &ReplayArgs, tape: &inputs::TapeInputs, scratch: &Path) -> CliRe
         // A `simtape serve` tape: its inputs (the agent's requests and exit) are on it, so the
         // gateway runs again from them alone; no agent process is started. Also a serve
         // session of an agent-program scenario: it is judged as serve judged it (the agent's
-        // exit), not by the scenario's verifiers, which serve did not apply.
-        let replayed = simtape_serve::replay(&mut builder, &args.tape)
+        // exit and, for an in-process agent, the verifiers it can see), not by the pipeline.
+        let verify = &scenario.eval().verify;
+        let replayed = simtape_serve::replay(&mut builder, &args.tape, verify)
             .map_err(|error| CliError::Input(format!("{}: {error}", args.tape.display())))?;
         drop(replayed);
     } else {

@@ -168,7 +168,8 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         }
     };
     let session = if args.in_process {
-        simtape_serve::serve_in_process(&mut builder, options, agent_exits(), listening)
+        let verify = eval.eval().verify.clone();
+        simtape_serve::serve_in_process(&mut builder, options, agent_exits(), verify, listening)
     } else {
         let (stop_tx, stop) = smol::channel::bounded(1);
         if interactive {
@@ -251,6 +252,9 @@ fn report_session(
                     world.calls.len()
                 );
             }
+            for judged in &outcome.verifiers {
+                println!("serve: {}", verifier_line(judged));
+            }
             let verdict = outcome.verdict();
             println!("verdict: {verdict}");
             Ok(match verdict.split(':').next() {
@@ -262,6 +266,25 @@ fn report_session(
         Err(error) => {
             println!("verdict: error: {}", error.error);
             Ok(Outcome::RunError)
+        }
+    }
+}
+
+/// A verifier as serve judged it for an in-process agent, as `run` shows one.
+fn verifier_line(judged: &simtape_agent::Judged) -> String {
+    match judged {
+        simtape_agent::Judged::Result(result) => {
+            let mark = if result.held { "held  " } else { "FAILED" };
+            let (name, line, saw) = (&result.name, result.line, &result.saw);
+            format!("verify {mark} {name} (line {line}): {saw}")
+        }
+        simtape_agent::Judged::Unseen { name, kind } => {
+            let reason = match *kind {
+                "fs" => "it reads the agent's files, which an in-process agent keeps on the host",
+                "gate" => "it runs a program where the agent worked, which serve does not see",
+                _ => "it reads a scripted task's outcome, and an in-process session runs none",
+            };
+            format!("verify not judged {name} ({kind}): {reason}; assert in the test")
         }
     }
 }

@@ -768,7 +768,7 @@ async fn command_side(
     // A program that says nothing of its tool calls (a generic one printing plain lines) is
     // counted from its model traffic: what the model answered, what came back.
     if from_traffic && transcript.calls().next().is_none() {
-        transcript.turns = traffic_turns(&outcome.traffic);
+        transcript.turns = outcome.traffic.turns();
     }
     // An agent program's retries are its own; what simtape sees is each faulted answer it had
     // to get past.
@@ -881,30 +881,6 @@ pub fn transcript(events: &[SessionEvent]) -> Transcript {
         }
     }
     transcript
-}
-
-/// The turns the model traffic shows: one per answer the agent got, with the tool calls it
-/// asked for, each filled with the result a later request sent back (a call no request
-/// answered has an empty result).
-pub(crate) fn traffic_turns(traffic: &gateway::Traffic) -> Vec<TranscriptTurn> {
-    let turns = traffic.answers.iter().zip(1u32..);
-    turns
-        .map(|(answer, turn)| TranscriptTurn {
-            turn,
-            text: answer.text.clone(),
-            tool_calls: answer
-                .tool_calls
-                .iter()
-                .map(|call| TranscriptCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                    ok: true,
-                    result: traffic.results.get(&call.id).cloned().unwrap_or_default(),
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 /// Writes the session's evidence into `dir`.

@@ -150,6 +150,9 @@ pub struct GatewayOutcome {
     /// the tool results later requests sent back. An agent that prints no tool calls of
     /// its own (a generic program) is counted from it.
     pub traffic: Traffic,
+    /// An in-process agent's verifiers as serve judged them (the `judge` module), in file
+    /// order.
+    pub verifiers: Vec<simtape_agent::Judged>,
 }
 
 /// The agent's turns as the model traffic shows them, whatever the agent prints.
@@ -161,6 +164,8 @@ pub struct Traffic {
     /// Each tool result a request sent back, by the id of the call it answers (the first
     /// request that carried it: later ones repeat the conversation).
     pub results: std::collections::BTreeMap<String, String>,
+    /// Every tool a request offered the model, by name.
+    pub offered: std::collections::BTreeSet<String>,
 }
 
 impl Traffic {
@@ -175,6 +180,32 @@ impl Traffic {
                 .entry(id.clone())
                 .or_insert_with(|| content.clone());
         }
+        let offered = request.tools.iter().map(|tool| tool.name.clone());
+        self.offered.extend(offered);
+    }
+
+    /// The turns the traffic shows: one per answer the agent got, with the tool calls it
+    /// asked for, each filled with the result a later request sent back (a call no request
+    /// answered has an empty result).
+    pub(crate) fn turns(&self) -> Vec<simtape_agent::TranscriptTurn> {
+        let turns = self.answers.iter().zip(1u32..);
+        turns
+            .map(|(answer, turn)| simtape_agent::TranscriptTurn {
+                turn,
+                text: answer.text.clone(),
+                tool_calls: answer
+                    .tool_calls
+                    .iter()
+                    .map(|call| simtape_agent::TranscriptCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                        ok: true,
+                        result: self.results.get(&call.id).cloned().unwrap_or_default(),
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 }
 
@@ -196,8 +227,15 @@ impl GatewayOutcome {
         }
         // A test whose client never reached the endpoints would otherwise pass untested.
         let silent = self.in_process && self.model_calls + self.model_faults == 0;
+        let failed = self.verifiers.iter().find_map(|judged| match judged {
+            simtape_agent::Judged::Result(result) if !result.held => Some(result),
+            _ => None,
+        });
         match (self.agent_exit, silent) {
-            (Some(AgentExit::Exited(0)) | None, false) => "ok".to_string(),
+            (Some(AgentExit::Exited(0)) | None, false) => match failed {
+                Some(result) => format!("fail: {}: {}", result.name, result.saw),
+                None => "ok".to_string(),
+            },
             (Some(AgentExit::Exited(0)) | None, true) => format!("fail: {NO_MODEL_CALLS}"),
             (Some(exit), false) => format!("fail: the agent {}", exit.describe()),
             (Some(exit), true) => format!("fail: the agent {}; {NO_MODEL_CALLS}", exit.describe()),
@@ -214,7 +252,21 @@ pub async fn gateway(
     inputs: Inbox<GatewayInput>,
     responses: Outbox<HttpResponse>,
 ) -> GatewayOutcome {
-    let outcome = serve(&host, inputs, responses, None).await;
+    gateway_judging(host, inputs, responses, std::rc::Rc::from([])).await
+}
+
+/// The gateway pipeline that, when the agent was in-process, then judges `verify` (the
+/// scenario's verifiers) against what it saw.
+pub async fn gateway_judging(
+    host: Host,
+    inputs: Inbox<GatewayInput>,
+    responses: Outbox<HttpResponse>,
+    verify: std::rc::Rc<[simtape_agent::VerifySpec]>,
+) -> GatewayOutcome {
+    let mut outcome = serve(&host, inputs, responses, None).await;
+    if outcome.in_process {
+        outcome.verifiers = crate::judge::in_process(&host, &verify, &outcome);
+    }
     host.outcome(
         "gateway",
         &json!({"requests": outcome.requests, "model_calls": outcome.model_calls}),

@@ -51,6 +51,7 @@ mod body;
 mod contained;
 mod driver;
 mod intake;
+mod judge;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -253,22 +254,33 @@ pub fn serve(
 /// (a test function inside pytest: `simtape serve --in-process`), until that agent reports
 /// how it ended on `exits`; a closed channel is an agent that ended without saying
 /// (`Signaled`). Its end goes on the tape as [`GatewayInput::InProcessExited`], whose
-/// verdict also asks that it called the model.
+/// verdict also asks that it called the model and that the verifiers of `verify` serve can
+/// judge hold (`answer`, `tool_called`, `world_goal`: see [`simtape_agent::judge_observed`]).
 pub fn serve_in_process(
     builder: &mut Builder,
     options: ServeOptions,
     exits: smol::channel::Receiver<AgentExit>,
+    verify: Vec<simtape_agent::VerifySpec>,
     listening: impl FnOnce(&Endpoints),
 ) -> Result<Session, ServeError> {
-    serve_until(builder, options, Until::Reported(exits), listening)
+    let verify = Rc::from(verify);
+    serve_until(
+        builder,
+        options,
+        Until::Reported { exits, verify },
+        listening,
+    )
 }
 
 /// What ends a session without an agent command.
 enum Until {
     /// The user (Ctrl-C): no exit goes on the tape.
     Stopped(smol::channel::Receiver<()>),
-    /// The in-process agent's own report of its exit.
-    Reported(smol::channel::Receiver<AgentExit>),
+    /// The in-process agent's own report of its exit; then the verifiers serve judges.
+    Reported {
+        exits: smol::channel::Receiver<AgentExit>,
+        verify: Rc<[simtape_agent::VerifySpec]>,
+    },
 }
 
 fn serve_until(
@@ -322,7 +334,11 @@ async fn session(
         builder.sandbox(sandbox::SandboxMode::Off.label());
     }
     let sim = builder.build().map_err(ServeError::Build)?;
-    let mut run = sim.start(move |host| gateway::gateway(host, inputs, responses));
+    let verify = match &until {
+        Until::Reported { verify, .. } => verify.clone(),
+        Until::Stopped(_) => Rc::from([]),
+    };
+    let mut run = sim.start(move |host| gateway::gateway_judging(host, inputs, responses, verify));
     let mut normalizer = options.normalizer.clone();
     if let Some(command) = &options.command {
         // The agent works where it was started: its path differs per machine and run.
@@ -360,7 +376,7 @@ async fn session(
                     let _ = stop.recv().await;
                     driver::Ending::Stopped
                 }
-                Until::Reported(exits) => {
+                Until::Reported { exits, .. } => {
                     driver::Ending::AgentExited(exits.recv().await.unwrap_or(AgentExit::Signaled))
                 }
             },
@@ -374,7 +390,7 @@ async fn session(
         let _ = child.status().await;
     }
     match (ended, &until) {
-        (Some(driver::Ending::AgentExited(exit)), Until::Reported(_)) => {
+        (Some(driver::Ending::AgentExited(exit)), Until::Reported { .. }) => {
             driver.deliver_input(&mut run, GatewayInput::InProcessExited(exit));
         }
         (Some(driver::Ending::AgentExited(exit)), Until::Stopped(_)) => {
@@ -456,10 +472,12 @@ pub enum ReplayError {
 }
 
 /// Runs `builder`'s gateway again from the inputs recorded on `tape`, without any agent:
-/// the same seed and scenario give the same tape bytes.
+/// the same seed and scenario give the same tape bytes. `verify` is the scenario's
+/// verifiers, judged again when the agent was in-process, as serve judged them.
 pub fn replay(
     builder: &mut Builder,
     tape: &Path,
+    verify: &[simtape_agent::VerifySpec],
 ) -> Result<Result<RunReport<GatewayOutcome>, RunError>, ReplayError> {
     let reader = TapeReader::open(tape)?;
     if let Some(label) = &reader.header().sandbox {
@@ -473,7 +491,8 @@ pub fn replay(
             detail: e.to_string(),
         })
     })?;
-    let mut run = sim.start(move |host| gateway::gateway(host, inbox, outbox));
+    let verify: Rc<[simtape_agent::VerifySpec]> = Rc::from(verify);
+    let mut run = sim.start(move |host| gateway::gateway_judging(host, inbox, outbox, verify));
     run.replay_inputs(&inputs)?;
     Ok(run.finish_with_verdict(verdict))
 }

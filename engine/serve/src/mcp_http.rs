@@ -61,7 +61,7 @@ pub fn server_url(addr: SocketAddr, name: &str) -> String {
 }
 
 /// Returns the `[[mcp]]` server name of an actor name (`mcp:tickets` → `tickets`).
-fn server_name(actor: &str) -> Option<&str> {
+pub(crate) fn server_name(actor: &str) -> Option<&str> {
     actor.strip_prefix("mcp:")
 }
 

@@ -75,7 +75,7 @@ fn codex_runs_unchanged_and_gives_identical_tapes() {
 
     let mut builder = common::example("codex").builder(0);
     builder.tape(root.join("replay.tape"));
-    let replayed = simtape_serve::replay(&mut builder, &root.join("one.tape"))
+    let replayed = simtape_serve::replay(&mut builder, &root.join("one.tape"), &[])
         .unwrap()
         .unwrap();
     assert_eq!(replayed.output.verdict(), "ok");

@@ -60,7 +60,9 @@ fn check_replay(scenario: &Path, tape: &Path, dir: &Path, verdict: &str) {
     let mut builder = eval.builder(0);
     let again = dir.join("replay.tape");
     builder.tape(&again);
-    let replayed = simtape_serve::replay(&mut builder, tape).unwrap().unwrap();
+    let replayed = simtape_serve::replay(&mut builder, tape, &[])
+        .unwrap()
+        .unwrap();
     assert_eq!(replayed.output.verdict(), verdict);
     assert!(
         std::fs::read(again).unwrap() == std::fs::read(tape).unwrap(),

@@ -2,6 +2,7 @@
 messages, SIMTAPE_SEED, xdist, --simtape-check-determinism and bad input."""
 
 import hashlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -89,6 +90,46 @@ def test_check_determinism_passes_a_deterministic_agent_and_names_the_divergence
     assert "simtape: seed 7 is not deterministic: two runs wrote different tapes" in out
     assert "seed-7.again.tape" in out
     assert "first divergence:" in out and "InProcessExited" in out, out
+
+
+VERIFIERS = """
+[[verify]]
+name = "multiplied"
+kind = "tool_called"
+tool = "multiply"
+args = { a = 6, b = 7 }
+
+[[verify]]
+name = "answers 42"
+kind = "answer"
+contains = "42"
+
+[[verify]]
+name = "reviewed"
+kind = "outcome"
+value = true
+"""
+
+
+def test_the_verifiers_serve_can_see_judge_the_test_and_replay_judges_the_same(example):
+    scenario = example.path / "scenario.toml"
+    scenario.write_text(scenario.read_text() + VERIFIERS)
+    example.runpytest_subprocess("--simtape-seeds", "0", "--simtape-tapes", "held").assert_outcomes(passed=1)
+
+    # A verifier that does not hold fails a test that passed, naming it and what it saw.
+    scenario.write_text(scenario.read_text() + '\n[[verify]]\nname = "divides"\nkind = "tool_called"\ntool = "divide"\n')
+    result = example.runpytest_subprocess("--simtape-seeds", "0", "--simtape-tapes", "failed")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    # docs/pytest.md shows this failure ("What is judged").
+    shown = next(b.split("```", 1)[0] for b in DOC.read_text().split("```text\n")[1:] if "FAIL: divides" in b)
+    for line in shown.splitlines():
+        assert line in out.splitlines(), f"docs/pytest.md shows {line!r}; the run printed:\n{out}"
+
+    # The judgement is on the tape: a replay without the test judges the same.
+    tape = example.path / "failed" / TAPES / "seed-0.tape"
+    replay = example.run(os.environ.get("SIMTAPE_BIN") or shutil.which("simtape"), "replay", str(tape), "--scenario", str(scenario))
+    assert "replay: byte-identical" in replay.stdout.str(), replay.stdout.str() + replay.stderr.str()
 
 
 def test_a_test_that_never_calls_the_model_fails_saying_so(pytester):

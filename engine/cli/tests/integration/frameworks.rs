@@ -64,6 +64,16 @@ fn runs_as_documented(name: &str, test: &str) {
         )),
         "{shown}"
     );
+    // What the test raised is the exception's own line (the 429 through the framework's
+    // error type), not a note a framework adds after it (LangGraph's carries a run id).
+    let raised = shown
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("the test raised: "))
+        .unwrap_or_else(|| panic!("no raised line:\n{shown}"));
+    assert!(
+        raised.contains("Error: status_code: 429") || raised.contains("Error: Error code: 429"),
+        "{raised}\n{shown}"
+    );
 }
 
 #[test]

@@ -31,7 +31,7 @@ fn a_vercel_ai_sdk_agent_passes_ten_seeds_under_node_test_with_the_same_tapes_tw
             .unwrap();
         let shown = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "node --test failed:\n{shown}");
-        assert!(shown.contains("# pass 17\n"), "{shown}");
+        assert!(shown.contains("# pass 18\n"), "{shown}");
         tapes.push(files(&dir));
     }
     assert_eq!(tapes[0].len(), 17, "a tape per seed and the silent run's");
@@ -65,6 +65,6 @@ fn the_vercel_ai_sdk_agent_passes_five_seeds_under_vitest() {
         .unwrap();
     let shown = crate::common::text(&output);
     assert!(output.status.success(), "vitest failed:\n{shown}");
-    assert!(shown.contains("5 passed"), "{shown}");
+    assert!(shown.contains("6 passed"), "{shown}");
     assert_eq!(files(&dir).len(), 5, "a tape per seed");
 }

@@ -61,7 +61,9 @@ pub(crate) fn in_ci() -> bool {
 pub(crate) fn assert_replays(scenario: &EvalScenario, tape: &Path, replay_tape: &Path) {
     let mut builder = scenario.builder(0);
     builder.tape(replay_tape);
-    let replayed = simtape_serve::replay(&mut builder, tape).unwrap().unwrap();
+    let replayed = simtape_serve::replay(&mut builder, tape, &[])
+        .unwrap()
+        .unwrap();
     assert_eq!(replayed.output.verdict(), "ok");
     assert!(
         std::fs::read(replay_tape).unwrap() == std::fs::read(tape).unwrap(),

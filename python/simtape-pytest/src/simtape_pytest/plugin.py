@@ -233,7 +233,7 @@ def pytest_runtest_call(item: pytest.Item):
     except BaseException as error:
         # Judged outside this block: the failure then stands alone, not chained to `error`
         # (whose summary it carries).
-        raised = "".join(traceback.format_exception_only(type(error), error)).strip()
+        raised = _exception_line(error)
     verdict = _finish(served, 0 if raised is None else 1)
     if raised is not None or not verdict.ok:
         pytest.fail(_failure(item, served, verdict, raised), pytrace=False)
@@ -260,10 +260,18 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _exception_line(error: BaseException) -> str:
+    """The exception's own last line (`openai.RateLimitError: Error code: 429 - …`), without
+    the notes a framework adds after it (LangGraph's names its node and a per-run id)."""
+    lines = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()
+    notes = sum(len(str(note).splitlines()) for note in getattr(error, "__notes__", None) or [])
+    return (lines[: len(lines) - notes] or lines)[-1]
+
+
 def _failure(item: pytest.Item, served: Served, verdict: Verdict, raised: Optional[str]) -> str:
     lines = [f"simtape: seed {served.seed} of {_shown(served.scenario)}: {verdict.kind}: {verdict.reason}"]
     if raised:
-        lines.append(f"  the test raised: {raised.splitlines()[-1]}")
+        lines.append(f"  the test raised: {raised}")
     lines += [f"  {line}" for line in verdict.summary]
     lines.append(f"  reproduce: {_reproduce(item, served.seed)}")
     lines.append(f"  tape: {_shown(served.tape)}")
