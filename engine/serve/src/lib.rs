@@ -283,6 +283,16 @@ enum Until {
     },
 }
 
+impl Until {
+    /// The verifiers serve judges when the session ends: an in-process agent's only.
+    fn verify(&self) -> Rc<[simtape_agent::VerifySpec]> {
+        match self {
+            Until::Reported { verify, .. } => verify.clone(),
+            Until::Stopped(_) => Rc::from([]),
+        }
+    }
+}
+
 fn serve_until(
     builder: &mut Builder,
     options: ServeOptions,
@@ -334,10 +344,7 @@ async fn session(
         builder.sandbox(sandbox::SandboxMode::Off.label());
     }
     let sim = builder.build().map_err(ServeError::Build)?;
-    let verify = match &until {
-        Until::Reported { verify, .. } => verify.clone(),
-        Until::Stopped(_) => Rc::from([]),
-    };
+    let verify = until.verify();
     let mut run = sim.start(move |host| gateway::gateway_judging(host, inputs, responses, verify));
     let mut normalizer = options.normalizer.clone();
     if let Some(command) = &options.command {

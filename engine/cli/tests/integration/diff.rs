@@ -141,3 +141,48 @@ fn an_mcp_divergence_names_the_mcp_call() {
     );
     assert!(shown.contains("  where: "), "{shown}");
 }
+
+#[test]
+fn a_built_in_agents_changed_prompt_is_named_by_its_field() {
+    // Goal: a built-in agent's model request (the LLM actor's record, whose fields are
+    // stored by place) is diffed by its fields' names: `/new/0/content`, the system prompt
+    // among the messages the first call adds, not `payload/1/4/0/1`.
+    let dir = scratch("diff", "built-in-prompt");
+    let source = std::fs::read_to_string(repo().join("scenarios/ticket-retry.toml")).unwrap();
+    // The copies live in the scratch directory, their fixture and world named by absolute
+    // path.
+    let scenarios = repo().join("scenarios");
+    let source = source
+        .replace("\"data/", &format!("\"{}/data/", scenarios.display()))
+        .replace("\"worlds/", &format!("\"{}/worlds/", scenarios.display()));
+    assert!(source.contains("system = \"You work the team's ticket tracker through its tools.\""));
+    let tape = |name: &str, system: &str| {
+        let scenario = dir.join(format!("{name}.toml"));
+        let text = source.replacen(
+            "system = \"You work the team's ticket tracker through its tools.\"",
+            &format!("system = \"{system}\""),
+            1,
+        );
+        std::fs::write(&scenario, text).unwrap();
+        let path = dir.join(format!("{name}.tape"));
+        run_ok(
+            simtape()
+                .arg("run")
+                .arg(&scenario)
+                .args(["--seed", "0", "--tape"])
+                .arg(&path),
+        );
+        path
+    };
+    let a = tape("a", "You work the team's ticket tracker through its tools.");
+    let b = tape("b", "You work the ticket tracker through its tools.");
+    let output = simtape().arg("diff").arg(&a).arg(&b).output().unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains(
+            "first divergence: model call 1, request\n  /new/0/content: \"You work the team's ticket tracker through its tools.\" → \"You work the ticket tracker through its tools.\"\n"
+        ),
+        "{shown}"
+    );
+}

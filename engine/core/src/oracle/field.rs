@@ -177,12 +177,10 @@ fn segment(key: &Value) -> String {
 /// and how many differ in all. A string field that holds a JSON document on both sides (an
 /// HTTP body the gateway received) is compared as JSON: its fields are named by pointers into
 /// the body (`/model`) and the change says which payload field the body is. Other fields are
-/// named by their path in the payload (`payload/1/0`).
-pub(crate) fn changes(a: &[u8], b: &[u8]) -> (Vec<FieldChange>, u64) {
+/// named by their path in the payload (`payload/1/0`), but a model call's request, whose
+/// record type the core knows, is compared by its fields' names (`/model` in `payload/1`).
+pub(crate) fn changes(named: Named, a: &[u8], b: &[u8]) -> (Vec<FieldChange>, u64) {
     use crate::json_diff;
-    let (Ok(x), Ok(y)) = (payload_to_json(a), payload_to_json(b)) else {
-        return (Vec::new(), 0);
-    };
     let mut listed = Vec::new();
     let mut total = 0;
     let mut list = |change: FieldChange| {
@@ -190,6 +188,20 @@ pub(crate) fn changes(a: &[u8], b: &[u8]) -> (Vec<FieldChange>, u64) {
         if listed.len() < CHANGES_LISTED_MAX {
             listed.push(change);
         }
+    };
+    if let (Named::ModelRequest, Some(x), Some(y)) = (named, model_request(a), model_request(b)) {
+        for change in json_diff::changes(&x, &y, PAYLOAD_CHANGES_MAX).listed {
+            list(FieldChange {
+                pointer: change.pointer,
+                body: Some("payload/1".to_string()),
+                a: change_value(change.a.as_ref()),
+                b: change_value(change.b.as_ref()),
+            });
+        }
+        return (listed, total);
+    }
+    let (Ok(x), Ok(y)) = (payload_to_json(a), payload_to_json(b)) else {
+        return (Vec::new(), 0);
     };
     for outer in json_diff::changes(&x, &y, PAYLOAD_CHANGES_MAX).listed {
         let field = format!("payload{}", outer.pointer);
@@ -212,6 +224,34 @@ pub(crate) fn changes(a: &[u8], b: &[u8]) -> (Vec<FieldChange>, u64) {
         });
     }
     (listed, total)
+}
+
+/// Which payloads a record holds whose fields the core can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Named {
+    /// A request of the LLM actor: `(operation, RequestRecord)`.
+    ModelRequest,
+    /// Any other: its fields are named by their place.
+    Positional,
+}
+
+impl Named {
+    /// What `actor`'s record of `kind` holds.
+    pub(crate) fn of(actor: &str, kind: crate::tape::RecordKind) -> Named {
+        match (actor, kind) {
+            (crate::capabilities::LLM_ACTOR, crate::tape::RecordKind::Request) => {
+                Named::ModelRequest
+            }
+            _ => Named::Positional,
+        }
+    }
+}
+
+/// A model call's request record as JSON with its fields' names, when it decodes as one.
+fn model_request(payload: &[u8]) -> Option<serde_json::Value> {
+    let (_, record): (String, crate::cap::llm::RequestRecord<'_>) =
+        rmp_serde::from_slice(payload).ok()?;
+    serde_json::to_value(record).ok()
 }
 
 /// Returns the JSON document a string value holds, when it is an object or an array.
@@ -320,6 +360,40 @@ mod tests {
     }
 
     #[test]
+    fn a_model_request_is_compared_by_its_fields_names() {
+        // Goal: a model call's request record names the changed field (`/model`), where its
+        // place in the record (`payload/1/0`) would say nothing to its reader.
+        use crate::cap::llm::{Message, RequestRecord};
+        use std::borrow::Cow;
+        let messages = [Message::user("What is 6 times 7?")];
+        let request = |model: &'static str| {
+            let record = RequestRecord {
+                model: Cow::Borrowed(model),
+                scope: None,
+                messages: 1,
+                kept: 0,
+                new: Cow::Borrowed(&messages[..]),
+                tools_digest: Cow::Borrowed("d"),
+                tools: None,
+            };
+            rmp_serde::to_vec(&("complete", record)).unwrap()
+        };
+        let (a, b) = (request("gpt-4.1-mini"), request("gpt-4.1"));
+        let (listed, total) = changes(Named::ModelRequest, &a, &b);
+        assert_eq!(total, 1);
+        assert_eq!(
+            (listed[0].pointer.as_str(), listed[0].body.as_deref()),
+            ("/model", Some("payload/1"))
+        );
+        assert_eq!(
+            (listed[0].a.as_str(), listed[0].b.as_str()),
+            ("\"gpt-4.1-mini\"", "\"gpt-4.1\"")
+        );
+        let (listed, _) = changes(Named::Positional, &a, &b);
+        assert_eq!(listed[0].pointer, "payload/1/0");
+    }
+
+    #[test]
     fn missing_entries_are_absent() {
         // Goal: a key or an element only one side has is shown as absent on the other.
         let a = encode(&serde_json::json!({"a/b": 1}));
@@ -381,7 +455,7 @@ mod tests {
             "message",
             serde_json::json!({"Request": [1, "POST", "/v1/responses", body("gpt-4.1")]}),
         ));
-        let (listed, total) = changes(&a, &b);
+        let (listed, total) = changes(Named::Positional, &a, &b);
         assert_eq!(total, 2);
         assert_eq!(
             (listed[0].pointer.as_str(), listed[0].a.as_str()),
@@ -400,7 +474,7 @@ mod tests {
         // Goal: at most CHANGES_LISTED_MAX changes are listed, each value cut.
         let a = encode(&vec!["a".repeat(500); 8]);
         let b = encode(&vec!["b".repeat(500); 8]);
-        let (listed, total) = changes(&a, &b);
+        let (listed, total) = changes(Named::Positional, &a, &b);
         assert_eq!((listed.len(), total), (CHANGES_LISTED_MAX, 8));
         assert_eq!(listed[0].a.chars().count(), CHANGE_CHARS_MAX + 1);
     }

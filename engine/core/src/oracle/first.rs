@@ -3,7 +3,7 @@
 //! and decoded.
 
 use super::calls::CallRef;
-use super::field::{changes, first_difference, quote, render_record, Fields};
+use super::field::{changes, first_difference, quote, render_record, Fields, Named};
 use super::fingerprint::{ActorNames, Scan};
 use super::report::{DivergenceOp, FirstDivergence, HunkOp};
 use super::source::{resolve_payload, TapeSource};
@@ -123,7 +123,8 @@ pub(crate) fn describe<SA: TapeSource + ?Sized, SB: TapeSource + ?Sized>(
             // The fields listed are the payload's, when the identifying fields agree.
             let (listed, total) = match &diff {
                 Some(d) if d.field.starts_with("payload") => {
-                    changes(&record_a.payload, &record_b.payload)
+                    let named = Named::of(&actor_a, record_a.kind);
+                    changes(named, &record_a.payload, &record_b.payload)
                 }
                 _ => (Vec::new(), 0),
             };

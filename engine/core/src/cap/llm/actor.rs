@@ -4,9 +4,10 @@
 //! or one from outside the core ([`Llm::from_backend`]; record mode is the gateway's). The
 //! actor, its tape records and the [`LlmHandle`] are the same for every backend.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::backend::{ModelBackend, RecordError};
 use super::digest::{Memo, Observed};
@@ -87,22 +88,25 @@ impl std::error::Error for LlmError {}
 
 /// The body of a call's `request` record: the conversation as it changed since the previous
 /// call of the run, so a run's records grow with its conversation, not with its square.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// It reads back too (the oracle names a changed field `/model` through it, not by its place
+/// in the record): what a run writes it borrows, what a reader decodes it owns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord<'a> {
     /// The model name.
-    pub model: &'a str,
+    pub model: Cow<'a, str>,
     /// The request's scope.
-    pub scope: Option<&'a str>,
+    pub scope: Option<Cow<'a, str>>,
     /// How many messages the request holds.
     pub messages: u64,
     /// How many leading messages are those of the previous call (0 on the first call).
     pub kept: u64,
     /// The messages after those: `messages - kept` of them.
-    pub new: &'a [Message],
+    pub new: Cow<'a, [Message]>,
     /// SHA-256 hex of the tool list's canonical JSON.
-    pub tools_digest: &'a str,
+    pub tools_digest: Cow<'a, str>,
     /// The tool list, when it differs from the previous call's (always on the first call).
-    pub tools: Option<&'a [ToolDefinition]>,
+    pub tools: Option<Cow<'a, [ToolDefinition]>>,
 }
 
 /// The reply record of one call: what the tape shows about it.
@@ -341,13 +345,15 @@ impl Actor for LlmActor {
             None => self.memo.observe(request),
         };
         let record = RequestRecord {
-            model: &request.model,
-            scope: request.scope.as_deref(),
+            model: Cow::Borrowed(&request.model),
+            scope: request.scope.as_deref().map(Cow::Borrowed),
             messages: request.messages.len() as u64,
             kept: observed.kept as u64,
-            new: &request.messages[observed.kept..],
-            tools_digest: &observed.tools_digest,
-            tools: observed.tools_changed.then_some(&request.tools[..]),
+            new: Cow::Borrowed(&request.messages[observed.kept..]),
+            tools_digest: Cow::Borrowed(&observed.tools_digest),
+            tools: observed
+                .tools_changed
+                .then_some(Cow::Borrowed(&request.tools[..])),
         };
         rmp_serde::encode::write(body, &record).expect("a request record always encodes");
         true
