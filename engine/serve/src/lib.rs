@@ -38,6 +38,7 @@ pub mod evidence;
 pub mod gateway;
 pub mod limits;
 pub mod mcp_http;
+mod mcp_path;
 pub mod mcp_stdio;
 pub mod normalize;
 pub mod outside;
@@ -56,6 +57,7 @@ mod body;
 mod contained;
 mod driver;
 mod intake;
+mod order;
 
 use std::net::SocketAddr;
 use std::path::Path;

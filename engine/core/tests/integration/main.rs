@@ -11,6 +11,7 @@ mod codemap;
 mod executor;
 mod faults;
 mod long_functions;
+mod module_cycles;
 mod open_run;
 mod oracle;
 mod properties;
