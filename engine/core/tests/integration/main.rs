@@ -15,6 +15,7 @@ mod module_cycles;
 mod open_run;
 mod oracle;
 mod properties;
+mod public_surface;
 mod scenario;
 mod tape;
 mod testing;
