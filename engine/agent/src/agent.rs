@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use simtape::cap::llm::{ChatRequest, ChatResponse, LlmError, Message, Role, ToolCall};
 
+use crate::ctx::Ctx;
 use crate::log::AgentEvent;
-use crate::pipeline::Ctx;
 use crate::report::AgentError;
 use crate::retry::wait_ms;
 use crate::slots::{join_all, Slots};

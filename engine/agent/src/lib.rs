@@ -40,11 +40,16 @@
 //!   [`VerifySpec`] and their parts.
 //! - `tables` — decoding and checking the eval tables, through the core's extension hook.
 //! - `scenario` — [`EvalScenario`], [`EvalSpec`]: loading, builders, runs.
+//! - `ctx` — [`EvalSpec`] and what every part of a run reaches: the scenario's shared,
+//!   read-only parts and one run's context (host, retry budget, state). Below every part
+//!   that runs, importing none of them.
 //! - `pipeline` — the main task: tasks and agent side by side, then verifiers.
 //! - `agent` — the loop: turns, model retries, concurrent tool calls.
 //! - `tools` — the fs, process and MCP tools, argument checks, what stops a run.
 //! - `slots` — at most `tool_concurrency` calls at a time, joined in call order.
 //! - `retry` — the run-wide retry budget and back-off in virtual time.
+//! - [`harness`] — multi-session runs (`[harness]`); its data (policy, parts, state files,
+//!   errors) is `harness_spec`, below the run's context.
 //! - `verify` — the six verifier kinds and text expectations.
 //! - [`log`] — the `agent` actor and its records.
 //! - [`transcript`] — the agent's turns, calls and answer for people and reports.
@@ -55,7 +60,9 @@
 
 mod agent;
 mod command;
+mod ctx;
 pub mod harness;
+mod harness_spec;
 pub mod log;
 mod pipeline;
 mod property;
@@ -74,8 +81,9 @@ pub use report::{AgentError, EvalFailure, EvalReport, ToolFailure, WorldOutcome}
 pub use command::{
     AgentExit, CommandEnd, GateRun, ProgramSessions, SessionEnd, SessionRequest, EXIT_VERIFIER,
 };
+pub use ctx::{mcp_actor_name, EvalSpec};
 pub use pipeline::RunOutput;
-pub use scenario::{mcp_actor_name, CommandRun, EvalScenario, EvalSpec};
+pub use scenario::{CommandRun, EvalScenario};
 pub use simtape_eval::{Verdict, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};
 pub use spec::{
     AdapterKind, AgentClock, AgentSandbox, AgentSpec, AgentVariant, Check, CommandAgentSpec,

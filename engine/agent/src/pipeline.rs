@@ -15,73 +15,15 @@ use std::task::Poll;
 
 use serde_json::Value;
 use simtape::scenario::StepError;
-use simtape::{Capabilities, Host};
+use simtape::Host;
 
-use crate::log::{self, AgentEvent};
+use crate::log::AgentEvent;
 use simtape_eval::{Verdict, VerifierResult};
 
-use crate::command::{AgentExit, CommandEnd, GateRun, ProgramSessions, EXIT_VERIFIER};
+use crate::command::{AgentExit, CommandEnd, ProgramSessions, EXIT_VERIFIER};
+use crate::ctx::{Ctx, RunState, Shared};
 use crate::report::{AgentError, EvalFailure};
 use crate::retry::Retries;
-use crate::scenario::Shared;
-use crate::transcript::Transcript;
-
-/// What a run leaves outside the simulation even when the engine stops it: the transcript
-/// so far and the capabilities (to find the fs actor's final state).
-#[derive(Debug, Default)]
-pub(crate) struct RunState {
-    pub(crate) transcript: RefCell<Transcript>,
-    pub(crate) capabilities: RefCell<Option<Capabilities>>,
-    /// The recorded gate runs of an agent program (`[agent] kind = "command"`), in order.
-    pub(crate) gates: RefCell<Vec<GateRun>>,
-    /// A `[harness]` run's own verifier results and outcome, once it has ended.
-    pub(crate) harness:
-        RefCell<Option<(Vec<VerifierResult>, simtape_eval::harness::HarnessOutcome)>>,
-    /// The tool names the built-in agent was offered, once its toolbox is open (an agent
-    /// program's tools are its own: unknown).
-    pub(crate) offered_tools: RefCell<Option<Vec<String>>>,
-    /// How many `[[mcp]] elicitation` answers each server (by index) has used.
-    pub(crate) elicited: RefCell<std::collections::BTreeMap<usize, usize>>,
-}
-
-/// Everything the agent, its tools and the verifiers reach during one run.
-#[derive(Debug)]
-pub(crate) struct Ctx {
-    pub(crate) host: Host,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) retries: Retries,
-    pub(crate) state: Rc<RunState>,
-}
-
-impl Ctx {
-    /// Puts one of the harness's steps on the tape.
-    pub(crate) async fn record(&self, event: AgentEvent) {
-        if let Some(agent_log) = self.shared.refs.log {
-            log::record(agent_log, event).await;
-        }
-    }
-
-    /// Takes one retry from the run's budget (and counts it in the transcript); `false` when
-    /// the budget is spent.
-    pub(crate) fn take_retry(&self) -> bool {
-        let taken = self.retries.take();
-        if taken {
-            self.state.transcript.borrow_mut().retries = self.retries.taken();
-        }
-        taken
-    }
-
-    /// Fails the agent's setup when `present` is false: `what` needs the table `table`.
-    pub(crate) fn require(&self, present: bool, what: &str, table: &str) -> Result<(), AgentError> {
-        if present {
-            Ok(())
-        } else {
-            Err(AgentError::Setup(format!(
-                "{what} need {table} in the scenario"
-            )))
-        }
-    }
-}
 
 /// The main task's output (opaque: a report is made of it by the scenario).
 #[derive(Debug)]

@@ -8,8 +8,8 @@ use serde_json::Value;
 use simtape_eval::property::PropertyResult;
 use simtape_eval::{Verdict, VerifierResult};
 
+use crate::ctx::Ctx;
 use crate::log::AgentEvent;
-use crate::pipeline::Ctx;
 use crate::report::AgentError;
 use crate::spec::PropertySpec;
 use crate::verify::{read_only, Mismatch, Seen};

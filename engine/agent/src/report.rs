@@ -56,7 +56,7 @@ pub enum AgentError {
     Setup(String),
     /// A `[harness]` run cannot go on (its state, a part that could not run).
     #[error("[harness]: {0}")]
-    Harness(Box<crate::harness::HarnessError>),
+    Harness(Box<crate::harness_spec::error::HarnessError>),
     /// The agent program ran over its wall-clock timeout and was stopped.
     #[error("the agent program ran over its timeout of {timeout_ms} ms and was stopped")]
     Timeout {

@@ -6,119 +6,21 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use simtape::actor::ActorRef;
 use simtape::cap::fs::FsDiff;
 use simtape::run::Run;
 use simtape::scenario::decoder::Capability;
 use simtape::scenario::{Scenario, ScenarioError};
 use simtape::{ActorStates, Builder, Host, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
-use simtape_mcp::world::faults::FaultRule;
-use simtape_mcp::world::World;
-use simtape_mcp::Cassette;
 
 use crate::command::CommandEnd;
-use crate::log::{AgentLog, AGENT_ACTOR};
-use crate::pipeline::{self, RunOutput, RunState};
+use crate::ctx::{mcp_actor_name, EvalSpec, Refs, RunState, Shared};
+use crate::pipeline::{self, RunOutput};
 
 use crate::report::{EvalFailure, EvalReport, WorldOutcome};
-use crate::spec::{
-    AgentSpec, Check, CommandAgentSpec, McpFault, McpServerSpec, McpSource, ToolSource,
-};
-use crate::spec::{NormalizeSpec, UnknownAgent, VerifySpec};
-use crate::tables::EvalTables;
-use crate::tools::Builtin;
-
-/// The eval parts of a scenario: what `[agent]`, `[[mcp]]`, `[[faults.mcp]]` and `[[verify]]`
-/// decode to. [`EvalScenario::load`] takes them from the scenario file;
-/// [`EvalScenario::from_parts`] takes them from Rust.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EvalSpec {
-    /// The built-in agent, if the scenario runs it.
-    pub agent: Option<AgentSpec>,
-    /// The agent program outside the simulation, if the scenario runs one instead (it runs
-    /// under `simtape-serve`'s driver, not [`EvalScenario::run`]).
-    pub command: Option<CommandAgentSpec>,
-    /// Rules for volatile fields of an agent program's requests (`[normalize]`), beside the
-    /// built-in ones.
-    pub normalize: NormalizeSpec,
-    /// The MCP servers, in file order.
-    pub mcp: Vec<McpServerSpec>,
-    /// The MCP fault rules (`[[faults.mcp]]`; the core applies the rest of `[faults]`).
-    pub mcp_faults: Vec<McpFault>,
-    /// The verifiers, in file order.
-    pub verify: Vec<VerifySpec>,
-    /// The properties, in file order.
-    pub properties: Vec<crate::spec::PropertySpec>,
-    /// The multi-session run policy and features (`[harness]`), when the scenario has one.
-    pub harness: Option<crate::harness::policy::HarnessSpec>,
-}
-
-/// Returns the actor name of the `[[mcp]]` server `name` in the tape's actor table.
-pub fn mcp_actor_name(name: &str) -> String {
-    format!("mcp:{name}")
-}
-
-/// The actors the harness registers on top of the scenario's, by id (the same for every
-/// builder of one scenario, since registration follows a fixed order).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Refs {
-    /// One per `[[mcp]]` server, in file order.
-    pub(crate) mcp: Vec<ActorRef<McpActor>>,
-    /// The `agent` records, when there is an agent or a verifier.
-    pub(crate) log: Option<ActorRef<AgentLog>>,
-}
-
-/// What every run of one scenario shares, read-only.
-// Clone only for `set_process_runner` on a scenario already shared (copy on write).
-#[derive(Debug, Clone)]
-pub(crate) struct Shared {
-    pub(crate) scenario: Scenario,
-    pub(crate) eval: EvalSpec,
-    /// The MCP actors each run starts from (a world compiled once, its faults added).
-    mcp: Vec<McpActor>,
-    pub(crate) refs: Refs,
-    pub(crate) builtin: Builtin,
-}
-
-impl Shared {
-    /// Returns each world server's final state and report, in file order.
-    fn worlds(&self, actors: &ActorStates) -> Vec<WorldOutcome> {
-        let servers = self.eval.mcp.iter().zip(&self.refs.mcp);
-        servers
-            .filter_map(|(server, actor)| {
-                let world = actors.get(*actor)?;
-                Some(WorldOutcome {
-                    server: server.name.clone(),
-                    state: world.world_state()?.clone(),
-                    report: world.world_report()?,
-                })
-            })
-            .collect()
-    }
-
-    /// Returns the index of the `[[mcp]]` server named `name`.
-    pub(crate) fn server_index(&self, name: &str) -> Option<usize> {
-        self.eval.mcp.iter().position(|server| server.name == name)
-    }
-
-    /// Registers the harness's actors on `builder`, in the one fixed order: the MCP servers
-    /// in file order, then the `agent` records.
-    fn register(&self, builder: &mut Builder) -> Refs {
-        let mcp = self
-            .eval
-            .mcp
-            .iter()
-            .zip(&self.mcp)
-            .map(|(server, actor)| builder.capability(&mcp_actor_name(&server.name), actor.clone()))
-            .collect();
-        let records = self.eval.agent.is_some()
-            || self.eval.command.is_some()
-            || !self.eval.verify.is_empty();
-        let log = records.then(|| builder.actor(AGENT_ACTOR, AgentLog));
-        Refs { mcp, log }
-    }
-}
+use crate::spec::UnknownAgent;
+use crate::spec::{Check, McpSource, ToolSource};
+use crate::tables::{open_server, EvalTables};
 
 /// A scenario plus everything it references, loaded once (world specs compiled, cassettes
 /// parsed, patterns compiled) and shared read-only across runs and threads.
@@ -218,7 +120,6 @@ impl EvalScenario {
             eval,
             mcp,
             refs: Refs::default(),
-            builtin: Builtin::new(),
         };
         let mut scratch = shared.scenario.builder(0);
         shared.refs = shared.register(&mut scratch);
@@ -676,61 +577,4 @@ fn check_parts(eval: &EvalSpec, report: &mut dyn FnMut(String, String)) {
             }
         }
     }
-}
-
-/// Why an `[[mcp]]` server could not be opened. Fatal to loading the scenario: each is
-/// reported at the `[[mcp]]` field that names the file.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum OpenError {
-    /// The cassette does not load.
-    #[error("{0}")]
-    Cassette(simtape_mcp::McpError),
-    /// The world spec does not load.
-    #[error("{0}")]
-    World(simtape_mcp::world::SpecError),
-    /// The scenario's fault rules for the server do not fit its world.
-    #[error("the [[faults.mcp]] rules do not fit the world: {0}")]
-    Faults(simtape_mcp::world::SpecError),
-}
-
-impl OpenError {
-    /// Returns the `[[mcp]]` key that names the file.
-    fn key(&self) -> &'static str {
-        match self {
-            OpenError::Cassette(_) => "cassette",
-            OpenError::World(_) | OpenError::Faults(_) => "world",
-        }
-    }
-}
-
-/// Opens one `[[mcp]]` server: parses its cassette, or compiles its world spec with the
-/// server's fault rules among `faults` added.
-pub(crate) fn open_server(
-    server: &McpServerSpec,
-    faults: &[McpFault],
-) -> Result<McpActor, OpenError> {
-    let path = match &server.source {
-        McpSource::Cassette(path) => {
-            let cassette = Cassette::load(path).map_err(OpenError::Cassette)?;
-            cassette.check_servable().map_err(|reason| {
-                OpenError::Cassette(simtape_mcp::McpError::CassetteInvalid {
-                    path: path.clone(),
-                    reason: reason.to_string(),
-                })
-            })?;
-            return Ok(McpActor::from_cassette(cassette));
-        }
-        McpSource::World(path) => path,
-    };
-    let world = World::load(path).map_err(OpenError::World)?;
-    let rules: Vec<FaultRule> = faults
-        .iter()
-        .filter(|fault| fault.server == server.name)
-        .map(McpFault::world_rule)
-        .collect();
-    if rules.is_empty() {
-        return Ok(McpActor::from_world(world));
-    }
-    let world = world.with_faults(rules).map_err(OpenError::Faults)?;
-    Ok(McpActor::from_world(world))
 }

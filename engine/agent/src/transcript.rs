@@ -70,6 +70,25 @@ pub struct TranscriptSession {
     pub ended: String,
 }
 
+impl TranscriptSession {
+    /// Returns the session's one line (in `simtape run`'s report and the evidence's run log):
+    /// the session, its features, its `turns` and their tool calls, how it ended.
+    pub fn line(&self, turns: &[TranscriptTurn]) -> String {
+        let features = if self.features.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.features.join(", "))
+        };
+        let calls: usize = turns.iter().map(|turn| turn.tool_calls.len()).sum();
+        format!(
+            "session {}{features}: {} turn(s), {calls} tool call(s), {}",
+            self.session,
+            turns.len(),
+            self.ended
+        )
+    }
+}
+
 /// The agent's side of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Transcript {

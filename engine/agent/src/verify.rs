@@ -20,8 +20,8 @@ use simtape::cap::fs::{FsActor, FsDiff, FsError};
 use simtape::cap::process::{Command, ProcessError};
 
 use crate::command::GateRun;
+use crate::ctx::Ctx;
 use crate::log::AgentEvent;
-use crate::pipeline::Ctx;
 use simtape_eval::VerifierResult;
 
 use crate::report::AgentError;

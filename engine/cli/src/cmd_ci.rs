@@ -13,8 +13,8 @@ use crate::common::golden::{golden_path, tape_bytes};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::known;
-use crate::sweep::pool::{self, Loaded, Plan, Tasks};
-use crate::sweep::progress::Progress;
+use crate::sweep::progress::run_pool;
+use simtape_serve::sweep::{Loaded, Plan, Tasks};
 use std::sync::atomic::AtomicBool;
 
 /// What happened to one (scenario, seed).
@@ -147,13 +147,12 @@ fn replay_known(
     };
     let stop = AtomicBool::new(false);
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut progress = Progress::new(tasks.len() as u64);
-    let ran = pool::run(
+    let ran = run_pool(
         plan,
         Tasks::Listed(&tasks),
         jobs.clamp(1, tasks.len().max(1)),
         &stop,
-        &mut progress,
+        tasks.len() as u64,
     )?;
     let replayed = known::judge(&db, &loaded, &ran.results);
     print!("{}", known::text(db.dir(), &replayed));

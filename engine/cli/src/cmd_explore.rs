@@ -17,9 +17,9 @@ use simtape_eval::failures::{EntryStatus, FailureDb, FailureEntry, FAILURE_FORMA
 use simtape_eval::sweep::ReportFormat;
 
 use crate::args::{ExploreArgs, ShrinkArgs};
-use crate::common::shell::command_line;
 use crate::common::{decisions, inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
+use simtape_eval::reproduce::command_line;
 
 pub(crate) fn run(args: &ExploreArgs) -> CliResult {
     let eval = load_scenario(&args.scenario, None)?;

@@ -15,10 +15,10 @@ use crate::common::inputs;
 use crate::common::inputs::Unpacked;
 use crate::common::record::{recorder, RecordLlmArgs};
 use crate::common::rerun::{records, RecordAt, Rerun, Stop, TapeOut};
-use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
 use simtape_eval::branch::prefix;
+use simtape_eval::reproduce::command_line;
 
 pub(crate) fn run(args: &ForkArgs) -> CliResult {
     let scratch = scratch_dir("fork")?;

@@ -11,8 +11,8 @@ use simtape_eval::recording::{loosened_fixture, snapshot_project};
 
 use crate::cmd_new::program::ProgramScenario;
 use crate::common::record::RecordProvider;
-use crate::common::shell::{command_line, quote};
 use crate::exit::{CliError, CliResult, Outcome};
+use simtape_eval::reproduce::{command_line, quote};
 
 /// The files a recording writes into its directory.
 const SCENARIO_FILE: &str = "scenario.toml";

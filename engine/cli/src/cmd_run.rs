@@ -14,10 +14,11 @@ use simtape_eval::Verdict;
 use crate::args::RunArgs;
 use crate::common::files::{check_output, create_parent, read, scratch_dir};
 use crate::common::record::record_sources;
-use crate::common::render::{print_diff, session_line};
-use crate::common::shell::command_line;
-use crate::common::{inputs, load_scenario, reproduce_command, run_eval, verdict_outcome};
+use crate::common::render::print_diff;
+use crate::common::{inputs, load_scenario, run_eval, verdict_outcome};
 use crate::exit::{CliError, CliResult, Outcome};
+use simtape_eval::reproduce::command_line;
+use simtape_eval::reproduce::run_command as reproduce_command;
 
 // Long because: the flags of `run` applied in order before the run and its outputs after;
 // moving the record orchestration into a library is planned (docs/ARCHITECTURE.md).
@@ -89,7 +90,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
     let tape = args.tape.clone().or_else(|| {
         args.evidence
             .as_ref()
-            .map(|dir| dir.join(crate::evidence::TAPE_FILE))
+            .map(|dir| dir.join(simtape_serve::evidence::TAPE_FILE))
     });
     if let Some(path) = &args.tape {
         check_output(path, "--tape")?;
@@ -147,8 +148,8 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         crate::common::decisions::write(path, &digest, book.taken())?;
     }
     if let (Some(dir), Some(tape)) = (&args.evidence, &tape) {
-        let before = crate::evidence::base_tree_gates(&eval, seed);
-        let run = crate::evidence::RunEvidence {
+        let before = simtape_serve::evidence::base_tree_gates(&eval, seed);
+        let run = simtape_serve::evidence::RunEvidence {
             scenario: &eval,
             scenario_path: &args.scenario,
             seed,
@@ -157,7 +158,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
             reproduce: &reproduce,
             before: &before,
         };
-        let manifest = crate::evidence::write(dir, &run)?;
+        let manifest = simtape_serve::evidence::write(dir, &run)?;
         note(args, &format!("evidence: {}", manifest.display()));
     }
     if let (Some(path), Some(diff)) = (&args.emit_diff, &report.fs_diff) {
@@ -268,7 +269,7 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
             transcript.end_label()
         );
         for (session, turns) in transcript.sections() {
-            println!("  {}", session_line(session, turns));
+            println!("  {}", session.line(turns));
         }
         if let Some(answer) = &transcript.answer {
             println!("answer: {answer}");

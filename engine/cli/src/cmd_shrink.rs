@@ -18,9 +18,9 @@ use crate::args::ShrinkArgs;
 use crate::common::files::{create_output_dir, read};
 use crate::common::inputs;
 use crate::common::rerun::{reason, records, same_tape, Rerun, Stop, TapeOut};
-use crate::common::shell::command_line;
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult};
+use simtape_eval::reproduce::command_line;
 
 /// The files a shrink writes in its directory.
 const DECISIONS_FILE: &str = "decisions.json";

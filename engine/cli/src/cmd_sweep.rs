@@ -11,12 +11,12 @@ use crate::common::files::{check_output, create_output_dir};
 use crate::common::render::deliver;
 use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
-use crate::sweep::cache::{EngineDigest, ScenarioKey, Store};
 use crate::sweep::known;
 use crate::sweep::plan::{self as job_plan, K8s, Sweep};
-use crate::sweep::pool::{self, Loaded, Plan, Ran, Tasks};
-use crate::sweep::progress::Progress;
+use crate::sweep::progress::run_pool;
+use simtape_eval::sweep::key::{EngineDigest, ScenarioKey};
 use simtape_serve::shard::ShardArg;
+use simtape_serve::sweep::{pool, store, Loaded, Plan, Ran, Store, Tasks};
 
 // Long because: the flags of `sweep` applied in order (plan, shards, stores, pool), then
 // the report as printed.
@@ -183,13 +183,12 @@ fn run_seeds(
             "sweep: {count} known failure seed(s) first ({})",
             db.dir().display()
         );
-        let mut progress = Progress::new(count as u64);
-        let ran = pool::run(
+        let ran = run_pool(
             plan,
             Tasks::Listed(&known_tasks),
             jobs.min(count),
             stop,
-            &mut progress,
+            count as u64,
         )?;
         let mut text = known::text(db.dir(), &known::judge(db, scenarios, &ran.results));
         text.push_str(&known::replay_shrunk(db, scenarios)?);
@@ -213,13 +212,12 @@ fn run_seeds(
         .filter(|&(_, seed)| plan.has_seed(seed))
         .collect();
     let rest = plan.runs() - in_plan.len() as u64;
-    let mut progress = Progress::new(rest);
-    let mut ran = pool::run(
+    let mut ran = run_pool(
         plan,
         Tasks::Plan(&in_plan),
         jobs.min(rest.max(1) as usize),
         stop,
-        &mut progress,
+        rest,
     )?;
     let mut everything = ran.results.clone();
     for (index, known) in replayed.into_iter().enumerate() {
@@ -390,10 +388,13 @@ fn stop_on_ctrl_c() -> &'static AtomicBool {
 fn stores(args: &SweepArgs) -> Result<Vec<Store>, CliError> {
     let mut stores = Vec::new();
     if let Some(out) = &args.out {
-        stores.push(Store::under_out(out, args.resume)?);
+        let dir = out.join(store::OUT_STORE);
+        create_output_dir(&dir, &dir, "--out")?;
+        stores.push(Store::under_out(out, args.resume));
     }
     if let Some(dir) = &args.cache {
-        stores.push(Store::cache(dir)?);
+        create_output_dir(dir, dir, "--cache")?;
+        stores.push(Store::cache(dir));
     }
     Ok(stores)
 }
@@ -440,7 +441,7 @@ fn load(
     settle_ms: Option<u64>,
 ) -> Result<Vec<Loaded>, CliError> {
     let engine = match keyed {
-        true => Some(EngineDigest::of_this_binary()?),
+        true => Some(store::this_binary()?),
         false => None,
     };
     let mut scenarios = Vec::with_capacity(paths.len());

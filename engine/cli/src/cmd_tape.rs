@@ -11,8 +11,8 @@ use simtape_eval::view::ViewError;
 
 use crate::args::{ColorWhen, ExportFormat, TapeArgs, TapeCommand};
 use crate::common::inputs;
-use crate::common::shell::command_line;
 use crate::exit::{CliError, CliResult, Outcome};
+use simtape_eval::reproduce::command_line;
 
 pub(crate) fn run(args: &TapeArgs) -> CliResult {
     match &args.command {

@@ -11,6 +11,8 @@ use simtape_eval::sweep::{MergeError, ReportWriteError};
 use simtape_eval::world_eval::EvalError;
 use simtape_mcp::world::SpecError;
 use simtape_mcp::McpError;
+use simtape_serve::evidence::EvidenceError;
+use simtape_serve::sweep::SweepError;
 
 /// What a command that ran to the end found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +96,25 @@ pub(crate) enum CliError {
     /// A sweep report that cannot be written.
     #[error(transparent)]
     ReportWrite(#[from] ReportWriteError),
+}
+
+impl From<SweepError> for CliError {
+    /// A store's file as an I/O error; a file that is not a stored result as bad input.
+    fn from(error: SweepError) -> CliError {
+        match error {
+            SweepError::Io { path, source } => CliError::Io { path, source },
+            other => CliError::Input(other.to_string()),
+        }
+    }
+}
+
+impl From<EvidenceError> for CliError {
+    fn from(error: EvidenceError) -> CliError {
+        match error {
+            EvidenceError::Io { path, source } => CliError::Io { path, source },
+            other => CliError::Input(other.to_string()),
+        }
+    }
 }
 
 impl CliError {

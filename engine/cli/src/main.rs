@@ -25,7 +25,6 @@ mod cmd_shrink;
 mod cmd_sweep;
 mod cmd_tape;
 mod common;
-mod evidence;
 mod exit;
 mod sweep;
 

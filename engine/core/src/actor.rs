@@ -25,7 +25,7 @@ pub const CLOCK_ACTOR: u16 = 1;
 pub const EVENTS_ACTOR: u16 = 2;
 /// The names of the built-in actors, indexed by their ids: every tape's actor table starts
 /// with them.
-pub const BUILTIN_ACTORS: [&str; 3] = ["engine", "clock", "events"];
+pub(crate) const BUILTIN_ACTORS: [&str; 3] = ["engine", "clock", "events"];
 
 /// What an actor sees while it answers a request.
 #[derive(Debug)]
@@ -145,7 +145,7 @@ impl<A: Actor> ActorRef<A> {
 
     /// Like [`ActorRef::call`], and hands the request back with the answer, so a caller that
     /// asks again with a little more (a growing conversation) need not copy it each time.
-    pub async fn call_returning(&self, request: A::Request) -> (A::Request, A::Response) {
+    pub(crate) async fn call_returning(&self, request: A::Request) -> (A::Request, A::Response) {
         let id = self.id;
         let (operation, answer) = with_core(|core| {
             let now_ns = core.now_ns;

@@ -40,7 +40,7 @@ use crate::sim::{Builder, Host, RunReport};
 /// actor table).
 pub const FS_ACTOR: &str = "fs";
 /// See [`FS_ACTOR`].
-pub const NET_ACTOR: &str = "net";
+pub(crate) const NET_ACTOR: &str = "net";
 /// See [`FS_ACTOR`].
 pub const LLM_ACTOR: &str = "llm";
 /// See [`FS_ACTOR`].

@@ -47,7 +47,7 @@ impl Swarm {
     /// The levels: 0 (off), then the rate times 1/8, 1/4, 1/2, 1, 2, 4, 8.
     pub const LEVELS: u64 = 8;
     /// The rule as written (level 4, times 1).
-    pub const AS_WRITTEN: Swarm = Swarm(4);
+    pub(crate) const AS_WRITTEN: Swarm = Swarm(4);
     /// The rule off.
     pub const OFF: Swarm = Swarm(0);
 
@@ -188,7 +188,7 @@ pub struct Decision {
 
 /// The prefix of a swarm setting's decision name: `swarm:<stream>#<rule>` sets rule `rule` of
 /// the fault rules drawing from stream `<stream>` (see [`Swarm`]).
-pub const SWARM_PREFIX: &str = "swarm:";
+pub(crate) const SWARM_PREFIX: &str = "swarm:";
 
 /// The name of the swarm setting of rule `rule` of the fault rules on stream `stream`.
 pub fn swarm_name(stream: &str, rule: usize) -> String {

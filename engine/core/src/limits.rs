@@ -128,7 +128,7 @@ impl InputKind {
     }
 
     /// Returns the default cap on one file of this kind, in bytes.
-    pub const fn default_bytes_max(self) -> u64 {
+    pub(crate) const fn default_bytes_max(self) -> u64 {
         match self {
             // Hand-written text: far above any real one, far below a mistake.
             InputKind::Scenario => 4 << 20,

@@ -119,7 +119,11 @@ impl RngStream {
     }
 
     /// Forks like [`RngStream::fork`]; with a `book`, each draw is the decision `name#n`.
-    pub fn fork_decided(seed: u64, name: &str, book: Option<Arc<DecisionBook>>) -> RngStream {
+    pub(crate) fn fork_decided(
+        seed: u64,
+        name: &str,
+        book: Option<Arc<DecisionBook>>,
+    ) -> RngStream {
         let mut stream = RngStream::fork(seed, name);
         stream.decided = book.map(|book| Decided {
             name: Arc::from(name),
@@ -182,7 +186,8 @@ impl RngStream {
 
     /// Fills `bytes` with random bytes. Not a decision: only a WASI guest's stream fills
     /// bytes, and that stream is forked from a seed that is itself a decision.
-    pub fn fill_bytes(&mut self, bytes: &mut [u8]) {
+    #[cfg(feature = "wasi")]
+    pub(crate) fn fill_bytes(&mut self, bytes: &mut [u8]) {
         self.inner.fill_bytes(bytes)
     }
 
@@ -224,7 +229,7 @@ impl RngStream {
 
     /// Returns true with probability `ratio`, drawing once even for a ratio of zero: a swarm
     /// run that turns a rule off keeps every later draw of the stream where it was.
-    pub fn chance_drawn(&mut self, ratio: Ratio) -> bool {
+    pub(crate) fn chance_drawn(&mut self, ratio: Ratio) -> bool {
         self.below_as(ratio.denominator, Draw::Chance(ratio)) < ratio.numerator
     }
 

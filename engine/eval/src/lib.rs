@@ -34,6 +34,8 @@
 //!   and their tally over a sweep.
 //! - [`explain`] — the curve of a failure's inevitability over a run, from forks.
 //! - [`shrink`] — the search for the fewest, simplest decisions a failure needs.
+//! - [`reproduce`] — the command lines simtape prints to paste: shell quoting, the
+//!   `simtape run` line of a seed.
 //! - [`recording`] — `simtape record`: the loosened fixture of a recording and the snapshot of
 //!   the project the program ran in.
 //! - [`harness`] — a `[harness]` run's outcome, and a sweep's summary of many.
@@ -56,6 +58,7 @@ pub mod harness;
 pub mod paired;
 pub mod property;
 pub mod recording;
+pub mod reproduce;
 pub mod run_json;
 pub mod shrink;
 pub mod sweep;

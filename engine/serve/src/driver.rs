@@ -179,7 +179,7 @@ pub(crate) struct Driver {
     /// The agent's clock, when it reads virtual time (`[agent] clock = "virtual"`).
     pub(crate) clock: Option<crate::clock::ClockFile>,
     /// A `[harness]` run's session orders: a stop order ends the session being driven.
-    pub(crate) orders: Option<Outbox<crate::sessions::SessionOrder>>,
+    pub(crate) orders: Option<Outbox<crate::order::SessionOrder>>,
     /// Whether the agent's output is delivered only when it exits (an agent whose output
     /// lands on either side of its next request as its own scheduling falls).
     pub(crate) events_at_exit: bool,
@@ -257,7 +257,7 @@ impl Driver {
         let taken = run.take(orders);
         taken
             .iter()
-            .any(|order| matches!(order, crate::sessions::SessionOrder::Stop { .. }))
+            .any(|order| matches!(order, crate::order::SessionOrder::Stop { .. }))
     }
 
     /// Collects every request that arrives until the agent has been quiet for the window
@@ -322,7 +322,7 @@ impl Driver {
         // a different delivery because of that. By its next model request it has printed it.
         let model_request = batch
             .iter()
-            .any(|pending| crate::mcp_http::server_of(&pending.path).is_none());
+            .any(|pending| crate::mcp_path::server_of(&pending.path).is_none());
         if model_request && !self.events_at_exit {
             self.deliver_events(run);
         }

@@ -295,7 +295,7 @@ pub(crate) struct TurnBudget {
     /// The turns it may take.
     pub(crate) max_turns: u32,
     /// Where the stop order goes.
-    pub(crate) orders: Outbox<crate::sessions::SessionOrder>,
+    pub(crate) orders: Outbox<crate::order::SessionOrder>,
     /// Turns begun: model requests let through, less those answered with a provider error
     /// (a retry is the same turn).
     begun: std::cell::Cell<u32>,
@@ -308,7 +308,7 @@ impl TurnBudget {
     pub(crate) fn new(
         session: u32,
         max_turns: u32,
-        orders: Outbox<crate::sessions::SessionOrder>,
+        orders: Outbox<crate::order::SessionOrder>,
     ) -> TurnBudget {
         TurnBudget {
             session,
@@ -328,7 +328,7 @@ impl TurnBudget {
         if !self.spent.replace(true) {
             let session = self.session;
             self.orders
-                .send(crate::sessions::SessionOrder::Stop { session });
+                .send(crate::order::SessionOrder::Stop { session });
         }
         false
     }
@@ -534,7 +534,7 @@ async fn answer(
     budget: Option<&TurnBudget>,
 ) -> Option<HttpResponse> {
     outcome.borrow_mut().requests += 1;
-    if let Some(server) = crate::mcp_http::server_of(&request.path) {
+    if let Some(server) = crate::mcp_path::server_of(&request.path) {
         return Some(crate::mcp_http::answer(host, request, server, outcome).await);
     }
     let endpoint = endpoint(&request.method, &request.path);

@@ -21,6 +21,9 @@
 //! - [`mcp_stdio`] — the stdio MCP commands' I/O (record, replay, verify, world).
 //! - [`outside`] — the outside world's side of the core's seams: record mode's HTTP client,
 //!   real program runs and process tapes (`simtape run --record`, `[process]` real/record).
+//! - [`sweep`] — a seed sweep's thread pool and its result stores (`--resume`, `--cache`).
+//! - [`evidence`] — `simtape run --evidence DIR`: the evidence directory's files.
+//! - [`shard`] — `--shard auto`: the shard a scheduler started this copy of a sweep as.
 //!
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
@@ -31,9 +34,11 @@ pub mod adapter;
 pub mod bridge;
 pub mod clock;
 pub mod command;
+pub mod evidence;
 pub mod gateway;
 pub mod limits;
 pub mod mcp_http;
+mod mcp_path;
 pub mod mcp_stdio;
 pub mod normalize;
 pub mod outside;
@@ -44,6 +49,7 @@ pub mod sandbox;
 pub mod sessions;
 pub mod shard;
 pub mod streamable;
+pub mod sweep;
 pub mod wire;
 pub mod workdir;
 
@@ -52,6 +58,7 @@ mod contained;
 mod driver;
 mod intake;
 mod judge;
+mod order;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -40,20 +40,11 @@ use simtape_mcp::world::server::WorldReport;
 
 use crate::gateway::{GatewayOutcome, HttpRequest, HttpResponse};
 
-/// The path prefix of the MCP endpoints: `/mcp/NAME`.
-pub const MCP_PATH_PREFIX: &str = "/mcp/";
+pub use crate::mcp_path::{server_of, MCP_PATH_PREFIX};
 /// The variable that names the agent's MCP config file.
 pub const CONFIG_VARIABLE: &str = "SIMTAPE_MCP_CONFIG";
 /// The response header that names a session.
 pub use simtape_mcp::http::SESSION_HEADER;
-
-/// Returns the server a path names (`/mcp/tickets` → `tickets`), or `None` for other paths.
-pub fn server_of(path: &str) -> Option<&str> {
-    if path == "/mcp" {
-        return Some("");
-    }
-    Some(path.strip_prefix(MCP_PATH_PREFIX)?.trim_end_matches('/'))
-}
 
 /// Returns the URL of server `name`'s endpoint on `addr`.
 pub fn server_url(addr: SocketAddr, name: &str) -> String {

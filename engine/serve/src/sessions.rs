@@ -27,29 +27,7 @@ use crate::workdir::FileChange;
 /// The name of the outbox the harness's session orders leave through.
 pub const SESSIONS_OUTBOX: &str = "gateway-sessions";
 
-/// What the simulation asks of the driver of an agent program in a `[harness]` run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionOrder {
-    /// Start a session.
-    Start(SessionStart),
-    /// Stop the running session's process: it asked for a turn past its budget.
-    Stop {
-        /// The session.
-        session: u32,
-    },
-}
-
-/// A session to start: the program's task, and the files its directory must hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionStart {
-    /// The session (1 for the first task session).
-    pub session: u32,
-    /// Its task.
-    pub task: String,
-    /// The run's files against the `[fs]` root, as the overlay holds them now: the harness's
-    /// state files and every earlier session's work.
-    pub files: Vec<FileChange>,
-}
+pub use crate::order::{SessionOrder, SessionStart};
 
 /// Registers the session orders' outbox (a `[harness]` run of an agent program, and its
 /// replay, register it; no other run does, so their tapes are unchanged).

@@ -10,8 +10,8 @@ use simtape_eval::VerifierResult;
 
 use super::files::{self, Checkpoint, FeatureList, CHECKPOINTS, FEATURE_LIST, PROGRESS};
 use super::policy::HarnessSpec;
+use crate::ctx::Ctx;
 use crate::log::AgentEvent;
-use crate::pipeline::Ctx;
 
 /// The invariants' names, as their verifier results read.
 pub(crate) const INVARIANT_VALIDATED: &str = "harness: no feature passes without validation";

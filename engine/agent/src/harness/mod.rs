@@ -25,11 +25,10 @@
 //! resumes from the last one. A flaky health check fails a session once. The invariants
 //! (`invariants.rs`) are checked after every session; each broken one is a named FAIL.
 
-pub mod error;
-pub mod files;
 mod invariants;
-pub mod parts;
-pub mod policy;
+// The harness's data (its policy, parts, state files and errors) sits below the run's
+// context, which holds it; this module, which runs it, sits above.
+pub use crate::harness_spec::{error, files, parts, policy};
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -45,14 +44,24 @@ use files::{
     MANIFEST_VERSION, PROGRESS, VALIDATIONS,
 };
 use invariants::{check_invariants, Book, Stop, INVARIANT_RESUME};
-use parts::{HarnessCx, Health, Validated};
+use parts::{HarnessCx, Health, PartRun, Validated, VerifyFuture};
 use policy::{Feature, HarnessMode, HarnessSpec, MarkOrder, ResumeFrom};
 
 use crate::command::{AgentExit, ProgramSessions, SessionEnd, SessionRequest};
+use crate::ctx::Ctx;
 use crate::log::AgentEvent;
-use crate::pipeline::Ctx;
 use crate::report::AgentError;
 use crate::transcript::{EndReason, TranscriptSession};
+
+impl PartRun for Rc<Ctx> {
+    fn host(&self) -> &simtape::Host {
+        &self.host
+    }
+
+    fn verify<'a>(&'a self, verifiers: &'a [crate::spec::VerifySpec]) -> VerifyFuture<'a> {
+        Box::pin(crate::verify::run_list(self, verifiers, &[]))
+    }
+}
 
 /// Who does a session's work.
 pub(crate) enum Worker {
@@ -79,8 +88,8 @@ enum Worked {
 /// Runs `spec` with `worker` doing each session's work; the results are the harness's
 /// verifiers (the invariants and the gate), the outcome what reports count.
 // Long because: the session loop (initialize, health check, work, checkpoint, gate) shares
-// the progress log, the feature list and the budgets across steps; splitting it is planned
-// with the `pipeline::Ctx` cycle (docs/ARCHITECTURE.md).
+// the progress log, the feature list, the book of invariants and the budgets across steps,
+// and each step may end the run; read as one loop, the order of the steps is the policy.
 pub(crate) async fn run(
     ctx: &Rc<Ctx>,
     spec: &HarnessSpec,

@@ -8,11 +8,11 @@ use simtape::scenario::Tables;
 use super::mcp::Servers;
 use std::sync::Arc;
 
-use crate::harness::parts::{
+use crate::harness_spec::parts::{
     AcceptAllValidator, FeatureSelector, FirstPendingFeatureSelector, HarnessParts, NoHealthCheck,
     OutcomeValidator, SeededRandomFeatureSelector, VerifierHealthCheck, VerifierValidator,
 };
-use crate::harness::policy::{
+use crate::harness_spec::policy::{
     check_features, starter_features, FailFast, Feature, HarnessFaults, HarnessMode, HarnessPolicy,
     HarnessSpec, MarkOrder, ResumeFrom,
 };
@@ -187,7 +187,7 @@ pub(crate) fn harness(
         SelectorName::SeededRandom => Arc::new(SeededRandomFeatureSelector),
     };
     let health_check = health_check?;
-    let health: Arc<dyn crate::harness::parts::HealthChecker> = if health_check.is_empty() {
+    let health: Arc<dyn crate::harness_spec::parts::HealthChecker> = if health_check.is_empty() {
         Arc::new(NoHealthCheck)
     } else {
         Arc::new(VerifierHealthCheck(health_check))

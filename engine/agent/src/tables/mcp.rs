@@ -6,7 +6,12 @@
 
 use simtape::scenario::decoder::{one_of, path, Decoder, Field, PathField};
 
-use crate::spec::{McpServerSpec, McpSource};
+use simtape_mcp::actor::McpActor;
+use simtape_mcp::world::faults::FaultRule;
+use simtape_mcp::world::World;
+use simtape_mcp::Cassette;
+
+use crate::spec::{McpFault, McpServerSpec, McpSource};
 
 /// The keys of an `[[mcp]]` entry.
 const MCP_KEYS: [&str; 4] = ["name", "world", "cassette", "elicitation"];
@@ -240,4 +245,61 @@ fn server_name(
     };
     decoded.problem(field.span.clone(), field.path.clone(), message);
     Err(named)
+}
+
+/// Why an `[[mcp]]` server could not be opened. Fatal to loading the scenario: each is
+/// reported at the `[[mcp]]` field that names the file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    /// The cassette does not load.
+    #[error("{0}")]
+    Cassette(simtape_mcp::McpError),
+    /// The world spec does not load.
+    #[error("{0}")]
+    World(simtape_mcp::world::SpecError),
+    /// The scenario's fault rules for the server do not fit its world.
+    #[error("the [[faults.mcp]] rules do not fit the world: {0}")]
+    Faults(simtape_mcp::world::SpecError),
+}
+
+impl OpenError {
+    /// Returns the `[[mcp]]` key that names the file.
+    pub(crate) fn key(&self) -> &'static str {
+        match self {
+            OpenError::Cassette(_) => "cassette",
+            OpenError::World(_) | OpenError::Faults(_) => "world",
+        }
+    }
+}
+
+/// Opens one `[[mcp]]` server: parses its cassette, or compiles its world spec with the
+/// server's fault rules among `faults` added.
+pub(crate) fn open_server(
+    server: &McpServerSpec,
+    faults: &[McpFault],
+) -> Result<McpActor, OpenError> {
+    let path = match &server.source {
+        McpSource::Cassette(path) => {
+            let cassette = Cassette::load(path).map_err(OpenError::Cassette)?;
+            cassette.check_servable().map_err(|reason| {
+                OpenError::Cassette(simtape_mcp::McpError::CassetteInvalid {
+                    path: path.clone(),
+                    reason: reason.to_string(),
+                })
+            })?;
+            return Ok(McpActor::from_cassette(cassette));
+        }
+        McpSource::World(path) => path,
+    };
+    let world = World::load(path).map_err(OpenError::World)?;
+    let rules: Vec<FaultRule> = faults
+        .iter()
+        .filter(|fault| fault.server == server.name)
+        .map(McpFault::world_rule)
+        .collect();
+    if rules.is_empty() {
+        return Ok(McpActor::from_world(world));
+    }
+    let world = world.with_faults(rules).map_err(OpenError::Faults)?;
+    Ok(McpActor::from_world(world))
 }

@@ -26,8 +26,9 @@ use simtape::scenario::decoder::{Capability, Decoder, PathField};
 use simtape::scenario::{Extension, Listed, Tables};
 use simtape_mcp::actor::McpActor;
 
-use crate::scenario::{open_server, EvalSpec};
+use crate::ctx::EvalSpec;
 use crate::spec::McpSource;
+pub(crate) use mcp::open_server;
 
 /// The tables this crate decodes, each listed after the core table it follows in the format.
 const TABLES: [Listed; 6] = [

@@ -15,8 +15,8 @@ use simtape_mcp::world::server::TIMEOUT_CODE;
 
 use super::mcp_client::AgentClient;
 use super::{Failure, Kind, Tool};
+use crate::ctx::Ctx;
 use crate::log::AgentEvent;
-use crate::pipeline::Ctx;
 use crate::report::{AgentError, ToolFailure};
 use crate::retry::wait_ms;
 

@@ -21,7 +21,7 @@ use simtape::cap::llm::{ChatRequest, ChatResponse, Message};
 use simtape_mcp::actor::McpClient;
 
 use super::Failure;
-use crate::pipeline::Ctx;
+use crate::ctx::Ctx;
 use crate::report::{AgentError, ToolFailure};
 
 /// The fs root as the agent sees it, in `roots/list`.
@@ -109,7 +109,7 @@ fn sampling_request(model: &str, server: &str, params: &Value) -> ChatRequest {
             _ => Message::user(text),
         });
     }
-    ChatRequest::new(model, messages).with_scope(crate::mcp_actor_name(server))
+    ChatRequest::new(model, messages).with_scope(crate::ctx::mcp_actor_name(server))
 }
 
 /// Returns the text of one content block or an array of them, blocks joined by newlines.

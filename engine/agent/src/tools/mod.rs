@@ -27,7 +27,7 @@ use simtape::cap::llm::{ToolCall, ToolDefinition};
 use simtape::cap::process::ProcessError;
 use simtape_mcp::actor::McpCallError;
 
-use crate::pipeline::Ctx;
+use crate::ctx::Ctx;
 use crate::report::{AgentError, ToolFailure};
 use params::Params;
 
@@ -127,12 +127,12 @@ impl Toolbox {
             let found = match source {
                 ToolSource::Fs => {
                     ctx.require(ctx.host.capabilities().fs().is_some(), "fs tools", "[fs]")?;
-                    ctx.shared.builtin.fs.clone()
+                    Builtin::get().fs.clone()
                 }
                 ToolSource::Process => {
                     let present = ctx.host.capabilities().process().is_some();
                     ctx.require(present, "the run tool", "[process]")?;
-                    vec![ctx.shared.builtin.run.clone()]
+                    vec![Builtin::get().run.clone()]
                 }
                 ToolSource::Mcp(server) => mcp::list(ctx, server).await?,
             };
@@ -193,7 +193,8 @@ pub(crate) fn text_argument<'a>(arguments: &'a Value, key: &str) -> &'a str {
     arguments.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// The built-in tools, built once per scenario and cloned into each run's toolbox.
+/// The built-in tools, built once per process and cloned into each run's toolbox: they
+/// depend on nothing of a scenario (their schemas are fixed, their checks compiled once).
 #[derive(Debug, Clone)]
 pub(crate) struct Builtin {
     pub(crate) fs: Vec<Tool>,
@@ -201,10 +202,11 @@ pub(crate) struct Builtin {
 }
 
 impl Builtin {
-    pub(crate) fn new() -> Builtin {
-        Builtin {
+    fn get() -> &'static Builtin {
+        static BUILTIN: std::sync::LazyLock<Builtin> = std::sync::LazyLock::new(|| Builtin {
             fs: fs::tools(),
             run: process::tool(),
-        }
+        });
+        &BUILTIN
     }
 }

@@ -3,8 +3,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::common::shell::quote;
 use crate::exit::{CliError, CliResult, Outcome};
+use simtape_eval::reproduce::quote;
 
 /// The comment that opens `new --command`'s scenario: `{name}` and `{shown}` are replaced.
 const HEADER: &str = r#"# {name}: the program `{shown}` under simulation. Fill in data/{name}/llm.jsonl with

@@ -1,9 +1,7 @@
 //! What more than one command needs, so no command imports another: loading a scenario,
-//! the reproduce command of a run, scratch and output files, printing a tape diff, and
-//! delivering a sweep report.
+//! scratch and output files, printing a tape diff, and delivering a sweep report.
 //!
 //! - [`decisions`] — decisions files: a run's overrides in, the decisions it took out.
-//! - [`shell`] — quoting command lines for a POSIX shell.
 //! - [`files`] — scratch directories, output parents, reading a file.
 //! - [`inputs`] — the files a tape carries: capturing a scenario's, unpacking a tape's.
 //! - [`record`] — `--record-llm`: a run's model calls recorded from a real provider.
@@ -18,7 +16,6 @@ pub(crate) mod inputs;
 pub(crate) mod record;
 pub(crate) mod render;
 pub(crate) mod rerun;
-pub(crate) mod shell;
 
 use std::path::Path;
 
@@ -26,7 +23,6 @@ use simtape_agent::EvalScenario;
 use simtape_eval::Verdict;
 
 use crate::exit::{CliError, Outcome};
-use shell::command_line;
 
 /// Loads the scenario at `path` with everything it references; with `process_wasi`, programs
 /// without a mode run as WASI modules from that directory (`--process-wasi`). Programs in
@@ -117,34 +113,4 @@ pub(crate) fn verdict_outcome(verdict: &Verdict) -> Outcome {
         Verdict::Error { .. } => Outcome::RunError,
         Verdict::Blocked { .. } => Outcome::Blocked,
     }
-}
-
-/// Returns the exact command line that reproduces a run of `scenario` at `seed`.
-/// The guests of `--process-wasi` are part of the run, so the command names them too.
-/// `deciding` are the run's other flags that decide its tape (`--decisions FILE`,
-/// `--no-sandbox`): without them the command would run another run.
-pub(crate) fn reproduce_command(
-    scenario: &Path,
-    seed: u64,
-    tape: Option<&Path>,
-    process_wasi: Option<&Path>,
-    deciding: &[String],
-) -> String {
-    let mut words = vec![
-        "simtape".to_string(),
-        "run".to_string(),
-        scenario.display().to_string(),
-        "--seed".to_string(),
-        seed.to_string(),
-    ];
-    if let Some(tape) = tape {
-        words.push("--tape".into());
-        words.push(tape.display().to_string());
-    }
-    if let Some(dir) = process_wasi {
-        words.push("--process-wasi".into());
-        words.push(dir.display().to_string());
-    }
-    words.extend(deciding.iter().cloned());
-    command_line(&words)
 }

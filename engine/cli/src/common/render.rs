@@ -53,23 +53,3 @@ pub(crate) fn deliver(
         Ok(Outcome::Finding)
     }
 }
-
-/// One line of a `[harness]` run's transcript section: the session, its features, its turns
-/// and tool calls, how it ended.
-pub(crate) fn session_line(
-    session: &simtape_agent::transcript::TranscriptSession,
-    turns: &[simtape_agent::transcript::TranscriptTurn],
-) -> String {
-    let features = if session.features.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", session.features.join(", "))
-    };
-    let calls: usize = turns.iter().map(|turn| turn.tool_calls.len()).sum();
-    format!(
-        "session {}{features}: {} turn(s), {calls} tool call(s), {}",
-        session.session,
-        turns.len(),
-        session.ended
-    )
-}

@@ -12,8 +12,8 @@ use simtape_eval::sweep::{Reason, SeedResult};
 
 use super::files::read;
 use super::inputs::{self, TapeInputs};
-use super::shell::command_line;
 use crate::exit::{CliError, CliResult, Outcome};
+use simtape_eval::reproduce::command_line;
 
 /// Why a command that reruns a tape's run stopped before its end.
 pub(crate) enum Stop {

@@ -12,9 +12,9 @@ use simtape_eval::failures::{
 };
 use simtape_eval::sweep::SeedResult;
 
-use super::pool::Loaded;
 use crate::common::decisions::DecisionsFile;
 use crate::exit::CliError;
+use simtape_serve::sweep::Loaded;
 
 /// Opens the database in `dir` (none yet: an empty one); a damaged entry exits 2 naming its
 /// file and field.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use simtape_eval::sweep::SeedRange;
 
-use crate::common::shell::{command_line, quote};
+use simtape_eval::reproduce::{command_line, quote};
 
 /// What a plan runs: the same on every scheduler.
 #[derive(Debug, Clone)]

@@ -3,7 +3,29 @@
 //! here only, for the display; it never reaches a run or a report.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+
+use simtape_serve::sweep::{pool, Plan, Ran, Tasks};
+
+use crate::exit::CliError;
+
+/// Runs `tasks` of `plan` on the gateway's pool of `jobs` threads, drawing the progress of
+/// `total` runs as they end.
+pub(crate) fn run_pool(
+    plan: Plan<'_>,
+    tasks: Tasks<'_>,
+    jobs: usize,
+    stop: &AtomicBool,
+    total: u64,
+) -> Result<Ran, CliError> {
+    let mut progress = Progress::new(total);
+    let ran = pool::run(plan, tasks, jobs, stop, &mut |passed| {
+        progress.record(passed)
+    });
+    progress.finish();
+    Ok(ran?)
+}
 
 /// How often the terminal line is redrawn at most.
 const REDRAW_INTERVAL: Duration = Duration::from_millis(100);

@@ -113,7 +113,7 @@ impl<T> JoinHandle<T> {
     pub fn detach(self) {}
 
     /// Returns true when the task has completed or was aborted.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.task.as_ref().is_none_or(|task| task.is_finished())
     }
 }

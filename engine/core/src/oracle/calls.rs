@@ -45,7 +45,7 @@ pub enum CallKind {
 impl CallKind {
     /// Returns how reports name one call of this kind: `model call`, `MCP call`,
     /// `process run`.
-    pub fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             CallKind::Model => "model call",
             CallKind::Mcp => "MCP call",

@@ -9,15 +9,18 @@
 //! * [`formats`]: the report as JSON, JSON lines, JUnit XML or CSV, and the text summary;
 //! * [`cluster`]: the failure cluster, what makes two failing seeds the same failure;
 //! * [`diff`]: two reports compared (`simtape report diff`);
-//! * [`agents`]: one scenario run by several agents, every two compared seed by seed.
+//! * [`agents`]: one scenario run by several agents, every two compared seed by seed;
+//! * [`key`]: the key of a run's stored result, the digest of everything that decides it.
 //!
-//! Running the seeds (threads, progress, kept tapes) is the command line's; a report never
-//! depends on how: its records are sorted by (scenario, seed) before anything renders them.
+//! Running the seeds (threads, kept tapes, the result stores' files) is the gateway's
+//! (`simtape_serve::sweep`); a report never depends on how: its records are sorted by
+//! (scenario, seed) before anything renders them.
 
 pub mod agents;
 pub mod cluster;
 pub mod diff;
 pub mod formats;
+pub mod key;
 pub mod report;
 
 use serde::{Deserialize, Serialize};
@@ -144,6 +147,25 @@ impl SeedRange {
             Some(first) => (first, (self.end - 1 - first) / shard.count + 1),
             None => (self.start, 0),
         }
+    }
+
+    /// Returns whether `seed` is one of `shard`'s seeds in this range.
+    ///
+    /// ```
+    /// use simtape_eval::sweep::{SeedRange, Shard};
+    /// let seeds = SeedRange { start: 0, end: 10 };
+    /// assert!(seeds.has_seed(Shard { index: 1, count: 3 }, 7));
+    /// assert!(!seeds.has_seed(Shard { index: 1, count: 3 }, 8));
+    /// assert!(!seeds.has_seed(Shard::ALL, 10));
+    /// ```
+    pub fn has_seed(self, shard: Shard, seed: u64) -> bool {
+        (self.start..self.end).contains(&seed) && seed % shard.count == shard.index
+    }
+
+    /// Returns the `nth` (0-based) seed of `shard` in this range; `nth` is below the count
+    /// [`SeedRange::shard_seeds`] gives.
+    pub fn nth_seed(self, shard: Shard, nth: u64) -> u64 {
+        self.shard_seeds(shard).0 + nth * shard.count
     }
 }
 

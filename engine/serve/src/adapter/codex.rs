@@ -88,7 +88,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         args.push(format!(
             "mcp_servers.{server}.url=\"{}{}{server}\"",
             places.base_url,
-            crate::mcp_http::MCP_PATH_PREFIX
+            crate::mcp_path::MCP_PATH_PREFIX
         ));
     }
     args.push(spec.task.clone());

@@ -144,7 +144,7 @@ pub struct Places<'a> {
 pub(crate) fn mcp_urls<'a>(places: &'a Places<'_>) -> impl Iterator<Item = (String, String)> + 'a {
     let servers = places.mcp.map(|(servers, _)| servers).unwrap_or_default();
     servers.iter().map(|server| {
-        let prefix = crate::mcp_http::MCP_PATH_PREFIX;
+        let prefix = crate::mcp_path::MCP_PATH_PREFIX;
         (
             server.clone(),
             format!("{}{prefix}{server}", places.base_url),

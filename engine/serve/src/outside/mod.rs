@@ -25,5 +25,5 @@ pub use llm_record::{
     TIMEOUT_MS_DEFAULT,
 };
 pub use process_tape::ProcessTapeWriter;
-pub use reach::{reachable, REACH_TIMEOUT_MS};
+pub use reach::{reachable, ReachError, REACH_TIMEOUT_MS};
 pub use spawn::Spawner;

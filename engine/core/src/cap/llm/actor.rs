@@ -23,9 +23,9 @@ use crate::cap::fault_rules::{FaultRules, LlmFault, StreamFault};
 use crate::cap::net::NetError;
 
 /// Lines of the last message that an [`LlmError::Unmatched`] shows.
-pub const UNMATCHED_HEAD_LINES_MAX: usize = 3;
+pub(crate) const UNMATCHED_HEAD_LINES_MAX: usize = 3;
 /// Characters of the last message that an [`LlmError::Unmatched`] shows.
-pub const UNMATCHED_HEAD_CHARS_MAX: usize = 240;
+pub(crate) const UNMATCHED_HEAD_CHARS_MAX: usize = 240;
 
 /// Why a model call failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -43,18 +43,18 @@ impl Default for LatencyModel {
 /// A partial latency model: each given field overrides the fixture's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LatencyOverride {
+pub(crate) struct LatencyOverride {
     /// Overrides [`LatencyModel::base_ms`].
-    pub base_ms: Option<u64>,
+    pub(crate) base_ms: Option<u64>,
     /// Overrides [`LatencyModel::per_output_token_us`].
-    pub per_output_token_us: Option<u64>,
+    pub(crate) per_output_token_us: Option<u64>,
     /// Overrides [`LatencyModel::jitter_ms`].
-    pub jitter_ms: Option<u64>,
+    pub(crate) jitter_ms: Option<u64>,
 }
 
 impl LatencyOverride {
     /// Returns `base` with this override's fields applied.
-    pub fn apply(&self, base: LatencyModel) -> LatencyModel {
+    pub(crate) fn apply(&self, base: LatencyModel) -> LatencyModel {
         LatencyModel {
             base_ms: self.base_ms.unwrap_or(base.base_ms),
             per_output_token_us: self.per_output_token_us.unwrap_or(base.per_output_token_us),

@@ -52,6 +52,4 @@ pub use provider::{host_and_port, Provider};
 pub use request::{
     ChatRequest, ChatResponse, MatchText, Message, Role, Thinking, ToolCall, ToolDefinition, Usage,
 };
-pub use written::{
-    call_matcher, entry_matching, fixture_entry, fixture_header, recorded_entry, CallMatch,
-};
+pub use written::{fixture_entry, fixture_header, recorded_entry, CallMatch};

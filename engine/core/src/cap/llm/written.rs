@@ -52,7 +52,7 @@ pub fn fixture_entry(
 }
 
 /// Returns the `match` that record mode and `fixtures from-tape` write for `call`.
-pub fn call_matcher(call: &CallMatch<'_>) -> Map<String, Value> {
+pub(crate) fn call_matcher(call: &CallMatch<'_>) -> Map<String, Value> {
     // The match holds the whole conversation text (exactly, as an escaped glob) and the tool
     // names offered: content alone, never the call's position, so replay survives reordering.
     // Repeated identical requests become several `once` entries, used in recording order.
@@ -70,7 +70,7 @@ pub fn call_matcher(call: &CallMatch<'_>) -> Map<String, Value> {
 /// Returns the fixture entry that answers the calls `matcher` (a fixture `match` object)
 /// holds for with `outcome`: the answer written as [`fixture_entry`] writes it, under a match
 /// the caller chose (`simtape record` loosens it to the last message).
-pub fn entry_matching(
+pub(crate) fn entry_matching(
     matcher: Map<String, Value>,
     scope: Option<&str>,
     request_digest: &str,

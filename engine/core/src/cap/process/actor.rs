@@ -19,7 +19,7 @@ use crate::limits::{Limits, PROCESS_TERM_GRACE_MS};
 use crate::tape::sha256_hex;
 
 /// How long a real program may run by default before its group is ended, in milliseconds.
-pub const PROCESS_TIMEOUT_DEFAULT_MS: u64 = 600_000;
+pub(crate) const PROCESS_TIMEOUT_DEFAULT_MS: u64 = 600_000;
 
 /// Bytes that go to the simulation tape as `{size, sha256}` only.
 fn digest_fields<S: SerializeStruct>(
@@ -537,7 +537,7 @@ impl ProcessHandle {
 
     /// Gives WASI guests the run's filesystem as their root (without it they get an empty
     /// in-memory root whose writes are dropped). [`crate::Host::process`] does this.
-    pub fn with_fs(mut self, fs: Option<ActorRef<FsActor>>) -> ProcessHandle {
+    pub(crate) fn with_fs(mut self, fs: Option<ActorRef<FsActor>>) -> ProcessHandle {
         self.fs = fs;
         self
     }

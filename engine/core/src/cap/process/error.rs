@@ -9,7 +9,7 @@ use super::tape::ProcessTapeError;
 pub const SCENARIO_MODES: [&str; 4] = ["replay", "record", "real", "wasi"];
 
 /// Returns [`SCENARIO_MODES`] for a message: `` `replay`, `real` or `wasi` ``.
-pub fn scenario_modes() -> String {
+pub(crate) fn scenario_modes() -> String {
     let quoted: Vec<String> = SCENARIO_MODES.iter().map(|m| format!("`{m}`")).collect();
     match quoted.split_last() {
         Some((last, [])) => last.clone(),

@@ -46,9 +46,10 @@ mod wasi_mode;
 
 pub use actor::{
     Command, Output, ProcessActor, ProcessHandle, ProcessMode, ProcessReply, ProcessRequest,
-    Truncation, PROCESS_TIMEOUT_DEFAULT_MS,
+    Truncation,
 };
-pub use error::{scenario_modes, ProcessError, SCENARIO_MODES};
+pub(crate) use error::scenario_modes;
+pub use error::{ProcessError, SCENARIO_MODES};
 pub use from_tape::{process_tape_from_tape, TapeProcessTape};
 pub use normalize::Normalizer;
 pub use replay::UnusedEntry;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::tape::{hex_encode, sha256_hex};
 
 /// The process tape format version, in the header line.
-pub const PROCESS_TAPE_VERSION: u64 = 1;
+pub(crate) const PROCESS_TAPE_VERSION: u64 = 1;
 
 /// Why a process tape cannot be read or written. Fatal for the run that needs it: fix the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]

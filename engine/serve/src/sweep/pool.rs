@@ -10,40 +10,41 @@ use std::sync::{mpsc, Arc, Mutex};
 use simtape::tape::{InputStore, Inputs};
 use simtape::RunSummary;
 use simtape_agent::EvalScenario;
+use simtape_eval::reproduce::run_command;
+use simtape_eval::sweep::key::ScenarioKey;
 use simtape_eval::sweep::{SeedRange, SeedResult, Shard};
 use simtape_eval::{Verdict, VerdictKind};
 
-use super::cache::{write_atomically, ScenarioKey, Store};
-use super::progress::Progress;
-use crate::common::reproduce_command;
-use crate::exit::CliError;
+use super::store::{write_atomically, Store};
+use super::SweepError;
+use crate::sandbox::SandboxMode;
 
 /// The most worker threads a sweep starts (`--jobs`): far above the cores of any one machine
 /// (a sweep wider than that is sharded across machines), far below what exhausts a
 /// process's threads.
-pub(crate) const JOBS_MAX: usize = 256;
+pub const JOBS_MAX: usize = 256;
 
 /// A scenario loaded once for the whole sweep.
 #[derive(Debug)]
-pub(crate) struct Loaded {
+pub struct Loaded {
     /// The scenario, its agent the one named by `agent` when a sweep runs several.
-    pub(crate) scenario: EvalScenario,
+    pub scenario: EvalScenario,
     /// The agent that runs it, in a sweep across agents (`--agents`).
-    pub(crate) agent: Option<String>,
+    pub agent: Option<String>,
     /// The file, as given on the command line (replay commands name it).
-    pub(crate) path: PathBuf,
+    pub path: PathBuf,
     /// The files its runs read, captured once for the kept tapes (with `--out`) and the
     /// result stores' keys.
-    pub(crate) inputs: Option<Arc<Inputs>>,
+    pub inputs: Option<Arc<Inputs>>,
     /// What decides its runs but the seed, when its results are stored: `None` without a
     /// store, and for what a key cannot cover (an agent program, an absolute input path).
-    pub(crate) key: Option<ScenarioKey>,
+    pub key: Option<ScenarioKey>,
 }
 
 impl Loaded {
     /// The scenario's name in the report and under `--out`: `S`, or `S@AGENT` in a sweep
     /// across agents.
-    pub(crate) fn label(&self) -> String {
+    pub fn label(&self) -> String {
         let name = self.scenario.scenario().name();
         match &self.agent {
             Some(agent) => format!("{name}@{agent}"),
@@ -55,7 +56,7 @@ impl Loaded {
 /// The content directory under `--out` that every kept tape's inputs share, so a thousand
 /// failing seeds of one scenario store its files once. Scenario names have no `.`, so no
 /// scenario's tape directory can take this name.
-pub(crate) const SHARED_CAS: &str = "inputs.cas";
+pub const SHARED_CAS: &str = "inputs.cas";
 
 /// Points `builder` at the tape kept at `path` under `out`, its inputs in the shared store.
 fn keep_tape(builder: &mut simtape::Builder, loaded: &Loaded, out: &Path, path: &Path) {
@@ -72,27 +73,30 @@ fn keep_tape(builder: &mut simtape::Builder, loaded: &Loaded, out: &Path, path: 
 
 /// What the pool runs: every scenario at every seed of the shard.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Plan<'a> {
-    pub(crate) scenarios: &'a [Loaded],
-    pub(crate) seeds: SeedRange,
-    pub(crate) shard: Shard,
+pub struct Plan<'a> {
+    /// The scenarios, each loaded once.
+    pub scenarios: &'a [Loaded],
+    /// The seed range.
+    pub seeds: SeedRange,
+    /// The shard of the range this sweep runs.
+    pub shard: Shard,
     /// Where failing seeds' tapes go (`DIR/<scenario>/seed-<N>.tape`), if anywhere.
-    pub(crate) out: Option<&'a Path>,
+    pub out: Option<&'a Path>,
     /// The agent program of `[agent] kind = "command"` scenarios, when given.
-    pub(crate) agent_bin: Option<&'a Path>,
+    pub agent_bin: Option<&'a Path>,
     /// The sandbox override (`--no-sandbox`).
-    pub(crate) sandbox: Option<simtape_serve::sandbox::SandboxMode>,
+    pub sandbox: Option<SandboxMode>,
     /// The settle window override (`--settle-ms`), which the reproduce commands carry.
-    pub(crate) settle_ms: Option<u64>,
+    pub settle_ms: Option<u64>,
     /// Where results are looked up and stored (`--out`'s, `--cache`'s).
-    pub(crate) stores: &'a [Store],
+    pub stores: &'a [Store],
 }
 
 impl Plan<'_> {
     /// The command that reruns `seed` of `loaded` as this sweep ran it.
     fn reproduce(&self, loaded: &Loaded, seed: u64) -> String {
         let mut deciding = match self.sandbox {
-            Some(simtape_serve::sandbox::SandboxMode::Off) => vec!["--no-sandbox".to_string()],
+            Some(SandboxMode::Off) => vec!["--no-sandbox".to_string()],
             _ => Vec::new(),
         };
         if let Some(ms) = self.settle_ms {
@@ -101,25 +105,27 @@ impl Plan<'_> {
         if let Some(agent) = &loaded.agent {
             deciding.extend(["--agent".to_string(), agent.clone()]);
         }
-        reproduce_command(&loaded.path, seed, None, None, &deciding)
+        run_command(&loaded.path, seed, None, None, &deciding)
     }
 
     /// Returns how many runs the plan has.
-    pub(crate) fn runs(&self) -> u64 {
+    pub fn runs(&self) -> u64 {
         self.seeds.shard_seeds(self.shard).1 * self.scenarios.len() as u64
     }
 
     /// Returns whether `seed` is one of the plan's (in the range and the shard).
-    pub(crate) fn has_seed(&self, seed: u64) -> bool {
-        (self.seeds.start..self.seeds.end).contains(&seed)
-            && seed % self.shard.count == self.shard.index
+    pub fn has_seed(&self, seed: u64) -> bool {
+        self.seeds.has_seed(self.shard, seed)
     }
 
     /// Returns the (scenario index, seed) of task `task`, `task < self.runs()`.
     fn task(&self, task: u64) -> (usize, u64) {
-        let (first, per_scenario) = self.seeds.shard_seeds(self.shard);
+        let per_scenario = self.seeds.shard_seeds(self.shard).1;
         let scenario = usize::try_from(task / per_scenario).expect("task < runs");
-        (scenario, first + (task % per_scenario) * self.shard.count)
+        (
+            scenario,
+            self.seeds.nth_seed(self.shard, task % per_scenario),
+        )
     }
 }
 
@@ -139,16 +145,20 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
         keep_tape(&mut builder, loaded, out, path);
     }
     let path = path.map(|(_, path)| path);
-    let report =
-        match crate::common::run_eval(eval, &mut builder, plan.agent_bin, None, plan.sandbox) {
-            Ok(report) => report,
-            Err(error) => {
-                let verdict = Verdict::Error {
-                    reason: error.to_string(),
-                };
-                return SeedResult::of(&RunSummary::unstarted(seed), &verdict, Some("config"));
-            }
-        };
+    let options = crate::command::CommandOptions {
+        program: plan.agent_bin.map(Path::to_path_buf),
+        sandbox: plan.sandbox,
+        ..Default::default()
+    };
+    let report = match crate::command::run_eval(eval, &mut builder, &options) {
+        Ok(report) => report,
+        Err(error) => {
+            let verdict = Verdict::Error {
+                reason: format!("{}: {error}", eval.scenario().path().display()),
+            };
+            return SeedResult::of(&RunSummary::unstarted(seed), &verdict, Some("config"));
+        }
+    };
     let mut result = report.seed_result();
     if result.verdict == VerdictKind::Pass {
         if let Some(path) = &path {
@@ -162,13 +172,13 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
 }
 
 /// Returns where a failing seed's tape is kept.
-pub(crate) fn tape_path(out: &Path, scenario: &str, seed: u64) -> PathBuf {
+pub fn tape_path(out: &Path, scenario: &str, seed: u64) -> PathBuf {
     out.join(scenario).join(format!("seed-{seed}.tape"))
 }
 
 /// Which runs the pool does.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Tasks<'a> {
+pub enum Tasks<'a> {
     /// Every (scenario index, seed) of the plan but those in the set (already run: the
     /// known failures a sweep replays first).
     Plan(&'a std::collections::BTreeSet<(usize, u64)>),
@@ -197,22 +207,25 @@ impl Tasks<'_> {
 /// What the pool did: the records by scenario index, each sorted by seed, and the seeds of
 /// each scenario whose record came from a result store instead of a run.
 #[derive(Debug)]
-pub(crate) struct Ran {
-    pub(crate) results: Vec<Vec<SeedResult>>,
-    pub(crate) reused: Vec<Vec<u64>>,
+pub struct Ran {
+    /// The records, by scenario index, each sorted by seed.
+    pub results: Vec<Vec<SeedResult>>,
+    /// The seeds whose record a store gave, by scenario index.
+    pub reused: Vec<Vec<u64>>,
 }
 
-/// Runs `tasks` of `plan` on `jobs` threads. Workers stop taking tasks once `stop` is
-/// set, or once a result store fails (that error is returned).
-pub(crate) fn run(
+/// Runs `tasks` of `plan` on `jobs` threads, calling `finished` on this thread with whether
+/// each run passed, as it ends (the caller draws progress). Workers stop taking tasks once
+/// `stop` is set, or once a result store fails (that error is returned).
+pub fn run(
     plan: Plan<'_>,
     tasks: Tasks<'_>,
     jobs: usize,
     stop: &AtomicBool,
-    progress: &mut Progress,
-) -> Result<Ran, CliError> {
+    finished: &mut dyn FnMut(bool),
+) -> Result<Ran, SweepError> {
     let next = AtomicU64::new(0);
-    let failed: Mutex<Option<CliError>> = Mutex::new(None);
+    let failed: Mutex<Option<SweepError>> = Mutex::new(None);
     let runs = tasks.count(&plan);
     let (sender, receiver) = mpsc::channel::<bool>();
     let mut collected: Vec<(usize, SeedResult, bool)> = std::thread::scope(|scope| {
@@ -250,14 +263,13 @@ pub(crate) fn run(
             .collect();
         drop(sender);
         for passed in receiver {
-            progress.record(passed);
+            finished(passed);
         }
         workers
             .into_iter()
             .flat_map(|worker| worker.join().expect("a sweep worker panicked"))
             .collect()
     });
-    progress.finish();
     if let Some(error) = failed.into_inner().expect("no worker panics") {
         return Err(error);
     }
@@ -282,7 +294,7 @@ fn stored_or_run(
     loaded: &Loaded,
     seed: u64,
     plan: Plan<'_>,
-) -> Result<(SeedResult, bool), CliError> {
+) -> Result<(SeedResult, bool), SweepError> {
     let Some(key) = loaded.key.as_ref().map(|key| key.run(seed)) else {
         return Ok((run_seed(loaded, seed, plan), false));
     };
@@ -308,7 +320,7 @@ fn reuse(
     loaded: &Loaded,
     seed: u64,
     plan: Plan<'_>,
-) -> Result<Option<SeedResult>, CliError> {
+) -> Result<Option<SeedResult>, SweepError> {
     let Some(found) = store.get(key)? else {
         return Ok(None);
     };
@@ -332,10 +344,15 @@ fn reuse(
 
 /// Puts a stored tape where this sweep keeps it, with the inputs it lists in the shared
 /// content directory (the same files: they are part of the run's key).
-fn copy_kept_tape(stored: &Path, path: &Path, loaded: &Loaded, out: &Path) -> Result<(), CliError> {
+fn copy_kept_tape(
+    stored: &Path,
+    path: &Path,
+    loaded: &Loaded,
+    out: &Path,
+) -> Result<(), SweepError> {
     if let Some(inputs) = &loaded.inputs {
         let cas = out.join(SHARED_CAS);
-        std::fs::create_dir_all(&cas).map_err(CliError::io(&cas))?;
+        std::fs::create_dir_all(&cas).map_err(SweepError::io(&cas))?;
         for entry in inputs.entries() {
             if let simtape::tape::InputEntry::File { sha256, .. } = entry {
                 let file = cas.join(sha256);
@@ -349,9 +366,9 @@ fn copy_kept_tape(stored: &Path, path: &Path, loaded: &Loaded, out: &Path) -> Re
         }
     }
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(CliError::io(parent))?;
+        std::fs::create_dir_all(parent).map_err(SweepError::io(parent))?;
     }
-    let bytes = std::fs::read(stored).map_err(CliError::io(stored))?;
+    let bytes = std::fs::read(stored).map_err(SweepError::io(stored))?;
     write_atomically(path, &bytes)
 }
 

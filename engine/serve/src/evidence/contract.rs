@@ -13,8 +13,8 @@ use simtape_eval::evidence::{
 };
 use simtape_eval::run_json::{to_json_pretty, ArtifactJson};
 
+use super::EvidenceError;
 use super::{put, RunEvidence};
-use crate::exit::CliError;
 
 /// The contract's files, relative to the evidence directory.
 const GATES_FILE: &str = "GATES.json";
@@ -27,17 +27,39 @@ const ARTIFACTS_FILE: &str = "evidence/artifacts.json";
 const IN_PROCESS: &str = "process";
 
 /// How each gate went on the base tree, in file order of the gates, or why it was not run.
-pub(crate) type Before = Result<Vec<GateRun>, String>;
+pub type Before = Result<Vec<GateRun>, NotRun>;
+
+/// Why the gates were not run on the base tree (`tests.json` says so for each gate).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotRun {
+    /// The gates run inside the simulation, on its final tree only.
+    #[error(
+        "not run: the gate runs inside the simulation, where only the final tree's run exists"
+    )]
+    InsideSimulation,
+    /// No `true` program to stand in for the agent.
+    #[error("not run: no `true` program on PATH to stand in for the agent")]
+    NoStandIn,
+    /// The stand-in run could not start.
+    #[error("not run: {}: {source}", scenario.display())]
+    Failed {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// Why the run could not start.
+        source: Box<crate::ServeError>,
+    },
+}
 
 /// Writes the contract's files into `dir`; `artifacts` are the files already written there
 /// (their paths), `replay` the command that replays the run from `dir`.
-pub(crate) fn write(
+pub(super) fn write(
     dir: &Path,
     run: &RunEvidence<'_>,
     artifacts: &[PathBuf],
     replay: &str,
     before: &Before,
-) -> Result<(), CliError> {
+) -> Result<(), EvidenceError> {
     let eval = run.scenario;
     let commands = gate_commands(eval);
     let gates = GatesJson {
@@ -51,7 +73,7 @@ pub(crate) fn write(
     };
     let mut written = artifacts.to_vec();
     written.push(put(dir, GATES_FILE, to_json_pretty(&gates).as_bytes())?);
-    std::fs::create_dir_all(dir.join("evidence")).map_err(CliError::io(dir))?;
+    std::fs::create_dir_all(dir.join("evidence")).map_err(EvidenceError::io(dir))?;
     let mut paths: Vec<String> = written.iter().map(|path| relative(dir, path)).collect();
     paths.extend([PLAN_FILE, TESTS_FILE, RUN_LOG_FILE, ARTIFACTS_FILE].map(String::from));
     paths.sort();
@@ -63,7 +85,7 @@ pub(crate) fn write(
     written.push(put(dir, RUN_LOG_FILE, log.as_bytes())?);
     let mut hashed = Vec::with_capacity(written.len());
     for path in &written {
-        let bytes = std::fs::read(path).map_err(CliError::io(path))?;
+        let bytes = std::fs::read(path).map_err(EvidenceError::io(path))?;
         hashed.push(ArtifactJson {
             file: relative(dir, path),
             bytes: bytes.len(),
@@ -77,7 +99,7 @@ pub(crate) fn write(
 
 /// Returns whether the scenario's gates run outside the simulation, in an agent program's
 /// working directory (so they can be run on the base tree too).
-pub(crate) fn gates_run_outside(eval: &EvalScenario) -> bool {
+pub(super) fn gates_run_outside(eval: &EvalScenario) -> bool {
     eval.eval().command.is_some()
         && eval
             .eval()
@@ -149,7 +171,7 @@ fn plan(run: &RunEvidence<'_>, commands: &[GateCommand], paths: Vec<String>) -> 
         names.dedup();
         names
     });
-    let gate_timeout_ms = simtape_serve::limits::GATE_TIMEOUT.as_millis();
+    let gate_timeout_ms = crate::limits::GATE_TIMEOUT.as_millis();
     PlanJson {
         format: PLAN_FORMAT,
         scenario: eval.scenario().name().to_string(),
@@ -191,7 +213,7 @@ fn tests(report: &EvalReport, commands: &[GateCommand], before: &Before) -> Test
                     .get(index)
                     .map(exit)
                     .ok_or_else(|| "the base tree's run stopped before this gate".to_string()),
-                Err(why) => Err(why.clone()),
+                Err(why) => Err(why.to_string()),
             };
             let before = match &before {
                 Ok(run) => BaseRun::Ran(run),
@@ -217,7 +239,7 @@ fn run_log(dir: &Path, run: &RunEvidence<'_>, tests: &TestsJson) -> String {
     ];
     if let Some(transcript) = &report.transcript {
         for (session, turns) in transcript.sections() {
-            lines.push(crate::common::render::session_line(session, turns));
+            lines.push(session.line(turns));
         }
         for call in transcript.calls() {
             lines.push(format!("tool call {} {}", call.name, call.arguments));
@@ -263,7 +285,7 @@ fn run_log(dir: &Path, run: &RunEvidence<'_>, tests: &TestsJson) -> String {
     }
     let mut text = lines.join("\n");
     text.push('\n');
-    let stderr = dir.join(simtape_serve::command::SESSION_FILES[3]);
+    let stderr = dir.join(crate::command::SESSION_FILES[3]);
     if run.scenario.eval().command.is_some() {
         if let Ok(bytes) = std::fs::read(&stderr) {
             text.push_str("agent stderr:\n");

@@ -1,6 +1,11 @@
 //! `simtape run --evidence DIR`: everything a reviewer needs to trust (or reproduce) one run,
 //! in one directory: the tape, the fs diff, the verdict, the replay script, a manifest with
-//! the SHA-256 of every artifact, and the run-and-test contract's files ([`contract`]).
+//! the SHA-256 of every artifact, and the run-and-test contract's files (`contract`). The
+//! documents' shapes are `simtape_eval::evidence`'s and `simtape_eval::run_json`'s; writing
+//! them, and running the gates on the base tree, is the outside's, so it is here.
+//!
+//! The evidence names paths the run saw: [`EvidenceError`] names the file that could not be
+//! written.
 
 mod contract;
 
@@ -10,13 +15,12 @@ use simtape::tape::sha256_hex;
 use simtape_agent::{EvalReport, EvalScenario};
 use simtape_eval::run_json::{to_json_pretty, ArtifactJson, EvidenceManifest, EvidenceVerdict};
 
-pub(crate) use contract::Before;
+pub use contract::{Before, NotRun};
 
-use crate::common::shell::command_line;
-use crate::exit::CliError;
+use simtape_eval::reproduce::command_line;
 
 /// The artifacts' file names inside the evidence directory.
-pub(crate) const TAPE_FILE: &str = "run.tape";
+pub const TAPE_FILE: &str = "run.tape";
 const DIFF_FILE: &str = "fs.diff";
 const DIFF_JSON_FILE: &str = "fs-diff.json";
 const VERDICT_FILE: &str = "verdict.json";
@@ -24,20 +28,49 @@ const REPLAY_FILE: &str = "replay.sh";
 const MANIFEST_FILE: &str = "manifest.json";
 
 /// What the run left, for the evidence.
-pub(crate) struct RunEvidence<'a> {
-    pub(crate) scenario: &'a EvalScenario,
-    pub(crate) scenario_path: &'a Path,
-    pub(crate) seed: u64,
-    pub(crate) report: &'a EvalReport,
-    pub(crate) tape: &'a Path,
-    pub(crate) reproduce: &'a str,
+#[derive(Debug)]
+pub struct RunEvidence<'a> {
+    /// The scenario that ran.
+    pub scenario: &'a EvalScenario,
+    /// Its file, as given on the command line (the replay script names it).
+    pub scenario_path: &'a Path,
+    /// The run's seed.
+    pub seed: u64,
+    /// What the run gave.
+    pub report: &'a EvalReport,
+    /// Its tape.
+    pub tape: &'a Path,
+    /// The command that reproduces it.
+    pub reproduce: &'a str,
     /// The gates on the base tree ([`base_tree_gates`]).
-    pub(crate) before: &'a Before,
+    pub before: &'a Before,
+}
+
+/// Why the evidence directory could not be written. Fatal to the evidence (the run's verdict
+/// stands).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvidenceError {
+    /// A file or directory of the evidence that cannot be read, created or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl EvidenceError {
+    fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> EvidenceError {
+        let path = path.into();
+        move |source| EvidenceError::Io { path, source }
+    }
 }
 
 /// Writes the evidence directory and returns the manifest's path.
-pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliError> {
-    std::fs::create_dir_all(dir).map_err(CliError::io(dir))?;
+pub fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, EvidenceError> {
+    std::fs::create_dir_all(dir).map_err(EvidenceError::io(dir))?;
     let mut artifacts = vec![run.tape.to_path_buf()];
     if let Some(diff) = &run.report.fs_diff {
         artifacts.push(put(dir, DIFF_FILE, diff.unified().as_bytes())?);
@@ -45,7 +78,7 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
         artifacts.push(put(dir, DIFF_JSON_FILE, &json)?);
     }
     // An agent program's session, written there while it ran.
-    for name in simtape_serve::command::SESSION_FILES {
+    for name in crate::command::SESSION_FILES {
         let path = dir.join(name);
         if run.scenario.eval().command.is_some() && path.is_file() {
             artifacts.push(path);
@@ -87,20 +120,24 @@ pub(crate) fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, CliErr
 /// run in an agent program's working directory, the scenario runs once more at `seed` with
 /// `true` standing in for the agent, so they run on an unchanged copy of the `[fs]` root.
 /// Gates inside the simulation (a process replay, a WASI guest) have only their final run.
-pub(crate) fn base_tree_gates(eval: &EvalScenario, seed: u64) -> Before {
+pub fn base_tree_gates(eval: &EvalScenario, seed: u64) -> Before {
     if !contract::gates_run_outside(eval) {
-        return Err(
-            "not run: the gate runs inside the simulation, where only the final tree's run exists"
-                .to_string(),
-        );
+        return Err(NotRun::InsideSimulation);
     }
     let Some(noop) = on_path("true") else {
-        return Err("not run: no `true` program on PATH to stand in for the agent".to_string());
+        return Err(NotRun::NoStandIn);
     };
     let mut builder = eval.builder(seed);
-    crate::common::run_eval(eval, &mut builder, Some(&noop), None, None)
+    let options = crate::command::CommandOptions {
+        program: Some(noop),
+        ..Default::default()
+    };
+    crate::command::run_eval(eval, &mut builder, &options)
         .map(|report| report.gates)
-        .map_err(|error| format!("not run: {error}"))
+        .map_err(|source| NotRun::Failed {
+            scenario: eval.scenario().path().to_path_buf(),
+            source: Box::new(source),
+        })
 }
 
 /// Returns the first `name` on PATH.
@@ -128,10 +165,10 @@ fn relative_from(dir: &Path, target: &Path) -> PathBuf {
     relative
 }
 
-fn manifest_json(run: &RunEvidence<'_>, artifacts: &[PathBuf]) -> Result<String, CliError> {
+fn manifest_json(run: &RunEvidence<'_>, artifacts: &[PathBuf]) -> Result<String, EvidenceError> {
     let mut files = Vec::new();
     for path in artifacts {
-        let bytes = std::fs::read(path).map_err(CliError::io(path))?;
+        let bytes = std::fs::read(path).map_err(EvidenceError::io(path))?;
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -148,8 +185,8 @@ fn manifest_json(run: &RunEvidence<'_>, artifacts: &[PathBuf]) -> Result<String,
     }))
 }
 
-fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, CliError> {
+fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, EvidenceError> {
     let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(CliError::io(&path))?;
+    std::fs::write(&path, bytes).map_err(EvidenceError::io(&path))?;
     Ok(path)
 }

@@ -14,7 +14,6 @@
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use simtape::rng::RngStream;
@@ -23,15 +22,29 @@ use simtape_eval::VerifierResult;
 
 use super::error::HarnessError;
 use super::policy::Feature;
-use crate::pipeline::Ctx;
+use crate::report::AgentError;
 use crate::spec::VerifySpec;
 
 /// What a part's async step returns.
 pub type PartFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HarnessError>> + 'a>>;
 
+/// What a run's verifiers return, boxed (see [`PartRun::verify`]).
+pub(crate) type VerifyFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<VerifierResult>, AgentError>> + 'a>>;
+
+/// What a part reaches of the run it is a part of. The harness implements it for the run's
+/// context, so these parts (which the run's context holds, through the scenario's
+/// `[harness]`) name no type of the run's.
+pub(crate) trait PartRun {
+    /// The run's host.
+    fn host(&self) -> &Host;
+    /// Runs `verifiers` now, in order.
+    fn verify<'a>(&'a self, verifiers: &'a [VerifySpec]) -> VerifyFuture<'a>;
+}
+
 /// What a part may use: the run's host (its actors) and the scenario's verifiers.
 pub struct HarnessCx<'a> {
-    ctx: &'a Rc<Ctx>,
+    run: &'a dyn PartRun,
     session: u32,
 }
 
@@ -44,13 +57,13 @@ impl Debug for HarnessCx<'_> {
 }
 
 impl<'a> HarnessCx<'a> {
-    pub(crate) fn new(ctx: &'a Rc<Ctx>, session: u32) -> HarnessCx<'a> {
-        HarnessCx { ctx, session }
+    pub(crate) fn new(run: &'a dyn PartRun, session: u32) -> HarnessCx<'a> {
+        HarnessCx { run, session }
     }
 
     /// The run's host: its actors (fs, process, MCP, …) and clock.
     pub fn host(&self) -> &Host {
-        &self.ctx.host
+        self.run.host()
     }
 
     /// The session the step belongs to (0 is the initializer).
@@ -62,8 +75,8 @@ impl<'a> HarnessCx<'a> {
     pub async fn verify(
         &self,
         verifiers: &[VerifySpec],
-    ) -> Result<Vec<VerifierResult>, crate::report::AgentError> {
-        crate::verify::run_list(self.ctx, verifiers, &[]).await
+    ) -> Result<Vec<VerifierResult>, AgentError> {
+        self.run.verify(verifiers).await
     }
 }
 
