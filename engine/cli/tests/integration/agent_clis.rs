@@ -123,6 +123,39 @@ fn copilot_works_an_mcp_world_as_a_scenario_agent() {
     works_the_mcp_world("copilot", &copilot, "tickets-close_ticket");
 }
 
+#[test]
+fn copilot_read_only_on_the_host_is_refused_its_writes() {
+    // Goal: `permission = "read-only"` on the host (`sandbox = "off"`) maps to Copilot CLI's
+    // `--deny-tool shell --deny-tool write`: the model's `create` call is refused (a failed
+    // tool call in its events) and the project is unchanged, so the fs verifier fails.
+    let Some(copilot) = copilot() else {
+        return;
+    };
+    let dir = scratch("agent-clis", "copilot-read-only");
+    let example = repo().join("examples/agents/copilot");
+    std::fs::create_dir_all(dir.join("repo")).unwrap();
+    std::fs::copy(example.join("llm.jsonl"), dir.join("llm.jsonl")).unwrap();
+    std::fs::copy(example.join("repo/README.md"), dir.join("repo/README.md")).unwrap();
+    let source = std::fs::read_to_string(example.join("scenario.toml")).unwrap();
+    let source = source.replace(
+        "timeout = \"180s\"",
+        "timeout = \"180s\"\npermission = \"read-only\"\nsandbox = \"off\"",
+    );
+    std::fs::write(dir.join("scenario.toml"), source).unwrap();
+    let ran = run_agent(&dir, 0, &dir.join("scenario.toml"), &copilot);
+    assert_eq!(ran.code, Some(1), "{}", ran.shown);
+    assert!(
+        ran.shown.contains("verify FAILED fs hello.txt") && ran.shown.contains("found absent"),
+        "{}",
+        ran.shown
+    );
+    let log = std::fs::read_to_string(ran.evidence.join("session.ndjson")).unwrap();
+    assert!(
+        log.contains("Permission to run this tool was denied") && log.contains("\"is_error\":true"),
+        "{log}"
+    );
+}
+
 /// Whether `tape` records a stream fault (a cut or stalled stream).
 fn has_stream_fault(tape: &[u8]) -> bool {
     tape.windows(b"stream_fault".len())
