@@ -212,13 +212,15 @@ pub enum AdapterKind {
     Aider,
     /// GitHub Copilot CLI (`copilot -p … --output-format json`, on a local provider).
     Copilot,
+    /// Cline (`cline --json -P openai … TASK`).
+    Cline,
     /// Any program: the task goes in `SIMTAPE_TASK`, its stdout lines are its messages.
     Generic,
 }
 
 impl AdapterKind {
     /// Every adapter with its name in scenario files.
-    pub const ALL: [(&'static str, AdapterKind); 9] = [
+    pub const ALL: [(&'static str, AdapterKind); 10] = [
         ("claude-code", AdapterKind::ClaudeCode),
         ("codex", AdapterKind::Codex),
         ("opencode", AdapterKind::Opencode),
@@ -227,6 +229,7 @@ impl AdapterKind {
         ("mini-swe-agent", AdapterKind::MiniSweAgent),
         ("aider", AdapterKind::Aider),
         ("copilot", AdapterKind::Copilot),
+        ("cline", AdapterKind::Cline),
         ("generic", AdapterKind::Generic),
     ];
 

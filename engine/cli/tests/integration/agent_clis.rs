@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::agents::run_agent;
-use crate::clients::{aider, codex, copilot, mini_swe_agent, qwen_code};
+use crate::clients::{aider, cline, codex, copilot, mini_swe_agent, qwen_code};
 use crate::common::{repo, scratch, simtape, text};
 
 /// Runs `examples/agents/EXAMPLE` ten times with `program`: each run passes with `held` among
@@ -121,6 +121,46 @@ fn copilot_works_an_mcp_world_as_a_scenario_agent() {
         return;
     };
     works_the_mcp_world("copilot", &copilot, "tickets-close_ticket");
+}
+
+#[test]
+fn cline_retries_a_529_and_ten_runs_give_one_tape() {
+    // Cline (npm cline; its platform package's binary) on simtape's Chat Completions
+    // endpoint, with the provider settings the adapter writes and no Cline account: it
+    // retries the seeded 529 on its own, adds hello.txt with its apply_patch tool and
+    // answers. Its JSON lines carry wall-clock times and generated agent and task ids; the
+    // adapter reads none of them, so ten runs give one tape.
+    let Some(cline) = cline() else {
+        return;
+    };
+    let turns = "agent: 2 turn(s), 1 tool call(s), 1 retr(ies)";
+    ten_runs_one_tape(
+        "cline",
+        &cline,
+        "tool_called apply_patch",
+        turns,
+        "\"name\":\"apply_patch\"",
+    );
+}
+
+#[test]
+fn cline_retries_a_stream_cut_mid_body() {
+    // Measured, for docs/agents.md: Cline's first streamed call is cut after one event, the
+    // connection closed mid-body; it asks again and the run passes.
+    let Some(cline) = cline() else {
+        return;
+    };
+    retries_the_cut("cline", &cline);
+}
+
+#[test]
+fn cline_works_an_mcp_world_as_a_scenario_agent() {
+    // The adapter names the server in Cline's MCP settings; Cline offers its tools as
+    // `tickets__TOOL` and gets past the world's 429 on close.
+    let Some(cline) = cline() else {
+        return;
+    };
+    works_the_mcp_world("cline", &cline, "tickets__close_ticket");
 }
 
 #[test]
@@ -244,6 +284,7 @@ fn a_missing_agent_cli_is_an_input_error_naming_how_to_install_it() {
         ("mini-swe-agent", "pip install mini-swe-agent"),
         ("aider", "pip install aider-chat"),
         ("copilot", "npm install -g @github/copilot"),
+        ("cline", "npm install -g cline"),
     ];
     for (example, install) in installs {
         let variable = format!("SIMTAPE_{}_BIN", example.to_uppercase().replace('-', "_"));

@@ -171,13 +171,7 @@ impl Parser for Events {
 
     /// Without a result line the session did not finish: its last text, as an error.
     fn finish(&mut self) -> Vec<EventKind> {
-        if self.ended {
-            return Vec::new();
-        }
-        vec![EventKind::Result {
-            text: self.last_message.take().unwrap_or_default(),
-            is_error: true,
-        }]
+        super::unfinished(self.ended, &mut self.last_message)
     }
 }
 

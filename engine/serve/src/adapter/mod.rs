@@ -1,8 +1,8 @@
 //! Adapters: how to start each agent CLI and how to read what it prints.
 //!
 //! Every CLI prints its session in its own shape (Claude Code's stream-json, Codex's `exec
-//! --json`, OpenCode's `run --format json`, Gemini CLI's stream-json, Copilot CLI's JSON
-//! lines); an adapter reads one native line at a time into
+//! --json`, OpenCode's `run --format json`, Gemini CLI's stream-json, Copilot CLI's and Cline's
+//! JSON lines); an adapter reads one native line at a time into
 //! zero or more [`EventKind`]s, the one vocabulary of seven kinds the tape, the session log
 //! and the transcript share. The simulation stamps each with the virtual instant it was
 //! delivered at (see `command`). Parsing never fails: a line an adapter does not know is
@@ -10,6 +10,7 @@
 
 mod aider;
 mod claude_code;
+mod cline;
 mod codex;
 mod copilot;
 mod gemini_cli;
@@ -113,6 +114,7 @@ pub fn parser(adapter: AdapterKind) -> Box<dyn Parser> {
         AdapterKind::MiniSweAgent => Box::<mini_swe_agent::Trajectory>::default(),
         AdapterKind::Aider => Box::<aider::Lines>::default(),
         AdapterKind::Copilot => Box::<copilot::Events>::default(),
+        AdapterKind::Cline => Box::<cline::Json>::default(),
         AdapterKind::Generic => Box::<generic::Lines>::default(),
     }
 }
@@ -180,6 +182,8 @@ pub fn rules(adapter: AdapterKind) -> Normalizer {
             .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
         AdapterKind::Copilot => Normalizer::built_in(&[], &copilot::PATTERNS)
             .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Cline => Normalizer::built_in(&[], &cline::PATTERNS)
+            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
         AdapterKind::Opencode | AdapterKind::QwenCode | AdapterKind::Generic => {
             Normalizer::built_in(&[], &[UUID_PATTERN])
         }
@@ -195,6 +199,7 @@ pub(crate) fn all_rules() -> Normalizer {
         .then(Normalizer::built_in(&[], &mini_swe_agent::PATTERNS))
         .then(Normalizer::built_in(&[], &aider::PATTERNS))
         .then(Normalizer::built_in(&[], &copilot::PATTERNS))
+        .then(Normalizer::built_in(&[], &cline::PATTERNS))
 }
 
 /// Returns how to start `spec`'s agent with `model`, its model id from the registry
@@ -215,6 +220,7 @@ pub fn launch(spec: &CommandAgentSpec, model: Option<&str>, places: &Places<'_>)
         AdapterKind::MiniSweAgent => mini_swe_agent::launch(spec, id(), places),
         AdapterKind::Aider => aider::launch(spec, id(), places),
         AdapterKind::Copilot => copilot::launch(spec, id(), places),
+        AdapterKind::Cline => cline::launch(spec, id(), places),
         AdapterKind::Generic => generic::launch(model),
     };
     launch.args.extend(spec.args.iter().cloned());
@@ -236,6 +242,7 @@ pub fn usual_binary(adapter: AdapterKind) -> Option<(&'static str, &'static str)
         AdapterKind::MiniSweAgent => Some(("mini", "pip install mini-swe-agent")),
         AdapterKind::Aider => Some(("aider", "pip install aider-chat")),
         AdapterKind::Copilot => Some(("copilot", "npm install -g @github/copilot")),
+        AdapterKind::Cline => Some(("cline", "npm install -g cline")),
         AdapterKind::Generic => None,
     }
 }
@@ -305,6 +312,18 @@ pub(crate) fn content_text(content: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// The end of a CLI's output that ends with a result line: nothing when `ended` (the line was
+/// read), else the session did not finish and its `last` text is an erroneous result.
+pub(crate) fn unfinished(ended: bool, last: &mut Option<String>) -> Vec<EventKind> {
+    if ended {
+        return Vec::new();
+    }
+    vec![EventKind::Result {
+        text: last.take().unwrap_or_default(),
+        is_error: true,
+    }]
 }
 
 /// Returns `value[key]` as text: a string as it is, anything else as its JSON; `None` when

@@ -71,8 +71,9 @@ pub fn default_id(adapter: AdapterKind) -> Option<&'static str> {
         // router model which to use before every turn.
         AdapterKind::GeminiCli => Some("gemini-2.5-flash"),
         AdapterKind::QwenCode => Some("qwen3-coder-plus"),
-        // One Copilot CLI knows (its token limits); it names no model of its own offline.
-        AdapterKind::Copilot => Some("gpt-4.1"),
+        // One Copilot CLI knows (its token limits), as Cline does; neither names a model of
+        // its own on a custom provider.
+        AdapterKind::Copilot | AdapterKind::Cline => Some("gpt-4.1"),
         // litellm's `openai/` provider, at OPENAI_BASE_URL.
         AdapterKind::MiniSweAgent | AdapterKind::Aider => Some("openai/simtape"),
     }
@@ -334,11 +335,12 @@ mod tests {
                 some("openai/gpt-4.1"),
                 some("gpt-4.1"),
                 some("gpt-4.1"),
+                some("gpt-4.1"),
             ]
         );
         assert_eq!(ids("claude-sonnet-4")[0], some("claude-sonnet-4-20250514"));
         assert_eq!(ids("gemini-2.5-flash")[3], some("gemini-2.5-flash"));
-        assert_eq!(ids("house-model")[8], some("house-model"));
+        assert_eq!(ids("house-model")[9], some("house-model"));
         assert_eq!(ids("house-model")[7], None);
     }
 
@@ -391,7 +393,7 @@ mod tests {
             "model \"gpt-4.1\" has no model id for the claude-code adapter: consulted the \
              scenario's [agent.models] (does not name it), /p/simtape.toml (maps it for codex), \
              the built-in registry (maps it for codex, opencode, qwen-code, mini-swe-agent, \
-             aider, copilot); add `claude-code = \"MODEL-ID\"` under [agent.models.\"gpt-4.1\"] in the \
+             aider, copilot, cline); add `claude-code = \"MODEL-ID\"` under [agent.models.\"gpt-4.1\"] in the \
              scenario or [models.\"gpt-4.1\"] in simtape.toml (built-in names: simtape, \
              gpt-4.1, gpt-4.1-mini, gpt-5, o4-mini, claude-sonnet-4, claude-sonnet-4-5, \
              claude-opus-4, gemini-2.5-pro, gemini-2.5-flash, qwen3-coder-plus)"
