@@ -87,8 +87,8 @@ pub use scenario::{CommandRun, EvalScenario};
 pub use simtape_eval::{Verdict, VerifierResult, NO_VERIFIER, NO_VERIFIER_SAW};
 pub use spec::{
     AdapterKind, AgentClock, AgentSandbox, AgentSpec, AgentVariant, Check, CommandAgentSpec,
-    FsState, McpFault, McpServerSpec, McpSource, NormalizeSpec, Pattern, Permission, TextMatch,
-    ToolSource, UnknownAgent, VerifySpec,
+    FsState, McpFault, McpServerSpec, McpSource, ModelIds, NormalizeSpec, Pattern, Permission,
+    TextMatch, ToolSource, UnknownAgent, VerifySpec,
 };
 pub use tools::fs::EDIT_BYTES_MAX;
 pub use transcript::{EndReason, Transcript, TranscriptCall, TranscriptSession, TranscriptTurn};

@@ -75,7 +75,20 @@ pub struct CommandAgentSpec {
     /// in file order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<AgentVariant>,
+    /// The model, by a name the model registry maps to each adapter's model id (`[agent]
+    /// model`); `None`: each adapter's own default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The scenario's layer of the model registry (`[agent.models."NAME"]`): each model
+    /// name's id for some adapters, consulted before the project's and the built-in layers.
+    #[serde(skip_serializing_if = "ModelIds::is_empty")]
+    pub models: ModelIds,
 }
+
+/// One layer of the model registry: for each model name, the model id each adapter it
+/// lists passes its CLI. Ordered maps, so a layer reads and prints the same every time.
+pub type ModelIds =
+    std::collections::BTreeMap<String, std::collections::BTreeMap<AdapterKind, String>>;
 
 /// `[[agent.variant]]`: another agent for the same scenario, named, that `sweep --agents`
 /// and `run --agent` run in place of `[agent]`'s: what it gives replaces `[agent]`'s (its
@@ -93,6 +106,8 @@ pub struct AgentVariant {
     pub args: Option<Vec<String>>,
     /// Environment added to `[agent]`'s.
     pub env: Vec<(String, String)>,
+    /// Its model name, when not `[agent]`'s.
+    pub model: Option<String>,
 }
 
 /// An agent name `--agents` or `--agent` gave that the scenario does not know.
@@ -122,6 +137,9 @@ impl CommandAgentSpec {
             }
             if let Some(args) = &variant.args {
                 spec.args = args.clone();
+            }
+            if let Some(model) = &variant.model {
+                spec.model = Some(model.clone());
             }
             for (key, value) in &variant.env {
                 spec.env.retain(|(name, _)| name != key);
@@ -192,13 +210,17 @@ pub enum AdapterKind {
     MiniSweAgent,
     /// Aider (`aider --message … --yes-always`, its plain text read).
     Aider,
+    /// GitHub Copilot CLI (`copilot -p … --output-format json`, on a local provider).
+    Copilot,
+    /// Cline (`cline --json -P openai … TASK`).
+    Cline,
     /// Any program: the task goes in `SIMTAPE_TASK`, its stdout lines are its messages.
     Generic,
 }
 
 impl AdapterKind {
     /// Every adapter with its name in scenario files.
-    pub const ALL: [(&'static str, AdapterKind); 8] = [
+    pub const ALL: [(&'static str, AdapterKind); 10] = [
         ("claude-code", AdapterKind::ClaudeCode),
         ("codex", AdapterKind::Codex),
         ("opencode", AdapterKind::Opencode),
@@ -206,6 +228,8 @@ impl AdapterKind {
         ("qwen-code", AdapterKind::QwenCode),
         ("mini-swe-agent", AdapterKind::MiniSweAgent),
         ("aider", AdapterKind::Aider),
+        ("copilot", AdapterKind::Copilot),
+        ("cline", AdapterKind::Cline),
         ("generic", AdapterKind::Generic),
     ];
 

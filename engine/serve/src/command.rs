@@ -135,12 +135,14 @@ pub struct CommandSession {
 
 /// Finds the program of `spec`: `explicit`, else the scenario's `command` (a path resolved
 /// against `scenario_dir`, or a name on `PATH`), else the adapter's usual binary on `PATH`
-/// or in `./node_modules/.bin`.
+/// or in `./node_modules/.bin`. Its model id is resolved too ([`resolve_model`]), so a
+/// sweep that checks its programs before any run stops at a model no layer maps.
 pub fn resolve_program(
     spec: &CommandAgentSpec,
     explicit: Option<&Path>,
     scenario_dir: &Path,
 ) -> Result<PathBuf, ServeError> {
+    resolve_model(spec, scenario_dir)?;
     // What it is to be shown must be there before anything starts: a missing path is the
     // scenario's to fix, not a sandbox failing mid-run.
     for path in &spec.expose {
@@ -152,6 +154,21 @@ pub fn resolve_program(
     // The program starts in its scratch directory: a relative path must not mean it there.
     find_program(spec, explicit, scenario_dir)
         .map(|path| std::path::absolute(&path).unwrap_or(path))
+}
+
+/// Returns the model id `spec`'s adapter passes its CLI: the scenario's model name through
+/// the registry's layers (the scenario's, the project's `simtape.toml` governing
+/// `scenario_dir`, the built-in), or the adapter's default (`adapter::models`).
+pub fn resolve_model(
+    spec: &CommandAgentSpec,
+    scenario_dir: &Path,
+) -> Result<Option<String>, ServeError> {
+    // The project's file is read only when the scenario names a model.
+    let project = match spec.model {
+        Some(_) => adapter::models::ProjectModels::find(scenario_dir)?,
+        None => None,
+    };
+    Ok(adapter::models::resolve(spec, project.as_ref())?)
 }
 
 /// The scenario's `args` as a shell in the scenario's directory would read them: a relative
@@ -264,6 +281,7 @@ pub fn run_command(
         .unwrap_or(Path::new(""))
         .to_path_buf();
     let program = resolve_program(&spec, options.program.as_deref(), &scenario_dir)?;
+    let model = resolve_model(&spec, &scenario_dir)?;
     let project = scenario.scenario().fs_root();
     let args = resolve_args(&spec.args, &scenario_dir, project.as_deref());
     let spec = CommandAgentSpec { args, ..spec };
@@ -272,6 +290,7 @@ pub fn run_command(
     let program_run = ProgramRun {
         scenario,
         spec,
+        model,
         program,
         options,
         inputs,
@@ -284,6 +303,8 @@ pub fn run_command(
 struct ProgramRun<'a> {
     scenario: &'a EvalScenario,
     spec: CommandAgentSpec,
+    /// The model id its adapter passes the CLI (`resolve_model`).
+    model: Option<String>,
     program: PathBuf,
     options: &'a CommandOptions,
     inputs: Inbox<GatewayInput>,
@@ -510,6 +531,7 @@ impl ProgramRun<'_> {
         let servers: Vec<String> = servers.map(|server| server.name.clone()).collect();
         let launch = adapter::launch(
             &spec,
+            self.model.as_deref(),
             &Places {
                 base_url: &sight.base_url,
                 home: &sight.home,
@@ -920,6 +942,8 @@ mod tests {
             expose: Vec::new(),
             line: 1,
             variants: Vec::new(),
+            model: None,
+            models: Default::default(),
         }
     }
 

@@ -188,6 +188,10 @@ pub enum ServeError {
         /// The command that installs it (`npm install -g PACKAGE`), when there is one.
         install: Option<&'static str>,
     },
+    /// The scenario's model name has no id for its adapter, or the project's registry file
+    /// is not one.
+    #[error(transparent)]
+    Model(#[from] crate::adapter::models::ModelError),
     /// A path `[agent] expose` names does not exist.
     #[error("[agent] expose: {} does not exist (a path to show the program read-only, relative to the scenario's directory)", .path.display())]
     MissingExpose {

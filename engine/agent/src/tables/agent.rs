@@ -5,8 +5,8 @@ use simtape::scenario::decoder::{one_of, Capability, Decoder, Field, Fields};
 
 use super::mcp::{Lookup, Servers};
 use crate::spec::{
-    AdapterKind, AgentClock, AgentSandbox, AgentSpec, AgentVariant, CommandAgentSpec, Permission,
-    ToolSource,
+    AdapterKind, AgentClock, AgentSandbox, AgentSpec, AgentVariant, CommandAgentSpec, ModelIds,
+    Permission, ToolSource,
 };
 
 /// What `[agent]` decodes to: the built-in loop, or an agent program outside the simulation.
@@ -21,9 +21,11 @@ pub(crate) enum AgentTable {
 /// The agent kinds of `[agent] kind`.
 const AGENT_KINDS: [(&str, &str); 2] = [("builtin", "builtin"), ("command", "command")];
 /// The keys of `[agent] kind = "command"`.
-const COMMAND_KEYS: [&str; 13] = [
+const COMMAND_KEYS: [&str; 15] = [
     "kind",
     "adapter",
+    "model",
+    "models",
     "command",
     "args",
     "task",
@@ -37,7 +39,10 @@ const COMMAND_KEYS: [&str; 13] = [
     "variant",
 ];
 /// The keys of `[[agent.variant]]`.
-const VARIANT_KEYS: [&str; 5] = ["name", "adapter", "command", "args", "env"];
+const VARIANT_KEYS: [&str; 6] = ["name", "adapter", "model", "command", "args", "env"];
+/// What `[agent] model` expects.
+const MODEL_NAME: &str = "a model name like \"gpt-4.1\" (the model registry maps it to each \
+                          adapter's model id)";
 /// The clocks of `[agent] clock`.
 const CLOCKS: [(&str, AgentClock); 2] =
     [("host", AgentClock::Host), ("virtual", AgentClock::Virtual)];
@@ -110,6 +115,11 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
             );
             None
         }
+    };
+    let model = model_name(decoded, &mut fields);
+    let models = match fields.take("models") {
+        Some(field) => model_ids(decoded, &field),
+        None => Some(ModelIds::new()),
     };
     let program = match fields.take("command") {
         Some(field) => prompt(decoded, &field, "a program path or name", false).map(Some),
@@ -186,7 +196,60 @@ fn command(decoded: &mut Decoder, mut fields: Fields<'_>, line: u64) -> Option<C
         expose: expose?,
         line,
         variants: variants?,
+        model: model?,
+        models: models?,
     })
+}
+
+/// `model = "gpt-4.1"`: a name the model registry maps to each adapter's model id.
+fn model_name(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Option<String>> {
+    match fields.take("model") {
+        Some(field) => prompt(decoded, &field, MODEL_NAME, false).map(Some),
+        None => Some(None),
+    }
+}
+
+/// `[agent.models."NAME"]`: for each model name, the model id of each adapter it lists.
+fn model_ids(decoded: &mut Decoder, field: &Field<'_>) -> Option<ModelIds> {
+    let what = "a table of model names, each a table of adapter = \"model id\" like \
+                { \"gpt-4.1\" = { codex = \"gpt-4.1-2025-04-14\" } }";
+    let mut names = decoded.table(field, what)?;
+    let mut layer = ModelIds::new();
+    let mut complete = true;
+    for name in names.keys() {
+        let Some(ids) = names.take(&name) else {
+            continue;
+        };
+        match adapter_ids(decoded, &ids) {
+            Some(ids) => drop(layer.insert(name, ids)),
+            None => complete = false,
+        }
+    }
+    complete.then_some(layer)
+}
+
+/// One model name's ids: `codex = "gpt-4.1-2025-04-14"`, keyed by adapter name.
+fn adapter_ids(
+    decoded: &mut Decoder,
+    field: &Field<'_>,
+) -> Option<std::collections::BTreeMap<AdapterKind, String>> {
+    let what = "a table of adapter = \"model id\" like { codex = \"gpt-4.1-2025-04-14\" }";
+    let mut fields = decoded.table(field, what)?;
+    let mut ids = std::collections::BTreeMap::new();
+    let mut complete = true;
+    for (name, adapter) in AdapterKind::ALL {
+        let Some(id) = fields.take(name) else {
+            continue;
+        };
+        match prompt(decoded, &id, "a model id", false) {
+            Some(id) => drop(ids.insert(adapter, id)),
+            None => complete = false,
+        }
+    }
+    let names: Vec<&str> = AdapterKind::ALL.iter().map(|(name, _)| *name).collect();
+    let unknown = format!("unknown adapter, expected one of {}", one_of(&names));
+    fields.finish(decoded, &unknown);
+    complete.then_some(ids)
 }
 
 /// Decodes `[[agent.variant]]`: other agents for the scenario, each named once.
@@ -231,6 +294,7 @@ fn variant(decoded: &mut Decoder, field: &Field<'_>) -> Option<AgentVariant> {
         Some(field) => choice(decoded, &field, &AdapterKind::ALL, "an adapter").map(Some),
         None => Some(None),
     };
+    let model = model_name(decoded, &mut fields);
     let program = match fields.take("command") {
         Some(field) => prompt(decoded, &field, "a program path or name", false).map(Some),
         None => Some(None),
@@ -256,6 +320,7 @@ fn variant(decoded: &mut Decoder, field: &Field<'_>) -> Option<AgentVariant> {
         command: program?,
         args: args?,
         env: env?,
+        model: model?,
     })
 }
 

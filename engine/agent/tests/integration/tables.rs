@@ -883,6 +883,8 @@ args = ["-m", "unittest"]
             expose: Vec::new(),
             line: 7,
             variants: Vec::new(),
+            model: None,
+            models: Default::default(),
         }
     );
 }
@@ -900,6 +902,19 @@ fn the_documented_command_agent_decodes() {
     assert_eq!(spec.adapter, AdapterKind::ClaudeCode);
     assert_eq!(spec.timeout_ms, 300_000);
     assert_eq!(spec.env, [("PYTHONDONTWRITEBYTECODE".into(), "1".into())]);
+    // And its model example: the name, the scenario's layer, a variant of another adapter.
+    let source = format!(
+        "{HEAD}[llm]\nfixture = \"llm.jsonl\"\n{}",
+        doc_example("command agent models")
+    );
+    let eval = EvalScenario::check_source(&source, &dir.join("s.toml")).unwrap();
+    let spec = eval.eval().command.clone().unwrap();
+    assert_eq!(spec.model.as_deref(), Some("gpt-4.1"));
+    assert_eq!(
+        spec.models["gpt-4.1"][&AdapterKind::Aider],
+        "openai/gpt-4.1-2025-04-14"
+    );
+    assert_eq!(spec.agent("qwen").unwrap().adapter, AdapterKind::QwenCode);
 }
 
 #[test]
@@ -936,7 +951,7 @@ fn agent_variants_decode_and_their_problems_are_placed() {
         "{unknown}"
     );
     let source = format!(
-        "{head}[[agent.variant]]\nname = \"b\"\n[[agent.variant]]\nname = \"b\"\n[[agent.variant]]\nname = \"Big\"\n[[agent.variant]]\nargs = []\nmodel = \"x\"\n"
+        "{head}[[agent.variant]]\nname = \"b\"\n[[agent.variant]]\nname = \"b\"\n[[agent.variant]]\nname = \"Big\"\n[[agent.variant]]\nargs = []\nshell = \"x\"\n"
     );
     let found = problems(&source).join("\n");
     assert!(
@@ -948,7 +963,50 @@ fn agent_variants_decode_and_their_problems_are_placed() {
         "{found}"
     );
     assert!(found.contains("expected the variant's name"), "{found}");
-    assert!(found.contains("unknown key for [[agent.variant]], expected one of `name`, `adapter`, `command`, `args`, `env`"), "{found}");
+    assert!(found.contains("unknown key for [[agent.variant]], expected one of `name`, `adapter`, `model`, `command`, `args`, `env`"), "{found}");
+}
+
+#[test]
+fn a_command_agent_names_a_model_and_its_ids_per_adapter() {
+    // Goal: `[agent] model`, the scenario's registry layer `[agent.models."NAME"]` and a
+    // variant's `model` decode; an unknown adapter or an empty id in the layer is reported at
+    // its place.
+    let head = format!(
+        "{HEAD}[llm]\nfixture = \"llm.jsonl\"\n[agent]\nkind = \"command\"\nadapter = \"codex\"\ntask = \"Go.\"\nmodel = \"gpt-4.1\"\n"
+    );
+    let source = format!(
+        "{head}[agent.models.\"gpt-4.1\"]\ncodex = \"gpt-4.1-2025-04-14\"\nqwen-code = \"q\"\n[[agent.variant]]\nname = \"big\"\nmodel = \"gpt-5\"\n"
+    );
+    let dir = eval_dir("agent-models");
+    let eval = EvalScenario::check_source(&source, &dir.join("s.toml")).unwrap();
+    let spec = eval.eval().command.clone().unwrap();
+    assert_eq!(spec.model.as_deref(), Some("gpt-4.1"));
+    let ids = &spec.models["gpt-4.1"];
+    assert_eq!(ids[&AdapterKind::Codex], "gpt-4.1-2025-04-14");
+    assert_eq!(ids[&AdapterKind::QwenCode], "q");
+    assert_eq!(spec.agent("big").unwrap().model.as_deref(), Some("gpt-5"));
+    assert_eq!(
+        spec.agent("aider").unwrap().model.as_deref(),
+        Some("gpt-4.1")
+    );
+    let source = format!(
+        "{head}[agent.models.\"gpt-4.1\"]\nkodex = \"a\"\naider = \"\"\n[agent.models.m]\n"
+    );
+    let found = problems(&source).join("\n");
+    assert!(
+        found.contains("field `agent.models.\"gpt-4.1\".kodex`: unknown adapter, expected one of `claude-code`"),
+        "{found}"
+    );
+    assert!(
+        found.contains("field `agent.models.\"gpt-4.1\".aider`: expected a model id (not empty)"),
+        "{found}"
+    );
+    let empty = format!("{HEAD}[llm]\nfixture = \"llm.jsonl\"\n[agent]\nkind = \"command\"\nadapter = \"codex\"\ntask = \"Go.\"\nmodel = \"\"\n");
+    let found = problems(&empty).join("\n");
+    assert!(
+        found.contains("field `agent.model`: expected a model name like"),
+        "{found}"
+    );
 }
 
 #[test]
@@ -973,7 +1031,7 @@ max_turns = 3
             "5:1: field `agent.command`: expected the program to run (the generic adapter has no usual binary), found nothing",
             "9:11: field `agent.timeout`: expected a timeout longer than 0s, found \"0s\"",
             "10:14: field `agent.permission`: expected a permission `full`, `read-only`, found \"root\"",
-            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `command`, `args`, `task`, `env`, `timeout`, `settle`, `permission`, `clock`, `sandbox`, `expose`, `variant`",
+            "11:1: field `agent.max_turns`: unknown key for kind = \"command\", expected one of `kind`, `adapter`, `model`, `models`, `command`, `args`, `task`, `env`, `timeout`, `settle`, `permission`, `clock`, `sandbox`, `expose`, `variant`",
         ]
     );
     let source = format!(

@@ -111,6 +111,18 @@ pub(crate) fn qwen_code() -> Option<PathBuf> {
     agent_binary("Qwen Code", "@qwen-code/qwen-code/cli-entry.js")
 }
 
+/// Finds GitHub Copilot CLI (npm `@github/copilot`, whose platform package holds the native
+/// binary), or returns `None` after [`missing`].
+pub(crate) fn copilot() -> Option<PathBuf> {
+    agent_binary("GitHub Copilot CLI", "@github/copilot-linux-x64/copilot")
+}
+
+/// Finds Cline (npm `cline`; its platform package `@cline/cli-linux-x64` holds the binary, which
+/// the peers pin alone), or returns `None` after [`missing`].
+pub(crate) fn cline() -> Option<PathBuf> {
+    agent_binary("Cline", "@cline/cli-linux-x64/bin/cline")
+}
+
 /// Finds mini-swe-agent (PyPI `mini-swe-agent`, in a venv of its own), or returns `None`
 /// after [`missing`].
 pub(crate) fn mini_swe_agent() -> Option<PathBuf> {

@@ -17,9 +17,6 @@ use simtape_agent::CommandAgentSpec;
 
 use super::{cut, may_write, EventKind, Launch, Parser, Places};
 
-/// The model the adapter names (litellm's `openai/` provider).
-const MODEL: &str = "openai/simtape";
-
 /// Aider's per-run text in its system prompt: the date, and the platform (kernel release).
 pub(super) const PATTERNS: [(&str, &str); 2] = [
     (
@@ -46,7 +43,7 @@ const BANNER: [&str; 13] = [
     "Creating empty file",
 ];
 
-pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, model: &str, places: &Places<'_>) -> Launch {
     // In simtape's sandbox a read-only project is a read-only mount; on the host, read-only
     // is its ask mode, which edits nothing.
     let mode = if places.sandboxed || may_write(spec.permission) {
@@ -59,7 +56,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     Launch {
         args: [
             "--model",
-            MODEL,
+            model,
             "--openai-api-base",
             &base,
             "--edit-format",
@@ -94,14 +91,26 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         .to_vec(),
         // Its model list, fetched from GitHub unless a copy younger than a day is in its
         // HOME: one naming the model, so it asks nothing past the endpoint.
-        files: vec![(places.home.join(MODELS_FILE), MODELS.to_string())],
+        files: vec![(places.home.join(MODELS_FILE), models(model))],
     }
+}
+
+/// The model list the adapter gives it: the model (an `openai/` id from the registry), its
+/// limits, no price.
+fn models(model: &str) -> String {
+    let limits = json!({
+        "litellm_provider": "openai",
+        "mode": "chat",
+        "max_input_tokens": 128000,
+        "max_output_tokens": 8192,
+        "input_cost_per_token": 0,
+        "output_cost_per_token": 0,
+    });
+    json!({ model: limits }).to_string()
 }
 
 /// Where aider caches its model list, under HOME.
 const MODELS_FILE: &str = ".aider/caches/model_prices_and_context_window.json";
-/// The model list the adapter gives it: the model, its limits, no price.
-const MODELS: &str = r#"{"openai/simtape": {"litellm_provider": "openai", "mode": "chat", "max_input_tokens": 128000, "max_output_tokens": 8192, "input_cost_per_token": 0, "output_cost_per_token": 0}}"#;
 /// Its chat and input histories, under HOME.
 const CHAT_HISTORY_FILE: &str = ".aider/chat.history.md";
 const INPUT_HISTORY_FILE: &str = ".aider/input.history";

@@ -32,7 +32,7 @@ const READ_TOOLS: &str = "Read,Glob,Grep,LS";
 /// The tools a read-only session is refused.
 const WRITE_TOOLS: &str = "Write,Edit,MultiEdit,Bash,NotebookEdit";
 
-pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, model: Option<&str>, places: &Places<'_>) -> Launch {
     let mut args: Vec<String> = [
         "-p",
         &spec.task,
@@ -43,6 +43,10 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     .iter()
     .map(|arg| arg.to_string())
     .collect();
+    // Without a model from the registry it names none: its own default.
+    if let Some(model) = model {
+        args.extend(["--model".to_string(), model.to_string()]);
+    }
     // The scenario's MCP servers: their config, and their tools allowed (`mcp__NAME` allows
     // every tool of a server).
     let mut allowed = match may_write(spec.permission) {

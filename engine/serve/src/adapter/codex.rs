@@ -38,10 +38,11 @@ pub(super) const PATTERNS: [(&str, &str); 4] = [
 /// The model provider simtape configures for Codex (its config keys name it).
 const PROVIDER: &str = "simtape";
 
-/// How Codex's notice about the configured model's missing metadata begins.
-const UNKNOWN_MODEL_NOTICE: &str = "Model metadata for `simtape` not found";
+/// How Codex's notice about a model it has no metadata for begins (the adapter's default
+/// `simtape`, or any id from the registry it does not know).
+const UNKNOWN_MODEL_NOTICE: &str = "Model metadata for `";
 
-pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, model: &str, places: &Places<'_>) -> Launch {
     // In simtape's sandbox Codex needs no sandbox of its own (a read-only project is a
     // read-only mount there); on the host its own sandbox contains it.
     let sandbox: &[&str] = match (places.sandboxed, may_write(spec.permission)) {
@@ -76,7 +77,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
         "-c",
         "features.plugins=false",
         "-m",
-        PROVIDER,
+        model,
     ]
     .map(String::from)
     .to_vec();

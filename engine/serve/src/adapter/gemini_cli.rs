@@ -16,11 +16,7 @@
 use serde_json::{json, Value};
 use simtape_agent::CommandAgentSpec;
 
-use super::{count, cut, may_write, mcp_urls, EventKind, Launch, Parser, Places};
-
-/// The model the adapter names: one Gemini CLI knows (its limits and defaults), which the
-/// fixtures answer like any other.
-const MODEL: &str = "gemini-2.5-flash";
+use super::{count, cut, may_write, mcp_urls, text_of, EventKind, Launch, Parser, Places};
 
 /// Gemini CLI's per-run text: the date of its session context.
 pub(super) const PATTERNS: [(&str, &str); 1] = [(
@@ -65,7 +61,7 @@ pub(super) fn settings(security: Value, general: Value, places: &Places<'_>) -> 
     settings.to_string()
 }
 
-pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, model: &str, places: &Places<'_>) -> Launch {
     let mode = approval_mode(spec, places);
     let settings = settings(
         json!({"auth": {"selectedType": "gemini-api-key"}}),
@@ -76,7 +72,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     Launch {
         args: [
             "-m",
-            MODEL,
+            model,
             "--output-format",
             "stream-json",
             "--approval-mode",
@@ -116,14 +112,6 @@ impl StreamJson {
         self.last_message = Some(text.clone());
         vec![EventKind::Message { text }]
     }
-}
-
-/// Returns `value[key]` as text: a string as it is, anything else as its JSON.
-fn text_of(value: &Value, key: &str) -> Option<String> {
-    value
-        .get(key)
-        .filter(|v| !v.is_null())
-        .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
 }
 
 impl Parser for StreamJson {

@@ -3,9 +3,19 @@
 //! "tool_start", "id": …, "name": …, "input": …}`, docs/agents.md "Generic programs"), which
 //! is taken as that event: a program that prints its own tool calls and answer is read as
 //! exactly as a CLI adapter reads its CLI. The task reaches it in `SIMTAPE_TASK` (every
-//! adapter sets it).
+//! adapter sets it), and the scenario's model, when it names one, in `SIMTAPE_MODEL`.
 
-use super::{cut, EventKind, Parser};
+use super::{cut, EventKind, Launch, Parser};
+
+/// Returns how to start a program: its environment names `model`, the registry's id (the
+/// scenario's name unless a layer maps it), when the scenario names one.
+pub(super) fn launch(model: Option<&str>) -> Launch {
+    let env = model.map(|model| ("SIMTAPE_MODEL".to_string(), model.to_string()));
+    Launch {
+        env: env.into_iter().collect(),
+        ..Launch::default()
+    }
+}
 
 /// The line reader.
 #[derive(Debug, Default)]

@@ -18,16 +18,13 @@ use simtape_agent::CommandAgentSpec;
 
 use super::{content_text, count, cut, EventKind, Launch, Parser, Places};
 
-/// The model the adapter names (litellm's `openai/` provider, at `OPENAI_BASE_URL`).
-const MODEL: &str = "openai/simtape";
-
 /// The per-machine text of its task prompt: the kernel's name, release, version and machine.
 pub(super) const PATTERNS: [(&str, &str); 1] = [(
     r"<system_information>[^<]*</system_information>",
     "<system_information><os></system_information>",
 )];
 
-pub(super) fn launch(spec: &CommandAgentSpec, _places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, model: &str, _places: &Places<'_>) -> Launch {
     Launch {
         args: [
             // The non-interactive agent: it prints no steps of its own, so stdout holds the
@@ -37,7 +34,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, _places: &Places<'_>) -> Launch {
             "-y",
             "--exit-immediately",
             "-m",
-            MODEL,
+            model,
             "-o",
             "/dev/stdout",
             "-t",

@@ -1,7 +1,8 @@
 //! Adapters: how to start each agent CLI and how to read what it prints.
 //!
 //! Every CLI prints its session in its own shape (Claude Code's stream-json, Codex's `exec
-//! --json`, OpenCode's `run --format json`, Gemini CLI's stream-json); an adapter reads one native line at a time into
+//! --json`, OpenCode's `run --format json`, Gemini CLI's stream-json, Copilot CLI's and Cline's
+//! JSON lines); an adapter reads one native line at a time into
 //! zero or more [`EventKind`]s, the one vocabulary of seven kinds the tape, the session log
 //! and the transcript share. The simulation stamps each with the virtual instant it was
 //! delivered at (see `command`). Parsing never fails: a line an adapter does not know is
@@ -9,10 +10,13 @@
 
 mod aider;
 mod claude_code;
+mod cline;
 mod codex;
+mod copilot;
 mod gemini_cli;
 mod generic;
 mod mini_swe_agent;
+pub mod models;
 mod opencode;
 mod qwen_code;
 
@@ -109,6 +113,8 @@ pub fn parser(adapter: AdapterKind) -> Box<dyn Parser> {
         AdapterKind::QwenCode => Box::<claude_code::StreamJson>::default(),
         AdapterKind::MiniSweAgent => Box::<mini_swe_agent::Trajectory>::default(),
         AdapterKind::Aider => Box::<aider::Lines>::default(),
+        AdapterKind::Copilot => Box::<copilot::Events>::default(),
+        AdapterKind::Cline => Box::<cline::Json>::default(),
         AdapterKind::Generic => Box::<generic::Lines>::default(),
     }
 }
@@ -174,6 +180,10 @@ pub fn rules(adapter: AdapterKind) -> Normalizer {
             .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
         AdapterKind::MiniSweAgent => Normalizer::built_in(&[], &mini_swe_agent::PATTERNS)
             .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Copilot => Normalizer::built_in(&[], &copilot::PATTERNS)
+            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Cline => Normalizer::built_in(&[], &cline::PATTERNS)
+            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
         AdapterKind::Opencode | AdapterKind::QwenCode | AdapterKind::Generic => {
             Normalizer::built_in(&[], &[UUID_PATTERN])
         }
@@ -188,19 +198,30 @@ pub(crate) fn all_rules() -> Normalizer {
         .then(Normalizer::built_in(&[], &gemini_cli::PATTERNS))
         .then(Normalizer::built_in(&[], &mini_swe_agent::PATTERNS))
         .then(Normalizer::built_in(&[], &aider::PATTERNS))
+        .then(Normalizer::built_in(&[], &copilot::PATTERNS))
+        .then(Normalizer::built_in(&[], &cline::PATTERNS))
 }
 
-/// Returns how to start `spec`'s agent.
-pub fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+/// Returns how to start `spec`'s agent with `model`, its model id from the registry
+/// ([`models::resolve`]; `None`: the CLI's own default).
+pub fn launch(spec: &CommandAgentSpec, model: Option<&str>, places: &Places<'_>) -> Launch {
+    // Every adapter but Claude Code's and a generic program's has a default id.
+    let id = || {
+        model
+            .or(models::default_id(spec.adapter))
+            .unwrap_or("simtape")
+    };
     let mut launch = match spec.adapter {
-        AdapterKind::ClaudeCode => claude_code::launch(spec, places),
-        AdapterKind::Codex => codex::launch(spec, places),
-        AdapterKind::Opencode => opencode::launch(spec, places),
-        AdapterKind::GeminiCli => gemini_cli::launch(spec, places),
-        AdapterKind::QwenCode => qwen_code::launch(spec, places),
-        AdapterKind::MiniSweAgent => mini_swe_agent::launch(spec, places),
-        AdapterKind::Aider => aider::launch(spec, places),
-        AdapterKind::Generic => Launch::default(),
+        AdapterKind::ClaudeCode => claude_code::launch(spec, model, places),
+        AdapterKind::Codex => codex::launch(spec, id(), places),
+        AdapterKind::Opencode => opencode::launch(spec, id(), places),
+        AdapterKind::GeminiCli => gemini_cli::launch(spec, id(), places),
+        AdapterKind::QwenCode => qwen_code::launch(spec, id(), places),
+        AdapterKind::MiniSweAgent => mini_swe_agent::launch(spec, id(), places),
+        AdapterKind::Aider => aider::launch(spec, id(), places),
+        AdapterKind::Copilot => copilot::launch(spec, id(), places),
+        AdapterKind::Cline => cline::launch(spec, id(), places),
+        AdapterKind::Generic => generic::launch(model),
     };
     launch.args.extend(spec.args.iter().cloned());
     let home = places.home.display().to_string();
@@ -220,6 +241,8 @@ pub fn usual_binary(adapter: AdapterKind) -> Option<(&'static str, &'static str)
         AdapterKind::QwenCode => Some(("qwen", "npm install -g @qwen-code/qwen-code")),
         AdapterKind::MiniSweAgent => Some(("mini", "pip install mini-swe-agent")),
         AdapterKind::Aider => Some(("aider", "pip install aider-chat")),
+        AdapterKind::Copilot => Some(("copilot", "npm install -g @github/copilot")),
+        AdapterKind::Cline => Some(("cline", "npm install -g cline")),
         AdapterKind::Generic => None,
     }
 }
@@ -289,6 +312,27 @@ pub(crate) fn content_text(content: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// The end of a CLI's output that ends with a result line: nothing when `ended` (the line was
+/// read), else the session did not finish and its `last` text is an erroneous result.
+pub(crate) fn unfinished(ended: bool, last: &mut Option<String>) -> Vec<EventKind> {
+    if ended {
+        return Vec::new();
+    }
+    vec![EventKind::Result {
+        text: last.take().unwrap_or_default(),
+        is_error: true,
+    }]
+}
+
+/// Returns `value[key]` as text: a string as it is, anything else as its JSON; `None` when
+/// absent or null.
+pub(crate) fn text_of(value: &Value, key: &str) -> Option<String> {
+    value
+        .get(key)
+        .filter(|v| !v.is_null())
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
 }
 
 /// Reads `value[key]` as an unsigned integer, 0 when absent.

@@ -11,7 +11,7 @@ use simtape_agent::CommandAgentSpec;
 
 use super::{count, cut, may_write, mcp_urls, EventKind, Launch, Parser, Places};
 
-pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, model: &str, places: &Places<'_>) -> Launch {
     // An OpenAI-compatible provider whose baseURL is the endpoint, and the session's model;
     // read-only denies edits and commands (in simtape's sandbox a read-only project is a
     // read-only mount, and everything is allowed). OpenCode reads the whole config from this
@@ -34,9 +34,9 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
             "npm": "@ai-sdk/openai-compatible",
             "name": PROVIDER,
             "options": {"baseURL": format!("{}/v1", places.base_url), "apiKey": "simtape"},
-            "models": {PROVIDER: {"name": PROVIDER}},
+            "models": {model: {"name": model}},
         }},
-        "model": format!("{PROVIDER}/{PROVIDER}"),
+        "model": format!("{PROVIDER}/{model}"),
         "permission": permission,
         "autoupdate": false,
         "share": "disabled",
@@ -61,7 +61,8 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
     }
 }
 
-/// The provider (and model) name the adapter configures.
+/// The provider the adapter configures (its model is the registry's id, `simtape` by
+/// default).
 const PROVIDER: &str = "simtape";
 
 /// The `run --format json` reader.

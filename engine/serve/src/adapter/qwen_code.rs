@@ -15,13 +15,10 @@ use simtape_agent::CommandAgentSpec;
 
 use super::{gemini_cli, Launch, Places};
 
-/// The model the adapter names; the fixtures answer it like any other.
-const MODEL: &str = "qwen3-coder-plus";
-
 /// Where Qwen Code reads its user settings, under HOME.
 const SETTINGS_FILE: &str = ".qwen/settings.json";
 
-pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
+pub(super) fn launch(spec: &CommandAgentSpec, model: &str, places: &Places<'_>) -> Launch {
     // Gemini CLI's approval modes and settings shape: Qwen Code is its fork.
     let mode = gemini_cli::approval_mode(spec, places);
     let settings = gemini_cli::settings(
@@ -34,7 +31,7 @@ pub(super) fn launch(spec: &CommandAgentSpec, places: &Places<'_>) -> Launch {
             "--auth-type",
             "openai",
             "-m",
-            MODEL,
+            model,
             "--output-format",
             "stream-json",
             "--approval-mode",
