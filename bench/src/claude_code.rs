@@ -130,6 +130,7 @@ pub fn bare_run(eval: &EvalScenario, claude: &Path) -> Result<(), String> {
     let base_url = format!("http://{addr}");
     let launch = adapter::launch(
         spec,
+        None,
         &Places {
             base_url: &base_url,
             home: &home,
