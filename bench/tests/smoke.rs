@@ -305,7 +305,7 @@ fn the_trace_scale_bar_runs_small_and_writes_the_same_tape() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{text}");
     assert!(
-        text.contains("tape: 2072 records, 105338 bytes, final hash f8cfbfd3699f3c31"),
+        text.contains("tape: 2072 records, 88835 bytes, final hash 045eecb452f0212a"),
         "{text}"
     );
     assert!(text.contains("trace: 2266 events"), "{text}");

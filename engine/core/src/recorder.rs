@@ -132,7 +132,7 @@ impl Recorder {
         self.fingerprint = fold(self.fingerprint, payload_hash);
         match &mut self.writer {
             Some(writer) => writer
-                .write_payload(t_ns, actor, task, kind, payload)
+                .write_payload_hashed(t_ns, actor, task, kind, payload, payload_hash)
                 .map_err(|e| limit_or(e, t_ns)),
             None => Ok(()),
         }
@@ -189,10 +189,11 @@ impl Recorder {
                 t_ns,
             });
         }
-        self.fingerprint = fold(self.fingerprint, xxhash_rust::xxh3::xxh3_64(&self.payload));
+        let payload_hash = xxhash_rust::xxh3::xxh3_64(&self.payload);
+        self.fingerprint = fold(self.fingerprint, payload_hash);
         let written = match &mut self.writer {
             Some(writer) => writer
-                .write_payload(t_ns, actor, task, kind, &self.payload)
+                .write_payload_hashed(t_ns, actor, task, kind, &self.payload, payload_hash)
                 .map_err(|e| limit_or(e, t_ns)),
             None => Ok(()),
         };

@@ -29,6 +29,35 @@ pub(crate) fn encode_uint(out: &mut [u8], value: u64) -> usize {
     }
 }
 
+/// [`encode_uint`] at offset `at` of a staging buffer. `at` must be below 64 (a record's
+/// fixed fields always are): the mask tells the compiler so, and every store below goes
+/// unchecked, where slicing `out[at..]` checked each one.
+#[inline(always)]
+pub(crate) fn put_uint(out: &mut [u8; FRAME_STAGING_BYTES], at: usize, value: u64) -> usize {
+    debug_assert!(at < 64, "a record's fixed fields start below byte 64");
+    let at = at & 0x3f;
+    if value < 0x80 {
+        out[at] = value as u8;
+        1
+    } else if value <= 0xff {
+        out[at] = 0xcc;
+        out[at + 1] = value as u8;
+        2
+    } else if value <= 0xffff {
+        out[at] = 0xcd;
+        out[at + 1..at + 3].copy_from_slice(&(value as u16).to_be_bytes());
+        3
+    } else if value <= 0xffff_ffff {
+        out[at] = 0xce;
+        out[at + 1..at + 5].copy_from_slice(&(value as u32).to_be_bytes());
+        5
+    } else {
+        out[at] = 0xcf;
+        out[at + 1..at + 9].copy_from_slice(&value.to_be_bytes());
+        9
+    }
+}
+
 /// Writes a MessagePack bin length marker into `out`; returns its length.
 #[inline(always)]
 pub(crate) fn encode_bin_len(out: &mut [u8], len: usize) -> usize {
@@ -144,6 +173,9 @@ mod tests {
             let mut theirs = Vec::new();
             rmp::encode::write_uint(&mut theirs, value).unwrap();
             assert_eq!(&ours[..len], theirs.as_slice(), "uint {value}");
+            let mut staged = [0u8; FRAME_STAGING_BYTES];
+            let put = put_uint(&mut staged, 7, value);
+            assert_eq!(&staged[7..7 + put], theirs.as_slice(), "put uint {value}");
         }
         for len in [0usize, 1, 0xff, 0x100, 0xffff, 0x1_0000] {
             let mut ours = [0u8; 5];

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use super::inputs::{self, InputsSection, INPUTS_MAGIC};
 use super::strings::{join_long_strings, JoinError, KIND_STRING_REFS_BIT};
 use super::{
-    chain_step, hex_encode, sidecar_dir, RecordKind, TapeFooter, TapeHeader, FORMAT_VERSION,
-    FORMAT_VERSIONS_READ, KIND_BLOB_REF_BIT, MAGIC,
+    chain_step, chain_step_values, hex_encode, payload_hash, sidecar_dir, RecordKind, TapeFooter,
+    TapeHeader, FORMAT_VERSION, FORMAT_VERSIONS_READ, FORMAT_VERSION_BYTE_CHAIN, KIND_BLOB_REF_BIT,
+    MAGIC,
 };
 
 /// The largest header a reader accepts.
@@ -193,6 +194,8 @@ pub struct TapeReader<R: Read> {
     chain: u64,
     chain_before: u64,
     index: u64,
+    /// The previous record's `t_ns` (format 4 records store the difference).
+    last_t_ns: u64,
     footer: Option<TapeFooter>,
     inputs: Option<InputsSection>,
     sidecar: Option<PathBuf>,
@@ -264,6 +267,7 @@ impl<R: Read> TapeReader<R> {
             chain,
             chain_before: chain,
             index: 0,
+            last_t_ns: 0,
             footer: None,
             inputs: None,
             sidecar: None,
@@ -552,6 +556,95 @@ impl<R: Read> TapeReader<R> {
     }
 
     fn decode(&mut self, index: u64, offset: u64) -> Result<RawRecord, Decode> {
+        if self.header.format_version <= FORMAT_VERSION_BYTE_CHAIN {
+            return self.decode_byte_chained(index, offset);
+        }
+        let reader = &mut self.reader;
+        let mut marker = [0u8; 1];
+        match read_up_to(reader, &mut marker) {
+            Ok(0) => return Err(Decode::CleanEof),
+            Ok(_) => {}
+            Err(TapeError::Io { source, .. }) => return Err(Decode::Io(source)),
+            Err(other) => return Err(Decode::Bad(other.to_string())),
+        }
+        if marker[0] != 0x96 {
+            return Err(Decode::Bad(format!(
+                "record frame: expected a fixarray of 6 (0x96), found marker {:#04x}",
+                marker[0]
+            )));
+        }
+        let delta = read_canonical_uint(reader, "dt_ns")?;
+        let actor = u16::try_from(read_canonical_uint(reader, "actor")?)
+            .map_err(|_| Decode::Bad("actor does not fit in 16 bits".into()))?;
+        let task = u32::try_from(read_canonical_uint(reader, "task")?)
+            .map_err(|_| Decode::Bad("task does not fit in 32 bits".into()))?;
+        let kind_byte = read_canonical_uint(reader, "kind")?;
+        let (kind_byte, kind) = self.kind_of(kind_byte)?;
+        let payload_len = read_canonical_bin_len(&mut self.reader)?;
+        let payload = read_payload(&mut self.reader, payload_len)?;
+        let mut check = [0u8; 5];
+        read_exact(&mut self.reader, &mut check)?;
+        if check[0] != 0xce {
+            return Err(Decode::Bad(format!(
+                "field check: expected a uint32 (0xce), found marker {:#04x}",
+                check[0]
+            )));
+        }
+        let found = u64::from(u32::from_be_bytes([check[1], check[2], check[3], check[4]]));
+        let t_ns = self.last_t_ns.wrapping_add(delta);
+        let expected_chain = chain_step_values(
+            self.chain,
+            t_ns,
+            actor,
+            task,
+            kind_byte,
+            payload_hash(&payload),
+        );
+        let expected = expected_chain & 0xffff_ffff;
+        if found != expected {
+            return Err(Decode::Chain {
+                expected,
+                found,
+                index,
+                offset,
+            });
+        }
+        self.chain_before = self.chain;
+        self.chain = expected_chain;
+        self.last_t_ns = t_ns;
+        Ok(RawRecord {
+            index,
+            offset,
+            seq: index,
+            t_ns,
+            actor,
+            task,
+            kind,
+            blob_ref: kind_byte & KIND_BLOB_REF_BIT != 0,
+            string_refs: kind_byte & KIND_STRING_REFS_BIT != 0,
+            payload,
+        })
+    }
+
+    /// Splits a kind field into its byte and its kind, refusing kinds the tape's version did
+    /// not have.
+    fn kind_of(&self, kind_byte: u64) -> Result<(u8, RecordKind), Decode> {
+        let kind_byte = u8::try_from(kind_byte)
+            .map_err(|_| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
+        let kind = RecordKind::from_u8(kind_byte & !(KIND_BLOB_REF_BIT | KIND_STRING_REFS_BIT))
+            .filter(|kind| kind.exists_in(self.header.format_version))
+            .ok_or_else(|| {
+                Decode::Bad(format!(
+                    "unknown record kind {kind_byte} (in format version {})",
+                    self.header.format_version
+                ))
+            })?;
+        Ok((kind_byte, kind))
+    }
+
+    /// Decodes a record of format 1, 2 or 3: `[seq, t_ns, actor, task, kind, payload,
+    /// check]`, the chain over its bytes.
+    fn decode_byte_chained(&mut self, index: u64, offset: u64) -> Result<RawRecord, Decode> {
         let reader = &mut self.reader;
         let len = match rmp::decode::read_array_len(reader) {
             Ok(len) => len,
@@ -572,31 +665,11 @@ impl<R: Read> TapeReader<R> {
         let task = u32::try_from(read_u64(reader, "task")?)
             .map_err(|_| Decode::Bad("task does not fit in 32 bits".into()))?;
         let kind_byte = read_u64(reader, "kind")?;
-        let kind_byte = u8::try_from(kind_byte)
-            .map_err(|_| Decode::Bad(format!("unknown record kind {kind_byte}")))?;
-        let kind = RecordKind::from_u8(kind_byte & !(KIND_BLOB_REF_BIT | KIND_STRING_REFS_BIT))
-            .filter(|kind| kind.exists_in(self.header.format_version))
-            .ok_or_else(|| {
-                Decode::Bad(format!(
-                    "unknown record kind {kind_byte} (in format version {})",
-                    self.header.format_version
-                ))
-            })?;
+        let (kind_byte, kind) = self.kind_of(kind_byte)?;
+        let reader = &mut self.reader;
         let payload_len =
             rmp::decode::read_bin_len(reader).map_err(|e| Decode::from_value_read(e, "payload"))?;
-        if payload_len > PAYLOAD_BYTES_MAX {
-            return Err(Decode::Bad(format!(
-                "payload of {payload_len} bytes exceeds the {PAYLOAD_BYTES_MAX}-byte maximum"
-            )));
-        }
-        let mut payload = Vec::new();
-        reader
-            .take(u64::from(payload_len))
-            .read_to_end(&mut payload)
-            .map_err(Decode::Io)?;
-        if payload.len() != payload_len as usize {
-            return Err(Decode::Eof);
-        }
+        let payload = read_payload(reader, payload_len)?;
         let expected_chain = chain_step(self.chain, &self.reader.captured);
         let found = read_u64(&mut self.reader, "check")?;
         let expected = expected_chain & 0xffff_ffff;
@@ -673,6 +746,111 @@ fn read_u64<R: Read>(reader: &mut R, field: &str) -> Result<u64, Decode> {
         }
         other => Decode::Bad(format!("field {field}: {other}")),
     })
+}
+
+/// Reads a payload of `len` bytes (its bin length already read).
+fn read_payload<R: Read>(reader: &mut R, len: u32) -> Result<Vec<u8>, Decode> {
+    if len > PAYLOAD_BYTES_MAX {
+        return Err(Decode::Bad(format!(
+            "payload of {len} bytes exceeds the {PAYLOAD_BYTES_MAX}-byte maximum"
+        )));
+    }
+    let mut payload = Vec::new();
+    reader
+        .take(u64::from(len))
+        .read_to_end(&mut payload)
+        .map_err(Decode::Io)?;
+    if payload.len() != len as usize {
+        return Err(Decode::Eof);
+    }
+    Ok(payload)
+}
+
+/// Fills `buf`, or reports the record as cut short.
+fn read_exact<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<(), Decode> {
+    reader.read_exact(buf).map_err(|error| {
+        if is_eof(&error) {
+            Decode::Eof
+        } else {
+            Decode::Io(error)
+        }
+    })
+}
+
+/// Reads an unsigned integer of a format-4 record, which must be in its smallest encoding
+/// (as the writer writes it): the chain covers values, and this keeps one byte form per
+/// value, so a changed byte is always a changed value.
+fn read_canonical_uint<R: Read>(reader: &mut R, field: &str) -> Result<u64, Decode> {
+    let mut marker = [0u8; 1];
+    read_exact(reader, &mut marker)?;
+    let (value, least) = match marker[0] {
+        small @ 0x00..=0x7f => return Ok(u64::from(small)),
+        0xcc => {
+            let mut b = [0u8; 1];
+            read_exact(reader, &mut b)?;
+            (u64::from(b[0]), 0x80)
+        }
+        0xcd => {
+            let mut b = [0u8; 2];
+            read_exact(reader, &mut b)?;
+            (u64::from(u16::from_be_bytes(b)), 0x100)
+        }
+        0xce => {
+            let mut b = [0u8; 4];
+            read_exact(reader, &mut b)?;
+            (u64::from(u32::from_be_bytes(b)), 0x1_0000)
+        }
+        0xcf => {
+            let mut b = [0u8; 8];
+            read_exact(reader, &mut b)?;
+            (u64::from_be_bytes(b), 0x1_0000_0000)
+        }
+        other => {
+            return Err(Decode::Bad(format!(
+                "field {field}: expected an unsigned integer, found marker {other:#04x}"
+            )))
+        }
+    };
+    if value < least {
+        return Err(Decode::Bad(format!(
+            "field {field}: {value} is not in its smallest encoding"
+        )));
+    }
+    Ok(value)
+}
+
+/// Reads a format-4 payload's bin length, which must be in its smallest encoding.
+fn read_canonical_bin_len<R: Read>(reader: &mut R) -> Result<u32, Decode> {
+    let mut marker = [0u8; 1];
+    read_exact(reader, &mut marker)?;
+    let (len, least) = match marker[0] {
+        0xc4 => {
+            let mut b = [0u8; 1];
+            read_exact(reader, &mut b)?;
+            (u32::from(b[0]), 0)
+        }
+        0xc5 => {
+            let mut b = [0u8; 2];
+            read_exact(reader, &mut b)?;
+            (u32::from(u16::from_be_bytes(b)), 0x100)
+        }
+        0xc6 => {
+            let mut b = [0u8; 4];
+            read_exact(reader, &mut b)?;
+            (u32::from_be_bytes(b), 0x1_0000)
+        }
+        other => {
+            return Err(Decode::Bad(format!(
+                "payload: expected a bin, found marker {other:#04x}"
+            )))
+        }
+    };
+    if len < least {
+        return Err(Decode::Bad(format!(
+            "payload: its length {len} is not in its smallest encoding"
+        )));
+    }
+    Ok(len)
 }
 
 fn read_up_to<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<usize, TapeError> {

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::encode::{encode_bin_len, encode_uint, FRAME_STAGING_BYTES};
+use super::encode::{encode_bin_len, encode_uint, put_uint, FRAME_STAGING_BYTES};
 use super::inputs::{encode as encode_inputs, store_file, InputStore, Inputs};
 use super::strings::{split_long_strings, KIND_STRING_REFS_BIT, STRING_REF_MIN_BYTES};
 use super::{
-    chain_step, hex_encode, RecordKind, TapeError, TapeFooter, TapeHeader, BUFFER_BYTES,
-    CHECKPOINT_INTERVAL_RECORDS, KIND_BLOB_REF_BIT, MAGIC,
+    chain_step, chain_step_values, hex_encode, payload_hash, RecordKind, TapeError, TapeFooter,
+    TapeHeader, BUFFER_BYTES, CHECKPOINT_INTERVAL_RECORDS, FORMAT_VERSION_BYTE_CHAIN,
+    KIND_BLOB_REF_BIT, MAGIC,
 };
 
 /// Where payloads above the blob threshold are kept.
@@ -139,6 +140,11 @@ pub struct TapeWriter {
     payload: Vec<u8>,
     chain: u64,
     records: u64,
+    /// Whether the header names format 3 or older: records then carry `seq` and absolute
+    /// `t_ns` and the chain hashes their bytes (the tests write tapes of every version).
+    byte_chain: bool,
+    /// The previous record's `t_ns`: format 4 records store the difference.
+    last_t_ns: u64,
     bytes_written: u64,
     bytes_max: u64,
     blob_mode: BlobMode,
@@ -189,6 +195,8 @@ impl TapeWriter {
             payload: Vec::with_capacity(256),
             chain,
             records: 0,
+            byte_chain: header.format_version <= FORMAT_VERSION_BYTE_CHAIN,
+            last_t_ns: 0,
             bytes_written: 0,
             bytes_max,
             blob_mode,
@@ -228,7 +236,7 @@ impl TapeWriter {
         task: u32,
         kind: RecordKind,
     ) -> Result<(), TapeError> {
-        self.frame(t_ns, actor, task, kind as u8, &[])
+        self.frame(t_ns, actor, task, kind as u8, &[], 0)
     }
 
     /// Encodes `value` (MessagePack, compact arrays) and writes it as a record's payload.
@@ -264,8 +272,26 @@ impl TapeWriter {
         kind: RecordKind,
         payload: &[u8],
     ) -> Result<(), TapeError> {
+        self.write_payload_hashed(t_ns, actor, task, kind, payload, payload_hash(payload))
+    }
+
+    /// [`TapeWriter::write_payload`] for a payload whose hash the caller has (the recorder
+    /// hashes every payload for the run's fingerprint): `hash` is the xxh3 (seed 0) of
+    /// `payload`, `0` for an empty one.
+    #[inline]
+    pub(crate) fn write_payload_hashed(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: RecordKind,
+        payload: &[u8],
+        hash: u64,
+    ) -> Result<(), TapeError> {
         if payload.len() <= self.blob_threshold_bytes {
-            return self.frame(t_ns, actor, task, kind as u8, payload);
+            // An empty payload adds no term to the chain, whatever its xxh3.
+            let hash = if payload.is_empty() { 0 } else { hash };
+            return self.frame(t_ns, actor, task, kind as u8, payload, hash);
         }
         // An input's strings are text from outside (HTTP bodies): their long JSON literals
         // are what the actors' records hold decoded.
@@ -282,14 +308,21 @@ impl TapeWriter {
         };
         // With its long strings by reference, a payload may be small enough to keep.
         if payload.len() <= self.blob_threshold_bytes {
-            return self.frame(t_ns, actor, task, kind, payload);
+            return self.frame(t_ns, actor, task, kind, payload, payload_hash(payload));
         }
         let hash: [u8; 32] = {
             use sha2::Digest;
             sha2::Sha256::digest(payload).into()
         };
         self.store_blob(t_ns, task, &hash, payload)?;
-        self.frame(t_ns, actor, task, kind | KIND_BLOB_REF_BIT, &hash)
+        self.frame(
+            t_ns,
+            actor,
+            task,
+            kind | KIND_BLOB_REF_BIT,
+            &hash,
+            payload_hash(&hash),
+        )
     }
 
     fn store_blob(
@@ -303,12 +336,20 @@ impl TapeWriter {
             return Ok(());
         }
         match &self.blob_mode {
-            BlobMode::Embedded => self.frame(t_ns, 0, task, RecordKind::Blob as u8, payload),
+            BlobMode::Embedded => self.frame(
+                t_ns,
+                0,
+                task,
+                RecordKind::Blob as u8,
+                payload,
+                payload_hash(payload),
+            ),
             BlobMode::Sidecar(dir) => store_file(dir, &hex_encode(hash), payload),
         }
     }
 
-    #[inline]
+    /// Writes one record; `hash` is [`payload_hash`] of `payload` (format 4 chains it).
+    #[inline(always)]
     fn frame(
         &mut self,
         t_ns: u64,
@@ -316,11 +357,12 @@ impl TapeWriter {
         task: u32,
         kind: u8,
         payload: &[u8],
+        hash: u64,
     ) -> Result<(), TapeError> {
-        if self.records > 0 && self.records.is_multiple_of(CHECKPOINT_INTERVAL_RECORDS) {
+        if self.records.is_multiple_of(CHECKPOINT_INTERVAL_RECORDS) && self.records > 0 {
             self.checkpoint(t_ns)?;
         }
-        self.frame_unchecked(t_ns, actor, task, kind, payload)
+        self.frame_unchecked(t_ns, actor, task, kind, payload, hash)
     }
 
     fn checkpoint(&mut self, t_ns: u64) -> Result<(), TapeError> {
@@ -328,14 +370,64 @@ impl TapeWriter {
         rmp::encode::write_array_len(&mut payload, 2).expect("Vec write");
         rmp::encode::write_uint(&mut payload, self.records).expect("Vec write");
         rmp::encode::write_uint(&mut payload, self.chain).expect("Vec write");
-        self.frame_unchecked(t_ns, 0, 0, RecordKind::Checkpoint as u8, &payload)?;
+        let hash = payload_hash(&payload);
+        self.frame_unchecked(t_ns, 0, 0, RecordKind::Checkpoint as u8, &payload, hash)?;
         // Every checkpoint reaches the file: a killed run keeps every record up to its last
         // checkpoint at least (and usually more: the buffer is written whenever it fills).
         self.flush()
     }
 
-    #[inline]
+    #[inline(always)]
     fn frame_unchecked(
+        &mut self,
+        t_ns: u64,
+        actor: u16,
+        task: u32,
+        kind: u8,
+        payload: &[u8],
+        hash: u64,
+    ) -> Result<(), TapeError> {
+        if self.byte_chain {
+            return self.frame_byte_chained(t_ns, actor, task, kind, payload);
+        }
+        let delta = t_ns.wrapping_sub(self.last_t_ns);
+        self.last_t_ns = t_ns;
+        self.chain = chain_step_values(self.chain, t_ns, actor, task, kind, hash);
+        let check = (self.chain as u32).to_be_bytes();
+        if payload.len() <= FRAME_STAGING_BYTES - HEAD_BYTES_MAX {
+            // Small records (wakes, spawns, exits) are encoded in place in the buffer, which
+            // always has FRAME_STAGING_BYTES of room past BUFFER_BYTES.
+            let start = self.filled;
+            let out: &mut [u8; FRAME_STAGING_BYTES] = (&mut self.buffer
+                [start..start + FRAME_STAGING_BYTES])
+                .try_into()
+                .expect("the buffer keeps FRAME_STAGING_BYTES of room past BUFFER_BYTES");
+            let mut len = encode_head_values(out, delta, actor, task, kind, payload.len());
+            if !payload.is_empty() {
+                out[len..len + payload.len()].copy_from_slice(payload);
+                len += payload.len();
+            }
+            out[len] = 0xce; // uint32, always: the check has a fixed width
+            out[len + 1..len + 5].copy_from_slice(&check);
+            self.filled += len + 5;
+            self.records += 1;
+            if self.filled >= BUFFER_BYTES {
+                self.flush()?;
+            }
+            return Ok(());
+        }
+        let mut head = [0u8; FRAME_STAGING_BYTES];
+        let head_len = encode_head_values(&mut head, delta, actor, task, kind, payload.len());
+        self.records += 1;
+        self.write_bytes(&head[..head_len])?;
+        self.write_bytes(payload)?;
+        self.write_bytes(&[0xce, check[0], check[1], check[2], check[3]])
+    }
+
+    /// Writes a record of format 3 or older: `seq` and absolute `t_ns`, the chain over its
+    /// bytes.
+    #[cold]
+    fn frame_byte_chained(
         &mut self,
         t_ns: u64,
         actor: u16,
@@ -419,6 +511,7 @@ impl TapeWriter {
     }
 
     /// Writes the buffered bytes to the sink.
+    #[inline(never)]
     pub fn flush(&mut self) -> Result<(), TapeError> {
         self.check_size()?;
         self.sink.write_all(&self.buffer[..self.filled])?;
@@ -436,7 +529,8 @@ impl TapeWriter {
         };
         let payload = rmp_serde::to_vec(&footer).expect("the footer always encodes");
         // The footer bypasses the checkpoint rule: it is the last record.
-        self.frame_unchecked(t_ns, 0, 0, RecordKind::Footer as u8, &payload)?;
+        let hash = payload_hash(&payload);
+        self.frame_unchecked(t_ns, 0, 0, RecordKind::Footer as u8, &payload, hash)?;
         self.flush()?;
         if let Some((inputs, store)) = self.inputs.take() {
             // After the size check: `tape_bytes_max` bounds the run's records; the inputs
@@ -462,6 +556,37 @@ impl TapeWriter {
             memory,
         })
     }
+}
+
+/// The most bytes [`encode_head_values`] writes (marker, four uints, a bin length), rounded up.
+const HEAD_BYTES_MAX: usize = 40;
+
+/// Encodes a format-4 record's array marker and fields (`dt_ns` … the payload's bin length)
+/// into `out`; returns the length. Every field lands at an offset below 64, which
+/// [`put_uint`] relies on to drop its bounds checks.
+#[inline(always)]
+fn encode_head_values(
+    out: &mut [u8; FRAME_STAGING_BYTES],
+    delta: u64,
+    actor: u16,
+    task: u32,
+    kind: u8,
+    payload_len: usize,
+) -> usize {
+    out[0] = 0x96; // fixarray of 6
+    let mut len = 1;
+    len += put_uint(out, len, delta);
+    len += put_uint(out, len, u64::from(actor));
+    len += put_uint(out, len, u64::from(task));
+    len += put_uint(out, len, u64::from(kind));
+    if payload_len == 0 {
+        // The timer wake's empty bin, without the length ladder.
+        let at = len & 0x3f;
+        out[at] = 0xc4;
+        out[at + 1] = 0;
+        return len + 2;
+    }
+    len + encode_bin_len(&mut out[len..], payload_len)
 }
 
 /// Encodes a record's array marker and fixed fields (`seq` … the payload's bin length) into
