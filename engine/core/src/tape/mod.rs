@@ -30,7 +30,7 @@ pub const FORMAT_VERSION: u32 = 4;
 /// The newest format whose records carry `seq` and absolute `t_ns` and chain their bytes
 /// through xxh3 (`docs/tape-format.md`, "Reading older versions"); the writer still writes
 /// it for a header of that version or older (the tests write tapes of every version).
-pub const FORMAT_VERSION_BYTE_CHAIN: u32 = 3;
+pub(crate) const FORMAT_VERSION_BYTE_CHAIN: u32 = 3;
 /// The tape formats this engine reads: every one simtape has written. They share the
 /// framing, the header, the hash chain and the footer; what differs is which record kinds
 /// exist ([`RecordKind::exists_in`]) and, in version 1, the body of the LLM actor's
