@@ -98,6 +98,7 @@ fn built_in(name: &str, adapter: AdapterKind) -> Option<String> {
 
 /// A model name, or the project file, the registry cannot use: the scenario's to fix.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModelError {
     /// No layer maps the name for the adapter.
     #[error(
