@@ -149,6 +149,8 @@ pub enum Judged {
         name: String,
         /// Its kind.
         kind: &'static str,
+        /// Why that kind cannot be judged from what the driver sees.
+        why: &'static str,
     },
 }
 
@@ -165,9 +167,10 @@ pub fn judge_observed(verifiers: &[VerifySpec], observed: &Observed<'_>) -> Vec<
             saw: seen.unwrap_or_else(|mismatch| mismatch.0),
         })
     };
-    let unseen = |spec: &VerifySpec, kind| Judged::Unseen {
+    let unseen = |spec: &VerifySpec, kind, why| Judged::Unseen {
         name: spec.name.clone(),
         kind,
+        why,
     };
     verifiers
         .iter()
@@ -193,9 +196,21 @@ pub fn judge_observed(verifiers: &[VerifySpec], observed: &Observed<'_>) -> Vec<
                 };
                 judged(spec, seen)
             }
-            Check::Fs { .. } => unseen(spec, "fs"),
-            Check::Gate { .. } => unseen(spec, "gate"),
-            Check::Outcome { .. } => unseen(spec, "outcome"),
+            Check::Fs { .. } => unseen(
+                spec,
+                "fs",
+                "it reads the agent's files, which an in-process agent keeps on the host",
+            ),
+            Check::Gate { .. } => unseen(
+                spec,
+                "gate",
+                "it runs a program where the agent worked, which serve does not see",
+            ),
+            Check::Outcome { .. } => unseen(
+                spec,
+                "outcome",
+                "it reads a scripted task's outcome, and an in-process session runs none",
+            ),
         })
         .collect()
 }
@@ -666,7 +681,7 @@ mod tests {
                 Judged::Result(result) => {
                     format!("{} {}: {}", result.name, result.held, result.saw)
                 }
-                Judged::Unseen { name, kind } => format!("{name} unseen ({kind})"),
+                Judged::Unseen { name, kind, .. } => format!("{name} unseen ({kind})"),
             })
             .collect();
         assert_eq!(

@@ -278,13 +278,8 @@ fn verifier_line(judged: &simtape_agent::Judged) -> String {
             let (name, line, saw) = (&result.name, result.line, &result.saw);
             format!("verify {mark} {name} (line {line}): {saw}")
         }
-        simtape_agent::Judged::Unseen { name, kind } => {
-            let reason = match *kind {
-                "fs" => "it reads the agent's files, which an in-process agent keeps on the host",
-                "gate" => "it runs a program where the agent worked, which serve does not see",
-                _ => "it reads a scripted task's outcome, and an in-process session runs none",
-            };
-            format!("verify not judged {name} ({kind}): {reason}; assert in the test")
+        simtape_agent::Judged::Unseen { name, kind, why } => {
+            format!("verify not judged {name} ({kind}): {why}; assert in the test")
         }
     }
 }

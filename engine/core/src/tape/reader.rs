@@ -777,6 +777,13 @@ fn read_exact<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<(), Decode> {
     })
 }
 
+/// Reads the `N`-byte big-endian integer after a MessagePack marker.
+fn read_be<R: Read, const N: usize>(reader: &mut R) -> Result<u64, Decode> {
+    let mut bytes = [0u8; 8];
+    read_exact(reader, &mut bytes[8 - N..])?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
 /// Reads an unsigned integer of a format-4 record, which must be in its smallest encoding
 /// (as the writer writes it): the chain covers values, and this keeps one byte form per
 /// value, so a changed byte is always a changed value.
@@ -785,26 +792,10 @@ fn read_canonical_uint<R: Read>(reader: &mut R, field: &str) -> Result<u64, Deco
     read_exact(reader, &mut marker)?;
     let (value, least) = match marker[0] {
         small @ 0x00..=0x7f => return Ok(u64::from(small)),
-        0xcc => {
-            let mut b = [0u8; 1];
-            read_exact(reader, &mut b)?;
-            (u64::from(b[0]), 0x80)
-        }
-        0xcd => {
-            let mut b = [0u8; 2];
-            read_exact(reader, &mut b)?;
-            (u64::from(u16::from_be_bytes(b)), 0x100)
-        }
-        0xce => {
-            let mut b = [0u8; 4];
-            read_exact(reader, &mut b)?;
-            (u64::from(u32::from_be_bytes(b)), 0x1_0000)
-        }
-        0xcf => {
-            let mut b = [0u8; 8];
-            read_exact(reader, &mut b)?;
-            (u64::from_be_bytes(b), 0x1_0000_0000)
-        }
+        0xcc => (read_be::<R, 1>(reader)?, 0x80),
+        0xcd => (read_be::<R, 2>(reader)?, 0x100),
+        0xce => (read_be::<R, 4>(reader)?, 0x1_0000),
+        0xcf => (read_be::<R, 8>(reader)?, 0x1_0000_0000),
         other => {
             return Err(Decode::Bad(format!(
                 "field {field}: expected an unsigned integer, found marker {other:#04x}"
@@ -824,21 +815,9 @@ fn read_canonical_bin_len<R: Read>(reader: &mut R) -> Result<u32, Decode> {
     let mut marker = [0u8; 1];
     read_exact(reader, &mut marker)?;
     let (len, least) = match marker[0] {
-        0xc4 => {
-            let mut b = [0u8; 1];
-            read_exact(reader, &mut b)?;
-            (u32::from(b[0]), 0)
-        }
-        0xc5 => {
-            let mut b = [0u8; 2];
-            read_exact(reader, &mut b)?;
-            (u32::from(u16::from_be_bytes(b)), 0x100)
-        }
-        0xc6 => {
-            let mut b = [0u8; 4];
-            read_exact(reader, &mut b)?;
-            (u32::from_be_bytes(b), 0x1_0000)
-        }
+        0xc4 => (read_be::<R, 1>(reader)?, 0),
+        0xc5 => (read_be::<R, 2>(reader)?, 0x100),
+        0xc6 => (read_be::<R, 4>(reader)?, 0x1_0000),
         other => {
             return Err(Decode::Bad(format!(
                 "payload: expected a bin, found marker {other:#04x}"
@@ -850,7 +829,8 @@ fn read_canonical_bin_len<R: Read>(reader: &mut R) -> Result<u32, Decode> {
             "payload: its length {len} is not in its smallest encoding"
         )));
     }
-    Ok(len)
+    u32::try_from(len)
+        .map_err(|_| Decode::Bad(format!("payload: its length {len} is over 4 bytes")))
 }
 
 fn read_up_to<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<usize, TapeError> {

@@ -149,7 +149,9 @@ impl ProjectModels {
         for dir in start.ancestors() {
             let path = dir.join(PROJECT_FILE);
             if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|error| {
+                // Read within the scenario's size cap: it is a scenario's companion.
+                let kind = simtape::limits::InputKind::Scenario;
+                let text = simtape::input::read_input_text(&path, kind).map_err(|error| {
                     let message = format!("cannot be read: {error}");
                     ModelError::Project {
                         path: path.clone(),
