@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use simtape::decision::DecisionBook;
 use simtape_agent::EvalScenario;
-use simtape_eval::explore::{Explorer, Observed, Strategy, Trial, BATCH};
+use simtape_eval::explore::{Explorer, Observation, PlannedRun, Strategy, BATCH};
 
 /// The least ratio of uniform seeds' median runs to the first failure over guided
 /// exploration's.
@@ -45,12 +45,12 @@ pub struct Hunt {
 }
 
 /// Runs one planned trial and reads what it did.
-pub fn run_trial(eval: &EvalScenario, trial: &Trial) -> Observed {
+pub fn run_trial(eval: &EvalScenario, trial: &PlannedRun) -> Observation {
     let book = DecisionBook::new(&trial.overrides);
     let mut builder = eval.builder(trial.seed);
     builder.decisions(Arc::clone(&book), None);
     let report = eval.run_summary(&mut builder);
-    Observed::read(report.seed_result(), &book)
+    Observation::read(report.seed_result(), &book)
 }
 
 /// Hunts with `strategy` from exploration seed `seed`, on this thread, for at most

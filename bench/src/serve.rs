@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Value};
 use simtape_agent::EvalScenario;
-use simtape_serve::{Normalizer, ServeOptions};
+use simtape_serve::{BodyNormalizer, ServeOptions};
 
 use crate::runner::timed;
 
@@ -263,7 +263,7 @@ pub fn measure_simtape(settle_ms: u64, requests: usize) -> Result<(Latencies, La
             addr: "127.0.0.1:0".parse().expect("a loopback address"),
             settle: Duration::from_millis(settle_ms),
             command: None,
-            normalizer: Normalizer::agent_defaults(),
+            normalizer: BodyNormalizer::agent_defaults(),
             session_log: None,
             sandbox: None,
         };

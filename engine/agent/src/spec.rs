@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use regex::Regex;
 use simtape::scenario::Trigger;
-use simtape_mcp::world::faults::{FaultKind, FaultRule};
+use simtape_mcp::world::faults::{FaultKind, ToolFault};
 
 /// `[agent]`: the harness under test in scenario mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -316,8 +316,8 @@ pub struct McpFault {
 
 impl McpFault {
     /// Returns the world server's fault rule: the same trigger and kind.
-    pub fn world_rule(&self) -> FaultRule {
-        FaultRule {
+    pub fn world_rule(&self) -> ToolFault {
+        ToolFault {
             tool: self.tool.clone(),
             trigger: self.trigger,
             fault: self.kind.clone(),

@@ -11,7 +11,7 @@ use simtape::decision::DecisionBook;
 use simtape::tape::sha256_hex;
 use simtape_agent::EvalScenario;
 use simtape_eval::explore::{
-    formats, ClusterFound, ExploreReport, Explorer, Observed, Origin, Trial, BATCH,
+    formats, ClusterFound, ExploreReport, Explorer, Observation, Origin, PlannedRun, BATCH,
 };
 use simtape_eval::failures::{EntryStatus, FailureDb, FailureEntry, FAILURE_FORMAT};
 use simtape_eval::sweep::ReportFormat;
@@ -29,7 +29,7 @@ pub(crate) fn run(args: &ExploreArgs) -> CliResult {
     if sites.is_empty() {
         // Without fault rules, only the scenario's own draws (latencies, alternatives) are
         // left to vary: one run says whether it makes any.
-        let pilot = Trial {
+        let pilot = PlannedRun {
             run: 0,
             seed: 0,
             overrides: Vec::new(),
@@ -113,14 +113,14 @@ pub(crate) fn run(args: &ExploreArgs) -> CliResult {
 /// Runs one planned trial with a decision book and reads what it did.
 fn run_trial(
     eval: &EvalScenario,
-    trial: &Trial,
+    trial: &PlannedRun,
     agent_bin: Option<&Path>,
-) -> Result<Observed, CliError> {
+) -> Result<Observation, CliError> {
     let book = DecisionBook::new(&trial.overrides);
     let mut builder = eval.builder(trial.seed);
     builder.decisions(Arc::clone(&book), None);
     let report = crate::common::run_eval(eval, &mut builder, agent_bin, None, None)?;
-    Ok(Observed::read(report.seed_result(), &book))
+    Ok(Observation::read(report.seed_result(), &book))
 }
 
 /// The report for people: the totals, each cluster with its runs to first failure, and the

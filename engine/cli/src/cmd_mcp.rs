@@ -12,11 +12,11 @@ use simtape_mcp::world::{World, WorldServer};
 use simtape_mcp::{compare, Cassette, DriftOptions, McpError, Redactor, ReplayServer};
 use simtape_serve::mcp_stdio::journal::Journal;
 use simtape_serve::mcp_stdio::record::{Recorder, SessionRecorder, Written};
-use simtape_serve::mcp_stdio::stdio::{Ending, Inbox};
+use simtape_serve::mcp_stdio::stdio::{Ending, ServeInbox};
 use simtape_serve::mcp_stdio::world::{self as outputs, Outputs, Recovered};
 use simtape_serve::streamable::{McpServer, Push};
 
-use simtape::limits::InputKind;
+use simtape::limits::InputFile;
 
 use crate::common::files::read_input_text;
 use crate::exit::{CliError, CliResult, Outcome};
@@ -42,10 +42,10 @@ pub(crate) struct McpArgs {
 pub(crate) enum McpCommand {
     /// Proxies a stdio MCP server and writes every message, both ways, to a cassette.
     #[command(after_help = MCP_EXIT_CODES)]
-    Record(RecordArgs),
+    Record(McpRecordArgs),
     /// Serves a cassette as a dual-era stdio MCP server.
     #[command(after_help = MCP_EXIT_CODES)]
-    Replay(ReplayArgs),
+    Replay(McpReplayArgs),
     /// Reports drift between a cassette and a candidate cassette or a live server.
     #[command(after_help = MCP_EXIT_CODES)]
     Verify(VerifyArgs),
@@ -110,7 +110,7 @@ pub(crate) struct EvalArgs {
 
 /// Arguments of `simtape mcp record`.
 #[derive(Debug, Args)]
-pub(crate) struct RecordArgs {
+pub(crate) struct McpRecordArgs {
     /// Where to write the cassette (when the session ends); messages are journaled beside it
     /// as they pass, in C.json.journal.jsonl.
     #[arg(long, required_unless_present = "recover")]
@@ -138,7 +138,7 @@ pub(crate) struct RecordArgs {
 
 /// Arguments of `simtape mcp replay`.
 #[derive(Debug, Args)]
-pub(crate) struct ReplayArgs {
+pub(crate) struct McpReplayArgs {
     /// The cassette to serve.
     #[arg(long)]
     pub(crate) cassette: PathBuf,
@@ -206,8 +206,8 @@ fn load(path: &Path) -> Result<Cassette, CliError> {
 /// Starts a long-lived stdio session: stdin is read on its own thread, and termination
 /// signals end the session exactly as stdin EOF does (the serving loop then writes what it
 /// owes).
-fn stdio_session() -> Result<Inbox, CliError> {
-    let inbox = Inbox::new();
+fn stdio_session() -> Result<ServeInbox, CliError> {
+    let inbox = ServeInbox::new();
     watch_signals(&inbox)
         .map_err(|e| CliError::Usage(format!("cannot install signal handlers: {e}")))?;
     inbox.read_from(io::stdin());
@@ -218,7 +218,7 @@ fn stdio_session() -> Result<Inbox, CliError> {
 /// client that went away fails (and ends the session) instead of killing the process before
 /// its files are written.
 #[cfg(unix)]
-fn watch_signals(inbox: &Inbox) -> io::Result<()> {
+fn watch_signals(inbox: &ServeInbox) -> io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     signal_hook::flag::register(SIGPIPE, Default::default())?;
@@ -233,7 +233,7 @@ fn watch_signals(inbox: &Inbox) -> io::Result<()> {
 
 /// Elsewhere only stdin EOF ends a session.
 #[cfg(not(unix))]
-fn watch_signals(_: &Inbox) -> io::Result<()> {
+fn watch_signals(_: &ServeInbox) -> io::Result<()> {
     Ok(())
 }
 
@@ -273,7 +273,7 @@ fn print_written(what: &str, written: &Written) {
     }
 }
 
-fn record(args: &RecordArgs) -> CliResult {
+fn record(args: &McpRecordArgs) -> CliResult {
     if let Some(journal) = &args.recover {
         let written = simtape_serve::mcp_stdio::record::recover(journal, args.cassette.as_deref())
             .map_err(failed)?;
@@ -313,7 +313,7 @@ fn record(args: &RecordArgs) -> CliResult {
     ended("record", ending)
 }
 
-fn replay(args: &ReplayArgs) -> CliResult {
+fn replay(args: &McpReplayArgs) -> CliResult {
     let cassette = load(&args.cassette)?;
     let mut server = ReplayServer::new(&cassette, redactor(&args.redact_env));
     if let Some(addr) = args.http {
@@ -412,7 +412,7 @@ fn http_session(
 ) -> Result<Ending, CliError> {
     let (listener, bound) = simtape_serve::streamable::bind(addr)
         .map_err(|e| CliError::Usage(format!("simtape mcp {command} --http {addr}: {e}")))?;
-    let inbox = Inbox::new();
+    let inbox = ServeInbox::new();
     watch_signals(&inbox)
         .map_err(|e| CliError::Usage(format!("cannot install signal handlers: {e}")))?;
     let (stop, stopped) = smol::channel::bounded(1);
@@ -502,7 +502,7 @@ fn world(args: &WorldArgs) -> CliResult {
         .as_deref()
         .expect("clap requires --spec without --recover");
     // The spec text goes into the journal, so a rebuild does not depend on the file later.
-    let text = read_input_text(spec, InputKind::WorldSpec)?;
+    let text = read_input_text(spec, InputFile::WorldSpec)?;
     let world = World::parse(&text, spec).map_err(|e| CliError::Input(e.to_string()))?;
     let seed = args.seed.unwrap_or(world.spec.seed);
     // Stdout carries only MCP messages; the seed goes to stderr, first, for reproduction.
@@ -552,7 +552,7 @@ fn eval(args: &EvalArgs) -> CliResult {
     let world = load_world(&args.spec)?;
     let mut states = Vec::new();
     for path in &args.states {
-        let text = read_input_text(path, InputKind::WorldState)?;
+        let text = read_input_text(path, InputFile::WorldState)?;
         let state: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| CliError::Usage(format!("{}: not JSON: {e}", path.display())))?;
         states.push((path.clone(), state));

@@ -5,12 +5,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use simtape_eval::sweep::diff::{ScenarioDiff, Side};
+use simtape_eval::sweep::diff::{ScenarioDiff, SweepSide};
 use simtape_eval::sweep::{merge, ReportFormat, SweepDiff, SweepReport, FORMAT};
 
 use crate::args::{ReportArgs, ReportCommand};
 use crate::common::render::deliver;
-use simtape::limits::InputKind;
+use simtape::limits::InputFile;
 
 use crate::common::files::{check_output, create_parent, read_input_text};
 use crate::exit::{CliError, CliResult, Outcome};
@@ -27,7 +27,7 @@ pub(crate) fn run(args: &ReportArgs) -> CliResult {
             }
             let mut parsed = Vec::with_capacity(reports.len());
             for path in reports {
-                let text = read_input_text(path, InputKind::SweepReport)?;
+                let text = read_input_text(path, InputFile::SweepReport)?;
                 let one: SweepReport = serde_json::from_str(&text).map_err(|e| {
                     CliError::Input(format!("{}: not a JSON sweep report: {e}", path.display()))
                 })?;
@@ -80,7 +80,7 @@ fn diff(old: &Path, new: &Path, json: bool, html: Option<&Path>) -> CliResult {
 
 /// Reads a JSON sweep report; anything else is refused naming the file.
 fn read_report(path: &Path) -> Result<SweepReport, CliError> {
-    let text = read_input_text(path, InputKind::SweepReport)?;
+    let text = read_input_text(path, InputFile::SweepReport)?;
     let not_a_report =
         |why: String| CliError::Input(format!("{}: not a sweep report: {why}", path.display()));
     let value: serde_json::Value =
@@ -209,7 +209,7 @@ fn scenario_text(out: &mut String, scenario: &ScenarioDiff) {
     );
 }
 
-fn rate(side: &Side) -> String {
+fn rate(side: &SweepSide) -> String {
     match side.k.first() {
         Some(row) => format!(
             "{}/{} = {:.4} {}",

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use simtape_agent::EvalScenario;
-use simtape_serve::{AgentCommand, Normalizer, ServeOptions, ServeSandbox};
+use simtape_serve::{AgentCommand, BodyNormalizer, ServeOptions, ServeSandbox};
 
 use crate::exit::{CliError, CliResult, Outcome};
 
@@ -115,7 +115,8 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
             timeout: Some(Duration::from_secs(args.timeout_s)),
         });
     let interactive = command.is_none() && !args.in_process;
-    let mut normalizer = Normalizer::agent_defaults().with_scenario_rules(&eval.eval().normalize);
+    let mut normalizer =
+        BodyNormalizer::agent_defaults().with_scenario_rules(&eval.eval().normalize);
     // The agent inherits HOME, where agents keep state (Codex lists its skills under it in
     // every request): its path differs per user and machine, so it is normalized like the
     // working directory. A root HOME would turn every `/` into the placeholder.

@@ -10,7 +10,7 @@ use simtape::oracle::{diff_paths, DivergenceOp, Mode};
 use simtape::tape::sha256_hex;
 use simtape::time::format_ns;
 use simtape_agent::{EvalReport, EvalScenario};
-use simtape_eval::failures::{FailureDb, Shrunk as ShrunkEntry};
+use simtape_eval::failures::{FailureDb, ShrunkEntry};
 use simtape_eval::shrink::{shrink, ShrinkError, Shrunk, Trial};
 use simtape_eval::sweep::{ClusterKey, Reason, SeedResult};
 

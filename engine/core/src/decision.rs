@@ -197,7 +197,7 @@ pub fn swarm_name(stream: &str, rule: usize) -> String {
 
 /// A fault rule that fired: which stream's rules, which rule, on what target, at which record.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Fired {
+pub struct FiredRule {
     /// The stream the rules draw from (the actor's name).
     pub stream: String,
     /// The rule's index among them.
@@ -219,7 +219,7 @@ pub struct DecisionBook {
     // threads; the executor runs one task at a time, so the log's order is the run's order.
     taken: Mutex<Vec<Decision>>,
     /// The fault rules that fired, in the run's order (what an explorer counts as reached).
-    fired: Mutex<Vec<Fired>>,
+    fired: Mutex<Vec<FiredRule>>,
 }
 
 impl DecisionBook {
@@ -287,7 +287,7 @@ impl DecisionBook {
     /// Notes that rule `rule` of the fault rules on `stream` fired on a call of `target`.
     pub(crate) fn fired_rule(&self, stream: &str, rule: usize, target: &str) {
         let position = self.position.load(std::sync::atomic::Ordering::Relaxed);
-        lock(&self.fired).push(Fired {
+        lock(&self.fired).push(FiredRule {
             stream: stream.to_string(),
             rule,
             target: target.to_string(),
@@ -296,7 +296,7 @@ impl DecisionBook {
     }
 
     /// The fault rules that fired so far, in the order they fired.
-    pub fn fired(&self) -> Vec<Fired> {
+    pub fn fired(&self) -> Vec<FiredRule> {
         lock(&self.fired).clone()
     }
 

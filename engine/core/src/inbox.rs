@@ -121,7 +121,7 @@ pub(crate) trait InboxSlot {
 pub(crate) struct InboxState<M> {
     queue: VecDeque<M>,
     closed: bool,
-    /// Tasks blocked in `recv`, FIFO, each with the token of its `Recv`.
+    /// Tasks blocked in `recv`, FIFO, each with the token of its `InboxRecv`.
     waiters: VecDeque<(u64, Waker)>,
     next_token: u64,
 }
@@ -193,8 +193,8 @@ fn typed<M: Input>(core: &mut Core, id: u16) -> &mut InboxState<M> {
 
 impl<M: Input> Inbox<M> {
     /// Receives the next input; `None` once the driver closed the inbox and it is empty.
-    pub fn recv(&self) -> Recv<M> {
-        Recv {
+    pub fn recv(&self) -> InboxRecv<M> {
+        InboxRecv {
             id: self.id,
             token: None,
             marker: PhantomData,
@@ -282,19 +282,21 @@ pub(crate) fn deliver_encoded(
 
 /// The future of [`Inbox::recv`].
 #[must_use = "futures do nothing unless awaited"]
-pub struct Recv<M: 'static> {
+pub struct InboxRecv<M: 'static> {
     id: u16,
     token: Option<u64>,
     marker: PhantomData<fn() -> M>,
 }
 
-impl<M: 'static> std::fmt::Debug for Recv<M> {
+impl<M: 'static> std::fmt::Debug for InboxRecv<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recv").field("inbox", &self.id).finish()
+        f.debug_struct("InboxRecv")
+            .field("inbox", &self.id)
+            .finish()
     }
 }
 
-impl<M: Input> Future for Recv<M> {
+impl<M: Input> Future for InboxRecv<M> {
     type Output = Option<M>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<M>> {
@@ -331,7 +333,7 @@ impl<M: Input> Future for Recv<M> {
     }
 }
 
-impl<M: 'static> Drop for Recv<M> {
+impl<M: 'static> Drop for InboxRecv<M> {
     fn drop(&mut self) {
         let (id, Some(token)) = (self.id, self.token) else {
             return;

@@ -1,13 +1,13 @@
 //! Reading an input file whole, bounded: every file simtape holds in memory (scenarios,
 //! fixtures, process tapes, WASI modules, cassettes, world specs and states, sweep reports)
 //! comes through [`read_input`], which refuses devices and directories and stops at the kind's
-//! cap ([`InputKind::bytes_max`]), so `/dev/zero` or a runaway file is an error, not an
+//! cap ([`InputFile::bytes_max`]), so `/dev/zero` or a runaway file is an error, not an
 //! out-of-memory kill.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::limits::{InputKind, INPUT_BYTES_MAX_SETTING};
+use crate::limits::{InputFile, INPUT_BYTES_MAX_SETTING};
 
 /// An input file that cannot be read whole, and why. Fatal to the command that reads it.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum InputProblem {
     #[error("the {} must be a file, not {what}", kind.name())]
     NotAFile {
         /// What was expected.
-        kind: InputKind,
+        kind: InputFile,
         /// What it is ("a directory", "a character device", …).
         what: &'static str,
     },
@@ -41,7 +41,7 @@ pub enum InputProblem {
     )]
     TooLarge {
         /// Its kind.
-        kind: InputKind,
+        kind: InputFile,
         /// The cap in force, in bytes.
         cap: u64,
     },
@@ -60,7 +60,7 @@ impl InputError {
 
 /// Reads the file at `path` whole, refusing a directory or a device and anything past the
 /// cap of `kind`. A pipe (`<(…)`, `/dev/stdin`) is read up to the cap.
-pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>, InputError> {
+pub fn read_input(path: &Path, kind: InputFile) -> Result<Vec<u8>, InputError> {
     let fail = |problem| InputError {
         path: path.to_path_buf(),
         problem,
@@ -75,7 +75,7 @@ pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>, InputError> {
 pub fn read_opened(
     mut file: &std::fs::File,
     path: &Path,
-    kind: InputKind,
+    kind: InputFile,
 ) -> Result<Vec<u8>, InputError> {
     let fail = |problem| InputError {
         path: path.to_path_buf(),
@@ -100,7 +100,7 @@ pub fn read_opened(
 
 /// Reads the file at `path` whole as UTF-8 text, as [`read_input`] does; text that is not
 /// UTF-8 is an I/O error of kind `InvalidData`, as `std::fs::read_to_string` gives.
-pub fn read_input_text(path: &Path, kind: InputKind) -> Result<String, InputError> {
+pub fn read_input_text(path: &Path, kind: InputFile) -> Result<String, InputError> {
     let bytes = read_input(path, kind)?;
     String::from_utf8(bytes).map_err(|error| InputError {
         path: path.to_path_buf(),
@@ -139,12 +139,12 @@ mod tests {
     #[test]
     fn devices_and_directories_are_refused_by_name() {
         // Goal: /dev/zero is refused at once (no read), naming the path and the kind.
-        let error = read_input(Path::new("/dev/zero"), InputKind::WorldSpec).unwrap_err();
+        let error = read_input(Path::new("/dev/zero"), InputFile::WorldSpec).unwrap_err();
         assert_eq!(
             error.to_string(),
             "/dev/zero: the world spec must be a file, not a character device"
         );
-        let error = read_input(Path::new("/"), InputKind::McpCassette).unwrap_err();
+        let error = read_input(Path::new("/"), InputFile::McpCassette).unwrap_err();
         assert!(matches!(
             error.problem,
             InputProblem::NotAFile {
@@ -160,10 +160,10 @@ mod tests {
         // raises it; a file at the cap reads.
         let dir = crate::testing::unit_test_dir("input");
         std::fs::create_dir_all(&dir).unwrap();
-        let cap = InputKind::Scenario.default_bytes_max();
+        let cap = InputFile::Scenario.default_bytes_max();
         let path = dir.join("big.toml");
         std::fs::write(&path, vec![b'#'; cap as usize + 1]).unwrap();
-        let error = read_input(&path, InputKind::Scenario).unwrap_err();
+        let error = read_input(&path, InputFile::Scenario).unwrap_err();
         assert_eq!(
             error.to_string(),
             format!(
@@ -173,7 +173,7 @@ mod tests {
         );
         std::fs::write(&path, vec![b'#'; cap as usize]).unwrap();
         assert_eq!(
-            read_input(&path, InputKind::Scenario).unwrap().len() as u64,
+            read_input(&path, InputFile::Scenario).unwrap().len() as u64,
             cap
         );
         let _ = std::fs::remove_dir_all(&dir);

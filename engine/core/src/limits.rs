@@ -68,7 +68,7 @@ impl Default for Limits {
 /// command line, never by this crate, and handed over with [`raise_input_bytes_max`]).
 /// Tapes are not here: they are streamed a record at a time (`crate::tape`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InputKind {
+pub enum InputFile {
     /// A scenario (TOML).
     Scenario,
     /// An LLM fixture (ours or Harn's JSONL).
@@ -94,36 +94,36 @@ pub enum InputKind {
     FailureEntry,
 }
 
-impl InputKind {
+impl InputFile {
     /// Every kind, in the order of the table in docs/cli.md.
-    pub const ALL: [InputKind; 11] = [
-        InputKind::Scenario,
-        InputKind::LlmFixture,
-        InputKind::ProcessTape,
-        InputKind::WasmModule,
-        InputKind::McpCassette,
-        InputKind::WorldSpec,
-        InputKind::WorldState,
-        InputKind::SweepReport,
-        InputKind::McpJournal,
-        InputKind::Decisions,
-        InputKind::FailureEntry,
+    pub const ALL: [InputFile; 11] = [
+        InputFile::Scenario,
+        InputFile::LlmFixture,
+        InputFile::ProcessTape,
+        InputFile::WasmModule,
+        InputFile::McpCassette,
+        InputFile::WorldSpec,
+        InputFile::WorldState,
+        InputFile::SweepReport,
+        InputFile::McpJournal,
+        InputFile::Decisions,
+        InputFile::FailureEntry,
     ];
 
     /// Returns what a file of this kind is called in messages.
     pub fn name(self) -> &'static str {
         match self {
-            InputKind::Scenario => "scenario file",
-            InputKind::LlmFixture => "LLM fixture",
-            InputKind::ProcessTape => "process tape",
-            InputKind::WasmModule => "WASI module",
-            InputKind::McpCassette => "MCP cassette",
-            InputKind::WorldSpec => "world spec",
-            InputKind::WorldState => "world state",
-            InputKind::SweepReport => "sweep report",
-            InputKind::McpJournal => "MCP journal",
-            InputKind::Decisions => "decisions file",
-            InputKind::FailureEntry => "failure database entry",
+            InputFile::Scenario => "scenario file",
+            InputFile::LlmFixture => "LLM fixture",
+            InputFile::ProcessTape => "process tape",
+            InputFile::WasmModule => "WASI module",
+            InputFile::McpCassette => "MCP cassette",
+            InputFile::WorldSpec => "world spec",
+            InputFile::WorldState => "world state",
+            InputFile::SweepReport => "sweep report",
+            InputFile::McpJournal => "MCP journal",
+            InputFile::Decisions => "decisions file",
+            InputFile::FailureEntry => "failure database entry",
         }
     }
 
@@ -131,21 +131,21 @@ impl InputKind {
     pub(crate) const fn default_bytes_max(self) -> u64 {
         match self {
             // Hand-written text: far above any real one, far below a mistake.
-            InputKind::Scenario => 4 << 20,
-            InputKind::WorldSpec => 16 << 20,
+            InputFile::Scenario => 4 << 20,
+            InputFile::WorldSpec => 16 << 20,
             // Recorded conversations, outputs and modules: big, but held in memory whole.
-            InputKind::LlmFixture
-            | InputKind::ProcessTape
-            | InputKind::WasmModule
-            | InputKind::McpCassette
-            | InputKind::McpJournal => 256 << 20,
-            InputKind::WorldState => 64 << 20,
+            InputFile::LlmFixture
+            | InputFile::ProcessTape
+            | InputFile::WasmModule
+            | InputFile::McpCassette
+            | InputFile::McpJournal => 256 << 20,
+            InputFile::WorldState => 64 << 20,
             // One short line per draw a run makes.
-            InputKind::Decisions => 64 << 20,
+            InputFile::Decisions => 64 << 20,
             // A report of `SWEEP_RUNS_MAX` runs at a few hundred bytes each.
-            InputKind::SweepReport => 4 << 30,
+            InputFile::SweepReport => 4 << 30,
             // An entry is a few KiB; a seed's decisions file about 70 bytes a decision.
-            InputKind::FailureEntry => 16 << 20,
+            InputFile::FailureEntry => 16 << 20,
         }
     }
 
@@ -157,7 +157,7 @@ impl InputKind {
     }
 }
 
-/// The environment variable that raises every [`InputKind`] cap to at least its value, in
+/// The environment variable that raises every [`InputFile`] cap to at least its value, in
 /// bytes. The command line reads it; the engine never does.
 pub const INPUT_BYTES_MAX_SETTING: &str = "SIMTAPE_INPUT_BYTES_MAX";
 

@@ -177,14 +177,14 @@ const Z_95: f64 = 1.959_963_984_540_054;
 /// A 95 % confidence interval, as decimals in `[0, 1]`, for display: no behaviour depends on
 /// it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
+pub struct ConfidenceInterval {
     /// The lower bound.
     pub low: f64,
     /// The upper bound.
     pub high: f64,
 }
 
-impl Interval {
+impl ConfidenceInterval {
     /// Returns the Wilson score interval of the pass rate of `c` passes in `n` trials
     /// (`n > 0`): unlike the normal one it stays inside `[0, 1]` and is not empty at 0 or n
     /// passes, which sweeps often give. Only IEEE-exact operations (`+ − × ÷ √`), so the
@@ -192,11 +192,11 @@ impl Interval {
     ///
     /// ```
     /// use simtape_eval::estimate::Interval;
-    /// let all = Interval::wilson(10, 10);
+    /// let all = ConfidenceInterval::wilson(10, 10);
     /// assert_eq!(all.high, 1.0);
     /// assert!((all.low - 0.7225).abs() < 1e-4);
     /// ```
-    pub fn wilson(n: u64, c: u64) -> Interval {
+    pub fn wilson(n: u64, c: u64) -> ConfidenceInterval {
         assert!(
             n > 0 && c <= n,
             "an interval needs trials, and no more passes than trials"
@@ -209,7 +209,7 @@ impl Interval {
         let center = (rate + z2 / (2.0 * n)) / scale;
         let half = Z_95 / scale * (rate * (1.0 - rate) / n + z2 / (4.0 * n * n)).sqrt();
         // At 0 or n passes the bound is 0 or 1 exactly; rounding would leave it a hair off.
-        Interval {
+        ConfidenceInterval {
             low: if none { 0.0 } else { (center - half).max(0.0) },
             high: if all { 1.0 } else { (center + half).min(1.0) },
         }
@@ -221,11 +221,11 @@ impl Interval {
     ///
     /// ```
     /// use simtape_eval::estimate::Interval;
-    /// let squared = Interval { low: 0.5, high: 0.9 }.power(2);
+    /// let squared = ConfidenceInterval { low: 0.5, high: 0.9 }.power(2);
     /// assert_eq!((squared.low, squared.high), (0.25, 0.81));
     /// ```
-    pub fn power(self, k: u64) -> Interval {
-        let mut out = Interval {
+    pub fn power(self, k: u64) -> ConfidenceInterval {
+        let mut out = ConfidenceInterval {
             low: 1.0,
             high: 1.0,
         };
@@ -237,7 +237,7 @@ impl Interval {
     }
 }
 
-impl std::fmt::Display for Interval {
+impl std::fmt::Display for ConfidenceInterval {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "[{:.4}, {:.4}]", self.low, self.high)
     }
@@ -268,10 +268,10 @@ mod tests {
     fn wilson_intervals_match_published_values() {
         // Goal: the Wilson interval gives the textbook bounds (Newcombe 1998, table I:
         // 81/263 -> 0.2553..0.3662) and stays inside [0, 1] at the ends.
-        let interval = Interval::wilson(263, 81);
+        let interval = ConfidenceInterval::wilson(263, 81);
         assert!((interval.low - 0.2553).abs() < 1e-4, "{interval}");
         assert!((interval.high - 0.3662).abs() < 1e-4, "{interval}");
-        let none = Interval::wilson(29, 0);
+        let none = ConfidenceInterval::wilson(29, 0);
         assert_eq!(none.low, 0.0);
         assert!((none.high - 0.1170).abs() < 1e-4, "{none}");
         assert_eq!(interval.power(1), interval);

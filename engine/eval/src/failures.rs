@@ -12,7 +12,7 @@
 //!
 //! Every file is written to a temporary name and renamed, so a killed sweep leaves each
 //! entry old or new, never torn; every entry read is size-capped
-//! ([`simtape::limits::InputKind::FailureEntry`]) and checked field by field, so a damaged
+//! ([`simtape::limits::InputFile::FailureEntry`]) and checked field by field, so a damaged
 //! one is refused naming the file and the field. Deciding what an entry becomes after a
 //! sweep ([`update`]) and what a replay of it says ([`Replayed::of`]) is here; running the
 //! seeds is the command line's.
@@ -62,7 +62,7 @@ pub struct FailureEntry {
     pub decisions: Option<String>,
     /// The shrunk decisions of one of the seeds, once `simtape shrink` wrote them; `None`
     /// until then. A sweep keeps what it finds here.
-    pub shrunk: Option<Shrunk>,
+    pub shrunk: Option<ShrunkEntry>,
     /// Whether the cluster was found by `simtape explore`: its seed fails only with its
     /// `decisions` (swarm settings, a fork's kept draws), so a sweep does not replay it as a
     /// plain seed, and judges it only through its shrunk decisions.
@@ -74,7 +74,7 @@ pub struct FailureEntry {
 /// their own draws; the rest come from the seed's streams) and the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Shrunk {
+pub struct ShrunkEntry {
     /// The seed whose run was shrunk.
     pub seed: u64,
     /// The decisions file (as `simtape shrink` writes it), relative to the database
@@ -250,7 +250,7 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
         field: field.to_string(),
         problem,
     };
-    let text = simtape::input::read_input_text(path, simtape::limits::InputKind::FailureEntry)
+    let text = simtape::input::read_input_text(path, simtape::limits::InputFile::FailureEntry)
         .map_err(|error| field_error("(file)", error.problem.to_string()))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|error| field_error("(file)", format!("not JSON: {error}")))?;
@@ -296,7 +296,7 @@ fn read_entry(path: &Path) -> Result<FailureEntry, FailureDbError> {
             "explored" => value.is_boolean(),
             _ => {
                 value.is_null()
-                    || serde_json::from_value::<Shrunk>(value.clone())
+                    || serde_json::from_value::<ShrunkEntry>(value.clone())
                         .is_ok_and(|shrunk| relative_inside(&shrunk.decisions))
             }
         };
@@ -557,7 +557,7 @@ mod tests {
             (0..SEEDS_KEPT_MAX as u64).collect::<Vec<_>>()
         );
         let mut lost = first[1].clone();
-        let shrunk = Shrunk {
+        let shrunk = ShrunkEntry {
             seed: 0,
             decisions: "s/x.shrunk.json".into(),
         };

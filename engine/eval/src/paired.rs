@@ -29,7 +29,7 @@ const ALPHA_DENOMINATOR: u32 = 20;
 /// What the paired test says about the change, at the 5 % level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Direction {
+pub enum Shift {
     /// More seeds went from fail to pass than the other way, beyond chance.
     MoreRobust,
     /// More seeds went from pass to fail than the other way, beyond chance.
@@ -38,13 +38,13 @@ pub enum Direction {
     NoDifference,
 }
 
-impl Direction {
+impl Shift {
     /// Returns the direction as people read it.
     pub fn label(self) -> &'static str {
         match self {
-            Direction::MoreRobust => "more robust",
-            Direction::LessRobust => "less robust",
-            Direction::NoDifference => "no significant difference",
+            Shift::MoreRobust => "more robust",
+            Shift::LessRobust => "less robust",
+            Shift::NoDifference => "no significant difference",
         }
     }
 }
@@ -62,18 +62,18 @@ pub struct SignTest {
     /// The p-value as a decimal, for machines (it may round to 0 when tiny).
     pub p_value_value: Option<f64>,
     /// What the test says at the 5 % level (decided on the exact fraction).
-    pub direction: Direction,
+    pub direction: Shift,
 }
 
 /// Returns the exact sign test of `b` regressions against `c` fixes.
 ///
 /// ```
-/// use simtape_eval::paired::{sign_test, Direction};
+/// use simtape_eval::paired::{sign_test, Shift};
 /// // 0 regressions, 5 fixes: p = 2 · (1/32) = 1/16.
 /// let test = sign_test(0, 5);
 /// assert_eq!(test.p_value.as_deref(), Some("0.0625"));
-/// assert_eq!(test.direction, Direction::NoDifference);
-/// assert_eq!(sign_test(0, 6).direction, Direction::MoreRobust); // p = 1/32
+/// assert_eq!(test.direction, Shift::NoDifference);
+/// assert_eq!(sign_test(0, 6).direction, Shift::MoreRobust); // p = 1/32
 /// ```
 pub fn sign_test(b: u64, c: u64) -> SignTest {
     let n = b + c;
@@ -88,9 +88,9 @@ pub fn sign_test(b: u64, c: u64) -> SignTest {
         (Some(text), Some(value), significant)
     };
     let direction = match (significant, b.cmp(&c)) {
-        (true, std::cmp::Ordering::Less) => Direction::MoreRobust,
-        (true, std::cmp::Ordering::Greater) => Direction::LessRobust,
-        _ => Direction::NoDifference,
+        (true, std::cmp::Ordering::Less) => Shift::MoreRobust,
+        (true, std::cmp::Ordering::Greater) => Shift::LessRobust,
+        _ => Shift::NoDifference,
     };
     SignTest {
         b,
@@ -170,17 +170,17 @@ mod tests {
         // 1 vs 9: 2 · (1 + 10) / 1024 = 22/1024 = 0.021484375.
         let test = sign_test(1, 9);
         assert_eq!(test.p_value.as_deref(), Some("0.02148"));
-        assert_eq!(test.direction, Direction::MoreRobust);
-        assert_eq!(sign_test(9, 1).direction, Direction::LessRobust);
+        assert_eq!(test.direction, Shift::MoreRobust);
+        assert_eq!(sign_test(9, 1).direction, Shift::LessRobust);
         // 0 vs 20: 2 / 2^20 = 1.9073486328125e-6.
         assert_eq!(sign_test(0, 20).p_value.as_deref(), Some("1.907e-6"));
         // 0 vs 5: exactly 1/16, not significant at 1/20.
-        assert_eq!(sign_test(5, 0).direction, Direction::NoDifference);
+        assert_eq!(sign_test(5, 0).direction, Shift::NoDifference);
         // 2 vs 10 of 12: 2 · (1 + 12 + 66) / 4096 = 158/4096 = 0.03857421875.
         assert_eq!(sign_test(2, 10).p_value.as_deref(), Some("0.03857"));
         let large = sign_test(400, 600);
         assert!(large.p_value_value.unwrap() < 1e-9, "{large:?}");
-        assert_eq!(large.direction, Direction::MoreRobust);
+        assert_eq!(large.direction, Shift::MoreRobust);
         assert_eq!(sign_test(DISCORDANT_EXACT_MAX, 1).p_value, None);
     }
 }

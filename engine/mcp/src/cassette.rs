@@ -27,13 +27,13 @@ pub struct Cassette {
     /// The server command line as recorded (after redaction).
     pub server: Vec<String>,
     /// Every message, in the order the recorder saw it.
-    pub messages: Vec<Entry>,
+    pub messages: Vec<CassetteEntry>,
 }
 
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub enum Party {
     /// The client (our stdin).
     Client,
     /// The server (the child's stdout).
@@ -42,11 +42,11 @@ pub enum Direction {
 
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct CassetteEntry {
     /// Position in the conversation, from 0.
     pub seq: u64,
     /// Who sent it.
-    pub from: Direction,
+    pub from: Party,
     /// Milliseconds since the recording started.
     pub at_ms: u64,
     /// The session it belongs to, when the recording holds several (a Streamable HTTP
@@ -64,7 +64,7 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exchange {
     /// Which side sent the request.
-    pub from: Direction,
+    pub from: Party,
     /// The `seq` of the request.
     pub request_seq: u64,
     /// The request message.
@@ -101,9 +101,9 @@ impl Cassette {
     }
 
     /// Appends a message, numbering it.
-    pub fn push(&mut self, from: Direction, at_ms: u64, message: Value) {
+    pub fn push(&mut self, from: Party, at_ms: u64, message: Value) {
         let seq = self.messages.len() as u64;
-        self.messages.push(Entry {
+        self.messages.push(CassetteEntry {
             seq,
             from,
             at_ms,
@@ -163,14 +163,14 @@ impl Cassette {
     pub fn client_messages(&self) -> impl Iterator<Item = &Value> {
         self.messages
             .iter()
-            .filter(|e| e.from == Direction::Client)
+            .filter(|e| e.from == Party::Client)
             .map(|e| &e.message)
             .filter(|m| is_request(m) || is_notification(m))
     }
 
     /// Reads and checks a cassette file.
     pub fn load(path: &Path) -> Result<Cassette, McpError> {
-        let bytes = simtape::input::read_input(path, simtape::limits::InputKind::McpCassette)
+        let bytes = simtape::input::read_input(path, simtape::limits::InputFile::McpCassette)
             .map_err(|error| McpError::CassetteIo {
                 path: path.into(),
                 source: error.into_io(),
@@ -214,7 +214,7 @@ impl Cassette {
         if !self
             .messages
             .iter()
-            .any(|e| e.from == Direction::Client && is_request(&e.message))
+            .any(|e| e.from == Party::Client && is_request(&e.message))
         {
             return Err(Unservable::NoClientRequest);
         }
@@ -296,7 +296,7 @@ fn is_progress_for(message: &Value, token: &Value) -> bool {
 /// For each message index, the index of the response answering it (requests only). A response
 /// answers the earliest still-open request from the other side of its session with the same
 /// id, so ids that are reused after completion pair correctly.
-pub(crate) fn pair_requests(messages: &[Entry]) -> Vec<Option<usize>> {
+pub(crate) fn pair_requests(messages: &[CassetteEntry]) -> Vec<Option<usize>> {
     let mut pairs = vec![None; messages.len()];
     let mut open: Vec<usize> = Vec::new();
     for (index, entry) in messages.iter().enumerate() {
@@ -323,7 +323,7 @@ mod tests {
     use serde_json::json;
 
     /// Builds a cassette from (from, at_ms, message) triples.
-    pub(crate) fn cassette_of(messages: Vec<(Direction, u64, Value)>) -> Cassette {
+    pub(crate) fn cassette_of(messages: Vec<(Party, u64, Value)>) -> Cassette {
         let mut cassette = Cassette::new(vec!["server".into()]);
         for (from, at, message) in messages {
             cassette.push(from, at, message);
@@ -336,7 +336,7 @@ mod tests {
     fn exchanges_pair_by_id_and_collect_progress() {
         // Goal: responses pair with their requests even out of order and with reused ids,
         // and progress notifications attach to the request whose token they carry.
-        use Direction::{Client, Server};
+        use Party::{Client, Server};
         let cassette = cassette_of(vec![
             (
                 Client,

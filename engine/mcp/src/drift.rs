@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cassette::{Cassette, Direction, Exchange};
+use crate::cassette::{Cassette, Exchange, Party};
 use crate::era::{self, META_SERVER_INFO};
 use crate::jsonrpc::{is_notification, method_of};
 use crate::limits::DRIFT_FINDINGS_MAX;
@@ -218,7 +218,7 @@ fn notifications_of(cassette: &Cassette) -> Vec<Value> {
     cassette
         .messages
         .iter()
-        .filter(|e| e.from == Direction::Server && is_notification(&e.message))
+        .filter(|e| e.from == Party::Server && is_notification(&e.message))
         .filter(|e| method_of(&e.message) != Some("notifications/progress"))
         .map(|e| {
             serde_json::json!({
@@ -281,7 +281,7 @@ fn client_exchanges(cassette: &Cassette) -> Vec<Exchange> {
     cassette
         .exchanges()
         .into_iter()
-        .filter(|e| e.from == Direction::Client)
+        .filter(|e| e.from == Party::Client)
         .collect()
 }
 
@@ -537,7 +537,7 @@ fn stable(result: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::Direction::{Client, Server};
+    use crate::cassette::Party::{Client, Server};
     use serde_json::json;
 
     fn cassette(tools: Value, sum: Value, latency: u64) -> Cassette {

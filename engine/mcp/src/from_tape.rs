@@ -22,7 +22,7 @@ use std::io::Read;
 use serde_json::{json, Map, Value};
 use simtape::tape::{each_call, CallShape, FromTapeError, TapeCall, TapeReader};
 
-use crate::cassette::{Cassette, Direction};
+use crate::cassette::{Cassette, Party};
 
 /// The prefix of an MCP actor's name; the rest is the `[[mcp]]` server's name.
 const ACTOR_PREFIX: &str = "mcp:";
@@ -211,9 +211,9 @@ impl TapeCassette {
         response["jsonrpc"] = json!("2.0");
         response["id"] = json!(id);
         let at_ms = at_ns / NS_PER_MS;
-        self.cassette.push(Direction::Client, at_ms, request);
+        self.cassette.push(Party::Client, at_ms, request);
         self.cassette
-            .push(Direction::Server, at_ms + latency_ms, response);
+            .push(Party::Server, at_ms + latency_ms, response);
         Ok(())
     }
 }

@@ -21,7 +21,7 @@ pub const REPLAY_MISS: i64 = -31000;
 
 /// One classified JSON-RPC message.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub enum JsonRpcMessage {
     /// A request: it carries an id and expects a response.
     Request {
         /// The id, a string or an integer.
@@ -67,11 +67,11 @@ impl ParseFailure {
 /// peers may send between messages and which deserves no answer.
 ///
 /// ```
-/// use simtape_mcp::jsonrpc::{parse_line, Message};
+/// use simtape_mcp::jsonrpc::{parse_line, JsonRpcMessage};
 /// let (_, message) = parse_line(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap().unwrap();
-/// assert!(matches!(message, Message::Request { method, .. } if method == "ping"));
+/// assert!(matches!(message, JsonRpcMessage::Request { method, .. } if method == "ping"));
 /// ```
-pub fn parse_line(line: &[u8]) -> Result<Option<(Value, Message)>, ParseFailure> {
+pub fn parse_line(line: &[u8]) -> Result<Option<(Value, JsonRpcMessage)>, ParseFailure> {
     let line = trim_ascii(line);
     if line.is_empty() {
         return Ok(None);
@@ -86,7 +86,7 @@ pub fn parse_line(line: &[u8]) -> Result<Option<(Value, Message)>, ParseFailure>
 }
 
 /// Classifies an already-parsed JSON value as a request, notification or response.
-pub fn classify(value: &Value) -> Result<Message, ParseFailure> {
+pub fn classify(value: &Value) -> Result<JsonRpcMessage, ParseFailure> {
     let Some(object) = value.as_object() else {
         return Err(invalid(
             Value::Null,
@@ -111,14 +111,14 @@ pub fn classify(value: &Value) -> Result<Message, ParseFailure> {
             }
             let method = method.clone();
             Ok(match id {
-                Some(id) => Message::Request { id, method, params },
-                None => Message::Notification { method, params },
+                Some(id) => JsonRpcMessage::Request { id, method, params },
+                None => JsonRpcMessage::Notification { method, params },
             })
         }
         Some(_) => Err(invalid(usable_id, "`method` must be a string")),
         None => match id {
             Some(id) if object.contains_key("result") || object.contains_key("error") => {
-                Ok(Message::Response { id })
+                Ok(JsonRpcMessage::Response { id })
             }
             _ => Err(invalid(
                 usable_id,
@@ -210,11 +210,20 @@ mod tests {
     fn classifies_requests_notifications_and_responses() {
         // Goal: the three message shapes are told apart, string and integer ids both accepted.
         let request = parse_line(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#);
-        assert!(matches!(request, Ok(Some((_, Message::Request { .. })))));
+        assert!(matches!(
+            request,
+            Ok(Some((_, JsonRpcMessage::Request { .. })))
+        ));
         let note = parse_line(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        assert!(matches!(note, Ok(Some((_, Message::Notification { .. })))));
+        assert!(matches!(
+            note,
+            Ok(Some((_, JsonRpcMessage::Notification { .. })))
+        ));
         let response = parse_line(br#"{"result":{},"jsonrpc":"2.0","id":3}"#);
-        assert!(matches!(response, Ok(Some((_, Message::Response { .. })))));
+        assert!(matches!(
+            response,
+            Ok(Some((_, JsonRpcMessage::Response { .. })))
+        ));
         assert_eq!(parse_line(b"  \r").unwrap(), None);
     }
 

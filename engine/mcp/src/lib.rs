@@ -51,7 +51,7 @@ pub mod replay;
 pub mod script;
 pub mod world;
 
-pub use cassette::{Cassette, Direction, Entry, Exchange};
+pub use cassette::{Cassette, CassetteEntry, Exchange, Party};
 pub use drift::{compare, DriftOptions, DriftReport, Finding};
 pub use error::McpError;
 pub use redact::Redactor;

@@ -229,7 +229,7 @@ pub(crate) fn client_index(
     let exchanges: Vec<crate::cassette::Exchange> = cassette
         .exchanges()
         .into_iter()
-        .filter(|e| e.from == crate::cassette::Direction::Client)
+        .filter(|e| e.from == crate::cassette::Party::Client)
         .collect();
     let keys = exchanges
         .iter()

@@ -16,10 +16,10 @@ use crate::asks::{
     answer_difference, input_requests, input_required, parse_request_state, Answered, Asks,
     Mismatch, Out,
 };
-use crate::cassette::{Cassette, Direction, Exchange};
+use crate::cassette::{Cassette, Exchange, Party};
 use crate::era::{self, LATEST_HANDSHAKE_VERSION, META_SERVER_INFO};
 use crate::jsonrpc::{
-    error_response, is_notification, parse_line, result_response, Message, ParseFailure,
+    error_response, is_notification, parse_line, result_response, JsonRpcMessage, ParseFailure,
     INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, REPLAY_MISS,
 };
 use crate::limits::LINE_BYTES_MAX;
@@ -80,7 +80,7 @@ impl ReplayServer {
         let (notifications, keys): (Vec<u64>, Vec<(String, Value)>) = cassette
             .messages
             .iter()
-            .filter(|e| e.from == Direction::Client && is_notification(&e.message))
+            .filter(|e| e.from == Party::Client && is_notification(&e.message))
             .map(|e| {
                 let method = e.message["method"].as_str().unwrap_or("").to_string();
                 (
@@ -149,11 +149,13 @@ impl ReplayServer {
     /// answer with what the server sent on its own around it; a notification gets what the
     /// server sent after it; a response answers a server request replay sent (checked against
     /// the recorded answer), and what waited for it follows.
-    pub fn handle_message(&mut self, value: &Value, message: Message) -> Vec<Value> {
+    pub fn handle_message(&mut self, value: &Value, message: JsonRpcMessage) -> Vec<Value> {
         match message {
-            Message::Request { id, method, params } => self.handle_request(&id, &method, params),
-            Message::Notification { method, params } => self.notification(&method, params),
-            Message::Response { .. } => self.client_answer(value),
+            JsonRpcMessage::Request { id, method, params } => {
+                self.handle_request(&id, &method, params)
+            }
+            JsonRpcMessage::Notification { method, params } => self.notification(&method, params),
+            JsonRpcMessage::Response { .. } => self.client_answer(value),
         }
     }
 
@@ -407,7 +409,7 @@ impl ReplayServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::Direction::{Client, Server};
+    use crate::cassette::Party::{Client, Server};
     use crate::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
 
     fn legacy_cassette() -> Cassette {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::cassette::{pair_requests, Cassette, Direction};
+use crate::cassette::{pair_requests, Cassette, Party};
 use crate::era;
 use crate::jsonrpc::{is_notification, is_request, is_response, method_of};
 
@@ -90,7 +90,7 @@ pub fn server_side(cassette: &Cassette) -> ServerSide {
         let session = entry.session.unwrap_or(0);
         let message = &entry.message;
         let waiting = open.entry(session).or_default();
-        if entry.from == Direction::Client {
+        if entry.from == Party::Client {
             if is_request(message) || is_notification(message) {
                 latest.insert(session, index);
             }
@@ -120,7 +120,7 @@ pub fn server_side(cassette: &Cassette) -> ServerSide {
             .and_then(|token| {
                 (0..index).rev().find(|&r| {
                     let request = &messages[r];
-                    request.from == Direction::Client
+                    request.from == Party::Client
                         && request.session.unwrap_or(0) == session
                         && is_request(&request.message)
                         && era::progress_token(request.message.get("params")) == Some(token)
@@ -147,10 +147,10 @@ pub fn server_side(cassette: &Cassette) -> ServerSide {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::Direction::{Client, Server};
+    use crate::cassette::Party::{Client, Server};
     use serde_json::json;
 
-    fn cassette(messages: Vec<(Direction, Value)>) -> Cassette {
+    fn cassette(messages: Vec<(Party, Value)>) -> Cassette {
         let mut c = Cassette::new(vec!["server".into()]);
         for (i, (from, message)) in messages.into_iter().enumerate() {
             c.push(from, i as u64, message);

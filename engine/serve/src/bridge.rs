@@ -9,7 +9,7 @@
 //! cannot be asked (it is gone, it answered without a JSON-RPC body) gets a JSON-RPC error
 //! naming the URL, so the client is never left waiting.
 //!
-//! Stdin is read on its own thread ([`crate::mcp_stdio::stdio::Inbox`]) and the POSTs run on
+//! Stdin is read on its own thread ([`crate::mcp_stdio::stdio::ServeInbox`]) and the POSTs run on
 //! another, so a signal ends the bridge at once, even mid-request; at stdin EOF the requests
 //! already read are answered first, then the session is closed (`DELETE`).
 
@@ -18,9 +18,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::mcp_stdio::serve::write_messages;
-use crate::mcp_stdio::stdio::{Ending, Event, Inbox};
+use crate::mcp_stdio::stdio::{Ending, Event, ServeInbox};
 use serde_json::Value;
-use simtape_mcp::jsonrpc::{error_response, parse_line, Message};
+use simtape_mcp::jsonrpc::{error_response, parse_line, JsonRpcMessage};
 use simtape_mcp::limits::LINE_BYTES_MAX;
 use simtape_mcp::lines::LineRead;
 use simtape_mcp::ReplayServer;
@@ -164,7 +164,7 @@ fn event_data(stream: &str) -> Vec<String> {
 /// caller does not wait forever), nothing for a notification or a response.
 fn failed(line: &[u8], reason: &str) -> Vec<Value> {
     match parse_line(line) {
-        Ok(Some((_, Message::Request { id, .. }))) => {
+        Ok(Some((_, JsonRpcMessage::Request { id, .. }))) => {
             let message = format!("simtape mcp bridge: {reason}");
             vec![error_response(&id, BRIDGE_ERROR, &message, None)]
         }
@@ -176,7 +176,11 @@ fn failed(line: &[u8], reason: &str) -> Vec<Value> {
 /// Runs the bridge until the session ends, writing answers to `output`, and says why it
 /// ended. A signal (through the inbox's stopper) ends it at once; at stdin EOF the lines
 /// already read are answered first.
-pub fn run<W: Write + Send + 'static>(mut bridge: Bridge, inbox: &Inbox, mut output: W) -> Ending {
+pub fn run<W: Write + Send + 'static>(
+    mut bridge: Bridge,
+    inbox: &ServeInbox,
+    mut output: W,
+) -> Ending {
     let (lines, queue) = mpsc::channel::<LineRead>();
     let stopper = inbox.stopper();
     let worker = std::thread::spawn(move || {

@@ -24,11 +24,11 @@ use simtape_agent::{
 };
 
 use crate::adapter::{self, EventKind, Places, SessionEvent};
-use crate::driver::{self, Driver, Ending};
+use crate::driver::{self, Driver, SessionStop};
 use crate::gateway::{self, GatewayInput, HttpResponse, SandboxSeen};
 use crate::limits::{EVENTS_MAX, OUTPUT_DRAIN};
-use crate::normalize::Normalizer;
-use crate::place::{Launch, Place, Setting};
+use crate::normalize::BodyNormalizer;
+use crate::place::{Place, Setting, Start};
 use crate::process::{self, Exit};
 use crate::sandbox::SandboxMode;
 use crate::sessions::{GatewaySessions, SessionOrder, SessionStart};
@@ -55,7 +55,7 @@ pub struct CommandOptions {
     pub program: Option<PathBuf>,
     /// Volatile-field rules beyond the adapter's, the scenario's `[normalize]` and the agent's
     /// places (which are always applied).
-    pub normalizer: Normalizer,
+    pub normalizer: BodyNormalizer,
     /// Where to write the session's evidence: `session.ndjson` (its events),
     /// `session.meta.json`, `requests.ndjson` (raw requests) and `agent.stderr`.
     pub evidence: Option<PathBuf>,
@@ -70,7 +70,7 @@ impl Default for CommandOptions {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             settle: SETTLE_DEFAULT,
             program: None,
-            normalizer: Normalizer::default(),
+            normalizer: BodyNormalizer::default(),
             evidence: None,
             sandbox: None,
         }
@@ -543,7 +543,7 @@ impl ProgramRun<'_> {
         env.extend(self.spec.env.iter().cloned());
         let started = Instant::now();
         let started_in = place
-            .start(Launch {
+            .start(Start {
                 program: &self.program,
                 args: &launch.args,
                 env,
@@ -610,10 +610,10 @@ impl ProgramRun<'_> {
         let ended = {
             let ending = async {
                 smol::future::or(
-                    async { Ending::AgentExited(exit_of(place.wait().await)) },
+                    async { SessionStop::AgentExited(exit_of(place.wait().await)) },
                     async {
                         smol::Timer::after(timeout).await;
-                        Ending::Stopped
+                        SessionStop::Stopped
                     },
                 )
                 .await
@@ -621,17 +621,17 @@ impl ProgramRun<'_> {
             driver.drive(run, requests, ending).await
         };
         let exit = match ended {
-            Some(Ending::AgentExited(exit)) => {
+            Some(SessionStop::AgentExited(exit)) => {
                 place.sweep();
                 exit
             }
             // Over its timeout (or the run ended first): the whole group is stopped.
-            Some(Ending::Stopped) => {
+            Some(SessionStop::Stopped) => {
                 place.stop().await;
                 AgentExit::TimedOut
             }
             // The harness ended the session at its turn budget: as it would be killed.
-            Some(Ending::TurnsSpent) | None => exit_of(place.stop().await),
+            Some(SessionStop::TurnsSpent) | None => exit_of(place.stop().await),
         };
         let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         // The rest of its output, what it did outside its project, then its exit, in that

@@ -137,14 +137,14 @@ impl Contained {
                         JobExit::Code(code) => AgentExit::Exited(code),
                         JobExit::Signal(_) => AgentExit::Signaled,
                     };
-                    driver::Ending::AgentExited(exit)
+                    driver::SessionStop::AgentExited(exit)
                 };
                 match timeout {
                     Some(limit) => {
                         smol::future::or(exited, async {
                             let left = limit.saturating_sub(started.elapsed());
                             smol::Timer::after(left).await;
-                            driver::Ending::Stopped
+                            driver::SessionStop::Stopped
                         })
                         .await
                     }
@@ -153,7 +153,7 @@ impl Contained {
             };
             driver.drive(&mut run, &rx, ending).await
         };
-        let timed_out = matches!(ended, Some(driver::Ending::Stopped));
+        let timed_out = matches!(ended, Some(driver::SessionStop::Stopped));
         if timed_out {
             self.sandbox.kill();
         }
@@ -162,7 +162,7 @@ impl Contained {
         // those writes are left off the tape as for a CLI adapter's; the rest is on it.
         let (seen, _) = crate::place::seen_in(&self.sandbox, true);
         driver.deliver_input(&mut run, GatewayInput::Sandbox(seen));
-        if let Some(driver::Ending::AgentExited(exit)) = ended {
+        if let Some(driver::SessionStop::AgentExited(exit)) = ended {
             driver.deliver_input(&mut run, GatewayInput::AgentExited(exit));
         }
         driver.close(&mut run);

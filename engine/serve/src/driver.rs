@@ -152,7 +152,7 @@ fn http_response(response: HttpResponse) -> hyper::Response<ResponseBody> {
 }
 
 /// What ends a serve session besides the run itself.
-pub(crate) enum Ending {
+pub(crate) enum SessionStop {
     /// The agent process exited.
     AgentExited(AgentExit),
     /// The user asked to stop (Ctrl-C without an agent command), or the agent ran over its
@@ -169,7 +169,7 @@ pub(crate) struct Driver {
     pub(crate) inputs: Inbox<GatewayInput>,
     pub(crate) responses: Outbox<HttpResponse>,
     pub(crate) settle: Duration,
-    pub(crate) normalizer: crate::normalize::Normalizer,
+    pub(crate) normalizer: crate::normalize::BodyNormalizer,
     /// The raw requests, one JSON line each, before normalization.
     pub(crate) session_log: Option<std::io::BufWriter<std::fs::File>>,
     pub(crate) next_id: u64,
@@ -195,7 +195,7 @@ impl Driver {
         inputs: Inbox<GatewayInput>,
         responses: Outbox<HttpResponse>,
         settle: Duration,
-        normalizer: crate::normalize::Normalizer,
+        normalizer: crate::normalize::BodyNormalizer,
     ) -> Driver {
         Driver {
             inputs,
@@ -218,8 +218,8 @@ impl Driver {
         &mut self,
         run: &mut Run<T>,
         rx: &Receiver<Pending>,
-        ending: impl std::future::Future<Output = Ending>,
-    ) -> Option<Ending> {
+        ending: impl std::future::Future<Output = SessionStop>,
+    ) -> Option<SessionStop> {
         run.run_until_idle();
         let mut ending = std::pin::pin!(ending);
         loop {
@@ -243,7 +243,7 @@ impl Driver {
                 return None;
             }
             if self.stop_ordered(run) {
-                return Some(Ending::TurnsSpent);
+                return Some(SessionStop::TurnsSpent);
             }
         }
     }
@@ -415,7 +415,7 @@ impl Driver {
 
 enum Next {
     Request(Pending),
-    End(Ending),
+    End(SessionStop),
 }
 
 fn refusal(message: &str) -> HttpResponse {

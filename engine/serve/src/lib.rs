@@ -72,7 +72,7 @@ use simtape::{Builder, RunError, RunReport};
 use simtape_agent::AgentExit;
 
 pub use gateway::{BodyEnd, GatewayInput, GatewayOutcome, HttpRequest, HttpResponse};
-pub use normalize::Normalizer;
+pub use normalize::BodyNormalizer;
 
 /// The name of the gateway's inbox on the tape.
 pub const GATEWAY_INBOX: &str = "gateway";
@@ -109,7 +109,7 @@ pub struct ServeOptions {
     pub command: Option<AgentCommand>,
     /// The rules for volatile fields of request bodies (see [`normalize`]); the agent's
     /// working directory and `HOME`, when set in its command, are added as `<cwd>`/`<home>`.
-    pub normalizer: Normalizer,
+    pub normalizer: BodyNormalizer,
     /// Where to write the raw requests, one JSON line each (the tape holds them normalized).
     pub session_log: Option<std::path::PathBuf>,
     /// Runs the agent command in simtape's sandbox, over this project; `None` runs it on the
@@ -376,13 +376,13 @@ async fn session(
                         Some(code) => AgentExit::Exited(code),
                         None => AgentExit::Signaled,
                     };
-                    driver::Ending::AgentExited(exit)
+                    driver::SessionStop::AgentExited(exit)
                 };
                 match timeout {
                     Some(limit) => {
                         smol::future::or(exited, async {
                             smol::Timer::after(limit).await;
-                            driver::Ending::Stopped
+                            driver::SessionStop::Stopped
                         })
                         .await
                     }
@@ -392,26 +392,26 @@ async fn session(
             None => match &until {
                 Until::Stopped(stop) => {
                     let _ = stop.recv().await;
-                    driver::Ending::Stopped
+                    driver::SessionStop::Stopped
                 }
-                Until::Reported { exits, .. } => {
-                    driver::Ending::AgentExited(exits.recv().await.unwrap_or(AgentExit::Signaled))
-                }
+                Until::Reported { exits, .. } => driver::SessionStop::AgentExited(
+                    exits.recv().await.unwrap_or(AgentExit::Signaled),
+                ),
             },
         }
     };
     let ended = driver.drive(&mut run, &rx, ending).await;
-    let timed_out = child.is_some() && matches!(ended, Some(driver::Ending::Stopped));
+    let timed_out = child.is_some() && matches!(ended, Some(driver::SessionStop::Stopped));
     if let Some(child) = child.as_mut() {
         // A timed-out agent is killed; an exited one is reaped. Nothing outlives the session.
         let _ = child.kill();
         let _ = child.status().await;
     }
     match (ended, &until) {
-        (Some(driver::Ending::AgentExited(exit)), Until::Reported { .. }) => {
+        (Some(driver::SessionStop::AgentExited(exit)), Until::Reported { .. }) => {
             driver.deliver_input(&mut run, GatewayInput::InProcessExited(exit));
         }
-        (Some(driver::Ending::AgentExited(exit)), Until::Stopped(_)) => {
+        (Some(driver::SessionStop::AgentExited(exit)), Until::Stopped(_)) => {
             driver.deliver_input(&mut run, GatewayInput::AgentExited(exit));
         }
         _ => {}

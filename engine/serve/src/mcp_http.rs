@@ -33,7 +33,7 @@ use simtape::Host;
 use simtape_mcp::actor::{McpActor, McpCallError, McpHandle, McpRequest};
 use simtape_mcp::era::{self, LATEST_HANDSHAKE_VERSION};
 use simtape_mcp::jsonrpc::{
-    classify, error_response, result_response, Message, INTERNAL_ERROR, INVALID_PARAMS,
+    classify, error_response, result_response, JsonRpcMessage, INTERNAL_ERROR, INVALID_PARAMS,
     INVALID_REQUEST, METHOD_NOT_FOUND, REPLAY_MISS,
 };
 use simtape_mcp::world::server::WorldReport;
@@ -174,8 +174,10 @@ impl Server<'_> {
         session: &mut Option<String>,
     ) -> Option<Value> {
         let (id, method, params) = match classify(message) {
-            Ok(Message::Request { id, method, params }) => (id, method, params),
-            Ok(Message::Notification { .. } | Message::Response { .. }) => return None,
+            Ok(JsonRpcMessage::Request { id, method, params }) => (id, method, params),
+            Ok(JsonRpcMessage::Notification { .. } | JsonRpcMessage::Response { .. }) => {
+                return None
+            }
             Err(failure) => return Some(failure.to_response()),
         };
         let answer = self.request(&method, params.as_ref(), outcome).await;

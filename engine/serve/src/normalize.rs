@@ -14,7 +14,7 @@ pub const VOLATILE: &str = "<volatile>";
 
 /// The rules applied to every request body, in order: pointers, literals, patterns.
 #[derive(Debug, Clone, Default)]
-pub struct Normalizer {
+pub struct BodyNormalizer {
     pointers: Vec<String>,
     literals: Vec<(String, String)>,
     patterns: Vec<(Regex, String)>,
@@ -23,7 +23,7 @@ pub struct Normalizer {
 /// A rule that could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RuleError {
+pub enum BodyRuleError {
     /// A pointer does not start with `/`.
     #[error("normalization pointer {0:?} is not a JSON pointer (it must start with '/')")]
     Pointer(String),
@@ -37,10 +37,10 @@ pub enum RuleError {
     },
 }
 
-impl Normalizer {
+impl BodyNormalizer {
     /// The rules for an agent whose CLI is not known (`simtape serve -- CMD`, an SDK
     /// agent): every adapter's rules together (`adapter::rules`), UUIDs anywhere among them.
-    pub fn agent_defaults() -> Normalizer {
+    pub fn agent_defaults() -> BodyNormalizer {
         crate::adapter::all_rules()
     }
 
@@ -49,8 +49,8 @@ impl Normalizer {
     ///
     /// # Panics
     /// When a built-in rule is malformed (a test catches it).
-    pub(crate) fn built_in(pointers: &[&str], patterns: &[(&str, &str)]) -> Normalizer {
-        let mut rules = Normalizer::default();
+    pub(crate) fn built_in(pointers: &[&str], patterns: &[(&str, &str)]) -> BodyNormalizer {
+        let mut rules = BodyNormalizer::default();
         for pointer in pointers {
             rules
                 .pointer(pointer)
@@ -65,7 +65,7 @@ impl Normalizer {
     }
 
     /// Appends `other`'s rules after these.
-    pub(crate) fn then(mut self, other: Normalizer) -> Normalizer {
+    pub(crate) fn then(mut self, other: BodyNormalizer) -> BodyNormalizer {
         self.pointers.extend(other.pointers);
         self.patterns.extend(other.patterns);
         for (text, placeholder) in other.literals {
@@ -75,9 +75,9 @@ impl Normalizer {
     }
 
     /// Adds a JSON pointer whose value becomes `<volatile>`.
-    pub fn pointer(&mut self, pointer: &str) -> Result<&mut Self, RuleError> {
+    pub fn pointer(&mut self, pointer: &str) -> Result<&mut Self, BodyRuleError> {
         if !pointer.starts_with('/') {
-            return Err(RuleError::Pointer(pointer.into()));
+            return Err(BodyRuleError::Pointer(pointer.into()));
         }
         self.pointers.push(pointer.into());
         Ok(self)
@@ -95,8 +95,12 @@ impl Normalizer {
     }
 
     /// Replaces every match of `pattern` with `replacement` (`$1` refers to groups).
-    pub fn pattern(&mut self, pattern: &str, replacement: &str) -> Result<&mut Self, RuleError> {
-        let regex = Regex::new(pattern).map_err(|source| RuleError::Pattern {
+    pub fn pattern(
+        &mut self,
+        pattern: &str,
+        replacement: &str,
+    ) -> Result<&mut Self, BodyRuleError> {
+        let regex = Regex::new(pattern).map_err(|source| BodyRuleError::Pattern {
             pattern: pattern.into(),
             source,
         })?;
@@ -105,7 +109,7 @@ impl Normalizer {
     }
 
     /// Adds a scenario's `[normalize]` rules (checked when the scenario loaded).
-    pub fn with_scenario_rules(mut self, spec: &simtape_agent::NormalizeSpec) -> Normalizer {
+    pub fn with_scenario_rules(mut self, spec: &simtape_agent::NormalizeSpec) -> BodyNormalizer {
         for pointer in &spec.pointers {
             self.pointers.push(pointer.clone());
         }
@@ -118,7 +122,11 @@ impl Normalizer {
 
     /// Adds the literals of one agent's places: its working directory as `<cwd>` (and as
     /// the name agents key per-project state by, `<cwd-slug>`), its `HOME` as `<home>`.
-    pub fn for_agent(mut self, cwd: Option<&std::path::Path>, home: Option<&str>) -> Normalizer {
+    pub fn for_agent(
+        mut self,
+        cwd: Option<&std::path::Path>,
+        home: Option<&str>,
+    ) -> BodyNormalizer {
         if let Some(cwd) = cwd {
             let cwd = cwd.display().to_string();
             // Agents also key per-project state by the directory spelled as a name
@@ -187,7 +195,7 @@ mod tests {
         // Goal: the session id, the date, the working directory (before its parent, home)
         // and UUIDs are replaced, and Codex's volatile fields too; everything else in the
         // body is kept byte for byte.
-        let mut rules = Normalizer::agent_defaults();
+        let mut rules = BodyNormalizer::agent_defaults();
         rules.literal("/tmp/home", "<home>");
         rules.literal("/tmp/home/run-7", "<cwd>");
         let body = r#"{"metadata":{"user_id":"{\"session\":\"x\"}"},"system":"Today's date is 2026-11-25. cwd /tmp/home/run-7, memory /tmp/home/.claude","id":"dc9c17ae-0a97-4e93-905f-ef778fea1c25","n":1}"#;

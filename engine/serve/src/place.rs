@@ -23,7 +23,7 @@ use crate::mcp_http::McpTransport;
 use crate::process::{self, AgentProcess, Exit, Spawn};
 use crate::sandbox::view::OutsideWrite;
 use crate::sandbox::{self, Job, JobExit, Sandbox, SandboxSpec};
-use crate::workdir::{FileChange, Snapshot, Workdir, WorkdirError};
+use crate::workdir::{FileChange, TreeSnapshot, Workdir, WorkdirError};
 use crate::ServeError;
 
 /// A program's output streams.
@@ -46,7 +46,7 @@ pub(crate) struct Sight {
 }
 
 /// One process to start.
-pub(crate) struct Launch<'a> {
+pub(crate) struct Start<'a> {
     pub program: &'a Path,
     pub args: &'a [String],
     /// Its variables beyond the place's own (the adapter's, the scenario's).
@@ -86,7 +86,7 @@ pub(crate) struct SandboxPlace {
     requests: smol::channel::Sender<Pending>,
     mcp: Rc<McpTransport>,
     current: Option<Sandbox>,
-    snapshot: Option<Snapshot>,
+    snapshot: Option<TreeSnapshot>,
     clock: Option<ClockFile>,
     /// The program keeps its own state in its scratch places (see [`Setting::keeps_state`]).
     keeps_state: bool,
@@ -269,7 +269,7 @@ impl Place {
     /// Starts one process; returns its stdout and stderr.
     pub(crate) async fn start(
         &mut self,
-        launch: Launch<'_>,
+        launch: Start<'_>,
     ) -> Result<(Stream, Stream), ServeError> {
         match self {
             Place::Host(place) => place.start(launch),
@@ -359,7 +359,7 @@ impl Place {
 }
 
 impl HostPlace {
-    fn start(&mut self, launch: Launch<'_>) -> Result<(Stream, Stream), ServeError> {
+    fn start(&mut self, launch: Start<'_>) -> Result<(Stream, Stream), ServeError> {
         if let Some(files) = launch.files {
             self.workdir.mirror(files).map_err(ServeError::Workdir)?;
         }
@@ -399,7 +399,7 @@ impl HostPlace {
 }
 
 impl SandboxPlace {
-    async fn start(&mut self, launch: Launch<'_>) -> Result<(Stream, Stream), ServeError> {
+    async fn start(&mut self, launch: Start<'_>) -> Result<(Stream, Stream), ServeError> {
         let mut env = sandbox::base_env(&self.path_first);
         env.extend(self.sight.env.iter().cloned());
         let clock_path = Path::new(sandbox::RUN_DIR).join("clock");
@@ -473,7 +473,7 @@ impl SandboxPlace {
         for change in launch.files.unwrap_or_default() {
             crate::workdir::apply(&project, change).map_err(ServeError::Workdir)?;
         }
-        self.snapshot = Some(Snapshot::of(&project).map_err(ServeError::Workdir)?);
+        self.snapshot = Some(TreeSnapshot::of(&project).map_err(ServeError::Workdir)?);
         let output = sandbox.start_job(0).await.map_err(ServeError::Sandbox)?;
         self.current = Some(sandbox);
         Ok((Box::new(output.stdout), Box::new(output.stderr)))

@@ -132,8 +132,8 @@ impl Workdir {
     /// compare (files over [`FILE_BYTES_MAX`]).
     pub fn changes(&self) -> Result<(Vec<FileChange>, Vec<String>), WorkdirError> {
         let before = match &self.base {
-            Some(base) => Snapshot::of(base)?,
-            None => Snapshot::default(),
+            Some(base) => TreeSnapshot::of(base)?,
+            None => TreeSnapshot::default(),
         };
         before.changes(&self.work())
     }
@@ -142,14 +142,14 @@ impl Workdir {
 /// What a directory tree held at one moment: its directories, and its files' sizes and
 /// content digests (`.git` directories left out), to tell later what changed in it.
 #[derive(Debug, Default)]
-pub struct Snapshot {
+pub struct TreeSnapshot {
     entries: BTreeMap<String, Entry>,
     digests: BTreeMap<String, [u8; 32]>,
 }
 
-impl Snapshot {
+impl TreeSnapshot {
     /// Reads the tree under `dir`.
-    pub fn of(dir: &Path) -> Result<Snapshot, WorkdirError> {
+    pub fn of(dir: &Path) -> Result<TreeSnapshot, WorkdirError> {
         let entries = walk(dir, true)?;
         let mut digests = BTreeMap::new();
         for (relative, entry) in &entries {
@@ -159,7 +159,7 @@ impl Snapshot {
                 }
             }
         }
-        Ok(Snapshot { entries, digests })
+        Ok(TreeSnapshot { entries, digests })
     }
 
     /// Returns what changed under `dir` since the snapshot, in path order (a new directory

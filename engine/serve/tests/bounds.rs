@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use simtape::tape::{RecordKind, TapeReader};
 use simtape_agent::EvalScenario;
 use simtape_serve::limits::{HEADER_READ_TIMEOUT, REQUEST_BODIES_BYTES_MAX};
-use simtape_serve::{Normalizer, ServeOptions, SETTLE_DEFAULT};
+use simtape_serve::{BodyNormalizer, ServeOptions, SETTLE_DEFAULT};
 
 /// A serve session without an agent, on its own thread; `probe` runs against its address,
 /// then the session stops. Returns how many requests the tape's `input` records hold.
@@ -26,7 +26,7 @@ fn session(probe: impl FnOnce(SocketAddr)) -> usize {
             addr: "127.0.0.1:0".parse().unwrap(),
             settle: SETTLE_DEFAULT,
             command: None,
-            normalizer: Normalizer::agent_defaults(),
+            normalizer: BodyNormalizer::agent_defaults(),
             session_log: None,
             sandbox: None,
         };

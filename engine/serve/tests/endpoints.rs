@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use simtape_agent::EvalScenario;
-use simtape_serve::{AgentCommand, Normalizer, ServeError, ServeOptions, SETTLE_DEFAULT};
+use simtape_serve::{AgentCommand, BodyNormalizer, ServeError, ServeOptions, SETTLE_DEFAULT};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,7 +32,7 @@ fn options(
             cwd: None,
             timeout: Some(Duration::from_secs(60)),
         }),
-        normalizer: Normalizer::agent_defaults(),
+        normalizer: BodyNormalizer::agent_defaults(),
         session_log: None,
         sandbox: None,
     }

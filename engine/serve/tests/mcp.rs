@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use simtape_agent::EvalScenario;
 use simtape_serve::gateway::GatewayOutcome;
-use simtape_serve::{AgentCommand, Normalizer, ServeOptions, SETTLE_DEFAULT};
+use simtape_serve::{AgentCommand, BodyNormalizer, ServeOptions, SETTLE_DEFAULT};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -43,7 +43,7 @@ fn serve(
         addr: "127.0.0.1:0".parse().unwrap(),
         settle: SETTLE_DEFAULT,
         command: Some(command),
-        normalizer: Normalizer::agent_defaults(),
+        normalizer: BodyNormalizer::agent_defaults(),
         session_log: None,
         sandbox: None,
     };

@@ -46,7 +46,7 @@ fn serve_scenario(python: &str, scenario: &Path, agent: &str, tape: &Path) -> Se
             cwd: None,
             timeout: Some(Duration::from_secs(120)),
         }),
-        normalizer: simtape_serve::Normalizer::agent_defaults(),
+        normalizer: simtape_serve::BodyNormalizer::agent_defaults(),
         session_log: None,
         sandbox: None,
     };

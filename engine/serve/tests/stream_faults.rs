@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use simtape_agent::EvalScenario;
-use simtape_serve::{AgentCommand, Normalizer, ServeOptions, SETTLE_DEFAULT};
+use simtape_serve::{AgentCommand, BodyNormalizer, ServeOptions, SETTLE_DEFAULT};
 
 /// The fixture's one answer.
 const ANSWER: &str = "Streams can break; this one may.";
@@ -54,7 +54,7 @@ fn serve_once(python: &str, scenario: &str, sdk: &str, dir: &Path, name: &str) -
             cwd: None,
             timeout: Some(Duration::from_secs(120)),
         }),
-        normalizer: Normalizer::agent_defaults(),
+        normalizer: BodyNormalizer::agent_defaults(),
         session_log: Some(log.clone()),
         sandbox: None,
     };

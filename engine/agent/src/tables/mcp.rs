@@ -7,7 +7,7 @@
 use simtape::scenario::decoder::{one_of, path, Decoder, Field, PathField};
 
 use simtape_mcp::actor::McpActor;
-use simtape_mcp::world::faults::FaultRule;
+use simtape_mcp::world::faults::ToolFault;
 use simtape_mcp::world::World;
 use simtape_mcp::Cassette;
 
@@ -292,7 +292,7 @@ pub(crate) fn open_server(
         McpSource::World(path) => path,
     };
     let world = World::load(path).map_err(OpenError::World)?;
-    let rules: Vec<FaultRule> = faults
+    let rules: Vec<ToolFault> = faults
         .iter()
         .filter(|fault| fault.server == server.name)
         .map(McpFault::world_rule)

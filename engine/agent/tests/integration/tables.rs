@@ -14,7 +14,7 @@ use simtape_agent::{
     AdapterKind, AgentClock, AgentSpec, Check, CommandAgentSpec, EvalScenario, FsState, McpFault,
     McpServerSpec, McpSource, Pattern, Permission, TextMatch, ToolSource, VerifySpec,
 };
-use simtape_mcp::world::faults::{FaultKind, FaultRule, KINDS};
+use simtape_mcp::world::faults::{FaultKind, ToolFault, KINDS};
 
 /// Returns the TOML block of docs/scenario-format.md that follows `<!-- {name} -->`.
 fn doc_example(name: &str) -> String {
@@ -445,7 +445,7 @@ fn an_mcp_fault_rate_reaches_the_world_as_a_ratio() {
             r#"{{"tool": "create_ticket", "{name}": "1/3",
             "fault": {{"kind": "timeout", "after_ms": 2000}}}}"#
         );
-        assert_eq!(rule, serde_json::from_str::<FaultRule>(&written).unwrap());
+        assert_eq!(rule, serde_json::from_str::<ToolFault>(&written).unwrap());
     }
 }
 

@@ -33,7 +33,7 @@ pub(crate) struct Loaded {
 /// Reads `path`, checking it against the scenario whose source digest is `scenario_digest`.
 /// Every mismatch is a usage error (exit 2) naming the file and the field.
 pub(crate) fn load(path: &Path, scenario_digest: &str) -> Result<Loaded, CliError> {
-    let bytes = simtape::input::read_input(path, simtape::limits::InputKind::Decisions)?;
+    let bytes = simtape::input::read_input(path, simtape::limits::InputFile::Decisions)?;
     let usage =
         |field: &str, why: &str| CliError::Usage(format!("{}: {field}: {why}", path.display()));
     let value: serde_json::Value = serde_json::from_slice(&bytes)

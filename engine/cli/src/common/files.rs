@@ -95,7 +95,7 @@ pub(crate) fn create_output_dir(dir: &Path, path: &Path, flag: &str) -> Result<(
 /// Reads a whole input file of `kind` as text, within its size cap.
 pub(crate) fn read_input_text(
     path: &Path,
-    kind: simtape::limits::InputKind,
+    kind: simtape::limits::InputFile,
 ) -> Result<String, CliError> {
     Ok(simtape::input::read_input_text(path, kind)?)
 }

@@ -153,7 +153,7 @@ pub(crate) fn replay_shrunk(db: &FailureDb, scenarios: &[Loaded]) -> Result<Stri
 /// Returns the scenario digest a decisions file is stamped with, if any (read within the
 /// database's cap).
 fn stamped_digest(path: &Path) -> Result<Option<String>, CliError> {
-    let text = simtape::input::read_input_text(path, simtape::limits::InputKind::FailureEntry)?;
+    let text = simtape::input::read_input_text(path, simtape::limits::InputFile::FailureEntry)?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
         CliError::Input(format!("{}: (file): not JSON: {error}", path.display()))
     })?;

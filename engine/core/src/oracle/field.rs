@@ -25,13 +25,13 @@ pub(crate) const CHANGES_LISTED_MAX: usize = 5;
 /// on one line beside its pointer, never a whole body.
 pub(crate) const CHANGE_CHARS_MAX: usize = 120;
 
-/// Fields of a payload compared before those inside JSON bodies are: bounds the work on two
+/// RecordFields of a payload compared before those inside JSON bodies are: bounds the work on two
 /// payloads that differ everywhere.
 const PAYLOAD_CHANGES_MAX: usize = 10_000;
 
 /// The fields of one record, with its payload resolved (never a blob reference).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Fields<'r> {
+pub(crate) struct RecordFields<'r> {
     pub(crate) t_ns: u64,
     pub(crate) actor: &'r str,
     pub(crate) task: u32,
@@ -51,7 +51,11 @@ pub(crate) struct FieldDiff {
 
 /// Returns the first field in which `a` and `b` differ under `mode`: the identifying fields,
 /// then the payload, then (in exact mode) virtual time.
-pub(crate) fn first_difference(mode: Mode, a: &Fields<'_>, b: &Fields<'_>) -> Option<FieldDiff> {
+pub(crate) fn first_difference(
+    mode: Mode,
+    a: &RecordFields<'_>,
+    b: &RecordFields<'_>,
+) -> Option<FieldDiff> {
     let differ = |field: &str, a: String, b: String| FieldDiff {
         field: field.to_string(),
         a,
@@ -292,8 +296,8 @@ fn render_value(value: &Value) -> String {
 }
 
 /// Renders a whole record, for a record that only one tape has.
-pub(crate) fn render_record(fields: &Fields<'_>) -> String {
-    let Fields {
+pub(crate) fn render_record(fields: &RecordFields<'_>) -> String {
+    let RecordFields {
         t_ns,
         actor,
         task,
@@ -333,8 +337,8 @@ mod tests {
         rmp_serde::to_vec(value).unwrap()
     }
 
-    fn fields(payload: &[u8]) -> Fields<'_> {
-        Fields {
+    fn fields(payload: &[u8]) -> RecordFields<'_> {
+        RecordFields {
             t_ns: 5,
             actor: "events",
             task: 1,
@@ -427,7 +431,7 @@ mod tests {
                 .field,
             "payload"
         );
-        let timed = Fields { t_ns: 9, ..base };
+        let timed = RecordFields { t_ns: 9, ..base };
         assert_eq!(
             first_difference(Mode::Exact, &base, &timed).unwrap().field,
             "t_ns"

@@ -3,7 +3,7 @@
 //! and decoded.
 
 use super::calls::CallRef;
-use super::field::{changes, first_difference, quote, render_record, Fields, Named};
+use super::field::{changes, first_difference, quote, render_record, Named, RecordFields};
 use super::fingerprint::{ActorNames, Scan};
 use super::report::{DivergenceOp, FirstDivergence, HunkOp};
 use super::source::{resolve_payload, TapeSource};
@@ -35,8 +35,8 @@ impl<S: TapeSource + ?Sized> Tape<'_, S> {
     }
 }
 
-fn fields<'r>(record: &'r RawRecord, actor: &'r str) -> Fields<'r> {
-    Fields {
+fn fields<'r>(record: &'r RawRecord, actor: &'r str) -> RecordFields<'r> {
+    RecordFields {
         t_ns: record.t_ns,
         actor,
         task: record.task,

@@ -6,7 +6,7 @@
 
 use super::decode::{Decoder, Use};
 use super::fields::{Field, Fields};
-use super::schema::{Call, Capability, RunCall, Step, RUN_KEYS};
+use super::schema::{Call, Capability, RunCall, TaskStep, RUN_KEYS};
 use crate::cap::net::{NetError, Network};
 
 /// The most bytes a `write`/`append` content or an `ask` prompt may hold: far more than a
@@ -20,7 +20,7 @@ pub(crate) fn call_step(
     kind: &str,
     field: &Field<'_>,
     fields: &mut Fields<'_>,
-) -> Option<(Option<Step>, &'static [&'static str])> {
+) -> Option<(Option<TaskStep>, &'static [&'static str])> {
     let (capability, call, extras): (_, _, &'static [&'static str]) = match kind {
         "write" => (
             Capability::Fs,
@@ -61,7 +61,7 @@ pub(crate) fn call_step(
             field: field.path.clone(),
         },
     ));
-    Some((call.map(Step::Call), extras))
+    Some((call.map(TaskStep::Call), extras))
 }
 
 /// A path inside the overlay. Whether it stays inside the root is the overlay's decision at

@@ -10,7 +10,7 @@ use super::extension::{listed, Extension, Tables};
 use super::fields::{one_of, Field};
 use super::node::{Node, Span, Value};
 use super::schema::{
-    Capability, Role, Spec, TaskSpec, REPEAT_MAX, SCENARIO_KEYS, TABLES, TASK_KEYS,
+    Capability, ChannelEnd, Spec, TaskSpec, REPEAT_MAX, SCENARIO_KEYS, TABLES, TASK_KEYS,
     TASK_NAMES_RESERVED,
 };
 use super::steps::step_list;
@@ -35,7 +35,7 @@ pub struct Decoder {
     pub(crate) spec: Option<Spec>,
     pub(crate) problems: Vec<Problem>,
     pub(crate) task_names: Vec<Use>,
-    pub(crate) channels: Vec<(Role, Use)>,
+    pub(crate) channels: Vec<(ChannelEnd, Use)>,
     /// The capability tables the file has (even when their contents are bad).
     pub(crate) tables: Vec<Capability>,
     /// The capabilities the caller supplies without a table ([`Extension::supplied`]).

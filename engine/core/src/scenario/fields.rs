@@ -10,7 +10,7 @@ use super::decode::Decoder;
 use super::error::Problem;
 use std::ops::Range;
 
-use super::node::{Entry, Node, Span, Value};
+use super::node::{KeyValue, Node, Span, Value};
 use super::schema::{name_problem, LABEL_LEN_MAX, NAME_WHAT};
 use crate::time::{parse_duration_ns, parse_instant};
 
@@ -47,7 +47,7 @@ impl Field<'_> {
 /// The entries of a table under decoding, and which of them were read.
 #[derive(Debug)]
 pub struct Fields<'a> {
-    pub(crate) entries: &'a [Entry],
+    pub(crate) entries: &'a [KeyValue],
     read: Vec<bool>,
     path: String,
     span: Span,
@@ -73,7 +73,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Returns the entries not read yet, with their paths and key spans.
-    pub(crate) fn unread(&self) -> Vec<(&'a Entry, String, Span)> {
+    pub(crate) fn unread(&self) -> Vec<(&'a KeyValue, String, Span)> {
         self.entries
             .iter()
             .zip(&self.read)

@@ -2,7 +2,7 @@
 //! inputs section), and unpacking them with the scenario source into a directory that runs
 //! the same (what `simtape replay` runs from, and `simtape tape unpack` writes).
 //!
-//! The paths a scenario names are relative to its file. Captured, each becomes a path
+//! The paths a scenario names are relative to its file. Omissions, each becomes a path
 //! relative to the unpack directory, where the scenario file sits at `<name>.toml`; a path
 //! that climbs out of the scenario's directory (`../shared/x`) puts the scenario file that
 //! many directories down, under the names those directories have here, so the relative
@@ -80,7 +80,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InputsError + '_ {
 
 /// What a capture left out: the absolute paths, which name one machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
+pub struct Omissions {
     /// The inputs.
     pub inputs: Inputs,
     /// The paths not captured, as the scenario names them.
@@ -117,7 +117,7 @@ impl super::Scenario {
     /// Reads every input of the scenario into [`Inputs`] (directories whole, symlinks in
     /// them as links), laid out as [`unpack`] writes them back; `process_wasi` is the
     /// directory of `simtape run --process-wasi`, carried as [`PROCESS_WASI_ENTRY`].
-    pub fn capture_inputs(&self, process_wasi: Option<&Path>) -> Result<Captured, InputsError> {
+    pub fn capture_inputs(&self, process_wasi: Option<&Path>) -> Result<Omissions, InputsError> {
         let base = self.path.parent().unwrap_or(Path::new(""));
         let written = self.input_paths();
         let (relative, skipped): (Vec<String>, Vec<String>) = written
@@ -152,7 +152,7 @@ impl super::Scenario {
             capture.dir(dir, &[PROCESS_WASI_ENTRY.to_string()])?;
             capture.inputs.set_process_wasi(PROCESS_WASI_ENTRY);
         }
-        Ok(Captured {
+        Ok(Omissions {
             inputs: capture.inputs,
             skipped,
         })

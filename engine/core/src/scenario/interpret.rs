@@ -29,7 +29,7 @@ use serde_json::Value as Json;
 
 use super::channels::{Channels, SharedReceiver};
 use super::failure::{CallError, FirstFailure, StepError};
-use super::schema::{Call, RunCall, Spec, Step, ASK_MODEL};
+use super::schema::{Call, RunCall, Spec, TaskStep, ASK_MODEL};
 use crate::cap::llm::{ChatRequest, Message};
 use crate::cap::process::{Command, Output};
 use crate::rng::RngStream;
@@ -106,7 +106,7 @@ impl TaskRunner {
         }
         for _ in 0..task.repeat {
             for (step, field) in task.steps.iter().zip(&task.step_fields) {
-                let Step::Call(call) = step else {
+                let TaskStep::Call(call) = step else {
                     self.step(step).await;
                     continue;
                 };
@@ -165,17 +165,17 @@ impl TaskRunner {
         Ok(())
     }
 
-    async fn step(&mut self, step: &Step) {
+    async fn step(&mut self, step: &TaskStep) {
         match step {
-            Step::Sleep { ns } => crate::time::sleep(Duration::from_nanos(*ns)).await,
-            Step::SleepRandom { min_ns, max_ns } => {
+            TaskStep::Sleep { ns } => crate::time::sleep(Duration::from_nanos(*ns)).await,
+            TaskStep::SleepRandom { min_ns, max_ns } => {
                 let ns = self.rng.range_inclusive(*min_ns, *max_ns);
                 crate::time::sleep(Duration::from_nanos(ns)).await;
             }
-            Step::Event { name, fields } => {
+            TaskStep::Event { name, fields } => {
                 self.host.event(name, fields.clone()).await;
             }
-            Step::Send { channel, value } => {
+            TaskStep::Send { channel, value } => {
                 let sender = self
                     .senders
                     .get(channel)
@@ -185,7 +185,7 @@ impl TaskRunner {
                     .await
                     .expect("the receivers outlive every task");
             }
-            Step::Recv { channel, log } => {
+            TaskStep::Recv { channel, log } => {
                 let receiver = self
                     .receivers
                     .get(channel)
@@ -197,13 +197,13 @@ impl TaskRunner {
                     self.host.event(log, fields).await;
                 }
             }
-            Step::Outcome { name, value } => {
+            TaskStep::Outcome { name, value } => {
                 self.host.outcome(name, value);
                 self.outcomes
                     .borrow_mut()
                     .push((name.clone(), value.clone()));
             }
-            Step::Call(_) => unreachable!("capability steps run through `call`"),
+            TaskStep::Call(_) => unreachable!("capability steps run through `call`"),
         }
     }
 }

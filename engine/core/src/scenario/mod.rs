@@ -73,7 +73,7 @@ pub use error::ScenarioError;
 pub use extension::{CoreOnly, Extension, Listed, Tables};
 pub use failure::{CallError, ScenarioFailure, ScenarioRunError, StepError};
 pub use inputs::{
-    unpack, Captured, InputsError, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX, PROCESS_WASI_ENTRY,
+    unpack, InputsError, Omissions, INPUTS_BYTES_MAX, INPUTS_ENTRIES_MAX, PROCESS_WASI_ENTRY,
 };
 pub use llm_record::LlmRecord;
 pub use schema::name_problem;
@@ -81,7 +81,7 @@ pub use schema::name_problem;
 use crate::cap::fs::FsDiff;
 use crate::cap::llm::LlmActor;
 use crate::input::InputProblem;
-use crate::limits::{InputKind, Limits};
+use crate::limits::{InputFile, Limits};
 use crate::sim::{Builder, Host, RunError, Sim};
 use crate::summary::RunSummary;
 use crate::tape::ScenarioStamp;
@@ -454,9 +454,9 @@ fn first(mut errors: Vec<ScenarioError>) -> ScenarioError {
     errors.swap_remove(0)
 }
 
-/// Reads a scenario file as UTF-8 text of at most its cap ([`InputKind::Scenario`]).
+/// Reads a scenario file as UTF-8 text of at most its cap ([`InputFile::Scenario`]).
 fn read_source(path: &Path) -> Result<String, ScenarioError> {
-    let bytes = crate::input::read_input(path, InputKind::Scenario).map_err(|error| {
+    let bytes = crate::input::read_input(path, InputFile::Scenario).map_err(|error| {
         let message = match error.problem {
             InputProblem::Io(error) => format!("cannot read the scenario file: {error}"),
             other => other.to_string(),

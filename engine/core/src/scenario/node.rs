@@ -35,12 +35,12 @@ pub(crate) enum Value {
     Datetime(String),
     Array(Vec<Node>),
     /// Entries in source order (TOML itself rejects duplicate keys).
-    Table(Vec<Entry>),
+    Table(Vec<KeyValue>),
 }
 
 /// One `key = value` of a table.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Entry {
+pub(crate) struct KeyValue {
     pub(crate) key: String,
     pub(crate) key_span: Option<Span>,
     pub(crate) node: Node,
@@ -80,7 +80,7 @@ fn table_node(table: &Table) -> Node {
     let entries = table
         .iter()
         .filter_map(|(key, item)| {
-            Some(Entry {
+            Some(KeyValue {
                 key: key.to_string(),
                 key_span: table.key(key).and_then(|key| key.span()),
                 node: item_node(item)?,
@@ -125,10 +125,10 @@ fn value_node(value: &toml_edit::Value) -> Node {
 }
 
 /// The entries of an inline table `{ k = v, … }`, in source order.
-fn inline_entries(table: &InlineTable) -> Vec<Entry> {
+fn inline_entries(table: &InlineTable) -> Vec<KeyValue> {
     table
         .iter()
-        .map(|(key, value)| Entry {
+        .map(|(key, value)| KeyValue {
             key: key.to_string(),
             key_span: table.key(key).and_then(|key| key.span()),
             node: value_node(value),
@@ -144,7 +144,7 @@ mod tests {
         &source[span.clone().expect("the node has a span")]
     }
 
-    fn table(node: &Node) -> &[Entry] {
+    fn table(node: &Node) -> &[KeyValue] {
         match &node.value {
             Value::Table(entries) => entries,
             other => panic!("expected a table, found {other:?}"),

@@ -187,12 +187,12 @@ pub(crate) struct TaskSpec {
     pub(crate) step_fields: Vec<String>,
     pub(crate) repeat: u32,
     pub(crate) start_after_ns: u64,
-    pub(crate) steps: Vec<Step>,
+    pub(crate) steps: Vec<TaskStep>,
 }
 
 /// One step of a task.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Step {
+pub(crate) enum TaskStep {
     /// Sleeps a fixed virtual duration.
     Sleep { ns: u64 },
     /// Sleeps a uniform random duration in `min_ns..=max_ns`, drawn from the task's stream.
@@ -264,7 +264,7 @@ impl Call {
 
 /// Which end of a channel a step uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
+pub(crate) enum ChannelEnd {
     Send,
     Recv,
 }
@@ -277,14 +277,14 @@ impl Spec {
         for (index, task) in self.tasks.iter().enumerate() {
             for step in &task.steps {
                 let (channel, role) = match step {
-                    Step::Send { channel, .. } => (channel, Role::Send),
-                    Step::Recv { channel, .. } => (channel, Role::Recv),
+                    TaskStep::Send { channel, .. } => (channel, ChannelEnd::Send),
+                    TaskStep::Recv { channel, .. } => (channel, ChannelEnd::Recv),
                     _ => continue,
                 };
                 let ends = channels.entry(channel).or_default();
                 let tasks = match role {
-                    Role::Send => &mut ends.senders,
-                    Role::Recv => &mut ends.receivers,
+                    ChannelEnd::Send => &mut ends.senders,
+                    ChannelEnd::Recv => &mut ends.receivers,
                 };
                 if tasks.last() != Some(&index) {
                     tasks.push(index);

@@ -7,20 +7,20 @@ use super::cap_steps::call_step;
 use super::decode::{Decoder, Use};
 use super::fields::{one_of, Field, Fields};
 use super::node::Value;
-use super::schema::{Role, Step, STEP_KINDS};
+use super::schema::{ChannelEnd, TaskStep, STEP_KINDS};
 
-pub(crate) fn step_list(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<Step>> {
+pub(crate) fn step_list(decoded: &mut Decoder, field: &Field<'_>) -> Option<Vec<TaskStep>> {
     let items = decoded.array(field, "an array of steps like [{ sleep = \"100ms\" }]")?;
     if items.is_empty() {
         decoded.expected(field, "at least one step");
         return None;
     }
-    let steps: Vec<Option<Step>> = items.iter().map(|item| step(decoded, item)).collect();
+    let steps: Vec<Option<TaskStep>> = items.iter().map(|item| step(decoded, item)).collect();
     steps.into_iter().collect()
 }
 
 /// Decodes one step: exactly one kind key, then the keys that kind takes.
-fn step(decoded: &mut Decoder, field: &Field<'_>) -> Option<Step> {
+fn step(decoded: &mut Decoder, field: &Field<'_>) -> Option<TaskStep> {
     let mut fields = decoded.table(field, "a step like { sleep = \"100ms\" }")?;
     let kinds: Vec<&str> = fields
         .entries
@@ -57,8 +57,11 @@ fn step(decoded: &mut Decoder, field: &Field<'_>) -> Option<Step> {
     let value = fields
         .take(kind)
         .expect("the key was found among the entries");
-    let (step, extras): (Option<Step>, &[&str]) = match kind {
-        "sleep" => (decoded.duration(&value).map(|ns| Step::Sleep { ns }), &[]),
+    let (step, extras): (Option<TaskStep>, &[&str]) = match kind {
+        "sleep" => (
+            decoded.duration(&value).map(|ns| TaskStep::Sleep { ns }),
+            &[],
+        ),
         "sleep_random" => (sleep_random(decoded, &value), &[]),
         "event" => (event(decoded, &value, &mut fields), &["fields"]),
         "send" => (send(decoded, &value, &mut fields), &["value"]),
@@ -79,7 +82,7 @@ fn step(decoded: &mut Decoder, field: &Field<'_>) -> Option<Step> {
     step
 }
 
-fn sleep_random(decoded: &mut Decoder, field: &Field<'_>) -> Option<Step> {
+fn sleep_random(decoded: &mut Decoder, field: &Field<'_>) -> Option<TaskStep> {
     let mut fields = decoded.table(field, "a range like { min = \"10ms\", max = \"50ms\" }")?;
     let mut bound = |key: &str, decoded: &mut Decoder| match fields.take(key) {
         Some(value) => decoded.duration(&value).map(|ns| (ns, value)),
@@ -101,10 +104,10 @@ fn sleep_random(decoded: &mut Decoder, field: &Field<'_>) -> Option<Step> {
         decoded.problem(field.span.clone(), field.path.clone(), message);
         return None;
     }
-    Some(Step::SleepRandom { min_ns, max_ns })
+    Some(TaskStep::SleepRandom { min_ns, max_ns })
 }
 
-fn event(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+fn event(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<TaskStep> {
     let name = decoded.label(field);
     let values = match fields.take("fields") {
         Some(values) => match values.node.value {
@@ -116,7 +119,7 @@ fn event(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> O
         },
         None => Some(Json::Object(serde_json::Map::new())),
     };
-    Some(Step::Event {
+    Some(TaskStep::Event {
         name: name?,
         fields: values?,
     })
@@ -135,7 +138,7 @@ fn required_value(decoded: &mut Decoder, fields: &mut Fields<'_>) -> Option<Json
 
 /// Decodes a channel name and remembers who uses it, even when the rest of the step is bad,
 /// so the channel checks do not report a channel as unused because of an unrelated typo.
-fn channel(decoded: &mut Decoder, field: &Field<'_>, role: Role) -> Option<String> {
+fn channel(decoded: &mut Decoder, field: &Field<'_>, role: ChannelEnd) -> Option<String> {
     let channel = decoded.name(field)?;
     let used = Use {
         name: channel.clone(),
@@ -146,31 +149,31 @@ fn channel(decoded: &mut Decoder, field: &Field<'_>, role: Role) -> Option<Strin
     Some(channel)
 }
 
-fn send(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
-    let channel = channel(decoded, field, Role::Send);
+fn send(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<TaskStep> {
+    let channel = channel(decoded, field, ChannelEnd::Send);
     let value = required_value(decoded, fields);
-    Some(Step::Send {
+    Some(TaskStep::Send {
         channel: channel?,
         value: value?,
     })
 }
 
-fn recv(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
-    let channel = channel(decoded, field, Role::Recv);
+fn recv(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<TaskStep> {
+    let channel = channel(decoded, field, ChannelEnd::Recv);
     let log = match fields.take("log") {
         Some(log) => decoded.label(&log).map(Some),
         None => Some(None),
     };
-    Some(Step::Recv {
+    Some(TaskStep::Recv {
         channel: channel?,
         log: log?,
     })
 }
 
-fn outcome(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<Step> {
+fn outcome(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) -> Option<TaskStep> {
     let name = decoded.label(field);
     let value = required_value(decoded, fields);
-    Some(Step::Outcome {
+    Some(TaskStep::Outcome {
         name: name?,
         value: value?,
     })
@@ -182,16 +185,16 @@ fn outcome(decoded: &mut Decoder, field: &Field<'_>, fields: &mut Fields<'_>) ->
 pub(crate) fn check_time(
     decoded: &mut Decoder,
     field: &Field<'_>,
-    steps: &[Step],
+    steps: &[TaskStep],
     start_ns: u64,
     repeat: u32,
 ) {
     let Some(cap_ns) = decoded.virtual_time_max_ns else {
         return;
     };
-    let least = |step: &Step| match step {
-        Step::Sleep { ns } => *ns,
-        Step::SleepRandom { min_ns, .. } => *min_ns,
+    let least = |step: &TaskStep| match step {
+        TaskStep::Sleep { ns } => *ns,
+        TaskStep::SleepRandom { min_ns, .. } => *min_ns,
         _ => 0,
     };
     let round_ns: u128 = steps.iter().map(|s| u128::from(least(s))).sum();

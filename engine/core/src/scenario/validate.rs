@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::decode::{Decoder, Use};
 use super::error::Problem;
-use super::schema::Role;
+use super::schema::ChannelEnd;
 
 /// Returns the problems of the whole-scenario checks, in no particular order.
 pub(crate) fn check(decoded: &Decoder) -> Vec<Problem> {
@@ -56,24 +56,24 @@ fn duplicate_task_names(names: &[Use]) -> Vec<Problem> {
 
 /// A channel that only one side uses is almost always a misspelt name: a `recv` on it could
 /// never get a message, and its sends would never be read.
-fn one_sided_channels(channels: &[(Role, Use)]) -> Vec<Problem> {
+fn one_sided_channels(channels: &[(ChannelEnd, Use)]) -> Vec<Problem> {
     let mut roles: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
     for (role, used) in channels {
         let (sends, recvs) = roles.entry(&used.name).or_default();
         match role {
-            Role::Send => *sends = true,
-            Role::Recv => *recvs = true,
+            ChannelEnd::Send => *sends = true,
+            ChannelEnd::Recv => *recvs = true,
         }
     }
     let mut problems = Vec::new();
     for (role, used) in channels {
         let (sends, recvs) = roles[used.name.as_str()];
         let message = match role {
-            Role::Recv if !sends => format!(
+            ChannelEnd::Recv if !sends => format!(
                 "no task sends on channel {:?}, so this recv could never get a message",
                 used.name
             ),
-            Role::Send if !recvs => format!(
+            ChannelEnd::Send if !recvs => format!(
                 "no task receives from channel {:?}, so this message would never be read",
                 used.name
             ),

@@ -5,7 +5,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::inputs::{self, InputsSection, INPUTS_MAGIC};
-use super::strings::{join_long_strings, JoinError, KIND_STRING_REFS_BIT};
+use super::strings::{join_long_strings, ResolveError, KIND_STRING_REFS_BIT};
 use super::{
     chain_step, chain_step_values, hex_encode, payload_hash, sidecar_dir, RecordKind, TapeFooter,
     TapeHeader, FORMAT_VERSION, FORMAT_VERSIONS_READ, FORMAT_VERSION_BYTE_CHAIN, KIND_BLOB_REF_BIT,
@@ -342,12 +342,12 @@ impl<R: Read> TapeReader<R> {
             return Ok(stored);
         }
         join_long_strings(&stored, &mut |hash| self.blob(hash)).map_err(|error| match error {
-            JoinError::Missing(hash) => TapeError::MissingBlob {
+            ResolveError::Missing(hash) => TapeError::MissingBlob {
                 index: record.index,
                 offset: record.offset,
                 hash: hex_encode(&hash),
             },
-            JoinError::Bad(detail) => TapeError::Corrupt {
+            ResolveError::Bad(detail) => TapeError::Corrupt {
                 index: record.index,
                 offset: record.offset,
                 detail,

@@ -300,7 +300,7 @@ fn write_reference(out: &mut Vec<u8>, pieces: &[Piece<'_>]) {
 
 /// Why a payload's string references do not resolve (the reader names the record).
 #[derive(Debug)]
-pub(crate) enum JoinError {
+pub(crate) enum ResolveError {
     /// The payload or a reference does not decode.
     Bad(String),
     /// A referenced blob is not in the tape or its store.
@@ -311,7 +311,7 @@ pub(crate) enum JoinError {
 pub(crate) fn join_long_strings(
     payload: &[u8],
     blob: &mut dyn FnMut(&[u8; 32]) -> Option<Vec<u8>>,
-) -> Result<Vec<u8>, JoinError> {
+) -> Result<Vec<u8>, ResolveError> {
     let mut refs = Vec::new();
     walk(payload, &mut |value| {
         if let Value::Ext { kind, span, data } = value {
@@ -320,7 +320,7 @@ pub(crate) fn join_long_strings(
             }
         }
     })
-    .ok_or_else(|| JoinError::Bad("the payload is not one MessagePack value".into()))?;
+    .ok_or_else(|| ResolveError::Bad("the payload is not one MessagePack value".into()))?;
     let mut out = Vec::with_capacity(payload.len());
     let mut at = 0;
     for (span, data) in refs {
@@ -337,11 +337,11 @@ pub(crate) fn join_long_strings(
 fn join_pieces(
     mut data: &[u8],
     blob: &mut dyn FnMut(&[u8; 32]) -> Option<Vec<u8>>,
-) -> Result<Vec<u8>, JoinError> {
-    let bad = |what: &str| JoinError::Bad(format!("a string reference: {what}"));
+) -> Result<Vec<u8>, ResolveError> {
+    let bad = |what: &str| ResolveError::Bad(format!("a string reference: {what}"));
     let value = rmpv::decode::read_value(&mut data).map_err(|e| bad(&e.to_string()))?;
     let pieces = value.as_array().ok_or_else(|| bad("not an array"))?;
-    let hash_of = |value: &rmpv::Value| -> Result<[u8; 32], JoinError> {
+    let hash_of = |value: &rmpv::Value| -> Result<[u8; 32], ResolveError> {
         value
             .as_slice()
             .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
@@ -353,7 +353,7 @@ fn join_pieces(
             rmpv::Value::String(kept) => text.extend_from_slice(kept.as_bytes()),
             rmpv::Value::Binary(_) => {
                 let hash = hash_of(piece)?;
-                text.extend(blob(&hash).ok_or(JoinError::Missing(hash))?);
+                text.extend(blob(&hash).ok_or(ResolveError::Missing(hash))?);
             }
             rmpv::Value::Array(escaped) if escaped.len() == 2 => {
                 let escape = match escaped[0].as_u64() {
@@ -362,7 +362,7 @@ fn join_pieces(
                     _ => return Err(bad("an unknown escaping")),
                 };
                 let hash = hash_of(&escaped[1])?;
-                let bytes = blob(&hash).ok_or(JoinError::Missing(hash))?;
+                let bytes = blob(&hash).ok_or(ResolveError::Missing(hash))?;
                 let decoded = std::str::from_utf8(&bytes).map_err(|_| bad("a blob not UTF-8"));
                 escape_into(&mut text, decoded?, escape);
             }

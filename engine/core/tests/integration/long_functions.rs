@@ -3,33 +3,13 @@
 //! attributes): a long function is read as a whole, and the reader is owed the reason it
 //! was not split.
 
-use std::path::{Path, PathBuf};
+use super::source_tree::{root, sources};
 
 /// The longest function that needs no reason.
 const LINES_MAX: usize = 100;
 
 /// What marks the reason.
 const REASON: &str = "Long because:";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every `.rs` file under `dir`, in path order.
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            sources(&path, found);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            found.push(path);
-        }
-    }
-}
 
 /// Whether `line` starts a function item.
 fn starts_fn(line: &str) -> bool {
@@ -132,7 +112,7 @@ fn unexplained(text: &str) -> Vec<(usize, String, usize)> {
 fn every_function_over_the_limit_says_why_it_is_long() {
     let mut files = Vec::new();
     for krate in ["core", "mcp", "eval", "agent", "serve", "cli", "macros"] {
-        sources(&root().join("engine").join(krate).join("src"), &mut files);
+        files.extend(sources(&root().join("engine").join(krate).join("src")));
     }
     let mut unexplained_all = Vec::new();
     for file in &files {

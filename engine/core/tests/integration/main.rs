@@ -17,8 +17,10 @@ mod oracle;
 mod properties;
 mod public_surface;
 mod scenario;
+mod source_tree;
 mod tape;
 mod testing;
+mod type_names;
 
 /// Makes an empty directory `<target tmp>/<area>/<name>` for one test.
 fn tempdir(area: &str, name: &str) -> std::path::PathBuf {

@@ -11,8 +11,8 @@
 //!   corpus run just after one of its faults: its decisions up to there, fresh draws after;
 //! * **uniform**: fresh seeds, nothing else (the baseline a bench compares with).
 //!
-//! The explorer only decides; its caller runs the [`Trial`]s it plans and folds back what
-//! each run [`Observed`]. Runs are planned in batches of [`BATCH`] from what was known before
+//! The explorer only decides; its caller runs the [`PlannedRun`]s it plans and folds back what
+//! each run [`Observation`]. Runs are planned in batches of [`BATCH`] from what was known before
 //! the batch and folded in plan order, so the same exploration seed gives the same runs and
 //! the same report however many runs go at once.
 //!
@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub mod formats;
 
 use serde::Serialize;
-use simtape::decision::{swarm_name, Decision, Fired, Swarm};
+use simtape::decision::{swarm_name, Decision, FiredRule, Swarm};
 use simtape::rng::{Ratio, RngStream};
 
 use crate::branch::prefix;
@@ -114,7 +114,7 @@ impl std::fmt::Display for Origin {
 
 /// One run to make: at `seed`, with `overrides` (swarm settings, a fork's kept decisions).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Trial {
+pub struct PlannedRun {
     /// The run's number in the exploration, from 1.
     pub run: u64,
     /// The seed.
@@ -127,19 +127,19 @@ pub struct Trial {
 
 /// What one run did, as the explorer reads it.
 #[derive(Debug, Clone)]
-pub struct Observed {
+pub struct Observation {
     /// The run's result, as a sweep records it.
     pub result: SeedResult,
     /// Every decision the run took, in order (from its decision book).
     pub taken: Vec<Decision>,
     /// Every fault rule that fired, in order.
-    pub fired: Vec<Fired>,
+    pub fired: Vec<FiredRule>,
 }
 
-impl Observed {
+impl Observation {
     /// What a run with `result` did, from the decision book it ran with.
-    pub fn read(result: SeedResult, book: &simtape::decision::DecisionBook) -> Observed {
-        Observed {
+    pub fn read(result: SeedResult, book: &simtape::decision::DecisionBook) -> Observation {
+        Observation {
             result,
             taken: book.taken(),
             fired: book.fired(),
@@ -288,11 +288,11 @@ impl Explorer {
     }
 
     /// Plans the next `count` runs from what the runs folded so far reached.
-    pub fn plan(&mut self, count: usize) -> Vec<Trial> {
+    pub fn plan(&mut self, count: usize) -> Vec<PlannedRun> {
         (0..count).map(|_| self.plan_one()).collect()
     }
 
-    fn plan_one(&mut self) -> Trial {
+    fn plan_one(&mut self) -> PlannedRun {
         self.planned += 1;
         let run = self.planned;
         let seed = self.rng.next_u64();
@@ -302,7 +302,7 @@ impl Explorer {
         if fork {
             let entry = &self.corpus[self.rng.below(self.corpus.len() as u64) as usize];
             let at = entry.points[self.rng.below(entry.points.len() as u64) as usize];
-            return Trial {
+            return PlannedRun {
                 run,
                 seed,
                 overrides: prefix(&entry.taken, at),
@@ -313,7 +313,7 @@ impl Explorer {
             };
         }
         if self.strategy == Strategy::Uniform {
-            return Trial {
+            return PlannedRun {
                 run,
                 seed,
                 overrides: Vec::new(),
@@ -338,7 +338,7 @@ impl Explorer {
                 });
             }
         }
-        Trial {
+        PlannedRun {
             run,
             seed,
             overrides,
@@ -348,7 +348,7 @@ impl Explorer {
 
     /// Folds what `trial`'s run did into the search; returns how many things it reached
     /// first. Trials are folded in the order they were planned.
-    pub fn fold(&mut self, trial: &Trial, observed: &Observed) -> usize {
+    pub fn fold(&mut self, trial: &PlannedRun, observed: &Observation) -> usize {
         self.folded += 1;
         if matches!(trial.origin, Origin::Fork { .. }) {
             self.forks += 1;
@@ -432,7 +432,7 @@ impl Explorer {
 mod tests {
     use super::*;
 
-    fn observed(seed: u64, failing: bool, fired: &[(&str, u64)]) -> Observed {
+    fn observed(seed: u64, failing: bool, fired: &[(&str, u64)]) -> Observation {
         let verdict = match failing {
             true => crate::Verdict::Error {
                 reason: "lost".into(),
@@ -440,7 +440,7 @@ mod tests {
             false => crate::Verdict::Pass,
         };
         let result = SeedResult::of(&simtape::RunSummary::unstarted(seed), &verdict, None);
-        Observed {
+        Observation {
             result,
             taken: fired
                 .iter()
@@ -453,7 +453,7 @@ mod tests {
                 .collect(),
             fired: fired
                 .iter()
-                .map(|(target, record)| Fired {
+                .map(|(target, record)| FiredRule {
                     stream: "llm".into(),
                     rule: 0,
                     target: target.to_string(),
@@ -479,7 +479,7 @@ mod tests {
         // The rule firing on `*`, and two faults on llm.
         assert_eq!(explorer.fold(&first, &two), 2);
         assert_eq!(explorer.fold(&first, &two), 0);
-        let forks: Vec<Trial> = explorer
+        let forks: Vec<PlannedRun> = explorer
             .plan(40)
             .into_iter()
             .filter(|trial| matches!(trial.origin, Origin::Fork { .. }))
@@ -540,7 +540,7 @@ mod tests {
 
     /// A Rust pipeline with three fault points, a virtual millisecond apart: it fails when all
     /// three fire in one run. Returns what the run did, run with `overrides`.
-    fn three_fault_points(seed: u64, overrides: &[Decision]) -> Observed {
+    fn three_fault_points(seed: u64, overrides: &[Decision]) -> Observation {
         let book = simtape::decision::DecisionBook::new(overrides);
         let mut builder = simtape::Sim::builder();
         builder
@@ -566,7 +566,7 @@ mod tests {
             },
             false => crate::Verdict::Pass,
         };
-        Observed::read(SeedResult::of(&report.summary, &verdict, None), &book)
+        Observation::read(SeedResult::of(&report.summary, &verdict, None), &book)
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ScenarioResults;
-use crate::paired::{sign_test, Direction, SignTest};
+use crate::paired::{sign_test, Shift, SignTest};
 use crate::VerdictKind;
 
 /// Two agents of one scenario compared seed by seed.
@@ -39,9 +39,9 @@ impl AgentPair {
     /// chance at the 5 % level.
     pub fn finding(&self) -> String {
         match self.test.direction {
-            Direction::MoreRobust => format!("{} passes more", self.b),
-            Direction::LessRobust => format!("{} passes more", self.a),
-            Direction::NoDifference => Direction::NoDifference.label().to_string(),
+            Shift::MoreRobust => format!("{} passes more", self.b),
+            Shift::LessRobust => format!("{} passes more", self.a),
+            Shift::NoDifference => Shift::NoDifference.label().to_string(),
         }
     }
 }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::cluster::ClusterKey;
 use super::report::{ScenarioResults, SeedResult, SweepReport};
-use crate::estimate::{binomial_checked, Interval, KRow};
-use crate::paired::{sign_test, Direction, SignTest};
+use crate::estimate::{binomial_checked, ConfidenceInterval, KRow};
+use crate::paired::{sign_test, Shift, SignTest};
 use crate::VerdictKind;
 
 /// The diff's format tag.
@@ -48,9 +48,9 @@ pub struct ScenarioDiff {
     /// Seeds only the new sweep ran (left out).
     pub only_new_seeds: u64,
     /// The old sweep on the common seeds.
-    pub old: Side,
+    pub old: SweepSide,
     /// The new sweep on the common seeds.
-    pub new: Side,
+    pub new: SweepSide,
     /// Every cluster of either side, new first, then resolved, then ongoing.
     pub clusters: Vec<ClusterChange>,
     /// The exact paired test: `b` seeds passed before and not after, `c` the reverse.
@@ -59,7 +59,7 @@ pub struct ScenarioDiff {
 
 /// One sweep's numbers on the common seeds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Side {
+pub struct SweepSide {
     /// The seeds compared.
     pub runs: u64,
     /// Those that passed.
@@ -78,7 +78,7 @@ pub struct PassHatK {
     /// The estimate as a decimal.
     pub pass_hat_k_value: f64,
     /// The pass rate's Wilson interval raised to the k-th power.
-    pub interval: Interval,
+    pub interval: ConfidenceInterval,
 }
 
 /// Whether a cluster is new, gone or still there.
@@ -151,7 +151,7 @@ impl SweepDiff {
     /// says less robust.
     pub fn worse(&self) -> bool {
         self.scenarios.iter().any(|s| {
-            s.paired.direction == Direction::LessRobust
+            s.paired.direction == Shift::LessRobust
                 || s.clusters.iter().any(|c| c.status == ClusterStatus::New)
         })
     }
@@ -189,7 +189,7 @@ fn scenario_diff(old: &ScenarioResults, new: &ScenarioResults) -> ScenarioDiff {
     }
 }
 
-fn side<'a>(results: impl Iterator<Item = &'a SeedResult>) -> Side {
+fn side<'a>(results: impl Iterator<Item = &'a SeedResult>) -> SweepSide {
     let (mut runs, mut passed) = (0u64, 0u64);
     for result in results {
         runs += 1;
@@ -198,7 +198,7 @@ fn side<'a>(results: impl Iterator<Item = &'a SeedResult>) -> Side {
     let k = if runs == 0 {
         Vec::new()
     } else {
-        let interval = Interval::wilson(runs, passed);
+        let interval = ConfidenceInterval::wilson(runs, passed);
         K_VALUES
             .iter()
             .filter(|&&k| k <= runs && binomial_checked(runs, k).is_some())
@@ -213,7 +213,7 @@ fn side<'a>(results: impl Iterator<Item = &'a SeedResult>) -> Side {
             })
             .collect()
     };
-    Side { runs, passed, k }
+    SweepSide { runs, passed, k }
 }
 
 fn clusters(common: &[(&SeedResult, &SeedResult)]) -> Vec<ClusterChange> {

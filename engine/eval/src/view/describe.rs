@@ -133,7 +133,7 @@ pub const FS_CHANGES: &[&str] = &[
 
 /// One message of a conversation as the transcript shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Message {
+pub struct TranscriptMessage {
     /// `system`, `user`, `assistant` or `tool`.
     pub role: String,
     /// The text.
@@ -146,7 +146,7 @@ pub struct Message {
 /// Returns the messages a model request adds to the conversation (the LLM actor records only
 /// what the conversation gained: `[model, scope, …, messages, tools digest, tools]`, each
 /// message `[role, text, calls or call id]`).
-pub fn request_messages(payload: &Value) -> Vec<Message> {
+pub fn request_messages(payload: &Value) -> Vec<TranscriptMessage> {
     let Some(body) = payload.get(1).and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -162,7 +162,7 @@ pub fn request_messages(payload: &Value) -> Vec<Message> {
     };
     messages
         .iter()
-        .map(|message| Message {
+        .map(|message| TranscriptMessage {
             role: message
                 .get(0)
                 .and_then(Value::as_str)
@@ -195,9 +195,9 @@ fn calls_of(value: Option<&Value>) -> Vec<String> {
 }
 
 /// Returns the model's answer in a reply, as the assistant message of the transcript.
-pub fn reply_message(payload: &Value) -> Option<Message> {
+pub fn reply_message(payload: &Value) -> Option<TranscriptMessage> {
     let answer = ok_value(payload.get(1)?)?;
-    Some(Message {
+    Some(TranscriptMessage {
         role: "assistant".into(),
         text: answer
             .get(1)

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use super::McpCallError;
 use crate::asks::answer_difference;
 use crate::asks::Mismatch;
-use crate::cassette::{Cassette, Direction, Entry};
+use crate::cassette::{Cassette, CassetteEntry, Party};
 use crate::jsonrpc::method_of;
 use crate::script::{Segment, Step};
 
@@ -86,7 +86,11 @@ pub(super) enum Next {
 impl Dialogue {
     /// Returns the dialogue of the call `segment` belongs to, whose request is `request`
     /// (an entry of `cassette`), or `None` when the server said nothing during the call.
-    pub(super) fn of(cassette: &Cassette, request: &Entry, segment: &Segment) -> Option<Dialogue> {
+    pub(super) fn of(
+        cassette: &Cassette,
+        request: &CassetteEntry,
+        segment: &Segment,
+    ) -> Option<Dialogue> {
         let messages = &cassette.messages;
         let start = messages.iter().position(|entry| entry.seq == request.seq)?;
         let mut cursor = start;
@@ -97,13 +101,13 @@ impl Dialogue {
                 Step::Ask { request, answer } => (request, answer.as_ref()),
             };
             // Past the previous step: a server may send the same notification twice.
-            let sent = find(messages, cursor, Direction::Server, message)?;
+            let sent = find(messages, cursor, Party::Server, message)?;
             cursor = sent + 1;
             let at_ms = messages[sent].at_ms;
             if method_of(message) == Some("notifications/progress") {
                 continue;
             }
-            let answered = answer.and_then(|a| find(messages, cursor, Direction::Client, a));
+            let answered = answer.and_then(|a| find(messages, cursor, Party::Client, a));
             steps.push(Timed {
                 message: message.clone(),
                 answer: answer.cloned(),
@@ -219,7 +223,12 @@ pub(super) fn malformed(what: String) -> McpCallError {
 }
 
 /// Returns the index of the first message from `from` equal to `message` at or after `from_index`.
-fn find(messages: &[Entry], from_index: usize, from: Direction, message: &Value) -> Option<usize> {
+fn find(
+    messages: &[CassetteEntry],
+    from_index: usize,
+    from: Party,
+    message: &Value,
+) -> Option<usize> {
     (from_index..messages.len())
         .find(|&at| messages[at].from == from && &messages[at].message == message)
 }
@@ -227,7 +236,7 @@ fn find(messages: &[Entry], from_index: usize, from: Direction, message: &Value)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::Direction::{Client, Server};
+    use crate::cassette::Party::{Client, Server};
 
     fn asking() -> Cassette {
         let mut c = Cassette::new(vec!["s".into()]);

@@ -240,7 +240,7 @@ impl FaultKind {
 /// trigger as `on_call` or `rate` (`probability`, deprecated, is read as `rate`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RuleText", into = "RuleText")]
-pub struct FaultRule {
+pub struct ToolFault {
     /// The tool this rule applies to, or `*` for all.
     pub tool: String,
     /// When it fires.
@@ -249,7 +249,7 @@ pub struct FaultRule {
     pub fault: FaultKind,
 }
 
-impl fault_rules::FaultRule for FaultRule {
+impl fault_rules::FaultRule for ToolFault {
     fn target(&self) -> &str {
         &self.tool
     }
@@ -259,7 +259,7 @@ impl fault_rules::FaultRule for FaultRule {
     }
 }
 
-/// A rule as a spec writes it; [`FaultRule`] checks and types it once, when the spec loads.
+/// A rule as a spec writes it; [`ToolFault`] checks and types it once, when the spec loads.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleText {
@@ -277,11 +277,11 @@ struct RuleText {
     fault: FaultKind,
 }
 
-impl TryFrom<RuleText> for FaultRule {
+impl TryFrom<RuleText> for ToolFault {
     type Error = fault_rules::TriggerError;
 
-    fn try_from(text: RuleText) -> Result<FaultRule, Self::Error> {
-        Ok(FaultRule {
+    fn try_from(text: RuleText) -> Result<ToolFault, Self::Error> {
+        Ok(ToolFault {
             tool: text.tool,
             trigger: trigger_of(text.on_call, text.rate)?,
             fault: text.fault,
@@ -289,8 +289,8 @@ impl TryFrom<RuleText> for FaultRule {
     }
 }
 
-impl From<FaultRule> for RuleText {
-    fn from(rule: FaultRule) -> RuleText {
+impl From<ToolFault> for RuleText {
+    fn from(rule: ToolFault) -> RuleText {
         let (on_call, rate) = match rule.trigger {
             Trigger::OnCall(call) => (Some(call), None),
             Trigger::Rate(ratio) => (None, Some(ratio)),
@@ -353,8 +353,8 @@ mod tests {
     use simtape::cap::fault_rules::FaultRules;
     use simtape::rng::RngStream;
 
-    fn rule(tool: &str, on_call: Option<u64>, rate: Option<&str>) -> FaultRule {
-        FaultRule {
+    fn rule(tool: &str, on_call: Option<u64>, rate: Option<&str>) -> ToolFault {
+        ToolFault {
             tool: tool.into(),
             trigger: trigger_of(on_call, rate.map(|text| Ratio::parse(text).unwrap())).unwrap(),
             fault: FaultKind::ToolError {
@@ -386,21 +386,21 @@ mod tests {
         // d) with the core's one parser, so `"n%"` reads too; it writes back as `rate`; the
         // deprecated `probability` reads the same; anything else is refused at load.
         let text = r#"{"tool": "t", "rate": " 2 / 10 ", "fault": {"kind": "timeout"}}"#;
-        let rule: FaultRule = serde_json::from_str(text).unwrap();
+        let rule: ToolFault = serde_json::from_str(text).unwrap();
         assert_eq!(rule.trigger, Trigger::Rate(Ratio::new(2, 10).unwrap()));
         let written = serde_json::to_value(&rule).unwrap();
         assert_eq!(written["rate"], "2/10");
         assert!(written.get("probability").is_none());
         let old = r#"{"tool": "t", "probability": "25%", "fault": {"kind": "timeout"}}"#;
-        let old: FaultRule = serde_json::from_str(old).unwrap();
+        let old: ToolFault = serde_json::from_str(old).unwrap();
         assert_eq!(old.trigger, Trigger::Rate(Ratio::new(25, 100).unwrap()));
-        let on_call: FaultRule =
+        let on_call: ToolFault =
             serde_json::from_str(r#"{"on_call": 1, "rate": null, "fault": {"kind": "timeout"}}"#)
                 .unwrap();
         assert_eq!(on_call.trigger, Trigger::OnCall(1));
         for bad in ["0.2", "3/2", "1/0"] {
             let text = format!(r#"{{"rate": "{bad}", "fault": {{"kind": "timeout"}}}}"#);
-            let error = serde_json::from_str::<FaultRule>(&text)
+            let error = serde_json::from_str::<ToolFault>(&text)
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -418,7 +418,7 @@ mod tests {
                 "calls count from 1",
             ),
         ] {
-            let error = serde_json::from_str::<FaultRule>(bad)
+            let error = serde_json::from_str::<ToolFault>(bad)
                 .unwrap_err()
                 .to_string();
             assert!(error.contains(why), "{error}");

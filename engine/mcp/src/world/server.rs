@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::effects::apply;
-use super::faults::{Before, FaultKind, FaultRule};
+use super::faults::{Before, FaultKind, ToolFault};
 use super::score::{score, Scored};
 use super::spec::{tool_listing, World};
 use super::template::{render, Bindings};
@@ -28,7 +28,7 @@ use simtape::rng::RngStream;
 
 use crate::era::{self, LATEST_HANDSHAKE_VERSION, META_SERVER_INFO, MODERN_VERSIONS};
 use crate::jsonrpc::{
-    error_response, parse_line, result_response, Message, INVALID_PARAMS, METHOD_NOT_FOUND,
+    error_response, parse_line, result_response, JsonRpcMessage, INVALID_PARAMS, METHOD_NOT_FOUND,
 };
 
 /// The error code of a simulated timeout: the one the MCP SDKs use for a request timeout.
@@ -77,7 +77,7 @@ pub struct WorldServer {
     world: World,
     seed: u64,
     state: Value,
-    faults: FaultRules<FaultRule>,
+    faults: FaultRules<ToolFault>,
     /// The stream rate faults draw from when the world is served on its own; inside a
     /// simulation they draw from the MCP actor's stream instead ([`WorldServer::call_tool_drawing`]).
     rng: RngStream,
@@ -138,7 +138,7 @@ impl WorldServer {
     pub fn handle_line(&mut self, line: &[u8]) -> Vec<Value> {
         match parse_line(line) {
             Ok(None) => Vec::new(),
-            Ok(Some((_, Message::Request { id, method, params }))) => {
+            Ok(Some((_, JsonRpcMessage::Request { id, method, params }))) => {
                 vec![self.handle_request(&id, &method, params.as_ref())]
             }
             Ok(Some(_)) => Vec::new(),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::effects::Operation;
-use super::faults::FaultRule;
+use super::faults::ToolFault;
 use super::pointer::{tokens, PATH_DEPTH_MAX};
 use super::template::placeholders;
 use simtape::cap::fault_rules::Trigger;
@@ -42,7 +42,7 @@ pub struct WorldSpec {
     pub tools: Vec<ToolSpec>,
     /// Injected faults, first match wins.
     #[serde(default)]
-    pub faults: Vec<FaultRule>,
+    pub faults: Vec<ToolFault>,
     /// What a successful run ends with.
     pub goal: GoalSpec,
     /// The virtual latency of every answer inside a simulation (a tool's own `latency`
@@ -208,7 +208,7 @@ pub struct World {
 impl World {
     /// Loads, checks and compiles the spec at `path`.
     pub fn load(path: &Path) -> Result<World, SpecError> {
-        let text = simtape::input::read_input_text(path, simtape::limits::InputKind::WorldSpec)
+        let text = simtape::input::read_input_text(path, simtape::limits::InputFile::WorldSpec)
             .map_err(|error| SpecError::Io {
                 path: path.to_path_buf(),
                 source: error.into_io(),
@@ -220,18 +220,18 @@ impl World {
     /// rules keep their fault streams and draws), and checks the result like a spec.
     ///
     /// ```
-    /// use simtape_mcp::world::{faults::{FaultKind, FaultRule}, World};
+    /// use simtape_mcp::world::{faults::{FaultKind, ToolFault}, World};
     /// let text = r#"{"name": "w", "initial_state": {}, "goal": {"assertions": []},
     ///     "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}"#;
     /// let world = World::parse(text, "w.json".as_ref()).unwrap();
-    /// let plan = vec![FaultRule {
+    /// let plan = vec![ToolFault {
     ///     tool: "t".into(),
     ///     trigger: simtape::cap::fault_rules::Trigger::OnCall(1),
     ///     fault: FaultKind::ToolError { message: "disk full".into() },
     /// }];
     /// assert_eq!(world.with_faults(plan).unwrap().spec.faults.len(), 1);
     /// ```
-    pub fn with_faults(mut self, plan: Vec<FaultRule>) -> Result<World, SpecError> {
+    pub fn with_faults(mut self, plan: Vec<ToolFault>) -> Result<World, SpecError> {
         self.spec.faults.extend(plan);
         check(&self.spec).map_err(|(at, message)| SpecError::Invalid {
             path: "<the run's fault plan>".into(),

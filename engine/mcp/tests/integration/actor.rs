@@ -304,9 +304,9 @@ fn a_large_result_goes_to_the_content_store() -> TestResult {
     let call =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "dump"}});
     let result = json!({"content": [{"type": "text", "text": text}]});
-    cassette.push(simtape_mcp::Direction::Client, 0, call);
+    cassette.push(simtape_mcp::Party::Client, 0, call);
     let response = json!({"jsonrpc": "2.0", "id": 1, "result": result});
-    cassette.push(simtape_mcp::Direction::Server, 1, response);
+    cassette.push(simtape_mcp::Party::Server, 1, response);
     cassette.fill_latencies();
     let mut b = simtape::Sim::builder();
     let mcp = b.actor("mcp:big", McpActor::from_cassette(cassette));
@@ -349,7 +349,7 @@ fn describe_gives_the_recorded_initialize_at_no_cost() -> TestResult {
 /// A recorded call during which the server logged a line and asked its client to sample, and
 /// the client's answer.
 fn asking_cassette() -> simtape_mcp::Cassette {
-    use simtape_mcp::Direction::{Client, Server};
+    use simtape_mcp::Party::{Client, Server};
     let mut cassette = simtape_mcp::Cassette::new(vec!["asker".into()]);
     let messages = [
         (

@@ -363,8 +363,8 @@ fn a_cassette_actor_has_no_world() -> TestResult {
 fn the_runs_fault_plan_adds_to_the_specs_faults() -> TestResult {
     // Goal: fault rules supplied by the run (not the spec) fire inside the simulation, and a
     // plan naming an unknown tool is refused with the plan named as the culprit.
-    use simtape_mcp::world::faults::{FaultKind, FaultRule};
-    let plan = vec![FaultRule {
+    use simtape_mcp::world::faults::{FaultKind, ToolFault};
+    let plan = vec![ToolFault {
         tool: "assign_ticket".into(),
         trigger: simtape::cap::fault_rules::Trigger::OnCall(1),
         fault: FaultKind::ToolError {
@@ -382,7 +382,7 @@ fn the_runs_fault_plan_adds_to_the_specs_faults() -> TestResult {
         result.to_string().contains("tracker is read-only today"),
         "{result}"
     );
-    let unknown = vec![FaultRule {
+    let unknown = vec![ToolFault {
         tool: "no_such_tool".into(),
         trigger: simtape::cap::fault_rules::Trigger::OnCall(1),
         fault: FaultKind::ToolError {

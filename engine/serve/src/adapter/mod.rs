@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use simtape_agent::{AdapterKind, CommandAgentSpec, Permission};
 
-use crate::normalize::Normalizer;
+use crate::normalize::BodyNormalizer;
 
 use crate::limits::EVENT_TEXT_CHARS_MAX;
 
@@ -166,40 +166,40 @@ const UUID_PATTERN: (&str, &str) = (
 
 /// Returns the normalization rules for `adapter`'s requests (docs/serve.md, "Volatile
 /// fields"): what its CLI varies per process, then UUIDs anywhere.
-pub fn rules(adapter: AdapterKind) -> Normalizer {
+pub fn rules(adapter: AdapterKind) -> BodyNormalizer {
     match adapter {
         AdapterKind::ClaudeCode => {
-            Normalizer::built_in(claude_code::POINTERS, &claude_code::PATTERNS)
-                .then(Normalizer::built_in(&[], &[UUID_PATTERN]))
+            BodyNormalizer::built_in(claude_code::POINTERS, &claude_code::PATTERNS)
+                .then(BodyNormalizer::built_in(&[], &[UUID_PATTERN]))
         }
-        AdapterKind::Codex => Normalizer::built_in(codex::POINTERS, &[UUID_PATTERN])
-            .then(Normalizer::built_in(&[], &codex::PATTERNS)),
-        AdapterKind::GeminiCli => Normalizer::built_in(&[], &gemini_cli::PATTERNS)
-            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
-        AdapterKind::Aider => Normalizer::built_in(&[], &aider::PATTERNS)
-            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
-        AdapterKind::MiniSweAgent => Normalizer::built_in(&[], &mini_swe_agent::PATTERNS)
-            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
-        AdapterKind::Copilot => Normalizer::built_in(&[], &copilot::PATTERNS)
-            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
-        AdapterKind::Cline => Normalizer::built_in(&[], &cline::PATTERNS)
-            .then(Normalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Codex => BodyNormalizer::built_in(codex::POINTERS, &[UUID_PATTERN])
+            .then(BodyNormalizer::built_in(&[], &codex::PATTERNS)),
+        AdapterKind::GeminiCli => BodyNormalizer::built_in(&[], &gemini_cli::PATTERNS)
+            .then(BodyNormalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Aider => BodyNormalizer::built_in(&[], &aider::PATTERNS)
+            .then(BodyNormalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::MiniSweAgent => BodyNormalizer::built_in(&[], &mini_swe_agent::PATTERNS)
+            .then(BodyNormalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Copilot => BodyNormalizer::built_in(&[], &copilot::PATTERNS)
+            .then(BodyNormalizer::built_in(&[], &[UUID_PATTERN])),
+        AdapterKind::Cline => BodyNormalizer::built_in(&[], &cline::PATTERNS)
+            .then(BodyNormalizer::built_in(&[], &[UUID_PATTERN])),
         AdapterKind::Opencode | AdapterKind::QwenCode | AdapterKind::Generic => {
-            Normalizer::built_in(&[], &[UUID_PATTERN])
+            BodyNormalizer::built_in(&[], &[UUID_PATTERN])
         }
     }
 }
 
 /// Every adapter's rules together, for an agent whose CLI is not known.
-pub(crate) fn all_rules() -> Normalizer {
-    Normalizer::built_in(claude_code::POINTERS, &claude_code::PATTERNS)
-        .then(Normalizer::built_in(codex::POINTERS, &[UUID_PATTERN]))
-        .then(Normalizer::built_in(&[], &codex::PATTERNS))
-        .then(Normalizer::built_in(&[], &gemini_cli::PATTERNS))
-        .then(Normalizer::built_in(&[], &mini_swe_agent::PATTERNS))
-        .then(Normalizer::built_in(&[], &aider::PATTERNS))
-        .then(Normalizer::built_in(&[], &copilot::PATTERNS))
-        .then(Normalizer::built_in(&[], &cline::PATTERNS))
+pub(crate) fn all_rules() -> BodyNormalizer {
+    BodyNormalizer::built_in(claude_code::POINTERS, &claude_code::PATTERNS)
+        .then(BodyNormalizer::built_in(codex::POINTERS, &[UUID_PATTERN]))
+        .then(BodyNormalizer::built_in(&[], &codex::PATTERNS))
+        .then(BodyNormalizer::built_in(&[], &gemini_cli::PATTERNS))
+        .then(BodyNormalizer::built_in(&[], &mini_swe_agent::PATTERNS))
+        .then(BodyNormalizer::built_in(&[], &aider::PATTERNS))
+        .then(BodyNormalizer::built_in(&[], &copilot::PATTERNS))
+        .then(BodyNormalizer::built_in(&[], &cline::PATTERNS))
 }
 
 /// Returns how to start `spec`'s agent with `model`, its model id from the registry
@@ -419,7 +419,7 @@ mod tests {
             generic.contains("<uuid>") && generic.contains("Chunk ID: 9f3a"),
             "{generic}"
         );
-        let all = Normalizer::agent_defaults().apply(&body);
+        let all = BodyNormalizer::agent_defaults().apply(&body);
         for normalized in ["<date>", "<os>", "<chunk>", "<uuid>"] {
             assert!(all.contains(normalized), "{normalized} in {all}");
         }

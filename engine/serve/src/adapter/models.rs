@@ -150,7 +150,7 @@ impl ProjectModels {
             let path = dir.join(PROJECT_FILE);
             if path.is_file() {
                 // Read within the scenario's size cap: it is a scenario's companion.
-                let kind = simtape::limits::InputKind::Scenario;
+                let kind = simtape::limits::InputFile::Scenario;
                 let text = simtape::input::read_input_text(&path, kind).map_err(|error| {
                     let message = format!("cannot be read: {error}");
                     ModelError::Project {

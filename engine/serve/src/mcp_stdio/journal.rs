@@ -141,7 +141,7 @@ pub fn read(path: &Path, kind: &str) -> Result<Contents, McpError> {
     };
     let file = File::open(path).map_err(io)?;
     lock(&file, path)?;
-    let bytes = simtape::input::read_opened(&file, path, simtape::limits::InputKind::McpJournal)
+    let bytes = simtape::input::read_opened(&file, path, simtape::limits::InputFile::McpJournal)
         .map_err(|error| io(error.into_io()))?;
     let invalid = |reason: String| McpError::JournalInvalid {
         path: path.into(),

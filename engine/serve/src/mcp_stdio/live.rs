@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::mcp_stdio::record::{spawn, stop};
-use simtape_mcp::cassette::{Cassette, Direction};
+use simtape_mcp::cassette::{Cassette, Party};
 use simtape_mcp::era::{self, LATEST_HANDSHAKE_VERSION};
 use simtape_mcp::error::McpError;
 use simtape_mcp::jsonrpc::{error_response, is_request, is_response, method_of, METHOD_NOT_FOUND};
@@ -68,7 +68,7 @@ fn rerun_one(
     let answered: Vec<bool> = recorded
         .exchanges()
         .iter()
-        .filter(|e| e.from == Direction::Client)
+        .filter(|e| e.from == Party::Client)
         .map(|e| e.response.is_some())
         .collect();
     let mut request_index = 0;
@@ -121,7 +121,7 @@ struct Session {
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
     start: Instant,
-    log: Vec<(Direction, u64, Value)>,
+    log: Vec<(Party, u64, Value)>,
 }
 
 impl Session {
@@ -160,7 +160,7 @@ impl Session {
     fn send(&mut self, message: &Value, log: bool) -> Result<(), McpError> {
         if log {
             self.log
-                .push((Direction::Client, self.now_ms(), message.clone()));
+                .push((Party::Client, self.now_ms(), message.clone()));
         }
         let Some(stdin) = self.stdin.as_mut() else {
             return Ok(());
@@ -187,7 +187,7 @@ impl Session {
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return Ok(None),
             };
             self.log
-                .push((Direction::Server, self.now_ms(), message.clone()));
+                .push((Party::Server, self.now_ms(), message.clone()));
             if is_response(&message) && message.get("id") == Some(id) {
                 return Ok(Some(message));
             }
@@ -241,7 +241,7 @@ impl Session {
         stop(&mut self.child)?;
         // The reader thread ends at the server's EOF; collect what it still holds.
         while let Ok(message) = self.lines.recv_timeout(Duration::from_millis(200)) {
-            self.log.push((Direction::Server, self.now_ms(), message));
+            self.log.push((Party::Server, self.now_ms(), message));
         }
         let mut cassette = Cassette::new(command.iter().map(|a| redactor.redact_text(a)).collect());
         for (from, at_ms, mut message) in self.log {

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 
 use crate::mcp_stdio::files::{absolute, recovered_path};
 use crate::mcp_stdio::journal::{self, Journal};
-use crate::mcp_stdio::stdio::{Ending, Event, Inbox};
-use simtape_mcp::cassette::{Cassette, Direction};
+use crate::mcp_stdio::stdio::{Ending, Event, ServeInbox};
+use simtape_mcp::cassette::{Cassette, Party};
 use simtape_mcp::error::McpError;
 use simtape_mcp::limits::{LINE_BYTES_MAX, SHUTDOWN_GRACE_MS};
 use simtape_mcp::lines::{read_line_bounded, LineRead};
@@ -66,7 +66,7 @@ impl Log {
     /// Journals a line if it is JSON, redacted, as a message of `session` (none for the one
     /// session of a stdio recording). The timestamp is taken under the lock, so journal order
     /// and time order agree.
-    fn note(&self, from: Direction, session: Option<u64>, line: &[u8]) {
+    fn note(&self, from: Party, session: Option<u64>, line: &[u8]) {
         let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
             eprintln!(
                 "simtape mcp record: forwarding a non-JSON {from:?} line without recording it"
@@ -93,7 +93,7 @@ impl Log {
 /// client's stdout). Returns why the session ended and the cassette written.
 pub fn record<W: Write + Send>(
     recorder: &Recorder<'_>,
-    inbox: &Inbox,
+    inbox: &ServeInbox,
     mut output: W,
 ) -> Result<(Ending, Written), McpError> {
     let redactor = recorder.redactor;
@@ -127,7 +127,7 @@ pub fn record<W: Write + Send>(
                     );
                     continue;
                 };
-                log.note(Direction::Server, None, &line);
+                log.note(Party::Server, None, &line);
                 // A client that went away still leaves the server's answers in the journal.
                 client_open = client_open
                     && output
@@ -141,7 +141,7 @@ pub fn record<W: Write + Send>(
         let ending = loop {
             match inbox.next() {
                 Event::Line(LineRead::Line(line)) => {
-                    log.note(Direction::Client, None, &line);
+                    log.note(Party::Client, None, &line);
                     forward(&mut child_stdin, &line);
                 }
                 Event::Line(LineRead::TooLong(length)) => {
@@ -174,7 +174,7 @@ pub fn record<W: Write + Send>(
 
 /// A recording of many sessions (`simtape mcp record --http`): each session is a server
 /// process of its own, started when the session opens, and every message goes to one journal
-/// with its session's number, so the cassette holds them all ([`simtape_mcp::cassette::Entry::session`]).
+/// with its session's number, so the cassette holds them all ([`simtape_mcp::cassette::CassetteEntry::session`]).
 #[derive(Debug)]
 pub struct SessionRecorder {
     command: Vec<String>,
@@ -227,7 +227,7 @@ impl SessionRecorder {
             let mut reader = BufReader::new(stdout);
             while let Ok(Some(read)) = read_line_bounded(&mut reader, LINE_BYTES_MAX) {
                 let LineRead::Line(line) = read else { continue };
-                log.note(Direction::Server, Some(session), &line);
+                log.note(Party::Server, Some(session), &line);
                 if let Ok(message) = serde_json::from_slice(&line) {
                     deliver(message);
                 }
@@ -245,7 +245,7 @@ impl SessionRecorder {
     /// Journals one client line of `session` and passes it to that session's server; false
     /// when the session has no server (it could not be started).
     pub fn send(&mut self, session: u64, line: &[u8]) -> bool {
-        self.log.note(Direction::Client, Some(session), line);
+        self.log.note(Party::Client, Some(session), line);
         let Some(running) = self.running.get_mut(&session) else {
             return false;
         };
@@ -309,7 +309,7 @@ pub fn recover(journal_path: &Path, cassette: Option<&Path>) -> Result<Written, 
     let mut built = Cassette::new(server);
     let mut skipped = contents.skipped;
     for (index, entry) in contents.entries.into_iter().enumerate() {
-        let from = serde_json::from_value::<Direction>(entry["from"].clone());
+        let from = serde_json::from_value::<Party>(entry["from"].clone());
         let session = entry.get("session").and_then(Value::as_u64);
         match (from, entry["at_ms"].as_u64(), entry.get("message")) {
             (Ok(from), Some(at_ms), Some(message)) => {

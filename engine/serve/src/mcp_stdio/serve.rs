@@ -1,18 +1,18 @@
-//! The stdio loop of `simtape mcp replay`: take capped lines from the [`Inbox`], let the pure
+//! The stdio loop of `simtape mcp replay`: take capped lines from the [`ServeInbox`], let the pure
 //! [`ReplayServer`] answer, write one message per line, flush after each line's answers.
 
 use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::mcp_stdio::stdio::{serve_lines, Ending, Inbox};
+use crate::mcp_stdio::stdio::{serve_lines, Ending, ServeInbox};
 use simtape_mcp::lines::LineRead;
 use simtape_mcp::replay::ReplayServer;
 
 /// Serves until the session ends (EOF, a signal, a client that went away) and says why. What
 /// the recorded server sent before the client spoke goes first; every bad message gets an
 /// answer; each replay miss is also named on stderr.
-pub fn serve<W: Write>(server: &mut ReplayServer, inbox: &Inbox, mut output: W) -> Ending {
+pub fn serve<W: Write>(server: &mut ReplayServer, inbox: &ServeInbox, mut output: W) -> Ending {
     if write_messages(&mut output, &server.opening()).is_err() {
         return Ending::ClientGone;
     }
@@ -48,8 +48,9 @@ mod tests {
         // Goal: each input line gets its answers on its own output line; garbage does not
         // stop the loop.
         let mut server = ReplayServer::new(&Cassette::new(vec![]), Redactor::default());
-        let inbox =
-            Inbox::from_bytes(b"garbage\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        let inbox = ServeInbox::from_bytes(
+            b"garbage\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+        );
         let mut output = Vec::new();
         assert_eq!(serve(&mut server, &inbox, &mut output), Ending::Eof);
         let lines: Vec<Value> = output

@@ -73,23 +73,23 @@ impl Stopper {
 
 /// The channel a serving loop reads from.
 #[derive(Debug)]
-pub struct Inbox {
+pub struct ServeInbox {
     events: Receiver<Event>,
     sender: SyncSender<Event>,
 }
 
-impl Default for Inbox {
-    fn default() -> Inbox {
-        Inbox::new()
+impl Default for ServeInbox {
+    fn default() -> ServeInbox {
+        ServeInbox::new()
     }
 }
 
-impl Inbox {
+impl ServeInbox {
     /// Returns an empty inbox. The channel holds one event, so a reader never runs more than
     /// one line ahead of the loop (a line can be 16 MiB).
-    pub fn new() -> Inbox {
+    pub fn new() -> ServeInbox {
         let (sender, events) = sync_channel(1);
-        Inbox { events, sender }
+        ServeInbox { events, sender }
     }
 
     /// Returns a handle that ends the session from another thread.
@@ -119,8 +119,8 @@ impl Inbox {
     }
 
     /// Returns an inbox fed from bytes: for tests and examples.
-    pub fn from_bytes(input: &[u8]) -> Inbox {
-        let inbox = Inbox::new();
+    pub fn from_bytes(input: &[u8]) -> ServeInbox {
+        let inbox = ServeInbox::new();
         inbox.read_from(io::Cursor::new(input.to_vec()));
         inbox
     }
@@ -137,7 +137,7 @@ impl Inbox {
 /// `answer` turns a line into messages, which are written one per line and flushed. Returns
 /// why the session ended; a failed write to the client ends it as [`Ending::ClientGone`].
 pub fn serve_lines<W: Write>(
-    inbox: &Inbox,
+    inbox: &ServeInbox,
     mut output: W,
     mut answer: impl FnMut(LineRead) -> Vec<Value>,
 ) -> Ending {
@@ -162,7 +162,7 @@ mod tests {
     fn a_stop_ends_the_loop_while_stdin_stays_open() {
         // Goal: a signal ends the session even though the reader is blocked on open input.
         let (read_end, _keep_open) = std::io::pipe().unwrap();
-        let inbox = Inbox::new();
+        let inbox = ServeInbox::new();
         inbox.read_from(read_end);
         let stopper = inbox.stopper();
         std::thread::spawn(move || stopper.stop(Ending::Signal(15)));
@@ -183,7 +183,7 @@ mod tests {
                 Ok(())
             }
         }
-        let inbox = Inbox::from_bytes(b"one\ntwo\n");
+        let inbox = ServeInbox::from_bytes(b"one\ntwo\n");
         let ending = serve_lines(&inbox, Closed, |_| vec![serde_json::json!(1)]);
         assert_eq!(ending, Ending::ClientGone);
     }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::mcp_stdio::files::{absolute, recovered_path, write_json_atomic};
 use crate::mcp_stdio::journal::{self, Journal};
-use crate::mcp_stdio::stdio::{serve_lines, Ending, Inbox};
+use crate::mcp_stdio::stdio::{serve_lines, Ending, ServeInbox};
 use simtape_mcp::error::McpError;
 use simtape_mcp::lines::LineRead;
 use simtape_mcp::replay::ReplayServer;
@@ -90,7 +90,7 @@ pub fn open_journal(
 /// every answered call can be replayed after a kill ([`recover`]).
 pub fn serve<W: Write>(
     server: &mut WorldServer,
-    inbox: &Inbox,
+    inbox: &ServeInbox,
     output: W,
     mut journal: Option<&mut Journal>,
 ) -> Ending {
@@ -227,7 +227,7 @@ mod tests {
             .unwrap()
             .unwrap();
         let mut server = WorldServer::new(world, 7);
-        let inbox = Inbox::from_bytes(
+        let inbox = ServeInbox::from_bytes(
             br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"set","arguments":{"v":2}}}
 {"jsonrpc":"2.0","id":2,"method":"tools/list"}
 "#,

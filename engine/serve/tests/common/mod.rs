@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use simtape_agent::EvalScenario;
-use simtape_serve::{AgentCommand, Normalizer, ServeOptions, SETTLE_DEFAULT};
+use simtape_serve::{AgentCommand, BodyNormalizer, ServeOptions, SETTLE_DEFAULT};
 
 /// Returns the repository's root.
 pub(crate) fn repo() -> PathBuf {
@@ -129,7 +129,7 @@ pub(crate) fn serve_in_scratch(
             cwd: Some(work.clone()),
             timeout: Some(Duration::from_secs(180)),
         }),
-        normalizer: Normalizer::agent_defaults(),
+        normalizer: BodyNormalizer::agent_defaults(),
         session_log: Some(log.clone()),
         sandbox: None,
     };

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::backend::{ModelBackend, RecordError};
 use super::digest::{Memo, Observed};
-use super::faults::{fire, Fired, Outage};
-use super::fixture::{Alternative, Fixture, Mode, Outcome, ResponseSpec, ThinkingSpec};
+use super::faults::{fire, FaultEffect, Outage};
+use super::fixture::{Alternative, Fixture, Outcome, ResponseSpec, Reuse, ThinkingSpec};
 use super::latency::{tokens_of_bytes, UsageRule};
 use super::matcher::Turns;
 use super::request::{
@@ -314,13 +314,13 @@ impl Actor for LlmActor {
             &digest,
             cx.rng,
         ) {
-            Some(Fired::Reply(response)) => {
+            Some(FaultEffect::Reply(response)) => {
                 return Answer {
                     latency_ns: super::faults::LLM_FAULT_LATENCY_NS,
                     response: *response,
                 }
             }
-            Some(Fired::After(kind)) => Some(kind),
+            Some(FaultEffect::After(kind)) => Some(kind),
             None => None,
         };
         let mut answer = match &mut self.handover {
@@ -388,7 +388,7 @@ impl ModelBackend for Replay {
             };
         };
         let entry = &self.fixture.entries[index];
-        if entry.mode == Mode::Once {
+        if entry.mode == Reuse::Once {
             self.used[index] = true;
         }
         let (latency_ns, alternative, result) = match &entry.outcome {
@@ -438,7 +438,7 @@ impl ModelBackend for Replay {
             .entries
             .iter()
             .zip(&self.used)
-            .filter(|(entry, used)| entry.mode == Mode::Once && !**used)
+            .filter(|(entry, used)| entry.mode == Reuse::Once && !**used)
             .map(|(entry, _)| entry.line)
             .collect()
     }

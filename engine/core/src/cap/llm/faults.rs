@@ -223,7 +223,7 @@ fn stream_fault(keys: &mut dyn RuleKeys) -> Option<StreamFault> {
 pub const LLM_FAULT_LATENCY_NS: u64 = 20_000_000;
 
 /// What a fired rule asks of a call.
-pub(crate) enum Fired {
+pub(crate) enum FaultEffect {
     /// Answer with this error reply; the backend is not asked. Boxed: a reply is large and a
     /// fired fault is the rare case.
     Reply(Box<LlmReply>),
@@ -249,7 +249,7 @@ pub(crate) fn fire(
     now_ns: u64,
     request_digest: &str,
     rng: &mut RngStream,
-) -> Option<Fired> {
+) -> Option<FaultEffect> {
     if let Some(under_way) = outage.as_ref().filter(|o| now_ns < o.until_ns) {
         let (status, message) = (under_way.status, under_way.message.clone());
         return Some(error_reply(
@@ -263,7 +263,7 @@ pub(crate) fn fire(
     let rule = faults.fire(ANY_TARGET, rng)?;
     let (status, message, retry_after_ms) = match &rule.kind {
         LlmFaultKind::Stream(_) | LlmFaultKind::Truncated { .. } => {
-            return Some(Fired::After(rule.kind.clone()))
+            return Some(FaultEffect::After(rule.kind.clone()))
         }
         LlmFaultKind::Http {
             status,
@@ -285,7 +285,7 @@ pub(crate) fn fire(
     Some(error_reply(request_digest, status, message, retry_after_ms))
 }
 
-/// Changes the backend's `reply` to a call a rule of `kind` fired on ([`Fired::After`]).
+/// Changes the backend's `reply` to a call a rule of `kind` fired on ([`FaultEffect::After`]).
 pub(crate) fn after(kind: &LlmFaultKind, reply: &mut LlmReply) {
     // Only an answer is changed; an error goes out as it is.
     if reply.result.is_err() {
@@ -322,8 +322,8 @@ fn error_reply(
     status: u16,
     message: String,
     retry_after_ms: Option<u64>,
-) -> Fired {
-    Fired::Reply(Box::new(LlmReply {
+) -> FaultEffect {
+    FaultEffect::Reply(Box::new(LlmReply {
         request_digest: request_digest.to_string(),
         entry_line: None,
         alternative: None,

@@ -52,7 +52,7 @@ pub enum FixtureFormat {
 /// Whether an entry survives its use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+pub enum Reuse {
     /// Used at most once.
     Once,
     /// Used any number of times.
@@ -197,7 +197,7 @@ pub struct Entry {
     /// When it applies.
     pub matcher: EntryMatch,
     /// Whether it survives its use.
-    pub mode: Mode,
+    pub mode: Reuse,
     /// Which scopes it applies to.
     pub scope: ScopeRule,
     /// What it answers.
@@ -222,7 +222,7 @@ pub struct Fixture {
 impl Fixture {
     /// Reads a fixture file in any supported format.
     pub fn load(path: &std::path::Path) -> Result<Fixture, FixtureError> {
-        let text = crate::input::read_input_text(path, crate::limits::InputKind::LlmFixture)
+        let text = crate::input::read_input_text(path, crate::limits::InputFile::LlmFixture)
             .map_err(|e| FixtureError::Io {
                 path: path.display().to_string(),
                 detail: e.problem.to_string(),
@@ -352,7 +352,7 @@ struct RawEntry {
     #[serde(rename = "match", default)]
     matcher: RawMatch,
     #[serde(default)]
-    mode: Option<Mode>,
+    mode: Option<Reuse>,
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
@@ -465,7 +465,7 @@ fn entry(
         line: number,
         id: raw.id,
         matcher: matcher_of(lines, number, raw.matcher)?,
-        mode: raw.mode.unwrap_or(Mode::Once),
+        mode: raw.mode.unwrap_or(Reuse::Once),
         scope: raw.scope.map_or(ScopeRule::Any, ScopeRule::Named),
         outcome,
         latency: raw.latency.apply(latency),

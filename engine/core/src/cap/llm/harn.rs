@@ -16,8 +16,8 @@
 use serde::Deserialize;
 
 use super::fixture::{
-    Alternative, Entry, Fixture, FixtureError, FixtureFormat, HttpFailure, Lines, Mode, Object,
-    Outcome, ResponseSpec, ScopeRule, ToolCallSpec, UsageSpec, ENTRIES_MAX,
+    Alternative, Entry, Fixture, FixtureError, FixtureFormat, HttpFailure, Lines, Object, Outcome,
+    ResponseSpec, Reuse, ScopeRule, ToolCallSpec, UsageSpec, ENTRIES_MAX,
 };
 use super::latency::{LatencyModel, UsageRule};
 use super::matcher::{EntryMatch, TextPattern};
@@ -42,7 +42,7 @@ struct RawEntry {
     #[serde(default)]
     consume_match: Option<bool>,
     #[serde(default)]
-    consume: Option<Mode>,
+    consume: Option<Reuse>,
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
@@ -193,9 +193,9 @@ fn entry(
         };
     let mode = match (&text_pattern, raw.consume, raw.consume_match) {
         (_, Some(mode), _) => mode,
-        (None, None, _) => Mode::Once,
-        (Some(_), None, Some(true)) => Mode::Once,
-        (Some(_), None, _) => Mode::Sticky,
+        (None, None, _) => Reuse::Once,
+        (Some(_), None, Some(true)) => Reuse::Once,
+        (Some(_), None, _) => Reuse::Sticky,
     };
     let scope = match raw.scope.as_deref() {
         None | Some("default") if strict => ScopeRule::Unscoped,

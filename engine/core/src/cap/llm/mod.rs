@@ -41,7 +41,7 @@ pub mod written;
 
 pub use actor::{Llm, LlmActor, LlmError, LlmHandle, LlmReply, RequestRecord};
 pub use backend::{ModelBackend, RecordError};
-pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Mode, Outcome, ScopeRule};
+pub use fixture::{Entry, Fixture, FixtureError, FixtureFormat, Outcome, Reuse, ScopeRule};
 pub use from_tape::{
     answered_calls, fixture_from_tape, fixture_from_tape_matching, AnsweredCall, FromTapeError,
     TapeFixture,

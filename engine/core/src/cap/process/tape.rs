@@ -161,7 +161,7 @@ impl ProcessTape {
     /// Reads and checks the process tape at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<ProcessTape, ProcessTapeError> {
         let path = path.as_ref();
-        let text = crate::input::read_input_text(path, crate::limits::InputKind::ProcessTape)
+        let text = crate::input::read_input_text(path, crate::limits::InputFile::ProcessTape)
             .map_err(|e| ProcessTapeError::Io {
                 path: path.display().to_string(),
                 detail: e.problem.to_string(),

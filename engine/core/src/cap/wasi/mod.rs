@@ -149,7 +149,7 @@ pub(crate) async fn run_guest(
 ) -> GuestRun {
     let prepared =
         setup.module_path(&command.program).and_then(|path| {
-            let bytes = crate::input::read_input(&path, crate::limits::InputKind::WasmModule)
+            let bytes = crate::input::read_input(&path, crate::limits::InputFile::WasmModule)
                 .map_err(|e| ProcessError::WasmModuleMissing {
                     program: command.program.clone(),
                     path: e.to_string(),
@@ -201,7 +201,7 @@ pub(crate) enum ModuleError {
 /// Checks the WASI module at `path` before any run: within its size cap, and WebAssembly the
 /// sandbox accepts (with the `wasi` feature; without it, only the `\0asm` magic is checked).
 pub(crate) fn check_module(path: &std::path::Path) -> Result<(), ModuleError> {
-    let bytes = crate::input::read_input(path, crate::limits::InputKind::WasmModule)
+    let bytes = crate::input::read_input(path, crate::limits::InputFile::WasmModule)
         .map_err(|error| error.problem)?;
     if !bytes.starts_with(b"\0asm") {
         return Err(ModuleError::NoMagic);

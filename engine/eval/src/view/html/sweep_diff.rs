@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{escape, page, Scripts};
-use crate::sweep::diff::{ClusterStatus, ScenarioDiff, Side, SweepDiff};
+use crate::sweep::diff::{ClusterStatus, ScenarioDiff, SweepDiff, SweepSide};
 
 /// At most this many seeds are listed per cluster and side (the counts are exact).
 const SEEDS_SHOWN_MAX: usize = 50;
@@ -120,7 +120,7 @@ fn left_out(scenario: &ScenarioDiff) -> String {
     )
 }
 
-fn side_panel(label: &str, side: &Side) -> String {
+fn side_panel(label: &str, side: &SweepSide) -> String {
     let mut out = format!(
         "<div class=\"panel\"><h2>{label}: {} of {} passed</h2><table><tr><th>k</th><th>pass^k</th><th>95 % interval</th></tr>",
         side.passed, side.runs

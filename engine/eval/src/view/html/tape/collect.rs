@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use simtape::tape::{TapeHeader, TapeReader};
 
-use crate::view::describe::{self, Message, FS_CHANGES};
+use crate::view::describe::{self, TranscriptMessage, FS_CHANGES};
 use crate::view::timeline::{walk, Group, Item, Mark, Track};
 use crate::view::ViewError;
 
@@ -92,7 +92,7 @@ pub struct FsChange {
 
 /// A verifier's finding.
 #[derive(Debug, Clone, Serialize)]
-pub struct Finding {
+pub struct VerifierFinding {
     /// The verifier's name.
     pub name: String,
     /// Whether it held.
@@ -109,11 +109,11 @@ pub struct TapeView {
     /// The timeline.
     pub timeline: TimelineData,
     /// The conversation, message by message, with the virtual time it entered the run.
-    pub transcript: Vec<(u64, Message)>,
+    pub transcript: Vec<(u64, TranscriptMessage)>,
     /// The changes to the file tree.
     pub fs_changes: Vec<FsChange>,
     /// The verifiers.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<VerifierFinding>,
     /// The footer's verdict line.
     pub verdict: String,
     /// Records in the tape.
@@ -277,7 +277,7 @@ impl Collector {
     fn instant(&mut self, item: Item) {
         let args = &item.args;
         if item.name == "agent verifier" {
-            self.view.findings.push(Finding {
+            self.view.findings.push(VerifierFinding {
                 name: args["name"].as_str().unwrap_or("").to_string(),
                 held: args["held"].as_bool().unwrap_or(false),
                 saw: args["saw"].as_str().unwrap_or("").to_string(),
@@ -292,7 +292,7 @@ impl Collector {
                 .as_array()
                 .map(|ids| ids.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            let message = Message {
+            let message = TranscriptMessage {
                 role: "session".into(),
                 text: format!(
                     "session {} ({}): {}",
@@ -352,7 +352,7 @@ impl Collector {
         self.view.timeline.payloads.len() - 1
     }
 
-    fn transcript(&mut self, t_ns: u64, message: Message) {
+    fn transcript(&mut self, t_ns: u64, message: TranscriptMessage) {
         if self.view.transcript.len() < TRANSCRIPT_MAX {
             self.view.transcript.push((t_ns, message));
         }

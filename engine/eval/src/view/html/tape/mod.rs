@@ -10,12 +10,12 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 pub use collect::{
-    Beyond, Finding, FsChange, TapeView, TimelineData, TrackData, Window, ITEMS_MAX,
+    Beyond, FsChange, TapeView, TimelineData, TrackData, VerifierFinding, Window, ITEMS_MAX,
     PAYLOAD_BYTES_MAX,
 };
 
 use super::{duration, escape, page, Scripts};
-use crate::view::describe::Message;
+use crate::view::describe::TranscriptMessage;
 
 /// The page's own script: the timeline and the payload panel.
 const MAIN: &str = r#"const data = simtapeData("data");
@@ -238,7 +238,7 @@ fn beyond_note(view: &TapeView, source: &str) -> String {
     out
 }
 
-fn findings_table(findings: &[Finding]) -> String {
+fn findings_table(findings: &[VerifierFinding]) -> String {
     if findings.is_empty() {
         return "<p class=\"summary-note\">No verifier ran.</p>".into();
     }
@@ -286,7 +286,7 @@ fn fs_table(changes: &[FsChange]) -> String {
     out
 }
 
-fn transcript(messages: &[(u64, Message)]) -> String {
+fn transcript(messages: &[(u64, TranscriptMessage)]) -> String {
     let mut out =
         String::from("<section class=\"transcript\" id=\"transcript\"><h2>Transcript</h2>");
     if messages.is_empty() {
