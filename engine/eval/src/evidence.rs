@@ -9,6 +9,7 @@
 //! Render them with [`crate::run_json::to_json_pretty`].
 
 use serde::Serialize;
+use simtape::cap::process::Normalizer;
 
 use crate::run_json::ArtifactJson;
 use crate::{Verdict, VerdictKind, VerifierResult};
@@ -255,43 +256,25 @@ impl ArtifactsJson {
     }
 }
 
-/// What a normalized log shows instead of a field that changes from run to run.
-const TIME: &str = "<time>";
-const DURATION: &str = "<duration>";
-const PID: &str = "<pid>";
-const PATH: &str = "<path>";
-
-/// Returns `text` with what differs between runs taken out: the places in `places` (an
-/// absolute path and the name to show instead, longest first), then any other absolute path,
-/// wall-clock times and dates, durations and process ids, word by word.
+/// Returns `text` with what differs between runs taken out, one line at a time, each ended
+/// by a newline: the places in `places` (an absolute path and the name to show instead),
+/// then any other absolute path, wall-clock times and dates, durations and process ids. The
+/// rules are the core's one text normalizer ([`Normalizer`], docs/process.md).
 ///
 /// ```
 /// use simtape_eval::evidence::normalize_log;
 /// let raw = "2026-11-25T08:30:24Z pid 4242 wrote /home/ci/x/out.txt in 1.5s";
 /// let places = [("/home/ci/x".to_string(), "<scenario>".to_string())];
-/// assert_eq!(normalize_log(raw, &places), "<time> pid <pid> wrote <scenario>/out.txt in <duration>\n");
+/// assert_eq!(normalize_log(raw, &places), "<timestamp> pid <pid> wrote <scenario>/out.txt in <duration>\n");
 /// ```
 pub fn normalize_log(text: &str, places: &[(String, String)]) -> String {
-    // The root alone would turn every path into a place.
-    let mut places: Vec<&(String, String)> =
-        places.iter().filter(|(path, _)| path.len() > 1).collect();
-    places.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+    let normalizer = places.iter().fold(
+        Normalizer::new().absolute_paths(),
+        |normalizer, (path, name)| normalizer.place(path.as_str(), name.as_str()),
+    );
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        let mut line = line.to_string();
-        for (path, name) in &places {
-            line = line.replace(path.as_str(), name);
-        }
-        let mut previous = "";
-        let words: Vec<String> = line
-            .split(' ')
-            .map(|word| {
-                let scrubbed = scrub_word(word, previous);
-                previous = word;
-                scrubbed
-            })
-            .collect();
-        out.push_str(&words.join(" "));
+        out.push_str(&normalizer.text(line));
         out.push('\n');
     }
     out
@@ -300,79 +283,7 @@ pub fn normalize_log(text: &str, places: &[(String, String)]) -> String {
 /// Returns the words of `text` that [`normalize_log`] would change: empty for a log that
 /// is normalized ("no unscrubbed nondeterministic fields").
 pub fn unscrubbed(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for line in text.lines() {
-        let mut previous = "";
-        for word in line.split(' ') {
-            if scrub_word(word, previous) != word {
-                found.push(word.to_string());
-            }
-            previous = word;
-        }
-    }
-    found
-}
-
-/// One word, scrubbed; `previous` is the word before it (`pid 42`). Quotes and brackets
-/// around the word stay.
-fn scrub_word(word: &str, previous: &str) -> String {
-    let core = word.trim_matches(|c: char| "\"'()[]{},;".contains(c));
-    match scrub(core, previous) {
-        Some(replacement) => word.replacen(core, &replacement, 1),
-        None => word.to_string(),
-    }
-}
-
-/// What `core` becomes, when it is a field that differs between runs.
-fn scrub(core: &str, previous: &str) -> Option<String> {
-    if is_pid_label(previous) && is_number(core) {
-        return Some(PID.to_string());
-    }
-    if let Some((label, value)) = core.split_once(['=', ':']) {
-        if is_pid_label(label) && is_number(value) {
-            let separator = &core[label.len()..=label.len()];
-            return Some(format!("{label}{separator}{PID}"));
-        }
-    }
-    // A place already named (`<scenario>/out.txt`) does not start with `/`: it stays.
-    let kind = if core.starts_with('/') && core.len() > 1 {
-        PATH
-    } else if is_timestamp(core) {
-        TIME
-    } else if is_duration(core) {
-        DURATION
-    } else {
-        return None;
-    };
-    Some(kind.to_string())
-}
-
-fn is_pid_label(word: &str) -> bool {
-    word.eq_ignore_ascii_case("pid")
-}
-
-fn is_number(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// `2026-11-25`, `08:30:24`, `2026-11-25T08:30:24.5Z` and the like.
-fn is_timestamp(text: &str) -> bool {
-    let digits = text.bytes().filter(u8::is_ascii_digit).count();
-    let separators = text.bytes().filter(|b| matches!(b, b'-' | b':')).count();
-    let allowed = text
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b"-:.TZ+".contains(&b));
-    allowed && digits >= 6 && separators >= 2 && text.as_bytes()[0].is_ascii_digit()
-}
-
-/// `15ms`, `1.5s`, `200µs`, `3m`, `2h`: a number and a time unit.
-fn is_duration(text: &str) -> bool {
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number_ok = number.bytes().any(|b| b.is_ascii_digit()) && !number.starts_with('.');
-    number_ok && ["ns", "us", "µs", "ms", "s", "m", "h"].contains(&unit)
+    Normalizer::new().absolute_paths().changed_words(text)
 }
 
 #[cfg(test)]
@@ -404,9 +315,9 @@ mod tests {
         let normal = normalize_log(raw, &places);
         assert_eq!(
             normal,
-            "[<time>] started (pid=<pid>) in <work>/work\n\
+            "[<timestamp>] started (pid=<pid>) in <work>/work\n\
              took <duration>, then <duration>; PID <pid> exited\n\
-             v1.2.3 wrote 3 files to src/lib.rs at <time>\n"
+             v1.2.3 wrote 3 files to src/lib.rs at <timestamp>\n"
         );
         assert!(unscrubbed(&normal).is_empty(), "{:?}", unscrubbed(&normal));
     }

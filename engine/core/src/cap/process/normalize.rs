@@ -1,17 +1,22 @@
-//! Normalized views of captured output, for comparing two recordings of the same pipeline.
+//! The one text normalizer: views of captured output and logs with what differs from run to
+//! run taken out, for comparing two recordings of the same pipeline (process output here,
+//! the evidence's run log in `simtape-eval`).
 //!
 //! The raw capture is never altered: a [`Normalizer`] returns new text (or a new entry). The
 //! rules, applied in this order (documented in `docs/process.md`):
 //!
-//! 1. each worktree path (as given, longest first) becomes `<worktree>`;
-//! 2. an ISO 8601 date-time (`2026-01-01T10:00:00Z`, `2026-01-01 10:00:00.5+02:00`, a bare
+//! 1. each place (a path and the name shown for it, longest first) becomes its name; a
+//!    worktree is the place named `<worktree>`;
+//! 2. with [`Normalizer::absolute_paths`], any other absolute path (a word that starts with
+//!    `/`, after an opening quote or bracket at most) becomes `<path>`;
+//! 3. an ISO 8601 date-time (`2026-01-01T10:00:00Z`, `2026-01-01 10:00:00.5+02:00`, a bare
 //!    date) or a clock time `10:00:00(.123)` becomes `<timestamp>`;
-//! 3. a number with a duration unit (`ns us µs ms s m min h`, compounds like `1m20s`)
+//! 4. a number with a duration unit (`ns us µs ms s m min h`, compounds like `1m20s`)
 //!    becomes `<duration>`;
-//! 4. the digits after the word `pid` (`pid 42`, `PID=42`, `pid: 42`) become `<pid>`, and so
+//! 5. the digits after the word `pid` (`pid 42`, `PID=42`, `pid: 42`) become `<pid>`, and so
 //!    does any whole number registered with [`Normalizer::pid`].
 //!
-//! Rules 2–4 only start at a word boundary, so `sha1s` or `v2s` stay as they are.
+//! Rules 3–5 only start at a word boundary, so `sha1s` or `v2s` stay as they are.
 
 use super::tape::{Captured, TapeEntry};
 
@@ -24,29 +29,56 @@ use super::tape::{Captured, TapeEntry};
 ///     n.text("/home/dev/checkout/a.rs built in 1.5s at 2026-01-01T10:00:00Z by pid 77, child 4242"),
 ///     "<worktree>/a.rs built in <duration> at <timestamp> by pid <pid>, child <pid>",
 /// );
+/// let log = Normalizer::new().place("/tmp/run-1", "<scenario>").absolute_paths();
+/// assert_eq!(
+///     log.text("wrote /tmp/run-1/out.txt and (/etc/hosts)"),
+///     "wrote <scenario>/out.txt and (<path>)",
+/// );
+/// assert_eq!(log.changed_words("took 12ms, PID 77 in /usr/bin"), ["12ms,", "77", "/usr/bin"]);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Normalizer {
-    worktrees: Vec<String>,
+    /// (path, name), longest path first.
+    places: Vec<(String, String)>,
+    absolute_paths: bool,
     pids: Vec<u64>,
 }
+
+/// What rule 2 shows instead of an absolute path.
+const PATH: &str = "<path>";
+/// The marks a word may open with before its absolute path, or close with after it.
+const OPENING: &[u8] = b"\"'([{";
+const CLOSING: &[u8] = b"\"'()[]{},;";
 
 const UNITS: [&str; 8] = ["min", "ms", "ns", "us", "µs", "s", "m", "h"];
 
 impl Normalizer {
-    /// Returns a normalizer with no worktree and no known pids.
+    /// Returns a normalizer with no place, no known pids, and absolute paths kept.
     pub fn new() -> Normalizer {
         Normalizer::default()
     }
 
     /// Adds a worktree: absolute paths under it become `<worktree>/…`.
-    pub fn worktree(mut self, path: impl Into<String>) -> Normalizer {
+    pub fn worktree(self, path: impl Into<String>) -> Normalizer {
+        self.place(path, "<worktree>")
+    }
+
+    /// Adds a place: `path` (a trailing `/` ignored; the root alone is ignored, or every
+    /// path would become a place) becomes `name` wherever it appears.
+    pub fn place(mut self, path: impl Into<String>, name: impl Into<String>) -> Normalizer {
         let path = path.into().trim_end_matches('/').to_owned();
         if !path.is_empty() {
-            self.worktrees.push(path);
-            // Longest first, so a nested worktree wins over its parent.
-            self.worktrees.sort_by_key(|w| std::cmp::Reverse(w.len()));
+            self.places.push((path, name.into()));
+            // Longest first, so a nested place wins over its parent.
+            self.places
+                .sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
         }
+        self
+    }
+
+    /// Turns every absolute path that is not a place into `<path>` (rule 2).
+    pub fn absolute_paths(mut self) -> Normalizer {
+        self.absolute_paths = true;
         self
     }
 
@@ -64,10 +96,41 @@ impl Normalizer {
     /// Returns the normalized view of `text`.
     pub fn text(&self, text: &str) -> String {
         let mut text = text.to_owned();
-        for worktree in &self.worktrees {
-            text = text.replace(worktree.as_str(), "<worktree>");
+        for (path, name) in &self.places {
+            text = text.replace(path.as_str(), name);
         }
-        self.scan(&text)
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        for token in self.tokens(&text) {
+            out.push_str(&text[copied..token.start]);
+            out.push_str(&token.replacement);
+            copied = token.end;
+        }
+        out.push_str(&text[copied..]);
+        out
+    }
+
+    /// Returns the whitespace-separated words of `text` that rules 2–5 would change, in
+    /// order: none for text that is already normalized. (Places are the caller's to know.)
+    pub fn changed_words(&self, text: &str) -> Vec<String> {
+        let tokens = self.tokens(text);
+        let mut words = Vec::new();
+        let mut next = tokens.iter().peekable();
+        let mut start = None;
+        for (at, c) in text.char_indices().chain([(text.len(), ' ')]) {
+            match (c.is_whitespace(), start) {
+                (false, None) => start = Some(at),
+                (true, Some(word)) => {
+                    start = None;
+                    while next.next_if(|token| token.end <= word).is_some() {}
+                    if next.peek().is_some_and(|token| token.start < at) {
+                        words.push(text[word..at].to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        words
     }
 
     /// Returns a copy of `entry` for comparison: duration 0, paths in args and cwd and all
@@ -82,36 +145,49 @@ impl Normalizer {
         view
     }
 
-    fn scan(&self, text: &str) -> String {
+    /// The spans of `text` the rules replace, in order, none overlapping. One pass:
+    /// `word_opened` says whether every byte of the current word so far is an opening mark.
+    fn tokens(&self, text: &str) -> Vec<Token> {
         let bytes = text.as_bytes();
-        let mut out = String::with_capacity(text.len());
+        let mut tokens = Vec::new();
+        let mut word_opened = true;
         let mut i = 0;
         while i < text.len() {
-            let boundary = i == 0 || !is_word(bytes[i - 1]);
-            if boundary {
-                if let Some((len, replacement)) = self.token_at(&text[i..]) {
-                    out.push_str(&replacement);
-                    i += len;
-                    continue;
+            let token = if self.absolute_paths && word_opened && starts_path(bytes, i) {
+                Some(Token::new(i, path_end(bytes, i), PATH.to_owned()))
+            } else if i == 0 || !is_word(bytes[i - 1]) {
+                self.token_at(&text[i..])
+                    .map(|(kept, len, replacement)| Token::new(i + kept, i + len, replacement))
+            } else {
+                None
+            };
+            let end = match token {
+                Some(token) => {
+                    let end = token.end;
+                    tokens.push(token);
+                    end
                 }
+                None => i + text[i..].chars().next().map_or(1, char::len_utf8),
+            };
+            for byte in &bytes[i..end] {
+                word_opened = byte.is_ascii_whitespace() || (word_opened && OPENING.contains(byte));
             }
-            let c = text[i..].chars().next().expect("i is on a char boundary");
-            out.push(c);
-            i += c.len_utf8();
+            i = end;
         }
-        out
+        tokens
     }
 
-    /// Returns the length and replacement of a token that starts `rest`.
-    fn token_at(&self, rest: &str) -> Option<(usize, String)> {
+    /// Returns, for a token that starts `rest`, how many of its bytes stay, its length, and
+    /// what replaces the rest.
+    fn token_at(&self, rest: &str) -> Option<(usize, usize, String)> {
         if let Some(len) = timestamp_len(rest) {
-            return Some((len, "<timestamp>".to_owned()));
+            return Some((0, len, "<timestamp>".to_owned()));
         }
         if let Some(len) = duration_len(rest) {
-            return Some((len, "<duration>".to_owned()));
+            return Some((0, len, "<duration>".to_owned()));
         }
         if let Some((prefix, len)) = pid_phrase(rest) {
-            return Some((len, format!("{prefix}<pid>")));
+            return Some((prefix, len, "<pid>".to_owned()));
         }
         let digits = digits_len(rest);
         let after = rest.as_bytes().get(digits).copied();
@@ -121,10 +197,51 @@ impl Normalizer {
                 .parse()
                 .is_ok_and(|n: u64| self.pids.contains(&n))
         {
-            return Some((digits, "<pid>".to_owned()));
+            return Some((0, digits, "<pid>".to_owned()));
         }
         None
     }
+}
+
+/// One replaced span: `text[start..end]` becomes `replacement`.
+#[derive(Debug)]
+struct Token {
+    start: usize,
+    end: usize,
+    replacement: String,
+}
+
+impl Token {
+    fn new(start: usize, end: usize, replacement: String) -> Token {
+        Token {
+            start,
+            end,
+            replacement,
+        }
+    }
+}
+
+/// Whether an absolute path starts at `i`, at the start of a word or after its opening
+/// marks only (the caller knows; `<scenario>/out.txt`, a place already named, and
+/// `src/lib.rs` are not): a `/` with a character after it that ends no path.
+fn starts_path(bytes: &[u8], i: usize) -> bool {
+    let next = bytes.get(i + 1).copied();
+    bytes[i] == b'/' && next.is_some_and(|b| !(b.is_ascii_whitespace() || CLOSING.contains(&b)))
+}
+
+/// The end of the absolute path that starts at `start`: the end of its word, less the
+/// closing marks after it.
+fn path_end(bytes: &[u8], start: usize) -> usize {
+    let word_end = bytes[start..]
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .map_or(bytes.len(), |space| start + space);
+    let closing = bytes[start..word_end]
+        .iter()
+        .rev()
+        .take_while(|b| CLOSING.contains(b))
+        .count();
+    word_end - closing
 }
 
 fn is_word(byte: u8) -> bool {
@@ -218,8 +335,8 @@ fn duration_segment(text: &str) -> Option<usize> {
     (!after.is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')).then_some(len)
 }
 
-/// Matches `pid`, separators and digits; returns the text to keep and the whole length.
-fn pid_phrase(text: &str) -> Option<(&str, usize)> {
+/// Matches `pid`, separators and digits; returns the length to keep and the whole length.
+fn pid_phrase(text: &str) -> Option<(usize, usize)> {
     if !text.get(..3)?.eq_ignore_ascii_case("pid") {
         return None;
     }
@@ -230,5 +347,45 @@ fn pid_phrase(text: &str) -> Option<(&str, usize)> {
     let prefix = 3 + separators;
     let digits = digits_len(&text[prefix..]);
     let after = text.as_bytes().get(prefix + digits).copied();
-    (digits > 0 && !after.is_some_and(is_word)).then(|| (&text[..prefix], prefix + digits))
+    (digits > 0 && !after.is_some_and(is_word)).then_some((prefix, prefix + digits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_paths_are_whole_words_and_named_places_stay() {
+        // Goal: rule 2 takes a word that is an absolute path (after opening marks at most,
+        // closing marks kept), and leaves relative paths, places already named and a lone `/`.
+        let n = Normalizer::new()
+            .place("/w/run", "<scenario>")
+            .absolute_paths();
+        assert_eq!(
+            n.text("(/etc/hosts), \"/tmp/a b\" /w/run/x src/lib.rs a=/b / //"),
+            "(<path>), \"<path> b\" <scenario>/x src/lib.rs a=/b / <path>",
+        );
+        assert_eq!(Normalizer::new().text("/etc/hosts"), "/etc/hosts");
+    }
+
+    #[test]
+    fn changed_words_are_the_words_a_rule_touches() {
+        // Goal: a pid phrase reports only its number's word; a word already normalized is not
+        // reported; words are split on any whitespace.
+        let n = Normalizer::new().absolute_paths();
+        assert_eq!(
+            n.changed_words("PID 77\tat 10:00:01 (/x)\n<path> <timestamp> v1.2.3"),
+            ["77", "10:00:01", "(/x)"],
+        );
+        assert!(n.changed_words(&n.text("pid=4 took 3ms at /x")).is_empty());
+    }
+
+    #[test]
+    fn a_long_line_of_slashes_is_read_in_one_pass() {
+        // Goal: no rule looks back over the line, so a megabyte without whitespace costs one
+        // pass (a `/` that looked back over its word made this quadratic).
+        let line = "(x/".repeat(300_000);
+        let n = Normalizer::new().absolute_paths();
+        assert_eq!(n.text(&line), line);
+    }
 }
