@@ -71,7 +71,7 @@ fn run_one(eval: &EvalScenario, seed: u64) -> Result<(u64, u64, u64), String> {
     if report.verdict != Verdict::Pass {
         return Err(format!("seed {seed}: {}", report.verdict));
     }
-    let summary = &report.summary;
+    let summary = &report.run.summary;
     let bytes = summary.tape.as_ref().map_or(0, |tape| tape.bytes);
     Ok((summary.fingerprint, summary.records, bytes))
 }

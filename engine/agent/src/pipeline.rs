@@ -219,7 +219,7 @@ where
     poll_fn(|cx| {
         if outcomes.is_none() {
             if let Poll::Ready(finished) = tasks.as_mut().poll(cx) {
-                outcomes = Some(finished.map_err(|error| EvalFailure::Step(*error))?);
+                outcomes = Some(finished.map_err(|error| EvalFailure::from(*error))?);
             }
         }
         if !agent_done {

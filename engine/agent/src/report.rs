@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use simtape::cap::fs::{FsDiff, FsError};
+use simtape::cap::fs::FsError;
 use simtape::cap::llm::LlmError;
 use simtape::cap::process::ProcessError;
-use simtape::scenario::StepError;
-use simtape::{RunSummary, SimError};
+use simtape::scenario::{ScenarioFailure, ScenarioReport, StepError};
+use simtape::SimError;
 use simtape_eval::run_json::{AgentJson, FailureJson, OutcomeJson, RunJson};
 use simtape_eval::{Verdict, VerifierResult};
 use simtape_mcp::actor::McpCallError;
@@ -160,24 +160,21 @@ fn model_kind(error: &LlmError) -> &'static str {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EvalFailure {
-    /// The engine stopped the run (deadlock, limit, task panic, tape, configuration).
+    /// What stops a scripted run too (the core's one failure model): the engine stopped the
+    /// run (deadlock, limit, task panic, tape, configuration) or a scripted step failed.
     #[error(transparent)]
-    Sim(#[from] SimError),
-    /// A scripted step failed.
-    #[error(transparent)]
-    Step(#[from] StepError),
+    Scenario(#[from] ScenarioFailure),
     /// The agent (or a verifier's gate) hit something that stops the run.
     #[error(transparent)]
     Agent(#[from] AgentError),
 }
 
 impl EvalFailure {
-    /// Returns a short machine-readable name of the failure kind: the engine's kinds
-    /// ([`SimError::kind`]), `step_failed`, or the agent's ([`AgentError::kind`]).
+    /// Returns a short machine-readable name of the failure kind: the scripted run's
+    /// ([`ScenarioFailure::kind`]) or the agent's ([`AgentError::kind`]).
     pub fn kind(&self) -> &'static str {
         match self {
-            EvalFailure::Sim(error) => error.kind(),
-            EvalFailure::Step(_) => "step_failed",
+            EvalFailure::Scenario(failure) => failure.kind(),
             EvalFailure::Agent(error) => error.kind(),
         }
     }
@@ -192,8 +189,7 @@ impl EvalFailure {
                 kind @ ("net_denied" | "fs_escape" | "tool_disabled") => Some(kind),
                 _ => None,
             },
-            EvalFailure::Step(error) => error.error.policy(),
-            EvalFailure::Sim(_) => None,
+            EvalFailure::Scenario(failure) => failure.policy(),
         }
     }
 
@@ -210,20 +206,30 @@ impl EvalFailure {
     }
 }
 
+impl From<SimError> for EvalFailure {
+    fn from(error: SimError) -> EvalFailure {
+        EvalFailure::Scenario(ScenarioFailure::Sim(error))
+    }
+}
+
+impl From<StepError> for EvalFailure {
+    fn from(error: StepError) -> EvalFailure {
+        EvalFailure::Scenario(ScenarioFailure::Step(error))
+    }
+}
+
 /// What a run of an eval scenario returns, whatever its verdict.
 #[derive(Debug)]
 pub struct EvalReport {
-    /// The seed, time, counts, fingerprint and tape of the run. When the engine stopped the
-    /// run, `records` is the tape's record count (0 without a tape) and `fingerprint` is 0.
-    pub summary: RunSummary,
+    /// The scripted run's part, in the core's results model: the seed, time, counts,
+    /// fingerprint and tape (when the engine stopped the run, `records` is the tape's record
+    /// count, 0 without a tape, and `fingerprint` is 0), every `outcome` step that ran, and
+    /// what the run changed in its overlay.
+    pub run: ScenarioReport,
     /// The verdict (also the tape footer's, as its `Display`).
     pub verdict: Verdict,
     /// Each verifier's result, in file order (empty when the run did not complete).
     pub verifiers: Vec<VerifierResult>,
-    /// Every scripted `outcome` step that ran, as `(name, value)`, in the order they ran.
-    pub outcomes: Vec<(String, Value)>,
-    /// What the run changed in its overlay, when the scenario has `[fs]`.
-    pub fs_diff: Option<FsDiff>,
     /// The agent's turns, tool calls and final answer, when the scenario has `[agent]`.
     pub transcript: Option<Transcript>,
     /// What stopped the run, for an `error` verdict.
@@ -265,7 +271,7 @@ impl EvalReport {
     pub fn seed_result(&self) -> simtape_eval::sweep::SeedResult {
         let failure_kind = self.failure.as_ref().map(|failure| failure.kind());
         let mut result =
-            simtape_eval::sweep::SeedResult::of(&self.summary, &self.verdict, failure_kind);
+            simtape_eval::sweep::SeedResult::of(&self.run.summary, &self.verdict, failure_kind);
         result.harness = self.harness.clone();
         result.retries = self.transcript.as_ref().map(|t| t.retries);
         result.properties = self
@@ -300,11 +306,12 @@ impl EvalReport {
             kind: failure.kind().to_string(),
             message: failure.to_string(),
         });
-        let mut json = RunJson::new(scenario, &self.summary, &self.verdict, error);
+        let mut json = RunJson::new(scenario, &self.run.summary, &self.verdict, error);
         json.verifiers = self.verifiers.clone();
         json.properties = self.properties.clone();
         json.sandbox = self.sandbox.clone();
         json.outcomes = self
+            .run
             .outcomes
             .iter()
             .map(|(name, value)| OutcomeJson {

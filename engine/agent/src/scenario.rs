@@ -9,7 +9,7 @@ use std::sync::Arc;
 use simtape::cap::fs::FsDiff;
 use simtape::run::Run;
 use simtape::scenario::decoder::Capability;
-use simtape::scenario::{Scenario, ScenarioError};
+use simtape::scenario::{Scenario, ScenarioError, ScenarioReport};
 use simtape::{ActorStates, Builder, Host, RunError, RunReport, RunSummary};
 use simtape_mcp::actor::McpActor;
 
@@ -441,11 +441,13 @@ fn completed(
 ) -> EvalReport {
     let output = report.output;
     EvalReport {
-        summary: report.summary,
+        run: ScenarioReport {
+            summary: report.summary,
+            outcomes: output.outcomes,
+            fs_diff,
+        },
         verdict: output.verdict,
         verifiers: output.verifiers,
-        outcomes: output.outcomes,
-        fs_diff,
         transcript,
         failure: output.failure.map(Box::new),
         worlds,
@@ -464,7 +466,7 @@ fn stopped(
     worlds: Vec<WorldOutcome>,
     fs_diff: Option<FsDiff>,
 ) -> EvalReport {
-    let failure = EvalFailure::Sim(*error.error);
+    let failure = EvalFailure::from(*error.error);
     // A stopped run reports the records its tape holds and no fingerprint: the fingerprint
     // covers only the part of the run before it stopped.
     let records = error
@@ -473,15 +475,17 @@ fn stopped(
         .as_ref()
         .map_or(0, |tape| tape.record_count);
     EvalReport {
-        summary: RunSummary {
-            records,
-            fingerprint: 0,
-            ..*error.summary
+        run: ScenarioReport {
+            summary: RunSummary {
+                records,
+                fingerprint: 0,
+                ..*error.summary
+            },
+            outcomes: Vec::new(),
+            fs_diff,
         },
         verdict: failure.verdict(),
         verifiers: Vec::new(),
-        outcomes: Vec::new(),
-        fs_diff,
         transcript,
         failure: Some(Box::new(failure)),
         worlds,
@@ -495,13 +499,15 @@ fn stopped(
 
 /// The report of a run that could not be built (the tape file cannot be created).
 fn unbuilt(seed: u64, error: simtape::SimError) -> EvalReport {
-    let failure = EvalFailure::Sim(error);
+    let failure = EvalFailure::from(error);
     EvalReport {
-        summary: RunSummary::unstarted(seed),
+        run: ScenarioReport {
+            summary: RunSummary::unstarted(seed),
+            outcomes: Vec::new(),
+            fs_diff: None,
+        },
         verdict: failure.verdict(),
         verifiers: Vec::new(),
-        outcomes: Vec::new(),
-        fs_diff: None,
         transcript: None,
         failure: Some(Box::new(failure)),
         worlds: Vec::new(),

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use simtape::cap::fs::FsDiff;
+use simtape::scenario::ScenarioFailure;
 use simtape::tape::TapeError;
 use simtape::time::format_ns;
 use simtape::SimError;
@@ -131,10 +132,14 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         no_sandbox(args.no_sandbox),
     )?;
     // A tape that could not be written (a full disk) is not the scenario's verdict.
-    if let Some(EvalFailure::Sim(SimError::Tape(TapeError::Io { .. }))) = report.failure.as_deref()
+    if let Some(EvalFailure::Scenario(ScenarioFailure::Sim(SimError::Tape(TapeError::Io {
+        ..
+    })))) = report.failure.as_deref()
     {
-        if let Some(EvalFailure::Sim(SimError::Tape(TapeError::Io { path, source }))) =
-            report.failure.take().map(|failure| *failure)
+        if let Some(EvalFailure::Scenario(ScenarioFailure::Sim(SimError::Tape(TapeError::Io {
+            path,
+            source,
+        })))) = report.failure.take().map(|failure| *failure)
         {
             return Err(CliError::Usage(format!(
                 "writing the tape {path} failed: {source}; the run has no verdict"
@@ -161,7 +166,7 @@ pub(crate) fn run(args: &RunArgs) -> CliResult {
         let manifest = simtape_serve::evidence::write(dir, &run)?;
         note(args, &format!("evidence: {}", manifest.display()));
     }
-    if let (Some(path), Some(diff)) = (&args.emit_diff, &report.fs_diff) {
+    if let (Some(path), Some(diff)) = (&args.emit_diff, &report.run.fs_diff) {
         create_parent(path)?;
         diff.write_to(path).map_err(CliError::io(path))?;
     }
@@ -190,11 +195,13 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         let json = RunCommandJson {
             run: report.to_json(eval.scenario().name()),
             tape: report
+                .run
                 .summary
                 .tape_path
                 .as_ref()
                 .map(|p| p.display().to_string()),
             fs_diff: report
+                .run
                 .fs_diff
                 .as_ref()
                 .map(|diff| FsDiffJson::new(diff, args.emit_diff.as_deref())),
@@ -208,7 +215,7 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
         eval.scenario().name(),
         args.scenario.display()
     );
-    let summary = &report.summary;
+    let summary = &report.run.summary;
     let mut at = format!(
         "at t={} (virtual), {} events, {} records, fingerprint {:016x}",
         format_ns(summary.end_ns),
@@ -275,10 +282,10 @@ fn print_report(args: &RunArgs, eval: &EvalScenario, report: &EvalReport, reprod
             println!("answer: {answer}");
         }
     }
-    for (name, value) in &report.outcomes {
+    for (name, value) in &report.run.outcomes {
         println!("outcome {name} = {value}");
     }
-    if let Some(diff) = &report.fs_diff {
+    if let Some(diff) = &report.run.fs_diff {
         println!("{}", diff_line(diff, args.emit_diff.as_deref()));
     }
     if let (Some(path), Some(tape)) = (&summary.tape_path, &summary.tape) {

@@ -257,7 +257,7 @@ fn minimal(
     match reason(&report) {
         Some(found) if found.cluster() == target.cluster() => {
             let kind = report.failure.as_ref().map(|failure| failure.kind());
-            let result = SeedResult::of(&report.summary, &report.verdict, kind);
+            let result = SeedResult::of(&report.run.summary, &report.verdict, kind);
             Ok(Minimal {
                 verdict: report.verdict.to_string(),
                 key: ClusterKey::of(&result).expect("a failing run has a cluster"),

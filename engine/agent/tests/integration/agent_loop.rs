@@ -64,7 +64,7 @@ fn an_agent_reads_edits_and_answers_and_passes() {
         transcript.turns[1].tool_calls[0].result,
         "edited src/lib.rs"
     );
-    let diff = report.fs_diff.as_ref().unwrap();
+    let diff = report.run.fs_diff.as_ref().unwrap();
     assert_eq!(
         diff.modified[0].after,
         b"pub fn new_name() -> u32 {\n    1\n}\n"
@@ -187,8 +187,8 @@ fn a_scripted_only_scenario_leaves_the_records_of_scenario_run() {
     let expected = plain.run(&mut builder).unwrap();
     let scenario = eval(plain, None, vec![]);
     let report = run(&scenario, 3);
-    assert_eq!(report.outcomes, vec![("n".to_string(), json!(1))]);
-    assert_eq!(report.summary.records, expected.summary.records);
-    assert_eq!(report.summary.fingerprint, expected.summary.fingerprint);
+    assert_eq!(report.run.outcomes, vec![("n".to_string(), json!(1))]);
+    assert_eq!(report.run.summary.records, expected.summary.records);
+    assert_eq!(report.run.summary.fingerprint, expected.summary.fingerprint);
     assert!(report.transcript.is_none());
 }

@@ -76,6 +76,7 @@ pub(crate) fn run(eval: &EvalScenario, seed: u64) -> EvalReport {
 /// Returns the tape bytes of a report.
 pub(crate) fn tape(report: &EvalReport) -> &[u8] {
     report
+        .run
         .summary
         .tape
         .as_ref()

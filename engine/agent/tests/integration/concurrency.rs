@@ -26,7 +26,7 @@ fn race(tool_concurrency: u32) -> EvalScenario {
 
 /// Returns the final text of config.txt.
 fn config(report: &simtape_agent::EvalReport) -> String {
-    let diff = report.fs_diff.as_ref().unwrap();
+    let diff = report.run.fs_diff.as_ref().unwrap();
     String::from_utf8(diff.modified[0].after.clone()).unwrap()
 }
 

@@ -121,7 +121,10 @@ fn a_limit_is_an_error_with_the_transcript_so_far() {
     );
     let report = run(&scenario, 0);
     assert_eq!(report.failure.as_ref().unwrap().kind(), "limit_exceeded");
-    assert!(report.summary.records > 0, "the tape's records are counted");
+    assert!(
+        report.run.summary.records > 0,
+        "the tape's records are counted"
+    );
     assert_eq!(report.verdict.label(), "error");
     assert_eq!(report.transcript.as_ref().unwrap().turns.len(), 1);
     assert_eq!(footer_verdict(&report), report.verdict.to_string());

@@ -47,9 +47,9 @@ fn a_world_fault_from_the_scenario_file_is_retried() {
     assert_eq!(transcript.end, Some(EndReason::FinalAnswer));
     assert!(agent_operations(&report).contains(&"retry".to_string()));
     assert!(
-        report.summary.end_ns > 2_000_000_000,
+        report.run.summary.end_ns > 2_000_000_000,
         "the retry waited 2 s: {}",
-        report.summary.end_ns
+        report.run.summary.end_ns
     );
 }
 

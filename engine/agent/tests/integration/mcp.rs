@@ -238,11 +238,14 @@ fn a_summary_run_has_the_same_tape_and_verdict_without_the_artifacts() {
     let (full, summary) = (run(false), run(true));
     assert_eq!(full.verdict, Verdict::Pass, "{:?}", full.failure);
     assert_eq!(summary.verdict, full.verdict);
-    assert_eq!(summary.summary.fingerprint, full.summary.fingerprint);
-    assert_eq!(summary.summary.tape, full.summary.tape);
+    assert_eq!(
+        summary.run.summary.fingerprint,
+        full.run.summary.fingerprint
+    );
+    assert_eq!(summary.run.summary.tape, full.run.summary.tape);
     assert_eq!(full.worlds.len(), 1);
     assert!(full.worlds[0].report.scored.passed);
-    assert!(full.fs_diff.is_some());
+    assert!(full.run.fs_diff.is_some());
     assert!(summary.worlds.is_empty());
-    assert!(summary.fs_diff.is_none());
+    assert!(summary.run.fs_diff.is_none());
 }

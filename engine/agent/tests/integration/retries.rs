@@ -26,7 +26,7 @@ fn a_429_is_retried_after_its_retry_hint_in_virtual_time() {
         .collect();
     // The 429 takes 100 ms, the back-off 5 s; the retry then takes 100 ms.
     assert_eq!(model_calls, [0, 5_100_000_000]);
-    assert_eq!(report.summary.end_ns, 5_200_000_000);
+    assert_eq!(report.run.summary.end_ns, 5_200_000_000);
     let retry = requests(&report)
         .into_iter()
         .find(|r| r.operation == "retry")
@@ -55,7 +55,7 @@ fn a_spent_retry_budget_ends_the_agent_and_verifiers_still_judge() {
         .map(|r| r.t_ns)
         .collect();
     assert_eq!(model_calls, [0, 200_000_000, 500_000_000]);
-    assert_eq!(report.summary.end_ns, 600_000_000);
+    assert_eq!(report.run.summary.end_ns, 600_000_000);
     assert_eq!(
         report.verdict,
         Verdict::Fail {

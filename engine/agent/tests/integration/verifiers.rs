@@ -258,5 +258,5 @@ fn gate_commands_run_on_the_tape_after_the_agent() {
     let report = run(&scenario, 0);
     assert_eq!(report.verdict, Verdict::Pass);
     // The answer takes 100 ms; the gate's recorded run 2 s.
-    assert_eq!(report.summary.end_ns, 2_100_000_000);
+    assert_eq!(report.run.summary.end_ns, 2_100_000_000);
 }

@@ -22,11 +22,16 @@ pub(crate) fn tape_bytes(
     builder.tape_in_memory();
     // Every verdict is behaviour the golden tape pins, an expected FAIL or ERROR included.
     let report = super::run_eval(eval, &mut builder, None, None, None)?;
-    let bytes = report.summary.tape.and_then(|t| t.memory).ok_or_else(|| {
-        CliError::Input(format!(
-            "{} seed {seed}: the run produced no tape",
-            eval.scenario().name()
-        ))
-    })?;
+    let bytes = report
+        .run
+        .summary
+        .tape
+        .and_then(|t| t.memory)
+        .ok_or_else(|| {
+            CliError::Input(format!(
+                "{} seed {seed}: the run produced no tape",
+                eval.scenario().name()
+            ))
+        })?;
     Ok((bytes, report.properties))
 }

@@ -174,7 +174,7 @@ pub(crate) fn same_tape(tape: &Path, again: &Path, why: &str) -> Result<(), Stop
 /// Why a run did not pass, as a sweep groups it; `None` for a pass.
 pub(crate) fn reason(report: &EvalReport) -> Option<Reason> {
     let kind = report.failure.as_ref().map(|failure| failure.kind());
-    SeedResult::of(&report.summary, &report.verdict, kind).reason
+    SeedResult::of(&report.run.summary, &report.verdict, kind).reason
 }
 
 /// One record of a tape, where a branch can start: its index on the tape and what it is.

@@ -100,6 +100,15 @@ impl ScenarioFailure {
             ScenarioFailure::FsDiff(_) => "fs_diff",
         }
     }
+
+    /// Returns the policy that refused a scripted step, when one did
+    /// ([`super::CallError::policy`]).
+    pub fn policy(&self) -> Option<&'static str> {
+        match self {
+            ScenarioFailure::Step(error) => error.error.policy(),
+            ScenarioFailure::Sim(_) | ScenarioFailure::FsDiff(_) => None,
+        }
+    }
 }
 
 /// A scenario run that ended in error, with what it produced before it stopped. The tape,

@@ -116,7 +116,8 @@ const _: () = {
     shareable::<Scenario>()
 };
 
-/// What a completed scenario run returns.
+/// What a scenario run produced: the one results model of a run's scripted part
+/// (`simtape-agent`'s `EvalReport` holds one beside the agent's verdict and verifiers).
 #[derive(Debug)]
 pub struct ScenarioReport {
     /// The seed, time, counts, fingerprint and tape of the run.

@@ -269,10 +269,10 @@ fn run_log(dir: &Path, run: &RunEvidence<'_>, tests: &TestsJson) -> String {
             gate.expect_exit
         ));
     }
-    for (name, value) in &report.outcomes {
+    for (name, value) in &report.run.outcomes {
         lines.push(format!("outcome {name} = {value}"));
     }
-    if let Some(diff) = &report.fs_diff {
+    if let Some(diff) = &report.run.fs_diff {
         let mut changes: Vec<String> = diff
             .added
             .iter()

@@ -72,7 +72,7 @@ impl EvidenceError {
 pub fn write(dir: &Path, run: &RunEvidence<'_>) -> Result<PathBuf, EvidenceError> {
     std::fs::create_dir_all(dir).map_err(EvidenceError::io(dir))?;
     let mut artifacts = vec![run.tape.to_path_buf()];
-    if let Some(diff) = &run.report.fs_diff {
+    if let Some(diff) = &run.report.run.fs_diff {
         artifacts.push(put(dir, DIFF_FILE, diff.unified().as_bytes())?);
         let json = serde_json::to_vec_pretty(diff).expect("fs diffs serialize");
         artifacts.push(put(dir, DIFF_JSON_FILE, &json)?);

@@ -166,7 +166,11 @@ fn run_program_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
         }
         return result;
     }
-    result.tape = report.summary.tape_path.map(|p| p.display().to_string());
+    result.tape = report
+        .run
+        .summary
+        .tape_path
+        .map(|p| p.display().to_string());
     result.replay = Some(plan.reproduce(loaded, seed));
     result
 }
@@ -391,6 +395,7 @@ fn run_seed(loaded: &Loaded, seed: u64, plan: Plan<'_>) -> SeedResult {
         let mut builder = eval.builder(seed);
         keep_tape(&mut builder, loaded, out, &path);
         eval.run(&mut builder)
+            .run
             .summary
             .tape_path
             .map(|p| p.display().to_string())
