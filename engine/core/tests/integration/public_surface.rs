@@ -5,10 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-/// The surface as of the last cut: (types, functions, fields, constants).
+/// The surface as of the last cut: (types, functions, fields, constants). Raised by 4
+/// functions on purpose: the one text normalizer's `place`, `absolute_paths` and
+/// `changed_words` (the evidence's log goes through it) and `ScenarioFailure::policy` (the
+/// agent's failure holds the core's).
 const SURFACE_MAX: Surface = Surface {
     types: 225,
-    functions: 460,
+    functions: 464,
     fields: 358,
     constants: 39,
 };
