@@ -2,7 +2,7 @@
 //! of threads; a summary for people, a report for machines, failing tapes kept under `--out`.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
@@ -290,20 +290,17 @@ fn result_key(
 }
 
 /// Returns the flag Ctrl-C sets: workers stop taking seeds, the runs under way finish, and
-/// the partial report is written. A second Ctrl-C exits at once (130, the shell's code for
-/// SIGINT). Without a handler (one is already set) Ctrl-C keeps its default effect.
+/// the partial report is written. A second Ctrl-C exits at once (130). Without a handler
+/// (one is already set) Ctrl-C keeps its default effect.
 fn stop_on_ctrl_c() -> &'static AtomicBool {
-    static STOP: AtomicBool = AtomicBool::new(false);
-    let installed = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
+    static UNSTOPPABLE: AtomicBool = AtomicBool::new(false);
+    simtape_serve::signals::stop_on_ctrl_c(|| {
         eprintln!("\nstopping: the runs under way finish, then the partial report is written");
-    });
-    if let Err(error) = installed {
+    })
+    .unwrap_or_else(|error| {
         eprintln!("warning: Ctrl-C will not stop the sweep cleanly: {error}");
-    }
-    &STOP
+        &UNSTOPPABLE
+    })
 }
 
 /// Opens the result stores: the one under `--out` (read with `--resume`) and `--cache`'s.
