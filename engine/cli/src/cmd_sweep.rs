@@ -12,9 +12,9 @@ use crate::common::render::deliver;
 use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::known;
-use crate::sweep::plan::{self as job_plan, K8s, Sweep};
 use crate::sweep::progress::Shown;
 use simtape_eval::sweep::key::{EngineDigest, ScenarioKey};
+use simtape_eval::sweep::plan::{self as job_plan, K8s, Sweep};
 use simtape_serve::shard::ShardArg;
 use simtape_serve::sweep::seeds::{self, Swept};
 use simtape_serve::sweep::{known as known_runs, pool, store, Loaded, Plan, Store};
@@ -184,7 +184,7 @@ fn remember(
 
 /// Writes the job file of `simtape sweep plan` (to `--out`, or standard output).
 fn write_plan(args: &PlanArgs) -> CliResult {
-    job_plan::check_name(&args.name).map_err(CliError::Usage)?;
+    job_plan::check_name(&args.name).map_err(|error| CliError::Usage(error.to_string()))?;
     let seeds = args.seeds.end - args.seeds.start;
     if args.shards > seeds {
         return Err(CliError::Usage(format!(
