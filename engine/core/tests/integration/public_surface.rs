@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 /// The surface as of the last cut: (types, functions, fields, constants).
 const SURFACE_MAX: Surface = Surface {
     types: 225,
-    functions: 460,
+    functions: 453,
     fields: 358,
-    constants: 39,
+    constants: 34,
 };
 
 /// Public items by kind: types (struct, enum, trait, type alias, union), functions (free
