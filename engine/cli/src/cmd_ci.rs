@@ -13,8 +13,8 @@ use crate::common::golden::{golden_path, tape_bytes};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::known;
-use crate::sweep::progress::run_pool;
-use simtape_serve::sweep::{Loaded, Plan, Tasks};
+use crate::sweep::progress::Shown;
+use simtape_serve::sweep::{known as known_runs, Loaded, Plan};
 use std::sync::atomic::AtomicBool;
 
 /// What happened to one (scenario, seed).
@@ -134,7 +134,6 @@ fn replay_known(
             key: None,
         })
         .collect();
-    let tasks = known::tasks(&db, &loaded);
     let plan = Plan {
         scenarios: &loaded,
         seeds: simtape_eval::sweep::SeedRange { start: 0, end: 1 },
@@ -147,16 +146,11 @@ fn replay_known(
     };
     let stop = AtomicBool::new(false);
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ran = run_pool(
-        plan,
-        Tasks::Listed(&tasks),
-        jobs.clamp(1, tasks.len().max(1)),
-        &stop,
-        tasks.len() as u64,
-    )?;
-    let replayed = known::judge(&db, &loaded, &ran.results);
+    let tasks = known_runs::tasks(&db, &loaded);
+    let replay = known_runs::replay(plan, &db, &tasks, jobs, &stop, &mut Shown::new(false))?;
+    let replayed = replay.replayed;
     print!("{}", known::text(db.dir(), &replayed));
-    print!("{}", known::replay_shrunk(&db, &loaded)?);
+    print!("{}", known::shrunk_text(&replay.shrunk));
     let still = replayed
         .iter()
         .filter(|r| r.outcome == simtape_eval::failures::ReplayOutcome::StillFails)

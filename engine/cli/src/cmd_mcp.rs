@@ -208,47 +208,10 @@ fn load(path: &Path) -> Result<Cassette, CliError> {
 /// owes).
 fn stdio_session() -> Result<ServeInbox, CliError> {
     let inbox = ServeInbox::new();
-    watch_signals(&inbox)
+    simtape_serve::signals::end_session_on_signals(&inbox)
         .map_err(|e| CliError::Usage(format!("cannot install signal handlers: {e}")))?;
     inbox.read_from(io::stdin());
     Ok(inbox)
-}
-
-/// SIGTERM, SIGINT and SIGHUP end the session. SIGPIPE gets a handler too, so writing to a
-/// client that went away fails (and ends the session) instead of killing the process before
-/// its files are written.
-#[cfg(unix)]
-fn watch_signals(inbox: &ServeInbox) -> io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    signal_hook::flag::register(SIGPIPE, Default::default())?;
-    let stopper = inbox.stopper();
-    std::thread::spawn(move || {
-        for signal in signals.forever() {
-            stopper.stop(Ending::Signal(signal));
-        }
-    });
-    Ok(())
-}
-
-/// Elsewhere only stdin EOF ends a session.
-#[cfg(not(unix))]
-fn watch_signals(_: &ServeInbox) -> io::Result<()> {
-    Ok(())
-}
-
-/// Passes a termination signal on to the server `record` proxies.
-#[cfg(unix)]
-fn send_signal(pid: u32, signal: i32) -> io::Result<()> {
-    use nix::sys::signal::{kill, Signal};
-    let signal = Signal::try_from(signal).map_err(io::Error::from)?;
-    let pid = i32::try_from(pid).map_err(io::Error::other)?;
-    kill(nix::unistd::Pid::from_raw(pid), signal).map_err(io::Error::from)
-}
-
-#[cfg(not(unix))]
-fn send_signal(_: u32, _: i32) -> io::Result<()> {
-    Err(io::ErrorKind::Unsupported.into())
 }
 
 /// The exit code after a session's files are written: 0 however the session ended, except when
@@ -292,7 +255,7 @@ fn record(args: &McpRecordArgs) -> CliResult {
         command: &args.server,
         redactor: &redactor,
         cassette,
-        send_signal,
+        send_signal: simtape_serve::signals::pass_on,
     };
     if let Some(addr) = args.http {
         let recording = SessionRecorder::start(&recorder).map_err(failed)?;
@@ -413,17 +376,10 @@ fn http_session(
     let (listener, bound) = simtape_serve::streamable::bind(addr)
         .map_err(|e| CliError::Usage(format!("simtape mcp {command} --http {addr}: {e}")))?;
     let inbox = ServeInbox::new();
-    watch_signals(&inbox)
+    simtape_serve::signals::end_session_on_signals(&inbox)
         .map_err(|e| CliError::Usage(format!("cannot install signal handlers: {e}")))?;
     let (stop, stopped) = smol::channel::bounded(1);
-    let (ended_tx, ended_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || loop {
-        if let simtape_serve::mcp_stdio::stdio::Event::End(ending) = inbox.next() {
-            let _ = ended_tx.send(ending);
-            let _ = stop.send_blocking(());
-            return;
-        }
-    });
+    let ended_rx = simtape_serve::signals::stop_on_end(inbox, stop);
     eprintln!(
         "simtape mcp {command}: serving MCP at http://{bound}{}",
         simtape_serve::streamable::MCP_PATH

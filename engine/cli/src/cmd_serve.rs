@@ -175,7 +175,7 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         let (stop_tx, stop) = smol::channel::bounded(1);
         if interactive {
             // Ctrl-C ends the session; the tape is finished, not lost.
-            ctrlc::set_handler(move || {
+            simtape_serve::signals::on_ctrl_c(move || {
                 let _ = stop_tx.try_send(());
             })
             .map_err(|e| CliError::Usage(format!("cannot watch for Ctrl-C: {e}")))?;
@@ -195,36 +195,11 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
     report_session(session.report)
 }
 
-/// Reads the in-process agent's end from stdin: the first line `exit CODE` is its exit; any
-/// other line is ignored (with a note); stdin closing first ends it as by a signal.
+/// Reads the in-process agent's end from stdin (`exit CODE`), noting each other line.
 fn agent_exits() -> smol::channel::Receiver<simtape_agent::AgentExit> {
-    let (tx, rx) = smol::channel::bounded(1);
-    std::thread::spawn(move || {
-        // Lines are read through the gateway's capped reader: a line past its cap is cut,
-        // never held whole.
-        let mut exited = false;
-        let stdin = smol::Unblock::new(std::io::stdin());
-        smol::block_on(simtape_serve::process::read_lines(stdin, |line| {
-            if exited {
-                return;
-            }
-            let code = line.trim().strip_prefix("exit ").map(str::trim);
-            match code.and_then(|code| code.parse::<i32>().ok()) {
-                Some(code) => {
-                    exited = true;
-                    let _ = tx.send_blocking(simtape_agent::AgentExit::Exited(code));
-                }
-                None => {
-                    let shown: String = line.chars().take(80).collect();
-                    eprintln!("serve: ignored a stdin line {shown:?}; expected `exit CODE`");
-                }
-            }
-        }));
-        if !exited {
-            let _ = tx.send_blocking(simtape_agent::AgentExit::Signaled);
-        }
-    });
-    rx
+    simtape_serve::signals::agent_exits_from_stdin(|shown| {
+        eprintln!("serve: ignored a stdin line {shown:?}; expected `exit CODE`");
+    })
 }
 
 /// Prints the session's counts, world goals and verdict; its outcome is the exit code.

@@ -2,7 +2,7 @@
 //! of threads; a summary for people, a report for machines, failing tapes kept under `--out`.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use simtape_eval::sweep::{ScenarioResults, Shard, SweepReport, SWEEP_RUNS_MAX};
 
@@ -12,11 +12,12 @@ use crate::common::render::deliver;
 use crate::common::{inputs, load_scenario, refuse_recording, require_agent_program};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::known;
-use crate::sweep::plan::{self as job_plan, K8s, Sweep};
-use crate::sweep::progress::run_pool;
+use crate::sweep::progress::Shown;
 use simtape_eval::sweep::key::{EngineDigest, ScenarioKey};
+use simtape_eval::sweep::plan::{self as job_plan, K8s, Sweep};
 use simtape_serve::shard::ShardArg;
-use simtape_serve::sweep::{pool, store, Loaded, Plan, Ran, Store, Tasks};
+use simtape_serve::sweep::seeds::{self, Swept};
+use simtape_serve::sweep::{known as known_runs, pool, store, Loaded, Plan, Store};
 
 // Long because: the flags of `sweep` applied in order (plan, shards, stores, pool), then
 // the report as printed.
@@ -106,7 +107,8 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         jobs.min(runs.max(1) as usize)
     );
     let summary_on_stderr = args.report.is_some() && args.report_out.is_none();
-    let (ran, everything) = run_seeds(plan, jobs, stop, failures.as_ref(), summary_on_stderr)?;
+    let mut shown = Shown::new(summary_on_stderr);
+    let Swept { ran, everything } = seeds::run(plan, jobs, stop, failures.as_ref(), &mut shown)?;
     if stores.iter().any(|store| store.read) {
         // On standard error: the report is the same whether a result was run or reused.
         for ((loaded, results), reused) in scenarios.iter().zip(&ran.results).zip(&ran.reused) {
@@ -162,84 +164,8 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
 /// scenario's tape directory can take this name).
 const FAILURES: &str = "failures.db";
 
-/// Runs the sweep's seeds on `jobs` threads, the known failures of `failures` first (and
-/// says what became of them: on standard output, or standard error when the report goes
-/// there). Returns the plan's results, and every result by scenario (the known failures'
-/// seeds outside the plan included) for the database.
-fn run_seeds(
-    plan: Plan<'_>,
-    jobs: usize,
-    stop: &'static AtomicBool,
-    failures: Option<&simtape_eval::failures::FailureDb>,
-    summary_on_stderr: bool,
-) -> Result<(Ran, Vec<Vec<simtape_eval::sweep::SeedResult>>), CliError> {
-    let scenarios = plan.scenarios;
-    let known_tasks = failures.map_or_else(Vec::new, |db| known::tasks(db, scenarios));
-    let mut replayed = vec![Vec::new(); scenarios.len()];
-    let mut reused = vec![Vec::new(); scenarios.len()];
-    if let (Some(db), false) = (failures, known_tasks.is_empty()) {
-        let count = known_tasks.len();
-        eprintln!(
-            "sweep: {count} known failure seed(s) first ({})",
-            db.dir().display()
-        );
-        let ran = run_pool(
-            plan,
-            Tasks::Listed(&known_tasks),
-            jobs.min(count),
-            stop,
-            count as u64,
-        )?;
-        let mut text = known::text(db.dir(), &known::judge(db, scenarios, &ran.results));
-        text.push_str(&known::replay_shrunk(db, scenarios)?);
-        match summary_on_stderr {
-            true => eprint!("{text}"),
-            false => print!("{text}"),
-        }
-        (replayed, reused) = (ran.results, ran.reused);
-    } else if let Some(db) = failures {
-        // No seed to replay (none known, or only explored ones, which fail only with their
-        // decisions): the shrunk decisions are still replayed.
-        let text = known::replay_shrunk(db, scenarios)?;
-        match summary_on_stderr {
-            true => eprint!("{text}"),
-            false => print!("{text}"),
-        }
-    }
-    let in_plan: std::collections::BTreeSet<(usize, u64)> = known_tasks
-        .iter()
-        .copied()
-        .filter(|&(_, seed)| plan.has_seed(seed))
-        .collect();
-    let rest = plan.runs() - in_plan.len() as u64;
-    let mut ran = run_pool(
-        plan,
-        Tasks::Plan(&in_plan),
-        jobs.min(rest.max(1) as usize),
-        stop,
-        rest,
-    )?;
-    let mut everything = ran.results.clone();
-    for (index, known) in replayed.into_iter().enumerate() {
-        for result in known {
-            if plan.has_seed(result.seed) {
-                ran.results[index].push(result.clone());
-            }
-            everything[index].push(result);
-        }
-        ran.results[index].sort_by_key(|r| r.seed);
-        everything[index].sort_by_key(|r| r.seed);
-        // Only the plan's seeds count as skipped runs of the sweep.
-        let in_plan_reused = reused[index].iter().filter(|&&seed| plan.has_seed(seed));
-        ran.reused[index].extend(in_plan_reused);
-    }
-    Ok((ran, everything))
-}
-
 /// Brings the failure database up to date with every result of a sweep, unless the sweep
 /// stopped part-way: it did not see every cluster, and would call the unseen ones resolved.
-/// The database is read again first, so what other shards wrote meanwhile is merged, not
-/// overwritten (two shards writing one entry at the same instant: the last one wins).
 fn remember(
     db: simtape_eval::failures::FailureDb,
     scenarios: &[Loaded],
@@ -253,16 +179,12 @@ fn remember(
         );
         return Ok(());
     }
-    let mut db = known::open(db.dir())?;
-    for (loaded, results) in scenarios.iter().zip(everything) {
-        known::record(&mut db, loaded, results)?;
-    }
-    Ok(())
+    Ok(known_runs::remember(db.dir(), scenarios, everything)?)
 }
 
 /// Writes the job file of `simtape sweep plan` (to `--out`, or standard output).
 fn write_plan(args: &PlanArgs) -> CliResult {
-    job_plan::check_name(&args.name).map_err(CliError::Usage)?;
+    job_plan::check_name(&args.name).map_err(|error| CliError::Usage(error.to_string()))?;
     let seeds = args.seeds.end - args.seeds.start;
     if args.shards > seeds {
         return Err(CliError::Usage(format!(
@@ -368,20 +290,17 @@ fn result_key(
 }
 
 /// Returns the flag Ctrl-C sets: workers stop taking seeds, the runs under way finish, and
-/// the partial report is written. A second Ctrl-C exits at once (130, the shell's code for
-/// SIGINT). Without a handler (one is already set) Ctrl-C keeps its default effect.
+/// the partial report is written. A second Ctrl-C exits at once (130). Without a handler
+/// (one is already set) Ctrl-C keeps its default effect.
 fn stop_on_ctrl_c() -> &'static AtomicBool {
-    static STOP: AtomicBool = AtomicBool::new(false);
-    let installed = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
+    static UNSTOPPABLE: AtomicBool = AtomicBool::new(false);
+    simtape_serve::signals::stop_on_ctrl_c(|| {
         eprintln!("\nstopping: the runs under way finish, then the partial report is written");
-    });
-    if let Err(error) = installed {
+    })
+    .unwrap_or_else(|error| {
         eprintln!("warning: Ctrl-C will not stop the sweep cleanly: {error}");
-    }
-    &STOP
+        &UNSTOPPABLE
+    })
 }
 
 /// Opens the result stores: the one under `--out` (read with `--resume`) and `--cache`'s.

@@ -99,10 +99,14 @@ pub(crate) enum CliError {
 }
 
 impl From<SweepError> for CliError {
-    /// A store's file as an I/O error; a file that is not a stored result as bad input.
+    /// A file of a store or of the failure database as an I/O error; anything else as bad
+    /// input or usage (exit 2 either way).
     fn from(error: SweepError) -> CliError {
         match error {
             SweepError::Io { path, source } => CliError::Io { path, source },
+            SweepError::FailureDb(error) => crate::sweep::known::db_error(error),
+            SweepError::InputFile(error) => CliError::InputFile(error),
+            SweepError::Decisions(error) => CliError::Usage(error.to_string()),
             other => CliError::Input(other.to_string()),
         }
     }

@@ -61,11 +61,6 @@ impl Swarm {
         u64::from(self.0)
     }
 
-    /// Whether the rule is on at all.
-    pub fn is_on(self) -> bool {
-        self.0 > 0
-    }
-
     /// `ratio` at this level: scaled by the level's power of two, capped at one; zero when off.
     ///
     /// ```

@@ -34,6 +34,7 @@
 //!   and their tally over a sweep.
 //! - [`explain`] — the curve of a failure's inevitability over a run, from forks.
 //! - [`shrink`] — the search for the fewest, simplest decisions a failure needs.
+//! - [`decisions`] — decisions files: the overrides a run takes and the decisions it took.
 //! - [`reproduce`] — the command lines simtape prints to paste: shell quoting, the
 //!   `simtape run` line of a seed.
 //! - [`recording`] — `simtape record`: the loosened fixture of a recording and the snapshot of
@@ -49,6 +50,7 @@
 #![warn(missing_docs)]
 
 pub mod branch;
+pub mod decisions;
 pub mod estimate;
 pub mod evidence;
 pub mod explain;

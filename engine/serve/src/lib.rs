@@ -21,9 +21,11 @@
 //! - [`mcp_stdio`] — the stdio MCP commands' I/O (record, replay, verify, world).
 //! - [`outside`] — the outside world's side of the core's seams: record mode's HTTP client,
 //!   real program runs and process tapes (`simtape run --record`, `[process]` real/record).
-//! - [`sweep`] — a seed sweep's thread pool and its result stores (`--resume`, `--cache`).
+//! - [`sweep`] — a seed sweep's thread pool, its result stores (`--resume`, `--cache`) and
+//!   the failure database's known failures replayed first.
 //! - [`evidence`] — `simtape run --evidence DIR`: the evidence directory's files.
 //! - [`shard`] — `--shard auto`: the shard a scheduler started this copy of a sweep as.
+//! - [`signals`] — the process's signals: what ends a session or a sweep, what is passed on.
 //!
 //! The tape of a serve session replays without the agent: [`replay`] feeds a new run the
 //! tape's inputs and gives the same bytes.
@@ -48,6 +50,7 @@ pub mod process;
 pub mod sandbox;
 pub mod sessions;
 pub mod shard;
+pub mod signals;
 pub mod streamable;
 pub mod sweep;
 pub mod wire;

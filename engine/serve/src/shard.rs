@@ -55,8 +55,8 @@ pub fn parse_shard_arg(text: &str) -> Result<ShardArg, SyntaxError> {
 }
 
 /// The variable that carries the count of a Kubernetes Indexed Job (which sets only the index)
-/// and of the generic matrix source.
-pub const COUNT_VAR: &str = "SIMTAPE_SHARD_COUNT";
+/// and of the generic matrix source: the one `sweep plan --k8s` sets.
+pub const COUNT_VAR: &str = simtape_eval::sweep::plan::SHARD_COUNT_VAR;
 
 /// Where the count of a source comes from.
 #[derive(Debug, Clone, Copy)]

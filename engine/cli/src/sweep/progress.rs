@@ -1,30 +1,69 @@
-//! Sweep progress on standard error: one line rewritten with `\r` on a terminal (count, pass
-//! rate so far, runs per second, ETA), plain lines at every tenth elsewhere. Wall time is read
-//! here only, for the display; it never reaches a run or a report.
+//! What a sweep shows as it runs: progress on standard error, one line rewritten with `\r`
+//! on a terminal (count, pass rate so far, runs per second, ETA), plain lines at every tenth
+//! elsewhere, and the lines on the known failures. Wall time is read here only, for the
+//! display; it never reaches a run or a report.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::AtomicBool;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use simtape_serve::sweep::{pool, Plan, Ran, Tasks};
+use simtape_eval::failures::Replayed;
+use simtape_serve::sweep::{Observer, ShrunkReplay};
 
-use crate::exit::CliError;
+use crate::sweep::known;
 
-/// Runs `tasks` of `plan` on the gateway's pool of `jobs` threads, drawing the progress of
-/// `total` runs as they end.
-pub(crate) fn run_pool(
-    plan: Plan<'_>,
-    tasks: Tasks<'_>,
-    jobs: usize,
-    stop: &AtomicBool,
-    total: u64,
-) -> Result<Ran, CliError> {
-    let mut progress = Progress::new(total);
-    let ran = pool::run(plan, tasks, jobs, stop, &mut |passed| {
-        progress.record(passed)
-    });
-    progress.finish();
-    Ok(ran?)
+/// What a sweep (or `simtape ci`'s replay of known failures) shows as it runs: the progress
+/// of each pool, and what became of the known failures, on standard output or, when the
+/// report goes there, standard error.
+#[derive(Debug)]
+pub(crate) struct Shown {
+    progress: Option<Progress>,
+    summary_on_stderr: bool,
+}
+
+impl Shown {
+    /// Shows a sweep; the known failures' lines go to standard error when
+    /// `summary_on_stderr`.
+    pub(crate) fn new(summary_on_stderr: bool) -> Shown {
+        Shown {
+            progress: None,
+            summary_on_stderr,
+        }
+    }
+}
+
+impl Observer for Shown {
+    fn known_first(&mut self, count: usize, dir: &Path) {
+        eprintln!(
+            "sweep: {count} known failure seed(s) first ({})",
+            dir.display()
+        );
+    }
+
+    fn known_judged(&mut self, dir: &Path, replayed: Option<&[Replayed]>, shrunk: &[ShrunkReplay]) {
+        let mut text = replayed.map_or_else(String::new, |replayed| known::text(dir, replayed));
+        text.push_str(&known::shrunk_text(shrunk));
+        match self.summary_on_stderr {
+            true => eprint!("{text}"),
+            false => print!("{text}"),
+        }
+    }
+
+    fn pool_started(&mut self, total: u64) {
+        self.progress = Some(Progress::new(total));
+    }
+
+    fn run_ended(&mut self, passed: bool) {
+        if let Some(progress) = &mut self.progress {
+            progress.record(passed);
+        }
+    }
+
+    fn pool_ended(&mut self) {
+        if let Some(mut progress) = self.progress.take() {
+            progress.finish();
+        }
+    }
 }
 
 /// How often the terminal line is redrawn at most.

@@ -19,7 +19,7 @@ use super::reader::TapeError;
 use super::sha256_hex;
 
 /// The eight bytes that open the inputs section, right after the footer.
-pub const INPUTS_MAGIC: &[u8; 8] = b"SIMINPUT";
+pub(crate) const INPUTS_MAGIC: &[u8; 8] = b"SIMINPUT";
 /// The largest manifest a reader accepts.
 const MANIFEST_BYTES_MAX: u32 = 64 << 20;
 /// The largest single input file, the same bound as a record's payload.
@@ -97,7 +97,7 @@ impl Inputs {
     }
 
     /// Names the directory entry that holds the run's `--process-wasi` modules.
-    pub fn set_process_wasi(&mut self, path: &str) {
+    pub(crate) fn set_process_wasi(&mut self, path: &str) {
         self.process_wasi = Some(path.to_string());
     }
 
@@ -124,7 +124,7 @@ impl Inputs {
     }
 
     /// Adds a symlink.
-    pub fn add_symlink(&mut self, path: &str, target: &str) {
+    pub(crate) fn add_symlink(&mut self, path: &str, target: &str) {
         let entry = InputEntry::Symlink {
             path: path.into(),
             target: target.into(),

@@ -13,18 +13,16 @@ mod strings;
 mod writer;
 
 pub use calls::{each_call, CallShape, FromTapeError, TapeCall};
-pub use inputs::{
-    InputEntry, InputStore, Inputs, InputsSection, INPUTS_MAGIC, INPUT_FILE_BYTES_MAX,
-};
+pub use inputs::{InputEntry, InputStore, Inputs, InputsSection, INPUT_FILE_BYTES_MAX};
 pub use json::{payload_to_json, to_json, PayloadError};
-pub use reader::{read_inputs, verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
-pub use strings::{KIND_STRING_REFS_BIT, STRING_REF_MIN_BYTES};
+pub use reader::{verify_path, RawRecord, TapeError, TapeReader, VerifyReport};
+pub use strings::STRING_REF_MIN_BYTES;
 pub use writer::{BlobMode, TapeSink, TapeSummary, TapeWriter};
 
 use serde::{Deserialize, Serialize};
 
 /// The eight bytes every tape starts with.
-pub const MAGIC: &[u8; 8] = b"SIMTAPE\0";
+pub(crate) const MAGIC: &[u8; 8] = b"SIMTAPE\0";
 /// The tape format this engine writes.
 pub const FORMAT_VERSION: u32 = 4;
 /// The newest format whose records carry `seq` and absolute `t_ns` and chain their bytes
@@ -35,7 +33,7 @@ pub(crate) const FORMAT_VERSION_BYTE_CHAIN: u32 = 3;
 /// framing, the header, the hash chain and the footer; what differs is which record kinds
 /// exist ([`RecordKind::exists_in`]) and, in version 1, the body of the LLM actor's
 /// `request` records (whole conversations; `docs/tape-format.md`, "Versioning").
-pub const FORMAT_VERSIONS_READ: std::ops::RangeInclusive<u32> = 1..=FORMAT_VERSION;
+pub(crate) const FORMAT_VERSIONS_READ: std::ops::RangeInclusive<u32> = 1..=FORMAT_VERSION;
 /// Records between two checkpoints.
 pub const CHECKPOINT_INTERVAL_RECORDS: u64 = 1 << 16;
 /// Payloads larger than this go to the content store by default.
@@ -43,7 +41,7 @@ pub const BLOB_THRESHOLD_DEFAULT_BYTES: usize = 4096;
 /// The write buffer, flushed to the sink when full.
 pub const BUFFER_BYTES: usize = 64 * 1024;
 /// The kind bit that marks a payload stored by content hash (the payload is the 32-byte hash).
-pub const KIND_BLOB_REF_BIT: u8 = 0x80;
+pub(crate) const KIND_BLOB_REF_BIT: u8 = 0x80;
 
 /// The record vocabulary. The numbering is part of the format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -77,7 +75,7 @@ pub enum RecordKind {
 
 impl RecordKind {
     /// Decodes a kind byte (without the blob-reference bit).
-    pub fn from_u8(byte: u8) -> Option<RecordKind> {
+    pub(crate) fn from_u8(byte: u8) -> Option<RecordKind> {
         Some(match byte {
             0 => RecordKind::Checkpoint,
             1 => RecordKind::Spawn,
@@ -120,7 +118,7 @@ impl RecordKind {
 
     /// Returns true for records that describe the tape rather than the run (checkpoints,
     /// blobs, the footer). The oracle skips them when it aligns two runs.
-    pub fn is_meta(self) -> bool {
+    pub(crate) fn is_meta(self) -> bool {
         matches!(
             self,
             RecordKind::Checkpoint | RecordKind::Blob | RecordKind::Footer
@@ -344,7 +342,7 @@ pub fn hex_encode(bytes: &[u8]) -> String {
 }
 
 /// The sidecar content-store directory of a tape: `<tape>.cas`.
-pub fn sidecar_dir(tape_path: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn sidecar_dir(tape_path: &std::path::Path) -> std::path::PathBuf {
     let mut name = tape_path.as_os_str().to_owned();
     name.push(".cas");
     std::path::PathBuf::from(name)

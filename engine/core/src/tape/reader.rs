@@ -930,16 +930,3 @@ pub fn verify_path(path: &Path) -> Result<VerifyReport, TapeError> {
         inputs,
     })
 }
-
-/// Reads the tape at `path` through, checking it, and returns its inputs section with every
-/// file loaded (from the section, or from its content directory beside the tape), or `None`
-/// for a tape without one.
-pub fn read_inputs(path: &Path) -> Result<Option<InputsSection>, TapeError> {
-    let mut reader = TapeReader::open(path)?;
-    while reader.next_record()?.is_some() {}
-    let Some(mut section) = reader.inputs.take() else {
-        return Ok(None);
-    };
-    section.load_files(path.parent().unwrap_or(Path::new("")))?;
-    Ok(Some(section))
-}

@@ -21,7 +21,7 @@ use super::TapeError;
 pub const STRING_REF_MIN_BYTES: usize = 64 * 1024;
 
 /// The kind bit that marks a payload holding string references.
-pub const KIND_STRING_REFS_BIT: u8 = 0x40;
+pub(crate) const KIND_STRING_REFS_BIT: u8 = 0x40;
 
 /// The MessagePack extension type of a string reference: its data is an array of pieces.
 pub(crate) const EXT_STRING_REF: i8 = 1;

@@ -5,15 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
-/// The surface as of the last cut: (types, functions, fields, constants). Raised by 4
-/// functions on purpose: the one text normalizer's `place`, `absolute_paths` and
-/// `changed_words` (the evidence's log goes through it) and `ScenarioFailure::policy` (the
-/// agent's failure holds the core's).
+/// The surface as of the last cut (types, functions, fields, constants), with 4 functions
+/// added on purpose since (453 then): the one text normalizer's `place`, `absolute_paths`
+/// and `changed_words` (the evidence's log goes through it) and `ScenarioFailure::policy`
+/// (the agent's failure holds the core's).
 const SURFACE_MAX: Surface = Surface {
     types: 225,
-    functions: 464,
+    functions: 457,
     fields: 358,
-    constants: 39,
+    constants: 34,
 };
 
 /// Public items by kind: types (struct, enum, trait, type alias, union), functions (free

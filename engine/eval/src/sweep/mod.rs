@@ -10,7 +10,9 @@
 //! * [`cluster`]: the failure cluster, what makes two failing seeds the same failure;
 //! * [`diff`]: two reports compared (`simtape report diff`);
 //! * [`agents`]: one scenario run by several agents, every two compared seed by seed;
-//! * [`key`]: the key of a run's stored result, the digest of everything that decides it.
+//! * [`key`]: the key of a run's stored result, the digest of everything that decides it;
+//! * [`plan`]: `sweep plan`'s job files, one sweep on Slurm or Kubernetes (N shards, then
+//!   the merge).
 //!
 //! Running the seeds (threads, kept tapes, the result stores' files) is the gateway's
 //! (`simtape_serve::sweep`); a report never depends on how: its records are sorted by
@@ -21,6 +23,7 @@ pub mod cluster;
 pub mod diff;
 pub mod formats;
 pub mod key;
+pub mod plan;
 pub mod report;
 
 use serde::{Deserialize, Serialize};

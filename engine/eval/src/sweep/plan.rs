@@ -9,40 +9,57 @@
 
 use std::path::{Path, PathBuf};
 
-use simtape_eval::sweep::SeedRange;
-
-use simtape_eval::reproduce::{command_line, quote};
+use crate::reproduce::{command_line, quote};
+use crate::sweep::SeedRange;
 
 /// What a plan runs: the same on every scheduler.
 #[derive(Debug, Clone)]
-pub(crate) struct Sweep {
+pub struct Sweep {
     /// The simtape binary as the jobs will call it.
-    pub(crate) simtape: String,
+    pub simtape: String,
     /// The scenario files, as given (the reports name them so).
-    pub(crate) scenarios: Vec<PathBuf>,
-    pub(crate) seeds: SeedRange,
-    pub(crate) shards: u64,
+    pub scenarios: Vec<PathBuf>,
+    /// The seeds every scenario runs at, over all shards.
+    pub seeds: SeedRange,
+    /// How many shards (array tasks, or indexed completions) split the seeds.
+    pub shards: u64,
     /// Where the shards' reports, the tapes and the merged report go.
-    pub(crate) results: PathBuf,
+    pub results: PathBuf,
     /// The name of the jobs (`NAME` and `NAME-merge`).
-    pub(crate) name: String,
+    pub name: String,
 }
 
 /// The Kubernetes parts of a plan.
 #[derive(Debug, Clone)]
-pub(crate) struct K8s {
-    pub(crate) image: String,
+pub struct K8s {
+    /// The container image the jobs run, with `simtape` in it.
+    pub image: String,
     /// The PersistentVolumeClaim (ReadWriteMany) mounted at the results directory.
-    pub(crate) claim: String,
+    pub claim: String,
 }
+
+/// The variable a Kubernetes plan's shards carry the shard count in (an Indexed Job sets
+/// only the index); `--shard auto` reads it.
+pub const SHARD_COUNT_VAR: &str = "SIMTAPE_SHARD_COUNT";
 
 /// The longest job name: a Kubernetes Job name is a DNS label of at most 63 characters, and
 /// the merge job appends `-merge`.
-pub(crate) const NAME_MAX: usize = 57;
+pub const NAME_MAX: usize = 57;
+
+/// A job name a scheduler would refuse (`--name`). Fatal to `sweep plan`, before any file
+/// is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--name {name:?}: a job name is 1 to {NAME_MAX} lower-case letters, digits and '-', not starting or ending with '-'"
+)]
+pub struct JobNameError {
+    /// The name refused.
+    pub name: String,
+}
 
 /// Checks a job name: lower-case letters, digits and '-', starting and ending with a letter
 /// or digit, at most [`NAME_MAX`] characters.
-pub(crate) fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), JobNameError> {
     let fits = !name.is_empty()
         && name.len() <= NAME_MAX
         && name
@@ -53,9 +70,9 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if fits {
         Ok(())
     } else {
-        Err(format!(
-            "--name {name:?}: a job name is 1 to {NAME_MAX} lower-case letters, digits and '-', not starting or ending with '-'"
-        ))
+        Err(JobNameError {
+            name: name.to_string(),
+        })
     }
 }
 
@@ -112,7 +129,7 @@ impl Sweep {
     /// Returns the Slurm submit script: run with `bash FILE`, it submits the job array and the
     /// merge job (`--dependency=afterok` on the whole array) and prints both job ids. `cwd` is
     /// the directory relative paths are taken from.
-    pub(crate) fn slurm(&self, cwd: &Path) -> String {
+    pub fn slurm(&self, cwd: &Path) -> String {
         let cwd = quote(&cwd.display().to_string());
         let logs = quote(&self.path("logs"));
         let shards = quote(&self.path("shards"));
@@ -152,7 +169,7 @@ impl Sweep {
     /// Returns the Kubernetes manifest: an Indexed Job of the shards and a merge Job whose init
     /// container waits for every shard's report; both mount `k8s.claim` at the results
     /// directory. Apply it with `kubectl apply -f FILE`.
-    pub(crate) fn k8s(&self, k8s: &K8s) -> String {
+    pub fn k8s(&self, k8s: &K8s) -> String {
         let shards = self.path("shards");
         // Written under a temporary name and renamed, so the merge never reads half a report.
         let part = format!("{}/.shard-\"$JOB_COMPLETION_INDEX\".part", quote(&shards));
@@ -212,7 +229,7 @@ impl Sweep {
             results = self.results.display(),
             name = self.name,
             n = self.shards,
-            count_var = simtape_serve::shard::COUNT_VAR,
+            count_var = SHARD_COUNT_VAR,
             shard_container = container("shard", &shard),
             wait_container = container("wait-for-shards", &wait),
             merge_container = container("merge", &self.merge_command()),
