@@ -12,6 +12,7 @@ use simtape_eval::world_eval::EvalError;
 use simtape_mcp::world::SpecError;
 use simtape_mcp::McpError;
 use simtape_serve::evidence::EvidenceError;
+use simtape_serve::rerun::RerunError;
 use simtape_serve::sweep::SweepError;
 
 /// What a command that ran to the end found.
@@ -107,6 +108,20 @@ impl From<SweepError> for CliError {
             SweepError::FailureDb(error) => crate::sweep::known::db_error(error),
             SweepError::InputFile(error) => CliError::InputFile(error),
             SweepError::Decisions(error) => CliError::Usage(error.to_string()),
+            other => CliError::Input(other.to_string()),
+        }
+    }
+}
+
+impl From<RerunError> for CliError {
+    /// A tape as a tape error, a file as an I/O error; anything else as bad input (exit 2).
+    fn from(error: RerunError) -> CliError {
+        match error {
+            RerunError::Tape { path, error } => CliError::Tape {
+                path: Some(path),
+                error,
+            },
+            RerunError::Io { path, source } => CliError::Io { path, source },
             other => CliError::Input(other.to_string()),
         }
     }

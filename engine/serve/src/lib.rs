@@ -47,6 +47,7 @@ pub mod outside;
 pub mod parallel;
 mod place;
 pub mod process;
+pub mod rerun;
 pub mod sandbox;
 pub mod sessions;
 pub mod shard;
