@@ -4,26 +4,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use simtape::oracle::{diff_bytes, Mode};
-
 use simtape_eval::property::PropertyTally;
 
 use crate::args::CiArgs;
-use crate::common::golden::{golden_path, tape_bytes};
+use simtape_serve::golden::{check, golden_path, tape_bytes, Check};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::known;
 use crate::sweep::progress::Shown;
 use simtape_serve::sweep::{known as known_runs, Loaded, Plan};
 use std::sync::atomic::AtomicBool;
-
-/// What happened to one (scenario, seed).
-enum Check {
-    Match,
-    Blessed,
-    Missing,
-    Differs(String),
-}
 
 pub(crate) fn run(args: &CiArgs) -> CliResult {
     let scenarios = scenario_files(&args.dir.join("scenarios"))?;
@@ -170,31 +160,3 @@ fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
     Ok(files)
 }
 
-fn check(golden: &Path, tape: &[u8], bless: bool) -> Result<Check, CliError> {
-    let io = |source| CliError::Io {
-        path: golden.to_path_buf(),
-        source,
-    };
-    let existing = match std::fs::read(golden) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(e)),
-    };
-    if existing.as_deref() == Some(tape) {
-        return Ok(Check::Match);
-    }
-    if bless {
-        if let Some(parent) = golden.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
-        }
-        std::fs::write(golden, tape).map_err(io)?;
-        return Ok(Check::Blessed);
-    }
-    let Some(existing) = existing else {
-        return Ok(Check::Missing);
-    };
-    let report = diff_bytes(&existing, tape, Mode::Exact)
-        .map(|r| r.render_text())
-        .unwrap_or_else(|e| format!("the golden tape does not read: {e}"));
-    Ok(Check::Differs(report))
-}

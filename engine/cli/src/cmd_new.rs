@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::args::NewArgs;
-use crate::common::golden::{golden_path, tape_bytes};
+use simtape_serve::golden::{golden_path, tape_bytes};
 use crate::common::load_scenario;
 use crate::exit::{CliError, CliResult, Outcome};
 

@@ -12,6 +12,7 @@ use simtape_eval::world_eval::EvalError;
 use simtape_mcp::world::SpecError;
 use simtape_mcp::McpError;
 use simtape_serve::evidence::EvidenceError;
+use simtape_serve::golden::GoldenError;
 use simtape_serve::rerun::RerunError;
 use simtape_serve::sweep::SweepError;
 
@@ -108,6 +109,15 @@ impl From<SweepError> for CliError {
             SweepError::FailureDb(error) => crate::sweep::known::db_error(error),
             SweepError::InputFile(error) => CliError::InputFile(error),
             SweepError::Decisions(error) => CliError::Usage(error.to_string()),
+            other => CliError::Input(other.to_string()),
+        }
+    }
+}
+
+impl From<GoldenError> for CliError {
+    fn from(error: GoldenError) -> CliError {
+        match error {
+            GoldenError::Io { path, source } => CliError::Io { path, source },
             other => CliError::Input(other.to_string()),
         }
     }

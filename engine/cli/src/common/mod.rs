@@ -11,7 +11,6 @@
 
 pub(crate) mod decisions;
 pub(crate) mod files;
-pub(crate) mod golden;
 pub(crate) mod inputs;
 pub(crate) mod record;
 pub(crate) mod render;

@@ -1,26 +1,11 @@
-//! Writing output files so that a reader never sees half of one: the bytes go to a temporary
-//! file in the same directory, are synced, and the temporary is renamed over the target (a
-//! rename within one file system is atomic on POSIX).
+//! The MCP sessions' output files, each written whole or not at all (`crate::files`).
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use simtape_mcp::{Cassette, McpError};
 
-/// Writes `bytes` to `path` atomically: either the old file or the whole new one is there.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let temporary = temporary_path(path);
-    let written = std::fs::File::create(&temporary).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
-    if renamed.is_err() {
-        // Best effort: a failed write leaves no temporary behind.
-        let _ = std::fs::remove_file(&temporary);
-    }
-    renamed
-}
+pub use crate::files::write_atomic;
 
 /// Writes a value as pretty JSON with a final newline, atomically.
 pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> io::Result<()> {
@@ -70,16 +55,6 @@ pub fn recovered_path(path: &Path) -> PathBuf {
         })
         .find(|candidate| !candidate.exists())
         .expect("some counter is free")
-}
-
-/// `dir/.name.tmp-PID`: hidden, in the target's directory (so the rename stays on one file
-/// system), and distinct per process.
-fn temporary_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
 /// An empty scratch directory for one unit test of this crate's file handling.

@@ -9,7 +9,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+
 
 use sha2::{Digest, Sha256};
 use simtape::tape::hex_encode;
@@ -133,21 +133,10 @@ impl Store {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it and a rename: a reader (or a
-/// resumed sweep after `kill -9`) sees the whole file or none.
+/// Writes `bytes` to `path` whole or not at all (`crate::files::write_atomic`): a reader (or
+/// a resumed sweep after `kill -9`) sees the whole file or none.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
-    // Unique per write: two workers may store the same content-addressed file at once.
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let mut name = std::ffi::OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(format!(
-        ".{}-{}.partial",
-        std::process::id(),
-        WRITES.fetch_add(1, Ordering::Relaxed)
-    ));
-    let partial = path.with_file_name(name);
-    std::fs::write(&partial, bytes).map_err(SweepError::io(&partial))?;
-    std::fs::rename(&partial, path).map_err(SweepError::io(path))
+    crate::files::write_atomic(path, bytes).map_err(SweepError::io(path))
 }
 
 #[cfg(test)]
