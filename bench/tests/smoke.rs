@@ -216,7 +216,9 @@ fn simtape_fingerprint_ignores_the_tape_and_sees_the_work() {
 
 #[test]
 fn runner_reports_every_case_with_ratios_and_bars() {
-    // Goal: a two-round small run yields one checked row per case, tokio at 1.0×, and ten bars.
+    // Goal: a two-round small run yields one checked row per case, tokio at 1.0×, and the
+    // bars: six on the untaped run, two per workload on the taped run (≥ 1.5× tokio, ≥ 1×
+    // nexosim: issue 32's goal), one on the tape's bytes.
     let plan = Plan {
         size: Size::Small,
         rounds: 2,
@@ -261,7 +263,16 @@ fn runner_reports_every_case_with_ratios_and_bars() {
         first["virtual_end_us"],
         serde_json::json!(timers_end_ns(100, 20, 1, 1) as f64)
     );
-    assert_eq!(report::bars(&rows).len(), 10);
+    let bars = report::bars(&rows);
+    assert_eq!(bars.len(), 6 + 2 * 5 + 1);
+    for workload in Workload::ALL {
+        for peer in ["1.5× tokio", "1.0× nexosim"] {
+            let label = format!("simtape tape on  {workload} ≥ {peer}");
+            let bar = bars.iter().find(|bar| bar.label == label);
+            let bar = bar.unwrap_or_else(|| panic!("no bar {label:?}"));
+            assert!(bar.measured.is_some(), "{label} is judged");
+        }
+    }
     assert!(report::table(&rows).lines().count() == 22);
 }
 

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use simtape_eval::property::PropertyTally;
 
 use crate::args::CiArgs;
-use simtape_serve::golden::{check, golden_path, tape_bytes, Check};
 use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::known;
 use crate::sweep::progress::Shown;
+use simtape_serve::golden::{check, golden_path, tape_bytes, Check};
 use simtape_serve::sweep::{known as known_runs, Loaded, Plan};
 use std::sync::atomic::AtomicBool;
 
@@ -159,4 +159,3 @@ fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
     files.sort();
     Ok(files)
 }
-

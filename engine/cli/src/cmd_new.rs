@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::args::NewArgs;
-use simtape_serve::golden::{golden_path, tape_bytes};
 use crate::common::load_scenario;
 use crate::exit::{CliError, CliResult, Outcome};
+use simtape_serve::golden::{golden_path, tape_bytes};
 
 pub(crate) mod program;
 

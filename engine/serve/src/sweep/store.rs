@@ -10,7 +10,6 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-
 use sha2::{Digest, Sha256};
 use simtape::tape::hex_encode;
 use simtape_eval::sweep::key::EngineDigest;
