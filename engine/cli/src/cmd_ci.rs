@@ -11,7 +11,7 @@ use crate::common::{load_scenario, refuse_recording};
 use crate::exit::{CliError, CliResult, Outcome};
 use crate::sweep::known;
 use crate::sweep::progress::Shown;
-use simtape_serve::golden::{check, golden_path, tape_bytes, Check};
+use simtape_serve::golden::{check, golden_path, tape_bytes, GoldenCheck};
 use simtape_serve::sweep::{known as known_runs, Loaded, Plan};
 use std::sync::atomic::AtomicBool;
 
@@ -49,19 +49,19 @@ pub(crate) fn run(args: &CiArgs) -> CliResult {
             properties.push((seed, judged));
             let label = format!("{} seed {seed}", scenario.name());
             match check(&golden, &tape, args.bless)? {
-                Check::Match => {
+                GoldenCheck::Match => {
                     matched += 1;
                     println!("ok       {label}");
                 }
-                Check::Blessed => {
+                GoldenCheck::Blessed => {
                     matched += 1;
                     println!("blessed  {label} -> {}", golden.display());
                 }
-                Check::Missing => {
+                GoldenCheck::Missing => {
                     failed += 1;
                     println!("MISSING  {label}: no golden tape at {}", golden.display());
                 }
-                Check::Differs(report) => {
+                GoldenCheck::Differs(report) => {
                     failed += 1;
                     println!("DIFFERS  {label}: {}", golden.display());
                     for line in report.lines() {

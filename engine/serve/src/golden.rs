@@ -43,7 +43,7 @@ pub enum GoldenError {
 
 /// What a run's tape is to its golden tape.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Check {
+pub enum GoldenCheck {
     /// The same bytes.
     Match,
     /// Written (`--bless`).
@@ -87,7 +87,7 @@ pub fn tape_bytes(
 
 /// Checks `tape` against the golden tape at `golden`; with `bless`, a tape that is not its
 /// golden one (or has none) becomes it.
-pub fn check(golden: &Path, tape: &[u8], bless: bool) -> Result<Check, GoldenError> {
+pub fn check(golden: &Path, tape: &[u8], bless: bool) -> Result<GoldenCheck, GoldenError> {
     let io = |source| GoldenError::Io {
         path: golden.to_path_buf(),
         source,
@@ -98,20 +98,20 @@ pub fn check(golden: &Path, tape: &[u8], bless: bool) -> Result<Check, GoldenErr
         Err(e) => return Err(io(e)),
     };
     if existing.as_deref() == Some(tape) {
-        return Ok(Check::Match);
+        return Ok(GoldenCheck::Match);
     }
     if bless {
         if let Some(parent) = golden.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
         crate::files::write_atomic(golden, tape).map_err(io)?;
-        return Ok(Check::Blessed);
+        return Ok(GoldenCheck::Blessed);
     }
     let Some(existing) = existing else {
-        return Ok(Check::Missing);
+        return Ok(GoldenCheck::Missing);
     };
     let report = diff_bytes(&existing, tape, Mode::Exact)
         .map(|r| r.render_text())
         .unwrap_or_else(|e| format!("the golden tape does not read: {e}"));
-    Ok(Check::Differs(report))
+    Ok(GoldenCheck::Differs(report))
 }
