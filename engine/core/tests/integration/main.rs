@@ -7,6 +7,7 @@ mod cap_llm;
 mod cap_net;
 mod cap_process;
 mod capabilities;
+mod cli_layer;
 mod codemap;
 mod executor;
 mod faults;
