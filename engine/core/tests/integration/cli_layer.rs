@@ -43,7 +43,11 @@ fn the_cli_starts_no_thread_handles_no_signal_and_opens_no_socket() {
     let mut uses = Vec::new();
     for file in sources(&root().join("engine/cli/src")) {
         let text = std::fs::read_to_string(&file).unwrap();
-        let shown = file.strip_prefix(root()).unwrap_or(&file).display().to_string();
+        let shown = file
+            .strip_prefix(root())
+            .unwrap_or(&file)
+            .display()
+            .to_string();
         uses.extend(
             gateway_uses(&text)
                 .into_iter()
