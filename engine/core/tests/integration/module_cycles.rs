@@ -7,6 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::source_tree::{root, sources};
+
 /// The most modules one import cycle may hold.
 const CYCLE_MODULES_MAX: usize = 3;
 
@@ -16,22 +18,6 @@ const UNTANGLED: [&str; 2] = ["engine/agent/src", "engine/serve/src"];
 /// The core's largest import cycle as last measured (16 of its 25 top-level modules): it may
 /// shrink, never grow, until it is cut to [`CYCLE_MODULES_MAX`].
 const CORE_CYCLE_MODULES_MAX: usize = 16;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every `.rs` file under `dir`.
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, found);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            found.push(path);
-        }
-    }
-}
 
 /// The code of `text` before its unit tests, without comment lines.
 fn code(text: &str) -> String {
@@ -72,9 +58,7 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            let mut files = Vec::new();
-            sources(&path, &mut files);
-            modules.insert(name, files);
+            modules.insert(name, sources(&path));
         } else if path.extension().is_some_and(|ext| ext == "rs") && name != "lib" && name != "main"
         {
             modules.insert(name, vec![path]);
