@@ -191,7 +191,7 @@ impl ConfidenceInterval {
     /// same counts give the same bits on every machine.
     ///
     /// ```
-    /// use simtape_eval::estimate::Interval;
+    /// use simtape_eval::estimate::ConfidenceInterval;
     /// let all = ConfidenceInterval::wilson(10, 10);
     /// assert_eq!(all.high, 1.0);
     /// assert!((all.low - 0.7225).abs() < 1e-4);
@@ -220,7 +220,7 @@ impl ConfidenceInterval {
     /// multiplication so the bits are the same everywhere.
     ///
     /// ```
-    /// use simtape_eval::estimate::Interval;
+    /// use simtape_eval::estimate::ConfidenceInterval;
     /// let squared = ConfidenceInterval { low: 0.5, high: 0.9 }.power(2);
     /// assert_eq!((squared.low, squared.high), (0.25, 0.81));
     /// ```

@@ -184,10 +184,10 @@ pub struct McpReply {
 ///
 /// ```
 /// use serde_json::json;
-/// use simtape_mcp::{actor::{McpActor, McpHandle}, Cassette, Direction};
+/// use simtape_mcp::{actor::{McpActor, McpHandle}, Cassette, Party};
 /// let mut cassette = Cassette::new(vec!["demo".into()]);
-/// cassette.push(Direction::Client, 0, json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-/// cassette.push(Direction::Server, 7, json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
+/// cassette.push(Party::Client, 0, json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+/// cassette.push(Party::Server, 7, json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
 /// cassette.fill_latencies();
 /// let mut builder = simtape::Sim::builder();
 /// let mcp = McpHandle::new(builder.actor("mcp:demo", McpActor::from_cassette(cassette)));
