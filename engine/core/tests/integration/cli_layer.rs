@@ -2,7 +2,7 @@
 //! handlers, sockets and processes of the outside world are the gateway's (`simtape-serve`),
 //! so none of them is written in the CLI's code. Counted from the source, outside unit tests.
 
-use super::source_tree::{root, sources};
+use super::source_tree::{root, texts};
 
 /// What only the gateway does: start a thread, handle a signal, open a socket, start or pause
 /// a process.
@@ -41,13 +41,7 @@ fn gateway_uses(text: &str) -> Vec<(usize, &'static str)> {
 #[test]
 fn the_cli_starts_no_thread_handles_no_signal_and_opens_no_socket() {
     let mut uses = Vec::new();
-    for file in sources(&root().join("engine/cli/src")) {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let shown = file
-            .strip_prefix(root())
-            .unwrap_or(&file)
-            .display()
-            .to_string();
+    for (shown, text) in texts(&root().join("engine/cli/src")) {
         uses.extend(
             gateway_uses(&text)
                 .into_iter()

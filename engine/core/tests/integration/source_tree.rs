@@ -15,6 +15,23 @@ pub(crate) fn sources(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Every `.rs` file under `dir`, in path order, as (its path from the workspace root, its
+/// text).
+pub(crate) fn texts(dir: &Path) -> Vec<(String, String)> {
+    sources(dir)
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let shown = file
+                .strip_prefix(root())
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            (shown, text)
+        })
+        .collect()
+}
+
 fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::source_tree::{root, sources};
+use super::source_tree::{root, texts};
 
 /// The crates whose library code is held to it.
 const CRATES: [&str; 7] = ["core", "mcp", "eval", "agent", "serve", "cli", "macros"];
@@ -36,13 +36,7 @@ fn declared(line: &str) -> Option<(&str, bool)> {
 /// Every type declared in `krate`'s library code: name → (file:line, public) of each.
 fn declarations(krate: &str) -> BTreeMap<String, Vec<(String, bool)>> {
     let mut found: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
-    for file in sources(&root().join("engine").join(krate).join("src")) {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let shown = file
-            .strip_prefix(root())
-            .unwrap_or(&file)
-            .display()
-            .to_string();
+    for (shown, text) in texts(&root().join("engine").join(krate).join("src")) {
         for (number, line) in text.lines().enumerate() {
             if line.starts_with("#[cfg(test)]") {
                 break;
