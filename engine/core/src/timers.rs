@@ -29,10 +29,10 @@ use crate::prefetch::read_soon;
 
 /// How many timers behind the front of the current instant the queue asks the cache for a
 /// timer's slot (see [`TimerQueue::prefetch_ahead`]).
-const SLOT_AHEAD: usize = 16;
+const SLOT_AHEAD: usize = 8;
 /// How many timers behind the front it asks for the state of the task a timer wakes: fewer
 /// than [`SLOT_AHEAD`], so that slot has arrived by then and names the task.
-const TASK_AHEAD: usize = 8;
+const TASK_AHEAD: usize = 4;
 
 /// A fixed multiplicative hash for `u64` deadlines: deterministic, and a few instructions.
 #[derive(Debug, Default, Clone, Copy)]
@@ -159,7 +159,13 @@ impl TimerQueue {
                 return key;
             }
         }
-        self.unfiled.push((t_ns, index));
+        if self.unfiled.is_empty() && self.current_next >= self.current.len() {
+            // No instant is being fired (a lone timer, a request/reply chain): nothing to
+            // batch with, and nothing set earlier waits to be filed before it.
+            self.enqueue(t_ns, index);
+        } else {
+            self.unfiled.push((t_ns, index));
+        }
         key
     }
 
