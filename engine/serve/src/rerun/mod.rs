@@ -204,45 +204,35 @@ pub fn same_tape(tape: &Path, again: &Path, why: &str) -> Result<(), RerunError>
     Ok(())
 }
 
-/// Whether the files at `a` and `b` hold the same bytes.
+/// Whether the files at `a` and `b` hold the same bytes: the lengths first, then a block at
+/// a time (a tape can be large; neither is read whole).
 fn same_bytes(a: &Path, b: &Path) -> Result<bool, RerunError> {
-    let open = |path: &Path| {
-        std::fs::File::open(path).map_err(|source| RerunError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RerunError::Io { path, source }
     };
-    let (mut left, mut right) = (open(a)?, open(b)?);
+    let open = |path: &Path| {
+        let file = std::fs::File::open(path).map_err(io(path))?;
+        let len = file.metadata().map_err(io(path))?.len();
+        Ok::<_, RerunError>((file, len))
+    };
+    let ((mut left, len), (mut right, right_len)) = (open(a)?, open(b)?);
+    if len != right_len {
+        return Ok(false);
+    }
     let (mut left_block, mut right_block) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
-    loop {
-        let left_len = fill(&mut left, &mut left_block, a)?;
-        let right_len = fill(&mut right, &mut right_block, b)?;
-        if left_block[..left_len] != right_block[..right_len] {
+    let mut left_over = len;
+    while left_over > 0 {
+        let n = usize::try_from(left_over).map_or(left_block.len(), |n| n.min(left_block.len()));
+        // A file that shrinks between the length and the read fails here, with its path.
+        left.read_exact(&mut left_block[..n]).map_err(io(a))?;
+        right.read_exact(&mut right_block[..n]).map_err(io(b))?;
+        if left_block[..n] != right_block[..n] {
             return Ok(false);
         }
-        if left_len == 0 {
-            return Ok(true);
-        }
+        left_over -= n as u64;
     }
-}
-
-/// Reads into `block` until it is full or the file ends; returns how much it read.
-fn fill(file: &mut std::fs::File, block: &mut [u8], path: &Path) -> Result<usize, RerunError> {
-    let mut len = 0;
-    while len < block.len() {
-        match file.read(&mut block[len..]) {
-            Ok(0) => break,
-            Ok(read) => len += read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(RerunError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })
-            }
-        }
-    }
-    Ok(len)
+    Ok(true)
 }
 
 /// Why a run did not pass, as a sweep groups it; `None` for a pass.
