@@ -109,8 +109,8 @@ pub(crate) struct TimerQueue {
     /// ([`TimerQueue::file_unfiled`]).
     unfiled: Vec<(u64, u32)>,
     /// The bucket of the instant after the current one, as of when the current one was
-    /// detached (`u32::MAX`: none); only [`TimerQueue::prefetch_ahead`] reads it.
-    upcoming: u32,
+    /// detached; only [`TimerQueue::prefetch_ahead`] reads it.
+    upcoming: Option<u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     seq: u64,
@@ -322,7 +322,7 @@ impl TimerQueue {
         match self.current.get(at) {
             Some(&slot) => Some(slot),
             None => {
-                let upcoming = self.buckets.get(self.upcoming as usize)?;
+                let upcoming = self.buckets.get(self.upcoming? as usize)?;
                 upcoming.get(at - self.current.len()).copied()
             }
         }
@@ -369,10 +369,10 @@ impl TimerQueue {
         self.free_buckets.push(id);
         self.current_t_ns = t_ns;
         self.current_next = 1;
-        self.upcoming = match self.instants.peek() {
-            Some(Reverse(next_t_ns)) => self.index.get(next_t_ns).copied().unwrap_or(u32::MAX),
-            None => u32::MAX,
-        };
+        self.upcoming = self
+            .instants
+            .peek()
+            .and_then(|Reverse(next_t_ns)| self.index.get(next_t_ns).copied());
         Some((t_ns, self.current[0]))
     }
 
